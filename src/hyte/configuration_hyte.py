@@ -1,0 +1,172 @@
+"""Configurations of the HyTE models (Hugging Face house layout; also shipped as remote code).
+
+Three configs, one per model family:
+
+* ``HyTEFHConfig`` (model_type ``hyte_fh``): the fully hyperbolic encoder HyTE-FH.
+* ``HyTEHConfig`` (model_type ``hyte_h``): HyTE-H, a pretrained Euclidean encoder projected onto the hyperboloid.
+  It holds the encoder's full config, so a saved HyTE-H never needs the base repository again.
+* ``EucBERTConfig`` (model_type ``hyte_euc``): the Euclidean twin of HyTE-FH (same shape, same interface), the
+  paper's controlled baseline.
+
+Sizes follow Hugging Face names. For the hyperbolic models ``hidden_size`` and ``intermediate_size`` count the time
+coordinate: hidden 768 means points in R^768 on a 767-dimensional hyperboloid, as in the paper. Curvature is stored
+as c > 0 with <x, x>_L = -c (sectional curvature K = -1/c); see ``lorentz.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from huggingface_hub.dataclasses import strict
+from transformers import AutoConfig, PreTrainedConfig
+from transformers.configuration_utils import SubConfigSpec
+
+POOLING_MODES = ("oem", "einstein", "mean", "cls")
+EUCLIDEAN_POOLING_MODES = ("mean", "cls")
+
+
+def _check_heads(hidden_size: int, num_attention_heads: int, *, hyperbolic: bool) -> None:
+    if num_attention_heads <= 0 or hidden_size % num_attention_heads != 0:
+        raise ValueError(
+            f"hidden_size ({hidden_size}) must split evenly into num_attention_heads ({num_attention_heads}); "
+            f"choose e.g. hidden_size={num_attention_heads * max(1, round(hidden_size / max(num_attention_heads, 1)))}."
+        )
+    head_dim = hidden_size // num_attention_heads
+    if hyperbolic and head_dim < 2:
+        raise ValueError(
+            f"each attention head needs a time coordinate and at least one space coordinate, but "
+            f"hidden_size / num_attention_heads = {head_dim}; use fewer heads or a larger hidden_size."
+        )
+
+
+def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}; got {value!r}.")
+
+
+def _check_curvature(curvature: float) -> None:
+    if not (isinstance(curvature, (int, float)) and math.isfinite(curvature) and curvature > 0):
+        raise ValueError(
+            f"curvature must be a finite number > 0 (c in <x,x>_L = -c, sectional curvature K = -1/c); "
+            f"got {curvature!r}. For K = -1 use curvature=1.0."
+        )
+
+
+def _check_positive(**values) -> None:
+    for name, value in values.items():
+        if value is None or value <= 0:
+            raise ValueError(f"{name} must be > 0; got {value!r}.")
+
+
+@strict
+class HyTEFHConfig(PreTrainedConfig):
+    """Configuration of HyTE-FH, the fully hyperbolic encoder (defaults: the paper's base shape)."""
+
+    model_type = "hyte_fh"
+
+    vocab_size: int = 30522  # BERT uncased WordPiece, the tokenizer the reference evaluations use
+    hidden_size: int = 768  # ambient size of every token point, time coordinate included (767 space coordinates)
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12  # each head works on hidden_size / heads coordinates, one of them time
+    intermediate_size: int = 3072  # ambient size inside the hyperbolic feed-forward (time included)
+    max_position_embeddings: int = 512  # longest input accepted (RoPE itself has no table)
+    pad_token_id: int | None = 0
+    curvature: float = 1.0  # c > 0, K = -1/c
+    learnable_curvature: bool = False  # off by default: learned curvature is known to collapse
+    pooling: str = "oem"  # "oem" | "einstein" (OEM p=0) | "mean" (tangent mean at the origin) | "cls"
+    oem_p: float = 1.0  # OEM exponent: token weights x_0^p (the reference code's p)
+    rope_theta: float = 10000.0  # RoPE base, applied to the space coordinates of queries and keys
+    layer_norm_eps: float = 1e-5
+    residual_space_scale: float | None = None  # reference code: 4*sqrt(hidden_size) rescale after each residual
+    initializer_range: float = 0.02
+    tie_word_embeddings: bool = False  # the LorentzMLR head has its own parameters
+
+    def validate_architecture(self):
+        _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=True)
+        _check_curvature(self.curvature)
+        _check_choice("pooling", self.pooling, POOLING_MODES)
+        _check_positive(
+            vocab_size=self.vocab_size,
+            num_hidden_layers=self.num_hidden_layers,
+            max_position_embeddings=self.max_position_embeddings,
+        )
+        if self.hidden_size < 2 or self.intermediate_size < 2:
+            raise ValueError("hidden_size and intermediate_size count the time coordinate and must be >= 2.")
+        if self.oem_p < 0:
+            raise ValueError(f"oem_p must be >= 0 (0 is the Einstein midpoint); got {self.oem_p}.")
+
+
+@strict
+class EucBERTConfig(PreTrainedConfig):
+    """Configuration of EucBERT, the Euclidean twin of HyTE-FH: the same shape and fields, no curvature."""
+
+    model_type = "hyte_euc"
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    max_position_embeddings: int = 512
+    pad_token_id: int | None = 0
+    pooling: str = "mean"  # "mean" (masked) | "cls"
+    rope_theta: float = 10000.0
+    layer_norm_eps: float = 1e-5
+    initializer_range: float = 0.02
+    tie_word_embeddings: bool = False
+
+    def validate_architecture(self):
+        _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=False)
+        _check_choice("pooling", self.pooling, EUCLIDEAN_POOLING_MODES)
+        _check_positive(
+            vocab_size=self.vocab_size,
+            num_hidden_layers=self.num_hidden_layers,
+            max_position_embeddings=self.max_position_embeddings,
+        )
+
+
+@strict
+class HyTEHConfig(PreTrainedConfig):
+    """Configuration of HyTE-H: a Euclidean encoder, a projection onto the hyperboloid, optional hyperbolic layers."""
+
+    model_type = "hyte_h"
+    sub_configs_defaults = {"encoder_config": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
+
+    encoder_config: PreTrainedConfig | dict | None = None  # the Euclidean encoder's full config (BERT by default)
+    hidden_size: int = 385  # ambient size of the hyperbolic points, time included (384 space coordinates)
+    curvature: float = 1.0
+    learnable_curvature: bool = False
+    norm_clip: float = 5.0  # the projected tangent vectors are clipped to this norm (= max distance to the origin)
+    scale_init: float | None = None  # initial tangent scale alpha; None -> 1/sqrt(hidden_size - 1)
+    num_hyperbolic_layers: int = 0  # HyTE-FH layers applied after the projection
+    num_attention_heads: int = 5  # only used by the hyperbolic layers
+    intermediate_size: int = 1537  # only used by the hyperbolic layers
+    rope_theta: float = 10000.0
+    layer_norm_eps: float = 1e-5
+    residual_space_scale: float | None = None
+    pooling: str = "oem"
+    oem_p: float = 1.0
+    initializer_range: float = 0.02
+    pad_token_id: int | None = 0
+
+    def validate_architecture(self):
+        _check_curvature(self.curvature)
+        _check_choice("pooling", self.pooling, POOLING_MODES)
+        _check_positive(norm_clip=self.norm_clip)
+        if self.scale_init is not None:
+            _check_positive(scale_init=self.scale_init)
+        if self.num_hyperbolic_layers:
+            _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=True)
+        if self.oem_p < 0:
+            raise ValueError(f"oem_p must be >= 0 (0 is the Einstein midpoint); got {self.oem_p}.")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.encoder_config.vocab_size
+
+    @property
+    def max_position_embeddings(self) -> int:
+        return self.encoder_config.max_position_embeddings
+
+
+__all__ = ["EucBERTConfig", "HyTEFHConfig", "HyTEHConfig"]

@@ -1,0 +1,284 @@
+"""Lorentz-model geometry as pure functions.
+
+Storage convention (every function in HyTE follows it):
+
+* A point of the hyperboloid H^d_c is a vector x = (x_0, x_s) in R^{d+1}, **time coordinate first**.
+* Lorentz inner product: <x, y>_L = -x_0 y_0 + x_s . y_s.
+* Curvature is stored as a positive number ``c``: the hyperboloid is <x, x>_L = -c with x_0 > 0, so the
+  sectional curvature is K = -1/c. (The HypRAG paper writes <x, x>_L = 1/K, i.e. c = -1/K. geoopt's ``k`` and
+  HyperCore's ``c`` mean the same as ours; MERU's ``curv`` is |K| = 1/c.)
+* The origin is o = (sqrt(c), 0, ..., 0). A point is built from its space part: x_0 = sqrt(||x_s||^2 + c).
+* The radius r(x) = x_0 orders points by geodesic distance to the origin, d(o, x) = sqrt(c) asinh(||x_s|| / sqrt(c)).
+* Geodesic distance: d(x, y) = sqrt(c) arccosh(-<x, y>_L / c).
+
+Precision: the Lorentz norm of a point far from the origin is a small difference of two huge numbers
+(-x_0^2 + ||x_s||^2 = -c while x_0^2 ~ c cosh^2(r / sqrt(c))). Functions that must evaluate it (distances,
+re-projection, centroids) do so in float64 and, where they combine points, re-derive each point's time
+coordinate from its space part first, so a float32 point at radius 15 (x_0 ~ 1.6e6) is handled exactly as well as
+its space coordinates allow. Results come back in the input dtype.
+
+All functions broadcast over leading dimensions; ``D = d + 1`` is the ambient dimension.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "add_time",
+    "centroid",
+    "check_curvature",
+    "distance",
+    "distance_from_inner",
+    "distance_to_origin",
+    "einstein_midpoint",
+    "expmap0",
+    "flip_time",
+    "from_poincare",
+    "inner",
+    "logmap0",
+    "origin",
+    "outward_einstein_midpoint",
+    "pairwise_distance",
+    "pairwise_inner",
+    "project",
+    "radius",
+    "squared_lorentz_distance",
+    "tangent_mean",
+    "to_poincare",
+]
+
+# Smallest |<v, v>_L| accepted when dividing by a Lorentz norm: keeps a (degenerate) light-like or zero vector
+# from dividing by zero. Real time-like vectors in float64 are many orders of magnitude above it.
+_MIN_LORENTZ_NORM_SQ = 1e-15
+
+# Smallest Euclidean norm accepted when normalising a direction (x_s / ||x_s||): the direction of the zero vector is
+# arbitrary, and the factor multiplying it is zero there, so any finite value gives the right (zero) result.
+_MIN_DIRECTION_NORM = 1e-15
+
+
+def check_curvature(c: float | Tensor) -> None:
+    """Raise a clear ``ValueError`` unless ``c`` is a finite positive number (c > 0, K = -1/c)."""
+    value = float(c.detach().min()) if isinstance(c, Tensor) else float(c)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"curvature c must be a finite number > 0 (the hyperboloid is <x,x>_L = -c, sectional curvature "
+            f"K = -1/c); got {value}. For K = -1 use c = 1."
+        )
+
+
+def _float64(x: Tensor) -> Tensor:
+    return x if x.dtype == torch.float64 else x.to(torch.float64)
+
+
+def _curvature_like(c: float | Tensor, x: Tensor) -> Tensor:
+    """c as a tensor that broadcasts against x[..., :1] and has x's dtype and device."""
+    return torch.as_tensor(c, dtype=x.dtype, device=x.device)
+
+
+def origin(dim: int, c: float = 1.0, *, dtype=torch.float32, device=None) -> Tensor:
+    """The origin o = (sqrt(c), 0, ..., 0) of H^dim_c, shape (dim + 1,)."""
+    o = torch.zeros(dim + 1, dtype=dtype, device=device)
+    o[0] = math.sqrt(c)
+    return o
+
+
+def add_time(space: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """Lift space coordinates onto the hyperboloid: (..., d) -> (..., d + 1), x_0 = sqrt(||x_s||^2 + c).
+
+    No clamp is needed: ||x_s||^2 + c >= c > 0.
+    """
+    c = _curvature_like(c, space)
+    time = torch.sqrt(space.pow(2).sum(-1, keepdim=True) + c)
+    return torch.cat([time, space], dim=-1)
+
+
+def inner(x: Tensor, y: Tensor, keepdim: bool = False) -> Tensor:
+    """Elementwise Lorentz inner product <x, y>_L of (..., D) tensors -> (...,) (or (..., 1) with keepdim)."""
+    product = x * y
+    result = product[..., 1:].sum(-1, keepdim=True) - product[..., :1]
+    return result if keepdim else result.squeeze(-1)
+
+
+def flip_time(x: Tensor) -> Tensor:
+    """Negate the time coordinate: (x_0, x_s) -> (-x_0, x_s), so that flip_time(q) . x == <q, x>_L.
+
+    This is how queries are emitted for retrieval: a plain inner-product index over document points then ranks by
+    the Lorentz inner product, which orders documents exactly like the geodesic distance (see ``distance``).
+    """
+    return torch.cat([-x[..., :1], x[..., 1:]], dim=-1)
+
+
+def pairwise_inner(x: Tensor, y: Tensor) -> Tensor:
+    """All Lorentz inner products between rows: (..., N, D) x (..., M, D) -> (..., N, M)."""
+    return flip_time(x) @ y.transpose(-1, -2)
+
+
+def distance_from_inner(lorentz_inner: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """Geodesic distance from a Lorentz inner product: d = sqrt(c) arccosh(-<x, y>_L / c).
+
+    Evaluated in float64. The argument is >= 1 in exact arithmetic; rounding can push it slightly below 1 for
+    (nearly) identical points, so it is clamped at 1 + 1e-15: the distance there is ~0, and the clamp also keeps
+    the gradient finite (arccosh has an infinite slope at 1).
+    """
+    c64 = _float64(_curvature_like(c, lorentz_inner))
+    argument = (-_float64(lorentz_inner) / c64).clamp_min(1.0 + 1e-15)
+    return (torch.sqrt(c64) * torch.acosh(argument)).to(lorentz_inner.dtype)
+
+
+def _refresh_time64(x: Tensor, c: float | Tensor) -> Tensor:
+    """x in float64 with its time coordinate recomputed from its space part (see the module docstring)."""
+    return add_time(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
+
+
+def distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """Geodesic distance between matching points: (..., D), (..., D) -> (...,)."""
+    return distance_from_inner(inner(_refresh_time64(x, c), _refresh_time64(y, c)), c).to(x.dtype)
+
+
+def pairwise_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """All geodesic distances between rows: (..., N, D) x (..., M, D) -> (..., N, M)."""
+    return distance_from_inner(pairwise_inner(_refresh_time64(x, c), _refresh_time64(y, c)), c).to(x.dtype)
+
+
+def squared_lorentz_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """Squared Lorentzian distance d_L^2 = ||x - y||_L^2 = -2c - 2<x, y>_L of matching points, (..., D) -> (...,).
+
+    Not the squared geodesic distance; it is what the attention logits use. Clamped at 0 because rounding can make
+    it slightly negative for identical points.
+    """
+    c64 = _float64(_curvature_like(c, x))
+    value = -2 * c64 - 2 * inner(_refresh_time64(x, c), _refresh_time64(y, c))
+    return value.clamp_min(0).to(x.dtype)
+
+
+def radius(x: Tensor) -> Tensor:
+    """Radial depth r(x) = x_0, (..., D) -> (...,). Monotone in the distance to the origin."""
+    return x[..., 0]
+
+
+def distance_to_origin(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """d(o, x) = sqrt(c) asinh(||x_s|| / sqrt(c)), (..., D) -> (...,).
+
+    The asinh form uses only the space part, so it is accurate both near the origin (where arccosh(x_0 / sqrt(c))
+    loses all digits) and far from it.
+    """
+    sqrt_c = torch.sqrt(_curvature_like(c, x))
+    return sqrt_c * torch.asinh(x[..., 1:].norm(dim=-1) / sqrt_c)
+
+
+def project(v: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """Pi_c: rescale a time-like ambient vector onto the hyperboloid, (..., D) -> (..., D).
+
+    Pi_c(v) = sqrt(c) v / sqrt(|<v, v>_L|). The Lorentz norm is evaluated in float64 and the time coordinate of the
+    result is recomputed from its space part, so the output lies on the hyperboloid to storage precision.
+    ``abs`` follows the paper; a space-like v has no meaningful projection, and callers only pass positive
+    combinations of points, which are always time-like.
+    """
+    v64 = _float64(v)
+    c64 = _float64(_curvature_like(c, v))
+    # Scale first: Pi_c is invariant to positive scaling, and this keeps v_0^2 far from float64 overflow.
+    scale = v64[..., :1].abs().clamp_min(_MIN_DIRECTION_NORM)
+    v64 = v64 / scale
+    norm_sq = inner(v64, v64, keepdim=True).abs().clamp_min(_MIN_LORENTZ_NORM_SQ)
+    space = torch.sqrt(c64) * v64[..., 1:] / torch.sqrt(norm_sq)
+    return add_time(space, c64).to(v.dtype)
+
+
+def expmap0(tangent: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """Exponential map at the origin: tangent space part v (..., d) -> point (..., d + 1).
+
+    x_s = sqrt(c) sinh(||v|| / sqrt(c)) v / ||v||, x_0 = sqrt(||x_s||^2 + c). The tangent vector at the origin is
+    (0, v); only v is passed. Its length ||v|| is the distance of the result from the origin.
+
+    ||v|| / sqrt(c) is clamped at a dtype-dependent maximum so that x_0^2 stays finite: beyond it the point is not
+    representable in that dtype (float32: distance ~43 sqrt(c); callers such as HyTE-H clip norms far below this).
+    """
+    sqrt_c = torch.sqrt(_curvature_like(c, tangent))
+    norm = tangent.norm(dim=-1, keepdim=True)
+    max_scaled_norm = 0.5 * math.log(torch.finfo(tangent.dtype).max) - 1.0
+    scaled = (norm / sqrt_c).clamp(max=max_scaled_norm)
+    direction = tangent / norm.clamp_min(_MIN_DIRECTION_NORM)
+    return add_time(sqrt_c * torch.sinh(scaled) * direction, c)
+
+
+def logmap0(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """Logarithmic map at the origin: point (..., d + 1) -> tangent space part v (..., d), inverse of expmap0.
+
+    ||v|| = d(o, x) = sqrt(c) asinh(||x_s|| / sqrt(c)) (accurate at every radius, see ``distance_to_origin``).
+    """
+    space = x[..., 1:]
+    norm = space.norm(dim=-1, keepdim=True)
+    sqrt_c = torch.sqrt(_curvature_like(c, x))
+    return sqrt_c * torch.asinh(norm / sqrt_c) * space / norm.clamp_min(_MIN_DIRECTION_NORM)
+
+
+def to_poincare(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """Hyperboloid -> Poincare ball of radius sqrt(c): (..., d + 1) -> (..., d), p = sqrt(c) x_s / (x_0 + sqrt(c)).
+
+    Far from the origin p approaches the boundary, where 1 - ||p||^2 / c ~ 4 exp(-r / sqrt(c)): float32 keeps that
+    apart from 0 only up to r ~ 14 sqrt(c). Use float64 for round trips of points further out.
+    """
+    sqrt_c = torch.sqrt(_curvature_like(c, x))
+    return sqrt_c * x[..., 1:] / (x[..., :1] + sqrt_c)
+
+
+def from_poincare(p: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """Poincare ball of radius sqrt(c) -> hyperboloid: x_s = 2 c p / (c - ||p||^2), time recomputed.
+
+    c - ||p||^2 is clamped at a tiny positive value so a point rounded onto the boundary maps far away instead of
+    to infinity or the other sheet.
+    """
+    c = _curvature_like(c, p)
+    gap = (c - p.pow(2).sum(-1, keepdim=True)).clamp_min(torch.finfo(p.dtype).tiny)
+    return add_time(2 * c * p / gap, c)
+
+
+def centroid(x: Tensor, weights: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
+    """Weighted Lorentzian centroid Pi_c(sum_i w_i x_i): (..., N, D), weights (..., N) -> (..., D).
+
+    With weights None every point weighs 1. Weights must be >= 0 and not all zero along N. Computed in float64
+    with each point's time recomputed from its space part (module docstring).
+    """
+    x64 = _refresh_time64(x, c)
+    w64 = torch.ones_like(x64[..., 0]) if weights is None else _float64(weights)
+    return project((w64.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x))).to(x.dtype)
+
+
+def outward_einstein_midpoint(
+    x: Tensor, mask: Tensor | None = None, p: float = 1.0, c: float | Tensor = 1.0
+) -> Tensor:
+    """Outward Einstein Midpoint OEM_p = Pi_c(sum_i w_i x_{i,0}^p x_i): (..., N, D), mask (..., N) -> (..., D).
+
+    ``mask`` holds the weights w_i (an attention mask: padding weighs 0); None weighs every point 1. p = 0 is the
+    Einstein midpoint (= the Lorentzian centroid of hyperboloid points); HyTE's default is p = 1, the HypRAG
+    reference code's value. The paper's appendix writes the weights as x_0^(p+1) applied to Klein points, which is
+    x_0^p on hyperboloid points: its p and ours coincide.
+
+    x_0^p overflows for far points and large p, and Pi_c does not care about a common positive factor, so the
+    weights are formed as a softmax of p log x_0 + log w (masked points get log 0 = -inf).
+    """
+    x64 = _refresh_time64(x, c)
+    w64 = torch.ones_like(x64[..., 0]) if mask is None else _float64(mask)
+    if mask is not None and bool((w64.sum(-1) <= 0).any()):
+        raise ValueError("outward_einstein_midpoint: a row of the mask has no positive weight (all padding); "
+                         "every sequence needs at least one unmasked token.")
+    logits = p * torch.log(x64[..., 0]) + torch.log(w64)
+    weights = torch.softmax(logits, dim=-1)
+    return project((weights.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x))).to(x.dtype)
+
+
+def einstein_midpoint(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
+    """The Einstein midpoint, OEM with p = 0: (..., N, D), mask (..., N) -> (..., D)."""
+    return outward_einstein_midpoint(x, mask, p=0.0, c=c)
+
+
+def tangent_mean(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
+    """expmap0 of the masked mean of logmap0(x_i): the 'naive' tangent-space mean pooling, (..., N, D) -> (..., D)."""
+    tangent = logmap0(x, c)
+    w = torch.ones_like(tangent[..., 0]) if mask is None else mask.to(tangent.dtype)
+    total = w.sum(-1, keepdim=True).clamp_min(1.0)  # an all-padding row pools to the origin, not NaN
+    return expmap0((w.unsqueeze(-1) * tangent).sum(-2) / total, c)

@@ -1,0 +1,703 @@
+"""HyTE models: HyTE-FH (fully hyperbolic), HyTE-H (Euclidean encoder -> hyperboloid) and EucBERT (Euclidean twin).
+
+Read top to bottom: shared helpers, the hyperbolic layers, HyTE-FH, the Euclidean twin, HyTE-H, the encode API.
+Every hyperbolic tensor lives on the hyperboloid <x, x>_L = -c, time coordinate first (``lorentz.py``).
+Shapes: B batch, T tokens, D = hidden_size (time included), H heads, Dh = D / H (time included).
+
+This file is remote code: it imports only torch, transformers and its siblings ``configuration_hyte`` and
+``lorentz``, so a checkpoint loads with ``trust_remote_code=True`` where the ``hyte`` package is not installed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from transformers import AutoModel, PreTrainedModel
+from transformers import initialization as init
+from transformers.modeling_outputs import BaseModelOutputWithPooling, MaskedLMOutput
+
+from .configuration_hyte import EucBERTConfig, HyTEFHConfig, HyTEHConfig
+from .lorentz import (
+    add_time,
+    check_curvature,
+    expmap0,
+    flip_time,
+    outward_einstein_midpoint,
+    project,
+    tangent_mean,
+)
+
+# ----------------------------------------------------------------------------------------------------------------
+# Shared helpers
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, vocab_size: int, max_length: int) -> Tensor:
+    """Check ids and mask; return the mask as a (B, T) float tensor (1 = token, 0 = padding)."""
+    if input_ids.dim() != 2:
+        raise ValueError(f"input_ids must have shape (batch, tokens); got {tuple(input_ids.shape)}.")
+    if input_ids.shape[1] > max_length:
+        raise ValueError(
+            f"sequence of {input_ids.shape[1]} tokens exceeds max_position_embeddings={max_length}; "
+            f"truncate the input (tokenizer(..., truncation=True, max_length={max_length}))."
+        )
+    if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= vocab_size):
+        raise ValueError(
+            f"input_ids must lie in [0, {vocab_size}) (the model's vocab_size); got values in "
+            f"[{int(input_ids.min())}, {int(input_ids.max())}]. Is the tokenizer the one this model was built for?"
+        )
+    if attention_mask is None:
+        return torch.ones(input_ids.shape, dtype=torch.float32, device=input_ids.device)
+    if attention_mask.shape != input_ids.shape:
+        raise ValueError(
+            f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}; "
+            f"got {tuple(attention_mask.shape)}."
+        )
+    return attention_mask.to(torch.float32)
+
+
+def rotary_cos_sin(positions: Tensor, rotary_dim: int, theta: float, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """cos/sin tables for RoPE, (T,) -> 2 x (T, rotary_dim / 2). Computed per call: no buffer to re-initialise."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, rotary_dim, 2, device=positions.device, dtype=torch.float32) / rotary_dim))
+    angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """Rotate the first 2 * cos.shape[-1] features of x (B, H, T, F) in (first half, second half) pairs.
+
+    Odd leftover features pass through. A rotation keeps ||x||, so for hyperbolic heads the time coordinate
+    (recomputed from the space part) is unaffected.
+    """
+    half = cos.shape[-1]
+    x1, x2, rest = x[..., :half], x[..., half : 2 * half], x[..., 2 * half :]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos, rest], dim=-1)
+
+
+def key_padding_mask(mask: Tensor) -> Tensor:
+    """(B, T) float mask -> (B, 1, 1, T) boolean: True = attend. Padding keys get -inf inside the softmax."""
+    return (mask > 0)[:, None, None, :]
+
+
+def eager_attention(query: Tensor, key: Tensor, value: Tensor, attend: Tensor, scale: float) -> Tensor:
+    """softmax(scale * q k^T, masked) v for (B, H, T, F) tensors: the plain reference path behind SDPA."""
+    scores = scale * (query @ key.transpose(-1, -2))  # (B, H, T, T)
+    scores = scores.masked_fill(~attend, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ value
+
+
+def attention(query: Tensor, key: Tensor, value: Tensor, attend: Tensor, scale: float, implementation: str) -> Tensor:
+    """Dispatch to torch's fused SDPA kernel (default) or the eager reference path."""
+    if implementation == "eager":
+        return eager_attention(query, key, value, attend, scale)
+    return F.scaled_dot_product_attention(query, key, value, attn_mask=attend, scale=scale)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Hyperbolic layers
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class LorentzLinear(nn.Module):
+    """Hyperbolic linear transformation (HLT): (..., in_features) points -> (..., out_features) points.
+
+    A Euclidean linear map of the whole point (time included) gives the new space coordinates; the time is then
+    recomputed. ``curvature_ratio`` = c_out / c_in rescales the space part by sqrt(c_out / c_in), which moves a
+    point from curvature -1/c_in to -1/c_out; the time is computed for c_out.
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 curvature_ratio: float = 1.0):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features - 1, bias=bias)
+        self.curvature_ratio = curvature_ratio
+
+    def space(self, x: Tensor) -> Tensor:
+        """The new space coordinates only, (..., in_features) -> (..., out_features - 1)."""
+        space = self.linear(x)
+        return space * math.sqrt(self.curvature_ratio) if self.curvature_ratio != 1.0 else space
+
+    def forward(self, x: Tensor, c: Tensor) -> Tensor:
+        return add_time(self.space(x), c * self.curvature_ratio)
+
+
+class LorentzLayerNorm(nn.Module):
+    """HypLayerNorm: LayerNorm of the space coordinates, time recomputed. (..., D) -> (..., D)."""
+
+    def __init__(self, hidden_size: int, eps: float):
+        super().__init__()
+        self.norm = nn.LayerNorm(hidden_size - 1, eps=eps)
+
+    def forward(self, x: Tensor, c: Tensor) -> Tensor:
+        return add_time(self.norm(x[..., 1:]), c)
+
+
+class LorentzResidual(nn.Module):
+    """Hyperbolic residual Pi_c(x + w f(x)) with a learnable w (init 1).
+
+    ``space_scale`` (off by default) multiplies the space part afterwards, as the reference code does with
+    4 sqrt(hidden_size), then recomputes time.
+    """
+
+    def __init__(self, space_scale: float | None = None):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(()))
+        self.space_scale = space_scale
+
+    def forward(self, x: Tensor, fx: Tensor, c: Tensor) -> Tensor:
+        # A negative weight could make x + w f(x) space-like (no projection exists); keep it positive.
+        out = project(x + self.weight.clamp_min(1e-4) * fx, c)
+        if self.space_scale is not None:
+            out = add_time(self.space_scale * out[..., 1:], c)
+        return out
+
+
+class LorentzSelfAttention(nn.Module):
+    """Hyperbolic multi-head self-attention: (B, T, D) points -> (B, T, D) points.
+
+    Per head, queries/keys/values are points of Dh coordinates (RoPE rotates the space part of q and k). The score
+    -d_L^2(q, k) / sqrt(Dh) with d_L^2 = -2c - 2<q, k>_L is softmax-equivalent to 2 <q, k>_L / sqrt(Dh), which is an
+    ordinary scaled dot product once the query's time coordinate is negated: the SDPA kernel does the work. The
+    weighted sum of value points is re-projected (Lorentzian centroid); heads are concatenated and mixed by an HLT.
+    """
+
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.rope_theta = config.rope_theta
+        space_per_head = self.head_dim - 1
+        self.qkv = nn.Linear(config.hidden_size, 3 * self.num_heads * space_per_head)
+        self.out = LorentzLinear(self.num_heads * self.head_dim, config.hidden_size)
+        self.scale = 2.0 / math.sqrt(self.head_dim)
+        self.implementation = "sdpa"
+
+    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor, c: Tensor) -> Tensor:
+        B, T, _ = x.shape
+        space = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim - 1).permute(2, 0, 3, 1, 4)
+        q_space, k_space, v_space = space.unbind(0)  # each (B, H, T, Dh - 1)
+        q = flip_time(add_time(apply_rotary(q_space, cos, sin), c))  # (B, H, T, Dh), time negated
+        k = add_time(apply_rotary(k_space, cos, sin), c)
+        v = add_time(v_space, c)
+        mixed = attention(q, k, v, attend, self.scale, self.implementation)  # (B, H, T, Dh), off the manifold
+        heads = project(mixed, c)  # Lorentzian centroid of the values, per head
+        return self.out(heads.transpose(1, 2).reshape(B, T, self.num_heads * self.head_dim), c)
+
+
+class LorentzFeedForward(nn.Module):
+    """Hyperbolic SwiGLU feed-forward: (..., D) -> (..., D) through an (..., intermediate_size) point."""
+
+    def __init__(self, config):
+        super().__init__()
+        inner = config.intermediate_size - 1
+        self.gate_up = LorentzLinear(config.hidden_size, 2 * inner + 1)  # space: [gate | up]
+        self.down = LorentzLinear(config.intermediate_size, config.hidden_size)
+
+    def forward(self, x: Tensor, c: Tensor) -> Tensor:
+        gate, up = self.gate_up.space(x).chunk(2, dim=-1)
+        return self.down(add_time(F.silu(gate) * up, c), c)
+
+
+class HyTEFHLayer(nn.Module):
+    """Pre-norm block: x <- res(x, attn(norm(x))); x <- res(x, ffn(norm(x)))."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.attention_norm = LorentzLayerNorm(config.hidden_size, config.layer_norm_eps)
+        self.attention = LorentzSelfAttention(config)
+        self.attention_residual = LorentzResidual(config.residual_space_scale)
+        self.ffn_norm = LorentzLayerNorm(config.hidden_size, config.layer_norm_eps)
+        self.ffn = LorentzFeedForward(config)
+        self.ffn_residual = LorentzResidual(config.residual_space_scale)
+
+    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor, c: Tensor) -> Tensor:
+        x = self.attention_residual(x, self.attention(self.attention_norm(x, c), attend, cos, sin, c), c)
+        return self.ffn_residual(x, self.ffn(self.ffn_norm(x, c), c), c)
+
+
+class HyperbolicStack(nn.Module):
+    """N HyTE-FH layers with RoPE tables, masking and optional gradient checkpointing: (B, T, D) -> (B, T, D)."""
+
+    def __init__(self, config, num_layers: int):
+        super().__init__()
+        self.layers = nn.ModuleList(HyTEFHLayer(config) for _ in range(num_layers))
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.rope_theta = config.rope_theta
+        self.gradient_checkpointing = False
+
+    def forward(self, x: Tensor, mask: Tensor, c: Tensor, output_hidden_states: bool = False):
+        T = x.shape[1]
+        rotary_dim = 2 * ((self.head_dim - 1) // 2)
+        cos, sin = rotary_cos_sin(torch.arange(T, device=x.device), rotary_dim, self.rope_theta, x.dtype)
+        attend = key_padding_mask(mask)
+        hidden_states = [x] if output_hidden_states else None
+        for layer in self.layers:
+            if self.gradient_checkpointing and self.training:
+                x = torch.utils.checkpoint.checkpoint(layer, x, attend, cos, sin, c, use_reentrant=False)
+            else:
+                x = layer(x, attend, cos, sin, c)
+            if output_hidden_states:
+                hidden_states.append(x)
+        return x, hidden_states
+
+
+class HyperbolicPooler(nn.Module):
+    """Token points (B, T, D) + mask (B, T) -> one point per sequence (B, D).
+
+    oem: Outward Einstein Midpoint with exponent p; einstein: p = 0; mean: expmap0 of the masked tangent mean;
+    cls: the first token.
+    """
+
+    def __init__(self, mode: str, p: float):
+        super().__init__()
+        self.mode = mode
+        self.p = p
+
+    def forward(self, x: Tensor, mask: Tensor, c: Tensor) -> Tensor:
+        if self.mode == "cls":
+            return x[:, 0]
+        if self.mode == "mean":
+            return tangent_mean(x, mask, c)
+        p = 0.0 if self.mode == "einstein" else self.p
+        return outward_einstein_midpoint(x, mask, p=p, c=c)
+
+
+class LorentzMLR(nn.Module):
+    """Lorentz multinomial logistic regression (Bdeir et al.): points (..., D) -> logits (..., num_classes).
+
+    Class k is a hyperplane with offset a_k and normal z_k (space part). With s = sqrt(c):
+    alpha = cosh(a/s) <x_s, z> - sinh(a/s) ||z|| x_0, logit = s ||z|| asinh(alpha / (s ||z||)),
+    i.e. ||z|| times the signed geodesic distance of x to the hyperplane.
+    """
+
+    def __init__(self, hidden_size: int, num_classes: int):
+        super().__init__()
+        self.offset = nn.Parameter(torch.zeros(num_classes))
+        self.normal = nn.Parameter(torch.zeros(num_classes, hidden_size - 1))
+
+    def forward(self, x: Tensor, c: Tensor) -> Tensor:
+        s = c.sqrt()
+        # ||z|| is clamped so that a class whose normal collapsed to 0 gives logit 0 instead of 0/0.
+        z_norm = self.normal.norm(dim=-1).clamp_min(1e-6)
+        alpha = torch.cosh(self.offset / s) * (x[..., 1:] @ self.normal.T) - x[..., :1] * (torch.sinh(self.offset / s) * z_norm)
+        return s * z_norm * torch.asinh(alpha / (s * z_norm))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# HyTE-FH
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class HyTEPreTrainedModel(PreTrainedModel):
+    """Weight initialisation and the encode API shared by the HyTE models."""
+
+    base_model_prefix = "hyte"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    is_hyperbolic = True
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            init.normal_(module.weight, mean=0.0, std=std)
+            if module.padding_idx is not None:
+                init.zeros_(module.weight[module.padding_idx])
+        elif isinstance(module, nn.LayerNorm):
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+        elif isinstance(module, LorentzResidual):
+            init.ones_(module.weight)
+        elif isinstance(module, LorentzMLR):
+            bound = 1.0 / math.sqrt(module.normal.shape[-1])
+            init.uniform_(module.offset, -bound, bound)
+            init.uniform_(module.normal, -bound, bound)
+        if hasattr(module, "log_curvature"):
+            init.constant_(module.log_curvature, math.log(self.config.curvature))
+
+    def _set_gradient_checkpointing(self, enable: bool = True, gradient_checkpointing_func=None) -> None:
+        for module in self.modules():
+            if isinstance(module, (HyperbolicStack, EuclideanStack)):
+                module.gradient_checkpointing = enable
+
+    def set_attention_implementation(self, implementation: str) -> None:
+        """"sdpa" (fused kernel, default) or "eager" (plain reference path, same results)."""
+        if implementation not in ("sdpa", "eager"):
+            raise ValueError(f"attention implementation must be 'sdpa' or 'eager'; got {implementation!r}.")
+        for module in self.modules():
+            if isinstance(module, (LorentzSelfAttention, EuclideanSelfAttention)):
+                module.implementation = implementation
+
+    @property
+    def curvature(self) -> Tensor:
+        """The curvature c (> 0, K = -1/c) as a tensor."""
+        return self.log_curvature.exp()
+
+    def _make_log_curvature(self, config) -> nn.Parameter:
+        check_curvature(config.curvature)
+        return nn.Parameter(torch.tensor(math.log(config.curvature)), requires_grad=config.learnable_curvature)
+
+    @torch.no_grad()
+    def encode(
+        self,
+        texts: Sequence[str] | str,
+        tokenizer,
+        role: str = "document",
+        batch_size: int = 32,
+        max_length: int | None = None,
+        show_progress_bar: bool | None = None,
+        convert_to_numpy: bool = True,
+    ):
+        """Embed texts: documents as hyperboloid points (N, D); queries sign-flipped (-q_0, q_s).
+
+        ``query_vectors @ document_vectors.T`` is then the matrix of Lorentz inner products <q, d>_L, so a plain
+        inner-product index (FAISS ``IndexFlatIP``) returns exact geodesic nearest neighbours (the distance
+        sqrt(c) arccosh(-<q, d>_L / c) decreases in <q, d>_L). Texts longer than ``max_length`` tokens (default: the
+        model's limit) are truncated. Batches are formed from texts of similar length; order is preserved.
+        Euclidean models (EucBERT) return their pooled vectors for both roles.
+        """
+        if role not in ("document", "query"):
+            raise ValueError(f"role must be 'document' or 'query'; got {role!r}.")
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = list(texts)
+        bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+        if bad:
+            raise TypeError(
+                f"encode expects strings; item {bad[0]} is a {type(texts[bad[0]]).__name__}. Convert it with str() "
+                f"or drop it."
+            )
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be > 0; got {batch_size}.")
+        limit = self.config.max_position_embeddings
+        max_length = limit if max_length is None else min(max_length, limit)
+        dim = self.config.hidden_size
+        if not texts:
+            empty = torch.zeros(0, dim)
+            return empty.numpy() if convert_to_numpy else empty
+        # Longest first: similar lengths share a batch (little padding), and a memory problem shows at once.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        if show_progress_bar is None:
+            show_progress_bar = len(texts) >= 20 * batch_size
+        starts = range(0, len(texts), batch_size)
+        if show_progress_bar:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc=f"encode {role}s", unit="batch")
+        was_training = self.training
+        self.eval()
+        device = next(self.parameters()).device
+        out = torch.empty(len(texts), dim, dtype=torch.float32)
+        try:
+            for start in starts:
+                index = order[start : start + batch_size]
+                batch = tokenizer([texts[i] for i in index], padding=True, truncation=True, max_length=max_length,
+                                  return_tensors="pt")
+                pooled = self(input_ids=batch["input_ids"].to(device),
+                              attention_mask=batch["attention_mask"].to(device)).pooler_output.float().cpu()
+                out[index] = pooled
+        finally:
+            self.train(was_training)
+        if role == "query" and self.is_hyperbolic:
+            out = flip_time(out)
+        return out.numpy() if convert_to_numpy else out
+
+
+class HyTEFHModel(HyTEPreTrainedModel):
+    """HyTE-FH encoder: token ids (B, T) -> token points (B, T, D) and pooled points (B, D) on the hyperboloid."""
+
+    config_class = HyTEFHConfig
+
+    def __init__(self, config: HyTEFHConfig):
+        super().__init__(config)
+        self.log_curvature = self._make_log_curvature(config)
+        # Euclidean table used as space coordinates (time added), as in the reference; not expmap0.
+        self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size - 1, padding_idx=config.pad_token_id)
+        self.encoder = HyperbolicStack(config, config.num_hidden_layers)
+        self.final_norm = LorentzLayerNorm(config.hidden_size, config.layer_norm_eps)
+        self.pooler = HyperbolicPooler(config.pooling, config.oem_p)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings = value
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_hidden_states: bool = False,
+                return_dict: bool = True, **kwargs) -> BaseModelOutputWithPooling:
+        mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
+        c = self.curvature
+        x = add_time(self.embeddings(input_ids), c)  # (B, T, D)
+        x, hidden_states = self.encoder(x, mask, c, output_hidden_states)
+        x = self.final_norm(x, c)
+        return BaseModelOutputWithPooling(
+            last_hidden_state=x,
+            pooler_output=self.pooler(x, mask, c),
+            hidden_states=tuple(hidden_states) if hidden_states is not None else None,
+        )
+
+
+class HyTEFHForMaskedLM(HyTEPreTrainedModel):
+    """HyTE-FH with a LorentzMLR masked-language-model head; loss over labels != -100."""
+
+    config_class = HyTEFHConfig
+
+    def __init__(self, config: HyTEFHConfig):
+        super().__init__(config)
+        self.hyte = HyTEFHModel(config)
+        self.head_transform = LorentzLinear(config.hidden_size, config.hidden_size)
+        self.head_norm = LorentzLayerNorm(config.hidden_size, config.layer_norm_eps)
+        self.classifier = LorentzMLR(config.hidden_size, config.vocab_size)
+        self.post_init()
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
+                return_dict: bool = True, **kwargs) -> MaskedLMOutput:
+        hidden = self.hyte(input_ids, attention_mask).last_hidden_state
+        c = self.hyte.curvature
+        hidden = self.head_norm(add_time(F.gelu(self.head_transform.space(hidden)), c), c)
+        logits = self.classifier(hidden, c)  # (B, T, V)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
+        return MaskedLMOutput(loss=loss, logits=logits)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# EucBERT: the Euclidean twin (same shape, SwiGLU, RoPE, pre-norm), the paper's controlled baseline
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class EuclideanSelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.out = nn.Linear(config.hidden_size, config.hidden_size)
+        self.implementation = "sdpa"
+
+    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+        B, T, D = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)  # (B, H, T, Dh)
+        mixed = attention(q, k, v, attend, 1.0 / math.sqrt(self.head_dim), self.implementation)
+        return self.out(mixed.transpose(1, 2).reshape(B, T, D))
+
+
+class EuclideanLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.attention = EuclideanSelfAttention(config)
+        self.ffn_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.gate_up = nn.Linear(config.hidden_size, 2 * config.intermediate_size)
+        self.down = nn.Linear(config.intermediate_size, config.hidden_size)
+
+    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+        x = x + self.attention(self.attention_norm(x), attend, cos, sin)
+        gate, up = self.gate_up(self.ffn_norm(x)).chunk(2, dim=-1)
+        return x + self.down(F.silu(gate) * up)
+
+
+class EuclideanStack(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.layers = nn.ModuleList(EuclideanLayer(config) for _ in range(config.num_hidden_layers))
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.rope_theta = config.rope_theta
+        self.gradient_checkpointing = False
+
+    def forward(self, x: Tensor, mask: Tensor, output_hidden_states: bool = False):
+        cos, sin = rotary_cos_sin(torch.arange(x.shape[1], device=x.device), 2 * (self.head_dim // 2),
+                                  self.rope_theta, x.dtype)
+        attend = key_padding_mask(mask)
+        hidden_states = [x] if output_hidden_states else None
+        for layer in self.layers:
+            if self.gradient_checkpointing and self.training:
+                x = torch.utils.checkpoint.checkpoint(layer, x, attend, cos, sin, use_reentrant=False)
+            else:
+                x = layer(x, attend, cos, sin)
+            if output_hidden_states:
+                hidden_states.append(x)
+        return x, hidden_states
+
+
+class EucBERTModel(HyTEPreTrainedModel):
+    """EucBERT encoder: token ids (B, T) -> token vectors (B, T, D) and pooled vectors (B, D)."""
+
+    config_class = EucBERTConfig
+    is_hyperbolic = False
+
+    def __init__(self, config: EucBERTConfig):
+        super().__init__(config)
+        self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.encoder = EuclideanStack(config)
+        self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings = value
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_hidden_states: bool = False,
+                return_dict: bool = True, **kwargs) -> BaseModelOutputWithPooling:
+        mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
+        x, hidden_states = self.encoder(self.embeddings(input_ids), mask, output_hidden_states)
+        x = self.final_norm(x)
+        if self.config.pooling == "cls":
+            pooled = x[:, 0]
+        else:
+            weights = mask.to(x.dtype).unsqueeze(-1)
+            pooled = (weights * x).sum(1) / weights.sum(1).clamp_min(1.0)
+        return BaseModelOutputWithPooling(
+            last_hidden_state=x,
+            pooler_output=pooled,
+            hidden_states=tuple(hidden_states) if hidden_states is not None else None,
+        )
+
+
+class EucBERTForMaskedLM(HyTEPreTrainedModel):
+    """EucBERT with a linear masked-language-model head (GELU transform, LayerNorm, decoder)."""
+
+    config_class = EucBERTConfig
+    is_hyperbolic = False
+
+    def __init__(self, config: EucBERTConfig):
+        super().__init__(config)
+        self.hyte = EucBERTModel(config)
+        self.head_transform = nn.Linear(config.hidden_size, config.hidden_size)
+        self.head_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.classifier = nn.Linear(config.hidden_size, config.vocab_size)
+        self.post_init()
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
+                return_dict: bool = True, **kwargs) -> MaskedLMOutput:
+        hidden = self.hyte(input_ids, attention_mask).last_hidden_state
+        logits = self.classifier(self.head_norm(F.gelu(self.head_transform(hidden))))
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
+        return MaskedLMOutput(loss=loss, logits=logits)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# HyTE-H: a pretrained Euclidean encoder projected onto the hyperboloid
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class HyTEHModel(HyTEPreTrainedModel):
+    """HyTE-H: encoder tokens (B, T, d_base) -> Linear -> scale alpha -> norm clip -> expmap0 (float32)
+    -> optional hyperbolic layers (masked) -> pooling. Outputs token points (B, T, D) and pooled points (B, D).
+    """
+
+    config_class = HyTEHConfig
+
+    def __init__(self, config: HyTEHConfig):
+        super().__init__(config)
+        self.log_curvature = self._make_log_curvature(config)
+        self.encoder = AutoModel.from_config(config.encoder_config)
+        self.projection = nn.Linear(config.encoder_config.hidden_size, config.hidden_size - 1)
+        self.scale = nn.Parameter(torch.tensor(self._scale_init()))
+        self.hyperbolic_layers = (
+            HyperbolicStack(config, config.num_hyperbolic_layers)
+            if config.num_hyperbolic_layers else None
+        )
+        self.pooler = HyperbolicPooler(config.pooling, config.oem_p)
+        self.post_init()
+
+    def _scale_init(self) -> float:
+        return self.config.scale_init or 1.0 / math.sqrt(self.config.hidden_size - 1)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        if module is self.projection:
+            # Orthogonal: the projected tangent vectors keep the encoder's angles and (scaled) lengths, so an
+            # untrained HyTE-H ranks like its base encoder instead of like a random projection.
+            init.orthogonal_(module.weight)
+            init.zeros_(module.bias)
+        elif module is self:
+            init.constant_(module.scale, self._scale_init())
+            init.constant_(module.log_curvature, math.log(self.config.curvature))
+        elif module is self.encoder or any(module is m for m in self.encoder.modules()):
+            return  # the encoder initialises itself (and from_base overwrites it with pretrained weights)
+        else:
+            super()._init_weights(module)
+
+    @classmethod
+    def from_base(cls, base: str, **options) -> HyTEHModel:
+        """Build a HyTE-H on a pretrained Hugging Face encoder (a local path or hub id; its weights are loaded).
+
+        ``options`` are HyTEHConfig fields, e.g. ``hidden_size=129``, ``num_hyperbolic_layers=1``, ``norm_clip=3``.
+        Without ``hidden_size`` the hyperbolic space has as many space coordinates as the encoder has features.
+        """
+        encoder = AutoModel.from_pretrained(base, dtype=torch.float32)
+        options.setdefault("hidden_size", encoder.config.hidden_size + 1)
+        options.setdefault("pad_token_id", encoder.config.pad_token_id)
+        config = HyTEHConfig(encoder_config=encoder.config.to_dict(), **options)
+        model = cls(config)
+        model.encoder.load_state_dict(encoder.state_dict())
+        model.config.name_or_path = base
+        return model
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        self.encoder.set_input_embeddings(value)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_hidden_states: bool = False,
+                return_dict: bool = True, **kwargs) -> BaseModelOutputWithPooling:
+        mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
+        extra = {k: v for k, v in kwargs.items() if k == "token_type_ids"}
+        tokens = self.encoder(input_ids=input_ids, attention_mask=mask.to(torch.long), **extra).last_hidden_state
+        # Geometry runs in float32 even when the encoder runs in bf16/fp16 (an fp32 island).
+        with torch.autocast(device_type=tokens.device.type, enabled=False):
+            tangent = self.projection(tokens.float()) * self.scale.clamp(max=1.0)  # (B, T, D - 1)
+            norm = tangent.norm(dim=-1, keepdim=True)
+            # Norm clip: bounds every token's distance to the origin (the "clipped" hyperbolic network trick).
+            tangent = tangent * (self.config.norm_clip / norm.clamp_min(self.config.norm_clip))
+            c = self.curvature
+            x = expmap0(tangent, c)  # (B, T, D)
+            hidden_states = None
+            if self.hyperbolic_layers is not None:
+                x, hidden_states = self.hyperbolic_layers(x, mask, c, output_hidden_states)
+            pooled = self.pooler(x, mask, c)
+        return BaseModelOutputWithPooling(
+            last_hidden_state=x,
+            pooler_output=pooled,
+            hidden_states=tuple(hidden_states) if hidden_states is not None else None,
+        )
+
+
+# Registration for remote code: save_pretrained writes auto_map and copies this file and its siblings.
+HyTEFHConfig.register_for_auto_class()
+HyTEHConfig.register_for_auto_class()
+EucBERTConfig.register_for_auto_class()
+for _model_class in (HyTEFHModel, HyTEHModel, EucBERTModel):
+    _model_class.register_for_auto_class("AutoModel")
+for _model_class in (HyTEFHForMaskedLM, EucBERTForMaskedLM):
+    _model_class.register_for_auto_class("AutoModelForMaskedLM")
+
+__all__ = [
+    "EucBERTForMaskedLM",
+    "EucBERTModel",
+    "HyTEFHForMaskedLM",
+    "HyTEFHModel",
+    "HyTEHModel",
+    "HyTEPreTrainedModel",
+    "LorentzLayerNorm",
+    "LorentzLinear",
+    "LorentzMLR",
+    "LorentzResidual",
+    "LorentzSelfAttention",
+    "HyperbolicPooler",
+]
