@@ -135,8 +135,18 @@ def _refresh_time64(x: Tensor, c: float | Tensor) -> Tensor:
 
 
 def distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
-    """Geodesic distance between matching points: (..., D), (..., D) -> (...,)."""
-    return distance_from_inner(inner(_refresh_time64(x, c), _refresh_time64(y, c)), c).to(x.dtype)
+    """Geodesic distance between matching points: (..., D), (..., D) -> (...,).
+
+    Uses d = 2 sqrt(c) asinh(||x - y||_L / (2 sqrt(c))) with ||x - y||_L^2 = <x-y, x-y>_L = 4c sinh^2(d / 2 sqrt(c)):
+    the difference x - y is formed first, so nearby points far from the origin keep their digits (the arccosh form
+    cancels at the scale of x_0^2; it is what ``pairwise_distance`` uses, where forming all differences would cost
+    N x M x D memory). ||x - y||_L^2 >= 0 for points of the hyperboloid; rounding can make it slightly negative,
+    hence the clamp, whose tiny floor also keeps the gradient of the square root finite at x = y.
+    """
+    difference = _refresh_time64(x, c) - _refresh_time64(y, c)
+    chord = torch.sqrt(inner(difference, difference).clamp_min(1e-30))
+    two_sqrt_c = 2 * torch.sqrt(_float64(_curvature_like(c, difference)))
+    return (two_sqrt_c * torch.asinh(chord / two_sqrt_c)).to(x.dtype)
 
 
 def pairwise_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
@@ -175,7 +185,9 @@ def project(v: Tensor, c: float | Tensor = 1.0) -> Tensor:
 
     Pi_c(v) = sqrt(c) v / sqrt(|<v, v>_L|). The Lorentz norm is evaluated in float64 and the time coordinate of the
     result is recomputed from its space part, so the output lies on the hyperboloid to storage precision.
-    ``abs`` follows the paper; a space-like v has no meaningful projection, and callers only pass positive
+    The input's own time coordinate is used, so its Lorentz norm must be resolvable in its dtype (eps x_0^2 << c:
+    up to radius ~5 sqrt(c) for float32 points, ~14 sqrt(c) for float64); ``centroid`` and OEM pooling re-derive
+    the time of their inputs and have no such limit. ``abs`` follows the paper; a space-like v has no meaningful projection, and callers only pass positive
     combinations of points, which are always time-like.
     """
     v64 = _float64(v)
@@ -241,7 +253,8 @@ def centroid(x: Tensor, weights: Tensor | None = None, c: float | Tensor = 1.0) 
     """Weighted Lorentzian centroid Pi_c(sum_i w_i x_i): (..., N, D), weights (..., N) -> (..., D).
 
     With weights None every point weighs 1. Weights must be >= 0 and not all zero along N. Computed in float64
-    with each point's time recomputed from its space part (module docstring).
+    with each point's time recomputed from its space part (module docstring); float64 resolves the Lorentz norm of
+    the sum up to x_0 ~ 1e7 (radius ~14 sqrt(c)); further out the result stays finite but loses accuracy.
     """
     x64 = _refresh_time64(x, c)
     w64 = torch.ones_like(x64[..., 0]) if weights is None else _float64(weights)

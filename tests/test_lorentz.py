@@ -1,0 +1,204 @@
+"""Property tests of the Lorentz geometry over seeds x dtypes x curvatures, radii up to 15 (geoopt style)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hyte import lorentz as L
+
+DTYPES = [torch.float32, torch.float64]
+CURVATURES = [0.5, 1.0, 2.0]
+# Tolerances by dtype: float32 carries ~7 digits.
+RTOL = {torch.float32: 1e-3, torch.float64: 1e-6}
+
+seeds = st.integers(0, 2**31 - 1)
+dtypes = st.sampled_from(DTYPES)
+curvatures = st.sampled_from(CURVATURES)
+PROPERTY = settings(max_examples=40, deadline=None)
+
+
+def random_points(seed: int, n: int, dim: int, c: float, dtype, max_distance: float = 15.0) -> torch.Tensor:
+    """n points of H^dim_c at geodesic distances to the origin spread over [0, max_distance]."""
+    g = torch.Generator().manual_seed(seed)
+    direction = torch.randn(n, dim, generator=g, dtype=torch.float64)
+    direction = direction / direction.norm(dim=-1, keepdim=True)
+    distances = torch.rand(n, 1, generator=g, dtype=torch.float64) * max_distance
+    return L.expmap0(direction * distances, c).to(dtype)
+
+
+def on_hyperboloid_error(x: torch.Tensor, c: float) -> torch.Tensor:
+    """|<x,x>_L + c| / x_0^2 in float64: the relative error of the constraint."""
+    x64 = x.double()
+    return (L.inner(x64, x64) + c).abs() / x64[..., 0] ** 2
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_expmap0_points_lie_on_hyperboloid(seed, dtype, c):
+    x = random_points(seed, 64, 8, c, dtype)
+    assert torch.isfinite(x).all()
+    assert (x[:, 0] > 0).all()
+    assert on_hyperboloid_error(x, c).max() < 10 * torch.finfo(dtype).eps
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_expmap0_logmap0_round_trip(seed, dtype, c):
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(64, 8, generator=g, dtype=torch.float64)
+    v = (v / v.norm(dim=-1, keepdim=True) * torch.rand(64, 1, generator=g, dtype=torch.float64) * 15).to(dtype)
+    back = L.logmap0(L.expmap0(v, c), c)
+    torch.testing.assert_close(back, v, rtol=RTOL[dtype] * 10, atol=RTOL[dtype] * 10)
+    # The tangent norm is the distance to the origin.
+    torch.testing.assert_close(L.distance_to_origin(L.expmap0(v, c), c), v.norm(dim=-1),
+                               rtol=RTOL[dtype] * 10, atol=RTOL[dtype] * 10)
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_distance_is_symmetric_zero_on_diagonal_and_matches_origin_distance(seed, dtype, c):
+    x = random_points(seed, 32, 6, c, dtype)
+    y = random_points(seed + 1, 32, 6, c, dtype)
+    d_xy, d_yx = L.pairwise_distance(x, y, c), L.pairwise_distance(y, x, c)
+    assert torch.isfinite(d_xy).all()
+    torch.testing.assert_close(d_xy, d_yx.T)
+    # A point is at distance 0 from itself (the difference form of ``distance`` keeps this exact at any radius).
+    assert L.distance(x, x, c).abs().max() <= 1e-6
+    o = L.origin(6, c, dtype=dtype).expand_as(x)
+    torch.testing.assert_close(L.distance(o, x, c), L.distance_to_origin(x, c), rtol=1e-3, atol=1e-3)
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_triangle_inequality(seed, dtype, c):
+    x, y, z = (random_points(seed + i, 48, 5, c, dtype, max_distance=10.0) for i in range(3))
+    d_xz, d_xy, d_yz = L.distance(x, z, c), L.distance(x, y, c), L.distance(y, z, c)
+    slack = 1e-3 if dtype == torch.float32 else 1e-8
+    assert (d_xz <= d_xy + d_yz + slack * (1 + d_xz)).all()
+
+
+@PROPERTY
+@given(seed=seeds, c=curvatures)
+def test_poincare_round_trip(seed, c):
+    # float64 up to radius 15; float32 only while the ball still separates the point from its boundary (~r 10).
+    for dtype, max_distance in ((torch.float64, 15.0), (torch.float32, 8.0)):
+        x = random_points(seed, 32, 6, c, dtype, max_distance)
+        p = L.to_poincare(x, c)
+        assert (p.double().pow(2).sum(-1) < c).all()
+        back = L.from_poincare(p, c)
+        # Compared in log coordinates at the origin, which resolve every radius to relative precision.
+        torch.testing.assert_close(L.logmap0(back, c), L.logmap0(x, c),
+                                   rtol=1e-6 if dtype == torch.float64 else 1e-3, atol=1e-6)
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_sign_flip_turns_dot_product_into_lorentz_inner_product(seed, dtype, c):
+    q, x = random_points(seed, 16, 7, c, dtype, 5.0), random_points(seed + 7, 20, 7, c, dtype, 5.0)
+    torch.testing.assert_close(L.flip_time(q) @ x.T, L.pairwise_inner(q, x))
+    # ... and ranking by it is ranking by geodesic distance.
+    order_dot = torch.argsort(L.flip_time(q).double() @ x.double().T, dim=1, descending=True)
+    distances = L.pairwise_distance(q.double(), x.double(), c)
+    assert (distances.gather(1, order_dot).diff(dim=1) >= -1e-9).all()
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_project_is_identity_on_points_and_lands_on_hyperboloid(seed, dtype, c):
+    # Pi_c reads the Lorentz norm of its input, which a stored point only pins down while eps * x0^2 << c:
+    # radius ~5 sqrt(c) in float32, ~14 sqrt(c) in float64 (beyond that use centroid/OEM, which re-derive time).
+    max_distance = (5.0 if dtype == torch.float32 else 14.0) * math.sqrt(c)
+    x = random_points(seed, 32, 6, c, dtype, max_distance)
+    torch.testing.assert_close(L.project(x, c), x, rtol=1e-3 if dtype == torch.float32 else 1e-4, atol=0)
+    # Any positive combination of points is time-like; its projection is a point.
+    w = torch.rand(32, 1, dtype=dtype, generator=torch.Generator().manual_seed(seed)) + 0.1
+    v = L.project((w * x) + x.roll(1, 0), c)
+    assert on_hyperboloid_error(v, c).max() < 10 * torch.finfo(dtype).eps
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures, n=st.integers(2, 12))
+def test_proposition_4_3_euclidean_mean_contracts_radius(seed, dtype, c, n):
+    """Proposition 4.3: r(Pi(mean x_i)) <= mean r(x_i), equality only for identical points."""
+    # float64 resolves the Lorentz norm of a sum of points up to x0 ~ 1e7, i.e. radius ~14 sqrt(c).
+    x = random_points(seed, n, 5, c, dtype, max_distance=min(15.0, 14.0 * math.sqrt(c)))
+    pooled = L.centroid(x, torch.full((n,), 1.0 / n, dtype=dtype), c)
+    assert float(L.radius(pooled)) <= float(L.radius(x).mean()) * (1 + 1e-6)
+    same = x[:1].expand(n, -1)
+    # The Lorentz norm of the sum cancels to c out of ~x0^2: relative accuracy eps64 * x0^2 / c.
+    rtol = max(RTOL[dtype], 10 * torch.finfo(torch.float64).eps * float(x[0, 0]) ** 2 / c)
+    torch.testing.assert_close(L.radius(L.centroid(same, None, c)), L.radius(x[0]), rtol=rtol, atol=0)
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures, p=st.floats(0.0, 4.0), n=st.integers(2, 12))
+def test_theorem_4_6_oem_pre_projection_time_exceeds_weighted_mean_radius(seed, dtype, c, p, n):
+    """Theorem 4.6: sum w x0^(p+2) / sum w x0^(p+1) >= sum w x0 / sum w (Chebyshev), at any p >= 0."""
+    x = random_points(seed, n, 5, c, dtype, 8.0).double()
+    w = torch.rand(n, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)) + 0.05
+    x0 = x[:, 0]
+    alpha = w * x0**p / (w * x0**p).sum()  # normalised OEM weights on hyperboloid points (our p convention)
+    pre_projection_time = (alpha * x0).sum()
+    weighted_mean_radius = (w * x0).sum() / w.sum()
+    assert pre_projection_time >= weighted_mean_radius * (1 - 1e-12)
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_theorem_4_7_holds_for_two_points_with_uniform_weights(seed, dtype, c):
+    """Theorem 4.7 (OEM radius non-decreasing in p) holds for two equally weighted points."""
+    x = random_points(seed, 2, 4, c, dtype, 10.0)
+    radii = [float(L.radius(L.outward_einstein_midpoint(x, p=p, c=c))) for p in (0.0, 0.5, 1.0, 2.0, 4.0)]
+    assert all(b >= a * (1 - 1e-5) for a, b in zip(radii, radii[1:]))
+
+
+def test_theorem_4_7_fails_in_general():
+    """The general statement is false: its proof assumes the pairwise dispersion term shrinks with p.
+
+    Found by a random search (about 2% of random 3-8 point configurations violate r(OEM_1) >= r(OEM_0)). Here one
+    point carries twice the weight of a slightly farther point at a small angle; moving weight outward moves the
+    midpoint along a geodesic that dips towards the origin, so the radius first falls.
+    """
+    tangent = torch.tensor([[3.0, -4.0], [2.5, -4.0], [2.5, -4.0]], dtype=torch.float64)
+    x = L.expmap0(tangent)
+    r0 = float(L.radius(L.einstein_midpoint(x)))
+    r1 = float(L.radius(L.outward_einstein_midpoint(x, p=1.0)))
+    assert r1 < r0 - 0.3
+
+
+@pytest.mark.parametrize("c", CURVATURES)
+def test_oem_p0_is_lorentzian_centroid_and_mask_removes_points(c):
+    x = random_points(3, 6, 4, c, torch.float64)
+    torch.testing.assert_close(L.outward_einstein_midpoint(x, p=0.0, c=c), L.centroid(x, None, c))
+    mask = torch.tensor([1, 1, 1, 0, 0, 0], dtype=torch.float64)
+    torch.testing.assert_close(L.outward_einstein_midpoint(x, mask, p=1.0, c=c),
+                               L.outward_einstein_midpoint(x[:3], p=1.0, c=c))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("c", CURVATURES)
+def test_far_points_stay_finite_in_forward_and_backward(dtype, c):
+    """Radius 40 in float32 (x0 ~ 1e17) through OEM, distances and logmap: finite values and gradients."""
+    tangent = (torch.randn(4, 16, 8, dtype=dtype) * 10).requires_grad_()
+    x = L.expmap0(tangent / tangent.norm(dim=-1, keepdim=True) * 40, c)
+    pooled = L.outward_einstein_midpoint(x, torch.ones(4, 16, dtype=dtype), p=2.0, c=c)
+    loss = L.pairwise_distance(pooled, x[:, 0], c).sum() + L.logmap0(pooled, c).sum()
+    loss.backward()
+    assert torch.isfinite(pooled).all() and torch.isfinite(loss) and torch.isfinite(tangent.grad).all()
+
+
+def test_bad_curvature_and_all_padding_rows_are_refused():
+    with pytest.raises(ValueError, match="curvature"):
+        L.check_curvature(0.0)
+    with pytest.raises(ValueError, match="curvature"):
+        L.check_curvature(-1.0)
+    with pytest.raises(ValueError, match="curvature"):
+        L.check_curvature(math.nan)
+    x = random_points(0, 3, 4, 1.0, torch.float32)
+    with pytest.raises(ValueError, match="padding"):
+        L.outward_einstein_midpoint(x, torch.zeros(3))
