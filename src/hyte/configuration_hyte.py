@@ -80,6 +80,7 @@ class HyTEFHConfig(PreTrainedConfig):
     residual_space_scale: float | None = None  # reference code: 4*sqrt(hidden_size) rescale after each residual
     initializer_range: float = 0.02
     tie_word_embeddings: bool = False  # the LorentzMLR head has its own parameters
+    sparse_prediction: bool = False  # MLM: compute head logits only at labelled positions (returns (M, V) logits)
 
     def validate_architecture(self):
         _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=True)
@@ -114,6 +115,7 @@ class EucBERTConfig(PreTrainedConfig):
     layer_norm_eps: float = 1e-5
     initializer_range: float = 0.02
     tie_word_embeddings: bool = False
+    sparse_prediction: bool = False
 
     def validate_architecture(self):
         _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=False)

@@ -89,10 +89,9 @@ def origin(dim: int, c: float = 1.0, *, dtype=torch.float32, device=None) -> Ten
 def add_time(space: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Lift space coordinates onto the hyperboloid: (..., d) -> (..., d + 1), x_0 = sqrt(||x_s||^2 + c).
 
-    No clamp is needed: ||x_s||^2 + c >= c > 0.
+    Computed as hypot(||x_s||, sqrt(c)): two fused kernels, no overflow of ||x_s||^2, no clamp needed (>= sqrt(c)).
     """
-    c = _curvature_like(c, space)
-    time = torch.sqrt(space.pow(2).sum(-1, keepdim=True) + c)
+    time = torch.hypot(torch.linalg.vector_norm(space, dim=-1, keepdim=True), torch.sqrt(_curvature_like(c, space)))
     return torch.cat([time, space], dim=-1)
 
 
@@ -183,21 +182,17 @@ def distance_to_origin(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
 def project(v: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Pi_c: rescale a time-like ambient vector onto the hyperboloid, (..., D) -> (..., D).
 
-    Pi_c(v) = sqrt(c) v / sqrt(|<v, v>_L|). The Lorentz norm is evaluated in float64 and the time coordinate of the
-    result is recomputed from its space part, so the output lies on the hyperboloid to storage precision.
-    The input's own time coordinate is used, so its Lorentz norm must be resolvable in its dtype (eps x_0^2 << c:
-    up to radius ~5 sqrt(c) for float32 points, ~14 sqrt(c) for float64); ``centroid`` and OEM pooling re-derive
-    the time of their inputs and have no such limit. ``abs`` follows the paper; a space-like v has no meaningful projection, and callers only pass positive
-    combinations of points, which are always time-like.
+    Pi_c(v) = sqrt(c) v / sqrt(|<v, v>_L|), evaluated in v's dtype: the input's own time coordinate is used, so its
+    Lorentz norm is only as accurate as storage allows (eps x_0^2 << c: up to radius ~5 sqrt(c) for float32
+    points, ~14 sqrt(c) for float64), and computing in a wider dtype would not help. ``centroid`` and OEM pooling
+    re-derive the time of their inputs and are accurate further out. ``abs`` follows the paper; a space-like v has
+    no meaningful projection, and callers only pass positive combinations of points, which are always time-like.
+    The clamp keeps a degenerate (light-like or zero) v from dividing by zero.
     """
-    v64 = _float64(v)
-    c64 = _float64(_curvature_like(c, v))
-    # Scale first: Pi_c is invariant to positive scaling, and this keeps v_0^2 far from float64 overflow.
-    scale = v64[..., :1].abs().clamp_min(_MIN_DIRECTION_NORM)
-    v64 = v64 / scale
-    norm_sq = inner(v64, v64, keepdim=True).abs().clamp_min(_MIN_LORENTZ_NORM_SQ)
-    space = torch.sqrt(c64) * v64[..., 1:] / torch.sqrt(norm_sq)
-    return add_time(space, c64).to(v.dtype)
+    # -<v, v>_L = v_0^2 - ||v_s||^2, factored as (v_0 - ||v_s||)(v_0 + ||v_s||), which cancels less.
+    time, space_norm = v[..., :1], torch.linalg.vector_norm(v[..., 1:], dim=-1, keepdim=True)
+    norm_sq = ((time - space_norm) * (time + space_norm)).abs().clamp_min(_MIN_LORENTZ_NORM_SQ)
+    return v * (torch.sqrt(_curvature_like(c, v)) * torch.rsqrt(norm_sq))
 
 
 def expmap0(tangent: Tensor, c: float | Tensor = 1.0) -> Tensor:

@@ -60,6 +60,24 @@ def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, vocab_size
     return attention_mask.to(torch.float32)
 
 
+def select_predicted_positions(hidden: Tensor, labels: Tensor | None, sparse: bool) -> tuple[Tensor, Tensor | None]:
+    """With ``sparse`` and labels, keep only the positions that carry a label (!= -100): (B, T, D) -> (M, D).
+
+    The vocabulary head dominates the cost of masked-language modelling; ~85% of positions have no label.
+    """
+    if not sparse or labels is None:
+        return hidden, labels
+    keep = labels != -100
+    return hidden[keep], labels[keep]
+
+
+def masked_lm_loss(logits: Tensor, labels: Tensor | None) -> Tensor | None:
+    """Mean cross-entropy over labelled positions (ignore index -100); None without labels."""
+    if labels is None:
+        return None
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+
+
 def rotary_cos_sin(positions: Tensor, rotary_dim: int, theta: float, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
     """cos/sin tables for RoPE, (T,) -> 2 x (T, rotary_dim / 2). Computed per call: no buffer to re-initialise."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, rotary_dim, 2, device=positions.device, dtype=torch.float32) / rotary_dim))
@@ -67,15 +85,17 @@ def rotary_cos_sin(positions: Tensor, rotary_dim: int, theta: float, dtype: torc
     return angles.cos().to(dtype), angles.sin().to(dtype)
 
 
-def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, prefix: Tensor | None = None) -> Tensor:
     """Rotate the first 2 * cos.shape[-1] features of x (B, H, T, F) in (first half, second half) pairs.
 
     Odd leftover features pass through. A rotation keeps ||x||, so for hyperbolic heads the time coordinate
-    (recomputed from the space part) is unaffected.
+    (recomputed from the space part) is unaffected. ``prefix`` (B, H, T, 1), e.g. that time coordinate, is put in
+    front in the same concatenation.
     """
     half = cos.shape[-1]
     x1, x2, rest = x[..., :half], x[..., half : 2 * half], x[..., 2 * half :]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos, rest], dim=-1)
+    parts = [x1 * cos - x2 * sin, x1 * sin + x2 * cos, rest]
+    return torch.cat(parts if prefix is None else [prefix, *parts], dim=-1)
 
 
 def key_padding_mask(mask: Tensor) -> Tensor:
@@ -123,6 +143,13 @@ class LorentzLinear(nn.Module):
 
     def forward(self, x: Tensor, c: Tensor) -> Tensor:
         return add_time(self.space(x), c * self.curvature_ratio)
+
+    def forward_split(self, time: Tensor, space: Tensor, c: Tensor) -> Tensor:
+        """forward of the point [time, space] without concatenating it first (saves a copy of a wide input)."""
+        out = torch.addcmul(F.linear(space, self.linear.weight[:, 1:], self.linear.bias), time, self.linear.weight[:, 0])
+        if self.curvature_ratio != 1.0:
+            out = out * math.sqrt(self.curvature_ratio)
+        return add_time(out, c * self.curvature_ratio)
 
 
 class LorentzLayerNorm(nn.Module):
@@ -179,10 +206,13 @@ class LorentzSelfAttention(nn.Module):
     def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor, c: Tensor) -> Tensor:
         B, T, _ = x.shape
         space = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim - 1).permute(2, 0, 3, 1, 4)
+        # Time from the unrotated space part: RoPE is a rotation and keeps ||x_s||, hence x_0.
+        time = torch.hypot(torch.linalg.vector_norm(space, dim=-1, keepdim=True), c.sqrt())  # (3, B, H, T, 1)
         q_space, k_space, v_space = space.unbind(0)  # each (B, H, T, Dh - 1)
-        q = flip_time(add_time(apply_rotary(q_space, cos, sin), c))  # (B, H, T, Dh), time negated
-        k = add_time(apply_rotary(k_space, cos, sin), c)
-        v = add_time(v_space, c)
+        q_time, k_time, v_time = time.unbind(0)
+        q = apply_rotary(q_space, cos, sin, prefix=-q_time)  # (B, H, T, Dh), time negated
+        k = apply_rotary(k_space, cos, sin, prefix=k_time)
+        v = torch.cat([v_time, v_space], dim=-1)
         mixed = attention(q, k, v, attend, self.scale, self.implementation)  # (B, H, T, Dh), off the manifold
         heads = project(mixed, c)  # Lorentzian centroid of the values, per head
         return self.out(heads.transpose(1, 2).reshape(B, T, self.num_heads * self.head_dim), c)
@@ -199,7 +229,9 @@ class LorentzFeedForward(nn.Module):
 
     def forward(self, x: Tensor, c: Tensor) -> Tensor:
         gate, up = self.gate_up.space(x).chunk(2, dim=-1)
-        return self.down(add_time(F.silu(gate) * up, c), c)
+        hidden = F.silu(gate) * up  # space part of the intermediate point
+        time = torch.hypot(torch.linalg.vector_norm(hidden, dim=-1, keepdim=True), c.sqrt())
+        return self.down.forward_split(time, hidden, c)
 
 
 class HyTEFHLayer(nn.Module):
@@ -227,7 +259,7 @@ class HyperbolicStack(nn.Module):
         self.layers = nn.ModuleList(HyTEFHLayer(config) for _ in range(num_layers))
         self.head_dim = config.hidden_size // config.num_attention_heads
         self.rope_theta = config.rope_theta
-        self.gradient_checkpointing = False
+        self.gradient_checkpointing = False  # switched by PreTrainedModel.gradient_checkpointing_enable()
 
     def forward(self, x: Tensor, mask: Tensor, c: Tensor, output_hidden_states: bool = False):
         T = x.shape[1]
@@ -237,7 +269,7 @@ class HyperbolicStack(nn.Module):
         hidden_states = [x] if output_hidden_states else None
         for layer in self.layers:
             if self.gradient_checkpointing and self.training:
-                x = torch.utils.checkpoint.checkpoint(layer, x, attend, cos, sin, c, use_reentrant=False)
+                x = self._gradient_checkpointing_func(layer, x, attend, cos, sin, c)
             else:
                 x = layer(x, attend, cos, sin, c)
             if output_hidden_states:
@@ -282,9 +314,13 @@ class LorentzMLR(nn.Module):
     def forward(self, x: Tensor, c: Tensor) -> Tensor:
         s = c.sqrt()
         # ||z|| is clamped so that a class whose normal collapsed to 0 gives logit 0 instead of 0/0.
-        z_norm = self.normal.norm(dim=-1).clamp_min(1e-6)
-        alpha = torch.cosh(self.offset / s) * (x[..., 1:] @ self.normal.T) - x[..., :1] * (torch.sinh(self.offset / s) * z_norm)
-        return s * z_norm * torch.asinh(alpha / (s * z_norm))
+        z_norm = self.normal.norm(dim=-1).clamp_min(1e-6)  # (V,)
+        scaled_normal = torch.cosh(self.offset / s)[:, None] * self.normal  # (V, D - 1)
+        time_weight = torch.sinh(self.offset / s) * z_norm  # (V,)
+        # alpha = x_s . (cosh z) - x_0 sinh ||z||, as one matmul on [x_0, x_s] with the stacked weights.
+        alpha = x @ torch.cat([-time_weight[:, None], scaled_normal], dim=-1).T  # (..., V)
+        scale = s * z_norm
+        return scale * torch.asinh(alpha / scale)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -321,11 +357,6 @@ class HyTEPreTrainedModel(PreTrainedModel):
             init.uniform_(module.normal, -bound, bound)
         if hasattr(module, "log_curvature"):
             init.constant_(module.log_curvature, math.log(self.config.curvature))
-
-    def _set_gradient_checkpointing(self, enable: bool = True, gradient_checkpointing_func=None) -> None:
-        for module in self.modules():
-            if isinstance(module, (HyperbolicStack, EuclideanStack)):
-                module.gradient_checkpointing = enable
 
     def set_attention_implementation(self, implementation: str) -> None:
         """"sdpa" (fused kernel, default) or "eager" (plain reference path, same results)."""
@@ -462,12 +493,10 @@ class HyTEFHForMaskedLM(HyTEPreTrainedModel):
                 return_dict: bool = True, **kwargs) -> MaskedLMOutput:
         hidden = self.hyte(input_ids, attention_mask).last_hidden_state
         c = self.hyte.curvature
+        hidden, labels = select_predicted_positions(hidden, labels, self.config.sparse_prediction)
         hidden = self.head_norm(add_time(F.gelu(self.head_transform.space(hidden)), c), c)
-        logits = self.classifier(hidden, c)  # (B, T, V)
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
-        return MaskedLMOutput(loss=loss, logits=logits)
+        logits = self.classifier(hidden, c)  # (B, T, V), or (M, V) with sparse_prediction
+        return MaskedLMOutput(loss=masked_lm_loss(logits, labels), logits=logits)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -513,7 +542,7 @@ class EuclideanStack(nn.Module):
         self.layers = nn.ModuleList(EuclideanLayer(config) for _ in range(config.num_hidden_layers))
         self.head_dim = config.hidden_size // config.num_attention_heads
         self.rope_theta = config.rope_theta
-        self.gradient_checkpointing = False
+        self.gradient_checkpointing = False  # switched by PreTrainedModel.gradient_checkpointing_enable()
 
     def forward(self, x: Tensor, mask: Tensor, output_hidden_states: bool = False):
         cos, sin = rotary_cos_sin(torch.arange(x.shape[1], device=x.device), 2 * (self.head_dim // 2),
@@ -522,7 +551,7 @@ class EuclideanStack(nn.Module):
         hidden_states = [x] if output_hidden_states else None
         for layer in self.layers:
             if self.gradient_checkpointing and self.training:
-                x = torch.utils.checkpoint.checkpoint(layer, x, attend, cos, sin, use_reentrant=False)
+                x = self._gradient_checkpointing_func(layer, x, attend, cos, sin)
             else:
                 x = layer(x, attend, cos, sin)
             if output_hidden_states:
@@ -583,11 +612,9 @@ class EucBERTForMaskedLM(HyTEPreTrainedModel):
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
                 return_dict: bool = True, **kwargs) -> MaskedLMOutput:
         hidden = self.hyte(input_ids, attention_mask).last_hidden_state
+        hidden, labels = select_predicted_positions(hidden, labels, self.config.sparse_prediction)
         logits = self.classifier(self.head_norm(F.gelu(self.head_transform(hidden))))
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
-        return MaskedLMOutput(loss=loss, logits=logits)
+        return MaskedLMOutput(loss=masked_lm_loss(logits, labels), logits=logits)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,205 @@
+"""HyTE-FH and EucBERT: shapes, manifold, masking, numerics, bad input, remote code, MLM training."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import run_without_hyte, tiny_euc_config, tiny_fh_config
+from huggingface_hub.errors import StrictDataclassClassValidationError
+
+import hyte
+from hyte import lorentz as L
+
+TEXTS = [
+    "Abnormality of the cardiovascular system.",
+    "A short stature.",
+    "An abnormal increase in the size of the heart, often seen with long-standing high blood pressure.",
+]
+
+
+def on_hyperboloid(x: torch.Tensor, c: float = 1.0, tol: float = 1e-4) -> bool:
+    x64 = x.double()
+    return bool(((L.inner(x64, x64) + c).abs() / x64[..., 0] ** 2).max() < tol)
+
+
+@pytest.mark.parametrize("pooling", ["oem", "einstein", "mean", "cls"])
+@pytest.mark.parametrize("curvature", [0.5, 1.0, 2.0])
+def test_fh_outputs_are_points(pooling, curvature):
+    torch.manual_seed(0)
+    model = hyte.HyTEFHModel(tiny_fh_config(pooling=pooling, curvature=curvature)).eval()
+    ids = torch.randint(1, 30522, (3, 12))
+    out = model(ids, torch.ones(3, 12))
+    assert out.last_hidden_state.shape == (3, 12, 33) and out.pooler_output.shape == (3, 33)
+    assert on_hyperboloid(out.last_hidden_state, curvature) and on_hyperboloid(out.pooler_output, curvature)
+
+
+@pytest.mark.parametrize("model_class,config", [(hyte.HyTEFHModel, tiny_fh_config), (hyte.EucBERTModel, tiny_euc_config)])
+def test_embedding_does_not_depend_on_padding_or_batch(model_class, config, bert_tokenizer):
+    torch.manual_seed(0)
+    model = model_class(config()).eval()
+    batch = bert_tokenizer(TEXTS, padding="max_length", max_length=64, return_tensors="pt")
+    together = model(**{k: batch[k] for k in ("input_ids", "attention_mask")}).pooler_output
+    for i, text in enumerate(TEXTS):
+        alone = bert_tokenizer([text], return_tensors="pt")
+        single = model(alone["input_ids"], alone["attention_mask"]).pooler_output[0]
+        torch.testing.assert_close(single, together[i], rtol=1e-5, atol=1e-5)
+
+
+def test_sdpa_fast_path_matches_eager_reference_path():
+    torch.manual_seed(0)
+    model = hyte.HyTEFHModel(tiny_fh_config()).eval()
+    ids, mask = torch.randint(1, 30522, (2, 20)), torch.ones(2, 20)
+    mask[1, 11:] = 0
+    fast = model(ids, mask).last_hidden_state
+    model.set_attention_implementation("eager")
+    reference = model(ids, mask).last_hidden_state
+    torch.testing.assert_close(fast[0], reference[0], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(fast[1, :11], reference[1, :11], rtol=1e-5, atol=1e-5)
+
+
+def test_fh_long_sequences_and_large_radii_stay_finite_in_float32():
+    torch.manual_seed(0)
+    config = tiny_fh_config(max_position_embeddings=2048, residual_space_scale=4 * 33**0.5)
+    model = hyte.HyTEFHForMaskedLM(config)
+    with torch.no_grad():  # push the token embeddings far out: space norms ~ 1e4 (radius ~ 10)
+        model.hyte.embeddings.weight.mul_(5e3)
+    ids = torch.randint(1, 30522, (2, 2048))
+    labels = torch.where(torch.rand(2, 2048) < 0.15, ids, torch.full_like(ids, -100))
+    out = model(ids, torch.ones(2, 2048), labels=labels)
+    out.loss.backward()
+    assert torch.isfinite(out.logits).all() and torch.isfinite(out.loss)
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+    with torch.no_grad():  # the residual stream really is far out (the final norm brings it back)
+        states = torch.stack(model.hyte(ids[:, :64], output_hidden_states=True).hidden_states)
+    assert torch.isfinite(states).all() and float(states[..., 0].max()) > 100
+
+
+def test_gradient_checkpointing_gives_the_same_gradients():
+    torch.manual_seed(0)
+    model = hyte.HyTEFHForMaskedLM(tiny_fh_config())
+    ids = torch.randint(1, 30522, (2, 16))
+    labels = ids.clone()
+
+    def gradients():
+        model.zero_grad()
+        model(ids, labels=labels).loss.backward()
+        return [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    plain = gradients()
+    model.gradient_checkpointing_enable()
+    model.train()
+    checkpointed = gradients()
+    assert model.hyte.encoder.gradient_checkpointing
+    for a, b in zip(plain, checkpointed):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_bad_input_gets_clear_errors():
+    with pytest.raises(StrictDataclassClassValidationError, match="split evenly"):
+        tiny_fh_config(hidden_size=34)
+    with pytest.raises(StrictDataclassClassValidationError, match="curvature"):
+        tiny_fh_config(curvature=0.0)
+    with pytest.raises(StrictDataclassClassValidationError, match="curvature"):
+        tiny_fh_config(curvature=-1.0)
+    with pytest.raises(StrictDataclassClassValidationError, match="pooling"):
+        tiny_fh_config(pooling="max")
+    model = hyte.HyTEFHModel(tiny_fh_config())
+    with pytest.raises(ValueError, match="vocab_size"):
+        model(torch.tensor([[1, 2, 40000]]))
+    with pytest.raises(ValueError, match="vocab_size"):
+        model(torch.tensor([[1, -3]]))
+    with pytest.raises(ValueError, match="attention_mask must have the shape"):
+        model(torch.tensor([[1, 2, 3]]), torch.ones(1, 4))
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        model(torch.ones(1, 129, dtype=torch.long))
+    with pytest.raises(ValueError, match="padding"):
+        model(torch.tensor([[1, 2, 3]]), torch.zeros(1, 3))
+
+
+def test_euclidean_twin_has_the_same_shape_and_interface():
+    fh, euc = tiny_fh_config(), tiny_euc_config()
+    for field in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"):
+        assert getattr(fh, field) == getattr(euc, field)
+    model = hyte.EucBERTForMaskedLM(euc)
+    ids = torch.randint(1, 30522, (2, 10))
+    out = model(ids, labels=ids)
+    assert out.logits.shape == (2, 10, 30522) and out.loss > 0
+    fh_params = sum(p.numel() for p in hyte.HyTEFHModel(fh).parameters())
+    euc_params = sum(p.numel() for p in hyte.EucBERTModel(euc).parameters())
+    assert abs(fh_params - euc_params) / euc_params < 0.05  # comparable capacity: a controlled baseline
+
+
+def test_auto_classes_are_registered():
+    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
+
+    config = AutoConfig.for_model("hyte_fh", vocab_size=100, hidden_size=33, num_attention_heads=3)
+    assert isinstance(AutoModel.from_config(config), hyte.HyTEFHModel)
+    assert isinstance(AutoModelForMaskedLM.from_config(config), hyte.HyTEFHForMaskedLM)
+    euc = AutoConfig.for_model("hyte_euc", vocab_size=100, hidden_size=33, num_attention_heads=3)
+    assert isinstance(AutoModel.from_config(euc), hyte.EucBERTModel)
+
+
+@pytest.mark.slow
+def test_save_and_remote_code_load_without_hyte_gives_identical_outputs(tmp_path, bert_tokenizer):
+    torch.manual_seed(0)
+    batch = bert_tokenizer(TEXTS, padding=True, return_tensors="pt")
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    expected = {}
+    for name, model in (("fh", hyte.HyTEFHModel(tiny_fh_config())), ("mlm", hyte.HyTEFHForMaskedLM(tiny_fh_config())),
+                        ("euc", hyte.EucBERTModel(tiny_euc_config()))):
+        model.eval().save_pretrained(tmp_path / name)
+        bert_tokenizer.save_pretrained(tmp_path / name)
+        with torch.no_grad():
+            out = model(ids, mask)
+        expected[name] = (out.logits if name == "mlm" else out.last_hidden_state).tolist()
+        files = {p.name for p in (tmp_path / name).iterdir()}
+        assert {"config.json", "model.safetensors", "modeling_hyte.py", "configuration_hyte.py", "lorentz.py"} <= files
+        assert not any(f.endswith((".bin", ".pt", ".pkl")) for f in files)
+    torch.save({"ids": ids, "mask": mask}, tmp_path / "inputs.pt")
+    stdout = run_without_hyte(
+        """
+        import json, sys, torch
+        from transformers import AutoModel, AutoModelForMaskedLM
+        inputs = torch.load("inputs.pt")
+        result = {}
+        for name, auto in (("fh", AutoModel), ("mlm", AutoModelForMaskedLM), ("euc", AutoModel)):
+            model = auto.from_pretrained(name, trust_remote_code=True).eval()
+            assert "transformers_modules" in type(model).__module__, type(model).__module__
+            with torch.no_grad():
+                out = model(inputs["ids"], inputs["mask"])
+            result[name] = (out.logits if name == "mlm" else out.last_hidden_state).tolist()
+        print(json.dumps(result))
+        """,
+        cwd=tmp_path,
+    )
+    loaded = json.loads(stdout.strip().splitlines()[-1])
+    for name in expected:
+        assert torch.equal(torch.tensor(loaded[name]), torch.tensor(expected[name])), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config_factory", [tiny_fh_config, tiny_euc_config])
+def test_mlm_trainer_run_on_real_text_lowers_the_loss(tmp_path, bert_tokenizer, config_factory):
+    from datasets import Dataset
+    from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
+
+    from hyte.data.hpo import load_hpo, mlm_corpus
+
+    texts = mlm_corpus(load_hpo())[:1000]
+    dataset = Dataset.from_dict({"text": texts}).map(
+        lambda rows: bert_tokenizer(rows["text"], truncation=True, max_length=32), batched=True, remove_columns=["text"]
+    )
+    torch.manual_seed(0)
+    config = config_factory(sparse_prediction=True)
+    model_class = hyte.HyTEFHForMaskedLM if config_factory is tiny_fh_config else hyte.EucBERTForMaskedLM
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=40, per_device_train_batch_size=16, learning_rate=5e-3,
+                             warmup_steps=4, logging_steps=8, report_to="none", dataloader_pin_memory=False,
+                             save_strategy="no", seed=0, disable_tqdm=True)
+    trainer = Trainer(model=model_class(config), args=args, train_dataset=dataset, processing_class=bert_tokenizer,
+                      data_collator=DataCollatorForLanguageModeling(bert_tokenizer, mlm_probability=0.15, seed=0))
+    trainer.train()
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    assert len(losses) >= 5
+    assert losses[-1] < losses[0] - 1.0, losses  # nats; ln(30522) = 10.3 at the start
