@@ -1,0 +1,601 @@
+"""Nearest-neighbour search over hyperboloid points with FAISS: ``LorentzIndex``.
+
+Documents are stored as they are: points of the hyperboloid H^d_c, shape (N, D) float32 with D = d + 1, time
+coordinate first (see ``hyte.lorentz``). Queries arrive **sign-flipped**, q~ = (-q_0, q_s), as the encoders emit
+them for role="query", so that q~ . x = <q, x>_L. The geodesic distance d(q, x) = sqrt(c) arccosh(-<q, x>_L / c)
+decreases in <q, x>_L, so the maximum inner product is the nearest geodesic neighbour.
+
+Kinds of index:
+
+* ``"flat"`` (default): exact. ``IndexFlatIP`` over the documents, searched with the flipped queries.
+* ``"ivf"``: IVF-Flat with inner product. The coarse centroids are Lorentzian centroids of k-means clusters, on
+  the hyperboloid, and documents go to the list of their geodesically nearest centroid (see ``_train_ivf`` and
+  ``_add_ivf``), so queries (which FAISS routes by q~ . centroid = <q, centroid>_L) and documents are routed by the
+  same geometry.
+* ``"hnsw"``: HNSW with L2 on the MIPS -> L2 augmentation x^ = [x, sqrt(M^2 - |x|^2)], q^ = [q~, 0], which ranks
+  exactly like <q, x>_L. The graph itself is built on Poincare-ball coordinates (see ``_add_hnsw``).
+  HNSW with inner product is refused (see ``_check_metric``).
+
+Scores are Lorentz inner products <q, x>_L (larger is nearer); ``to_distances`` turns them into geodesic distances.
+Every approximate index should ship with a recall measured against exact search: ``measure_recall``.
+
+Precision: FAISS computes in float32. An inner product of two points far from the origin is a small difference of
+two numbers of size ~ x_0(q) x_0(x), so its absolute error is ~ 1e-7 x_0(q) x_0(x). Near neighbours far out
+(radius >~ 8 sqrt(c)) can therefore swap ranks; re-rank with ``hyte.lorentz.pairwise_distance`` (float64) if it
+matters.
+
+Not thread-safe: do not call ``add``/``remove`` concurrently with anything else on the same index.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+import torch
+from faiss.contrib.inspect_tools import get_flat_data, get_invlist
+
+from .. import __version__ as _hyte_version
+from .. import lorentz
+
+__all__ = ["IncompatibleIndexError", "LorentzIndex"]
+
+FORMAT_VERSION = 1
+INDEX_FILE = "index.faiss"
+METADATA_FILE = "metadata.json"
+KINDS = ("flat", "ivf", "hnsw")
+
+# A document x is accepted when x_0 > 0 and |<x,x>_L + c| / x_0^2 <= this: a valid point stored in float32 is
+# ~1e-7 off, a Euclidean vector is off by O(1). (A sign-flipped query has the right Lorentz norm but x_0 < 0.)
+HYPERBOLOID_RTOL = 1e-3
+
+# IVF default nprobe 16: recall@10 1.000 on 20k clustered points (nlist 512; nprobe 4 gives 0.993, 8 gives 1.000)
+# and 0.9999 on 100k x 385 (nlist 1265), at 10x the exact queries/s (benchmarks/bench_index.py). The margin is for
+# real data, less clustered than these; 16 lists are still only ~1% of the documents.
+DEFAULT_NPROBE = 16
+
+# HNSW defaults. With the Poincare-built graph, efSearch 64 gives recall@10 0.996 (20k) and 0.99 (100k x 385);
+# recall no longer rises above 64. efConstruction 100 builds twice as fast as 200 at the same recall.
+DEFAULT_HNSW_M = 32
+DEFAULT_EF_CONSTRUCTION = 100
+DEFAULT_EF_SEARCH = 64
+
+
+class IncompatibleIndexError(ValueError):
+    """An index was used with another model, dimension or curvature than it was built for."""
+
+
+def _as_array(x: Any) -> np.ndarray:
+    """A numpy view of an array-like or a (CPU or GPU) torch tensor."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _torch64(x: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(x, dtype=np.float64))
+
+
+def _flip(x: np.ndarray) -> np.ndarray:
+    """Negate the time coordinate (a copy): points <-> sign-flipped query vectors, (N, D) -> (N, D)."""
+    return lorentz.flip_time(torch.from_numpy(x)).numpy()
+
+
+def _on_hyperboloid(x: np.ndarray, c: float) -> np.ndarray:
+    """Row mask, (N, D) -> (N,) bool: x_0 > 0 and |<x,x>_L + c| / x_0^2 <= HYPERBOLOID_RTOL (in float64)."""
+    x64 = _torch64(x)
+    time_sq = x64[:, 0] ** 2  # clamped below only so that x_0 = 0 (rejected anyway) does not divide by zero
+    relative_error = (lorentz.inner(x64, x64) + c).abs() / time_sq.clamp_min(torch.finfo(torch.float64).tiny)
+    return ((x64[:, 0] > 0) & (relative_error <= HYPERBOLOID_RTOL)).numpy()
+
+
+def _augment(points: np.ndarray) -> np.ndarray:
+    """MIPS -> L2 augmentation of documents: (N, D) -> (N, D + 1), x^ = [x, sqrt(M^2 - |x|^2)], M = max |x|.
+
+    Every x^ has norm M, so for q^ = [q~, 0]: |q^ - x^|^2 = |q~|^2 + M^2 - 2 q~ . x, the same constant for all
+    documents minus 2 <q, x>_L: nearest in L2 is largest Lorentz inner product. M is recomputed from all stored
+    documents on every add (the whole column is rewritten, see ``_add_hnsw``), so no headroom is needed.
+    """
+    x64 = np.asarray(points, dtype=np.float64)
+    norm_sq = np.einsum("ij,ij->i", x64, x64)
+    extra = np.sqrt(np.maximum(norm_sq.max(initial=0.0) - norm_sq, 0.0))  # >= 0 up to rounding
+    return np.hstack([x64, extra[:, None]]).astype(np.float32)
+
+
+def _graph_coordinates(points: np.ndarray, c: float) -> np.ndarray:
+    """Coordinates the HNSW graph is built on: Poincare ball, zero-padded to the augmented width, (N, D) -> (N, D + 1).
+
+    Euclidean distances between Poincare points follow hyperbolic neighbourhoods far better than those between
+    augmented vectors, which are dominated by radial differences: built on the augmented vectors, the graph gave
+    recall@10 0.35 on 20k clustered points with radii up to 5 (0.99 only with radii below 1); built on Poincare
+    coordinates and searched with the augmented vectors, 0.997.
+    """
+    ball = lorentz.to_poincare(_torch64(points), c).numpy()
+    return np.hstack([ball, np.zeros((len(points), 2))]).astype(np.float32)
+
+
+def _write_codes(flat_storage: faiss.IndexFlat, vectors: np.ndarray) -> None:
+    """Overwrite all vectors of an IndexFlat in place (same count and width), keeping its HNSW graph."""
+    faiss.copy_array_to_vector(np.ascontiguousarray(vectors, dtype=np.float32).view(np.uint8).ravel(),
+                               flat_storage.codes)
+
+
+def _default_nlist(n: int) -> int:
+    """IVF list count for n training points: the usual 4 sqrt(n), capped at n / 39 because FAISS's k-means wants
+    at least 39 points per centroid."""
+    return max(1, min(round(4 * math.sqrt(n)), n // 39))
+
+
+def _fsync(path: Path) -> None:
+    # Directories are fsynced too (so renames inside them are durable); opening a directory is POSIX-only.
+    if path.is_dir() and os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _check_positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+def _check_metric(kind: str, metric: str | None) -> str:
+    """The metric FAISS uses for ``kind``; raises for a metric that cannot give hyperbolic neighbours."""
+    metric = metric or ("l2" if kind == "hnsw" else "inner_product")
+    if kind == "hnsw" and metric == "inner_product":
+        # HNSW builds its graph from document-document inner products x . y, which are Euclidean, not hyperbolic:
+        # a document's graph neighbours are not its geodesic neighbours, and greedy search with flipped queries
+        # gets lost. Measured recall@10: 0.001-0.03 on 100k hyperboloid points (DESIGN.md).
+        raise ValueError(
+            "HNSW with inner product is refused: HNSW builds its graph from document-document inner products, "
+            "which are Euclidean, not hyperbolic, so its neighbours are wrong (measured recall@10 0.001-0.03). "
+            "Use kind='hnsw' with metric='l2' (the MIPS->L2 augmentation, the default), kind='ivf', or the exact "
+            "kind='flat'."
+        )
+    expected = "l2" if kind == "hnsw" else "inner_product"
+    if metric != expected:
+        raise ValueError(f"kind={kind!r} supports metric={expected!r} only; got metric={metric!r}")
+    return metric
+
+
+class LorentzIndex:
+    """A FAISS index over hyperboloid documents, searched with sign-flipped queries.
+
+    Args:
+        dim: ambient dimension D = d + 1 (time coordinate included).
+        curvature: c > 0 of the hyperboloid <x,x>_L = -c.
+        kind: "flat" (exact, default), "ivf" or "hnsw" (approximate; see the module docstring).
+        model_name: the model whose embeddings this holds; saved with the index and checked on load.
+        metric: "inner_product" for flat/ivf, "l2" for hnsw (the defaults). "inner_product" with "hnsw" raises.
+        nlist: IVF list count; None picks ~4 sqrt(N) from the first ``add`` (the IVF is trained on that batch).
+        nprobe: IVF lists searched per query (default ``DEFAULT_NPROBE``).
+        hnsw_m, ef_construction, ef_search: HNSW graph degree and build / search beam widths.
+        threads: if given, ``faiss.omp_set_num_threads(threads)`` (process-wide).
+
+    Ids are non-negative int64. ``remove`` on "hnsw" leaves a tombstone (FAISS HNSW cannot delete): the row's id
+    becomes -1 and searches skip it with an ``IDSelector``; the row keeps its memory and graph links until the
+    index is rebuilt from its documents. The id can be added again.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        curvature: float = 1.0,
+        kind: str = "flat",
+        model_name: str | None = None,
+        *,
+        metric: str | None = None,
+        nlist: int | None = None,
+        nprobe: int = DEFAULT_NPROBE,
+        hnsw_m: int = DEFAULT_HNSW_M,
+        ef_construction: int = DEFAULT_EF_CONSTRUCTION,
+        ef_search: int = DEFAULT_EF_SEARCH,
+        threads: int | None = None,
+    ) -> None:
+        self.dim = _check_positive_int("dim", dim)
+        if self.dim < 2:
+            raise ValueError(f"dim is the ambient dimension d + 1 and must be >= 2; got {dim}")
+        lorentz.check_curvature(curvature)
+        self.curvature = float(curvature)
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+        self.kind = kind
+        self.metric = _check_metric(kind, metric)
+        self.model_name = model_name
+        if threads is not None:
+            faiss.omp_set_num_threads(_check_positive_int("threads", threads))
+
+        self._index: faiss.Index | None
+        self.options: dict[str, Any]
+        if kind == "flat":
+            self.options = {}
+            self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+        elif kind == "ivf":
+            self.options = {"nlist": None if nlist is None else _check_positive_int("nlist", nlist),
+                            "nprobe": _check_positive_int("nprobe", nprobe)}
+            self._index = None  # created and trained by the first add()
+        else:
+            self.options = {"hnsw_m": _check_positive_int("hnsw_m", hnsw_m),
+                            "ef_construction": _check_positive_int("ef_construction", ef_construction),
+                            "ef_search": _check_positive_int("ef_search", ef_search)}
+            hnsw = faiss.IndexHNSWFlat(self.dim + 1, self.options["hnsw_m"])
+            hnsw.hnsw.efConstruction = self.options["ef_construction"]
+            self._index = faiss.IndexIDMap2(hnsw)
+        self._ids = np.empty(0, dtype=np.int64)  # sorted ids of the live documents
+
+    # ------------------------------------------------------------------ basic properties
+
+    def __len__(self) -> int:
+        """Number of live documents."""
+        return len(self._ids)
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Sorted ids of the stored documents, (N,) int64 (a copy)."""
+        return self._ids.copy()
+
+    def __repr__(self) -> str:
+        return (f"LorentzIndex(kind={self.kind!r}, dim={self.dim}, curvature={self.curvature}, "
+                f"model_name={self.model_name!r}, count={len(self)}, options={self.options})")
+
+    # ------------------------------------------------------------------ validation
+
+    def _check_vectors(self, vectors: Any, what: str) -> np.ndarray:
+        """2-D, width ``dim``, finite; returned as C-contiguous float32 (N, D)."""
+        array = _as_array(vectors)
+        if array.ndim != 2:
+            raise ValueError(f"{what} must be a 2-D array (N, {self.dim}); got shape {array.shape}")
+        if array.shape[1] != self.dim:
+            raise ValueError(
+                f"{what} have dimension {array.shape[1]}, but this index expects dimension {self.dim} "
+                f"(ambient d + 1, time coordinate included; model {self.model_name!r})"
+            )
+        if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
+            raise ValueError(f"{what} must be real numbers; got dtype {array.dtype}")
+        bad = ~np.isfinite(array).all(axis=1)
+        if bad.any():
+            raise ValueError(f"{what} contain NaN or Inf in {int(bad.sum())} row(s), first row {int(np.argmax(bad))}")
+        return np.ascontiguousarray(array, dtype=np.float32)
+
+    def _check_points(self, points: Any, what: str) -> np.ndarray:
+        """``_check_vectors`` plus: every row is a point of the hyperboloid (x_0 > 0, <x,x>_L = -c)."""
+        array = self._check_vectors(points, what)
+        off = ~_on_hyperboloid(array, self.curvature)
+        if off.any():
+            first = int(np.argmax(off))
+            raise ValueError(
+                f"{what}: {int(off.sum())} of {len(array)} points off the hyperboloid <x,x>_L = -{self.curvature} "
+                f"with x_0 > 0 (first: row {first}, x_0 = {float(array[first, 0]):.6g}); did you pass sign-flipped "
+                f"query vectors as documents, or Euclidean vectors? Documents are the encoder's role='document' "
+                f"output, time coordinate first."
+            )
+        return array
+
+    def _check_queries(self, queries: Any) -> np.ndarray:
+        """Sign-flipped query vectors (N, D) -> float32. Unflipped hyperboloid points are rejected."""
+        array = self._check_vectors(queries, "queries")
+        # A flipped query always has q~_0 = -q_0 < 0; a row with q_0 > 0 on the hyperboloid is an unflipped point.
+        unflipped = (array[:, 0] > 0) & _on_hyperboloid(array, self.curvature)
+        if unflipped.any():
+            raise ValueError(
+                f"search() expects sign-flipped query vectors (first coordinate -q_0 < 0, the encoder's "
+                f"role='query' output), but {int(unflipped.sum())} of {len(array)} rows are unflipped hyperboloid "
+                f"points (first coordinate > 0). Use search_points() for points; it flips them itself."
+            )
+        return array
+
+    def _check_ids(self, ids: Any, count: int) -> np.ndarray:
+        """New document ids: (count,) non-negative int64, unique, not already stored."""
+        if ids is None:
+            start = int(self._ids[-1]) + 1 if len(self._ids) else 0
+            return np.arange(start, start + count, dtype=np.int64)
+        array = _as_array(ids)
+        if array.ndim != 1 or len(array) != count:
+            raise ValueError(f"ids must be a 1-D array with one id per vector ({count}); got shape {array.shape}")
+        if not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(f"ids must be integers; got dtype {array.dtype}")
+        array = np.ascontiguousarray(array, dtype=np.int64)
+        if (array < 0).any():  # -1 is FAISS's "no result" (and the HNSW tombstone)
+            raise ValueError(f"ids must be >= 0; got {int(array.min())}")
+        unique, counts = np.unique(array, return_counts=True)
+        if (counts > 1).any():
+            raise ValueError(f"duplicate ids within the batch: {unique[counts > 1][:10].tolist()}")
+        stored = array[np.isin(array, self._ids)]
+        if len(stored):
+            raise ValueError(f"duplicate ids: {stored[:10].tolist()} are already in the index (remove them first)")
+        return array
+
+    def check_compatible(self, model_name: str | None = None, dim: int | None = None,
+                         curvature: float | None = None) -> None:
+        """Raise ``IncompatibleIndexError`` if any given value differs from what this index was built for."""
+        problems = []
+        if model_name is not None and model_name != self.model_name:
+            problems.append(f"model {model_name!r} != the index's {self.model_name!r}")
+        if dim is not None and dim != self.dim:
+            problems.append(f"dimension {dim} != the index's {self.dim}")
+        if curvature is not None and not math.isclose(curvature, self.curvature, rel_tol=1e-9):
+            problems.append(f"curvature {curvature} != the index's {self.curvature}")
+        if problems:
+            raise IncompatibleIndexError(
+                "this index cannot be used with these embeddings: " + "; ".join(problems)
+                + ". Rebuild the index with the model you query with; vectors of different models are not comparable."
+            )
+
+    # ------------------------------------------------------------------ add / remove
+
+    def add(self, vectors: Any, ids: Any = None) -> np.ndarray:
+        """Add documents: hyperboloid points (N, D) (numpy or torch), ids (N,) int or None.
+
+        None numbers the documents from (largest stored id + 1). Returns the ids, (N,) int64.
+        On "ivf", the first call trains the index on its batch: make it representative of the collection.
+        """
+        points = self._check_points(vectors, "documents")
+        new_ids = self._check_ids(ids, len(points))
+        if len(points) == 0:
+            return new_ids
+        if self.kind == "flat":
+            self._index.add_with_ids(points, new_ids)
+        elif self.kind == "ivf":
+            self._add_ivf(points, new_ids)
+        else:
+            self._add_hnsw(points, new_ids)
+        self._ids = np.union1d(self._ids, new_ids)
+        return new_ids
+
+    def _train_ivf(self, points: np.ndarray) -> faiss.IndexIVFFlat:
+        """A trained, empty IVF-Flat (inner product) whose centroids lie on the hyperboloid."""
+        nlist = self.options["nlist"] or _default_nlist(len(points))
+        if nlist > len(points):
+            raise ValueError(f"the first add() of an IVF index trains it and needs >= nlist = {nlist} documents; "
+                             f"got {len(points)}")
+        # Euclidean k-means on the ambient coordinates, then Pi_c maps each cluster mean onto the hyperboloid: the
+        # Lorentzian centroid of its cluster. FAISS's own IVF-IP training (spherical k-means) was tried first: its
+        # centroids of mixed far clusters land near the origin, one such list drew 19% of 100k documents (imbalance
+        # factor 46, only 2.7x exact speed); these lists are balanced (imbalance 1.6). 10 iterations: 5, 10 and 25
+        # gave the same recall on the benchmark data.
+        kmeans = faiss.Kmeans(self.dim, nlist, niter=10, seed=1234)
+        kmeans.train(points)
+        quantizer = faiss.IndexFlatIP(self.dim)
+        quantizer.add(lorentz.project(_torch64(kmeans.centroids), self.curvature).numpy().astype(np.float32))
+        self.options["nlist"] = nlist
+        # Trained as built: FAISS marks an IVF trained when its quantizer holds nlist centroids.
+        return faiss.IndexIVFFlat(quantizer, self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+
+    def _add_ivf(self, points: np.ndarray, ids: np.ndarray) -> None:
+        if self._index is None:
+            self._index = self._train_ivf(points)
+        ivf = self._index
+        # FAISS would assign each document to argmax x . centroid, a Euclidean product that favours centroids far
+        # from the origin, while queries are routed by the Lorentz product q~ . centroid. Assigning the flipped
+        # document gives flip(x) . centroid = <x, centroid>_L: the geodesically nearest centroid, the same rule as
+        # for queries. (FAISS's own assignment with these centroids: recall@10 0.21 at nprobe 32 on 20k clustered
+        # points, one list holding most documents.)
+        _, lists = ivf.quantizer.search(_flip(points), 1)
+        lists = np.ascontiguousarray(lists.ravel())
+        ivf.add_core(len(points), faiss.swig_ptr(points), faiss.swig_ptr(ids), faiss.swig_ptr(lists))
+
+    def _hnsw_storage(self) -> faiss.IndexFlat:
+        return faiss.downcast_index(faiss.downcast_index(self._index.index).storage)
+
+    def _add_hnsw(self, points: np.ndarray, ids: np.ndarray) -> None:
+        # The graph is built on Poincare coordinates but searched with the augmented vectors (``_augment``,
+        # ``_graph_coordinates``). FAISS HNSW uses one storage for both, so the stored vectors are swapped in place:
+        # Poincare coordinates of all rows while the new rows are linked, augmented vectors for searching.
+        storage = self._hnsw_storage()
+        stored = get_flat_data(storage)[:, : self.dim]  # all rows, tombstones included
+        _write_codes(storage, _graph_coordinates(stored, self.curvature))
+        try:
+            self._index.add_with_ids(_graph_coordinates(points, self.curvature), ids)
+        finally:
+            # Rewritten whole: the new documents may raise M (``_augment``). Also restores search vectors if the
+            # add failed part-way.
+            rows = np.vstack([stored, points])[: storage.ntotal]
+            _write_codes(storage, _augment(rows))
+
+    def remove(self, ids: Any) -> int:
+        """Remove documents by id, (M,) ints. Ids not in the index are ignored. Returns how many were removed."""
+        present = np.intersect1d(np.asarray(_as_array(ids), dtype=np.int64).ravel(), self._ids)
+        if len(present) == 0:
+            return 0
+        if self.kind == "hnsw":
+            id_map = faiss.vector_to_array(self._index.id_map)
+            id_map[np.isin(id_map, present)] = -1  # tombstones, skipped by searches (``_search_hnsw``)
+            faiss.copy_array_to_vector(id_map, self._index.id_map)
+            self._index.construct_rev_map()
+        else:
+            self._index.remove_ids(present)
+        self._ids = np.setdiff1d(self._ids, present)
+        return len(present)
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, queries: Any, k: int = 10, *, nprobe: int | None = None,
+               ef_search: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k documents for sign-flipped query vectors (N, D) (the encoder's role="query" output).
+
+        Returns (scores, ids), both (N, k): scores float32 Lorentz inner products <q, x>_L (<= -c; larger is
+        nearer; ``to_distances`` gives geodesic distances), ids int64, best first. Where fewer than k documents
+        are found (k > len(self), or an approximate index reaching fewer), the row is padded with id -1 and score
+        -inf, as FAISS pads. ``nprobe`` (ivf) and ``ef_search`` (hnsw) override the index's defaults for this call.
+        """
+        q = self._check_queries(queries)
+        k = _check_positive_int("k", k)
+        if len(self) == 0:
+            return np.full((len(q), k), -np.inf, dtype=np.float32), np.full((len(q), k), -1, dtype=np.int64)
+        if self.kind == "flat":
+            scores, labels = self._index.search(q, k)
+        elif self.kind == "ivf":
+            nprobe = self.options["nprobe"] if nprobe is None else nprobe
+            params = faiss.SearchParametersIVF(nprobe=_check_positive_int("nprobe", nprobe))
+            scores, labels = self._index.search(q, k, params=params)
+        else:
+            scores, labels = self._search_hnsw(q, k, self.options["ef_search"] if ef_search is None else ef_search)
+        scores[labels < 0] = -np.inf
+        return scores, labels
+
+    def _search_hnsw(self, q: np.ndarray, k: int, ef_search: int) -> tuple[np.ndarray, np.ndarray]:
+        params = faiss.SearchParametersHNSW(efSearch=max(_check_positive_int("ef_search", ef_search), k))
+        if self._index.ntotal > len(self):
+            # Tombstones (id -1, see ``remove``): IndexIDMap2 translates the selector to its stored ids.
+            # Both selectors are kept in local variables: FAISS holds only raw pointers to them.
+            tombstone = faiss.IDSelectorBatch(np.array([-1], dtype=np.int64))
+            live = faiss.IDSelectorNot(tombstone)
+            params.sel = live
+        queries_augmented = np.hstack([q, np.zeros((len(q), 1), dtype=np.float32)])
+        _, labels = self._index.search(queries_augmented, k, params=params)
+        # The L2 distances hold <q, x>_L only as a small difference of |q~|^2 + M^2 terms; the inner products are
+        # recomputed (in float64) from the k stored documents instead.
+        rows, cols = np.nonzero(labels >= 0)
+        documents = self._index.reconstruct_batch(labels[rows, cols])[:, : self.dim]
+        scores = np.full(labels.shape, -np.inf, dtype=np.float32)
+        scores[rows, cols] = np.einsum("ij,ij->i", documents.astype(np.float64), q[rows].astype(np.float64))
+        return scores, labels
+
+    def search_points(self, points: Any, k: int = 10, **search_options: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """``search`` for unflipped query points (N, D) on the hyperboloid: flips them, then searches."""
+        return self.search(_flip(self._check_points(points, "query points")), k, **search_options)
+
+    def to_distances(self, scores: np.ndarray) -> np.ndarray:
+        """Geodesic distances from ``search`` scores, (N, k) -> (N, k) float64 (padding -inf -> inf)."""
+        return lorentz.distance_from_inner(_torch64(scores), self.curvature).numpy()
+
+    # ------------------------------------------------------------------ recall
+
+    def _stored(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the live documents: ids (N,) int64 and points (N, D) float32, in storage order."""
+        if self._index is None:
+            return np.empty(0, dtype=np.int64), np.empty((0, self.dim), dtype=np.float32)
+        if self.kind == "ivf":
+            invlists = self._index.invlists
+            lists = [get_invlist(invlists, i) for i in range(invlists.nlist)]
+            ids = np.concatenate([list_ids for list_ids, _ in lists])
+            points = np.concatenate([codes.view(np.float32).reshape(-1, self.dim) for _, codes in lists])
+            return ids, points
+        ids = faiss.vector_to_array(self._index.id_map)
+        inner = faiss.downcast_index(self._index.index)
+        storage = inner if self.kind == "flat" else faiss.downcast_index(inner.storage)
+        points = get_flat_data(storage)[:, : self.dim]  # hnsw: drop the augmentation coordinate
+        live = ids >= 0  # hnsw tombstones
+        return ids[live], np.ascontiguousarray(points[live])
+
+    def measure_recall(self, k: int = 10, sample: int = 1000, seed: int = 0, *, nprobe: int | None = None,
+                       ef_search: int | None = None) -> float:
+        """Recall@k of this index against exact search over its own documents.
+
+        ``sample`` stored documents (drawn with ``seed``) are the queries, flipped; each one's own id is among its
+        exact top k, which is the usual self-query protocol. The exact top k is brute force (``faiss.knn``) over a
+        copy of all stored documents: this temporarily needs N x D x 4 more bytes. Returns the mean over queries
+        of |approximate top k & exact top k| / min(k, N). "flat" is exact: 1.0 up to ties.
+        """
+        k = _check_positive_int("k", k)
+        ids, points = self._stored()
+        if len(ids) == 0:
+            raise ValueError("measure_recall needs a non-empty index")
+        sample = min(_check_positive_int("sample", sample), len(ids))
+        chosen = np.random.default_rng(seed).choice(len(ids), size=sample, replace=False)
+        queries = _flip(points[chosen])
+        _, found = self.search(queries, k, nprobe=nprobe, ef_search=ef_search)
+        k_exact = min(k, len(ids))
+        _, exact_rows = faiss.knn(queries, points, k_exact, metric=faiss.METRIC_INNER_PRODUCT)
+        exact = ids[exact_rows]
+        hits = [len(np.intersect1d(f, e)) for f, e in zip(found, exact)]
+        return float(np.mean(hits) / k_exact)
+
+    # ------------------------------------------------------------------ persistence
+
+    def _metadata(self) -> dict[str, Any]:
+        return {
+            "format_version": FORMAT_VERSION,
+            "hyte_version": _hyte_version,
+            "faiss_version": faiss.__version__,
+            "model_name": self.model_name,
+            "curvature": self.curvature,
+            "dim": self.dim,
+            "kind": self.kind,
+            "metric": self.metric,
+            "options": self.options,
+            "count": len(self),
+        }
+
+    def save(self, directory: str | os.PathLike) -> None:
+        """Save atomically to ``directory`` (``index.faiss`` + ``metadata.json``), replacing a previous save.
+
+        The new files are written and fsynced in a temporary sibling directory; then the previous directory is
+        renamed to a backup sibling ``.<name>.previous``, the new one renamed into place, and the backup deleted.
+        A failure at any step leaves the previous index in place; a crash between the two renames leaves it as
+        the backup, which ``load`` falls back to.
+        """
+        if self._index is None:
+            raise ValueError("nothing to save: an IVF index is created and trained by its first add()")
+        target = Path(directory).absolute()
+        is_index = (target / METADATA_FILE).is_file()
+        if target.exists() and not is_index and (not target.is_dir() or any(target.iterdir())):
+            raise FileExistsError(f"refusing to replace {target}: it exists and is not a saved LorentzIndex")
+        parent = target.parent
+        parent.mkdir(parents=True, exist_ok=True)
+        backup = parent / f".{target.name}.previous"
+        staging = parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
+        staging.mkdir()  # not tempfile.mkdtemp: its mode 0700 would become the saved directory's
+        try:
+            faiss.write_index(self._index, str(staging / INDEX_FILE))
+            (staging / METADATA_FILE).write_text(json.dumps(self._metadata(), indent=2) + "\n")
+            for path in (staging / INDEX_FILE, staging / METADATA_FILE, staging):
+                _fsync(path)
+            if target.exists():
+                if backup.exists():  # left by an earlier save that was stopped before its cleanup; target is newer
+                    shutil.rmtree(backup)
+                os.replace(target, backup)
+            try:
+                os.replace(staging, target)
+            except BaseException:
+                if backup.exists() and not target.exists():
+                    os.replace(backup, target)
+                raise
+            _fsync(parent)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        shutil.rmtree(backup, ignore_errors=True)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike, *, expected_model: str | None = None,
+             expected_dim: int | None = None, expected_curvature: float | None = None,
+             threads: int | None = None) -> LorentzIndex:
+        """Load a ``save``d index. ``expected_*`` are checked with ``check_compatible`` (IncompatibleIndexError)."""
+        target = Path(directory).absolute()
+        backup = target.parent / f".{target.name}.previous"
+        if not target.exists() and backup.is_dir():
+            warnings.warn(f"{target} is missing: a save was interrupted; loading the previous index from {backup}",
+                          stacklevel=2)
+            target = backup
+        metadata_path = target / METADATA_FILE
+        if not metadata_path.is_file():
+            raise FileNotFoundError(f"no saved LorentzIndex at {target} ({METADATA_FILE} missing)")
+        metadata = json.loads(metadata_path.read_text())
+        if metadata.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"{target}: index format version {metadata.get('format_version')!r} is not supported "
+                             f"(this hyte reads version {FORMAT_VERSION})")
+        index = cls(metadata["dim"], metadata["curvature"], metadata["kind"], metadata["model_name"],
+                    metric=metadata["metric"], threads=threads, **metadata["options"])
+        index.check_compatible(expected_model, expected_dim, expected_curvature)
+        index._index = faiss.read_index(str(target / INDEX_FILE))
+        expected_width = index.dim + 1 if index.kind == "hnsw" else index.dim
+        if index._index.d != expected_width:
+            raise ValueError(f"{target}: {INDEX_FILE} has dimension {index._index.d}, metadata says {index.dim}")
+        index._ids = np.sort(index._stored()[0])
+        if len(index) != metadata["count"]:
+            raise ValueError(f"{target}: {INDEX_FILE} holds {len(index)} documents, metadata says "
+                             f"{metadata['count']}")
+        return index

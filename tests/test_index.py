@@ -1,0 +1,329 @@
+"""LorentzIndex: exact and approximate FAISS search over hyperboloid points, persistence, validation."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import faiss
+import numpy as np
+import pytest
+import torch
+
+from hyte import lorentz
+from hyte.retrieval import IncompatibleIndexError, LorentzIndex
+from hyte.retrieval import index as index_module
+
+DIM = 33  # ambient: d = 32 space coordinates + time
+
+
+def random_points(n: int, dim: int = DIM, c: float = 1.0, max_radius: float = 5.0, seed: int = 0) -> np.ndarray:
+    """(n, dim) float32 hyperboloid points, uniform directions, geodesic radius uniform in [0, max_radius]."""
+    rng = np.random.default_rng(seed)
+    directions = rng.standard_normal((n, dim - 1))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    tangent = directions * rng.uniform(0.0, max_radius, (n, 1))
+    return lorentz.expmap0(torch.from_numpy(tangent), c).numpy().astype(np.float32)
+
+
+def clustered_points(n: int, clusters: int = 200, dim: int = DIM, c: float = 1.0, seed: int = 0,
+                     centers_seed: int = 123, radii: tuple[float, float] = (0.5, 5.0)) -> np.ndarray:
+    """(n, dim) float32 hyperboloid points in ``clusters`` tangent-space Gaussian clusters with centres at geodesic
+    radius in ``radii`` (the centres depend on ``centers_seed`` only, so two calls share them)."""
+    centers_rng, rng = np.random.default_rng(centers_seed), np.random.default_rng(seed)
+    directions = centers_rng.standard_normal((clusters, dim - 1))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    centers = directions * centers_rng.uniform(*radii, (clusters, 1))
+    tangent = centers[rng.integers(clusters, size=n)] + rng.standard_normal((n, dim - 1)) * 0.5 / np.sqrt(dim - 1)
+    return lorentz.expmap0(torch.from_numpy(tangent), c).numpy().astype(np.float32)
+
+
+def flip(points: np.ndarray) -> np.ndarray:
+    return lorentz.flip_time(torch.from_numpy(points)).numpy()
+
+
+def brute_force_top_k(queries: np.ndarray, documents: np.ndarray, k: int, c: float = 1.0) -> np.ndarray:
+    """Row indices of the k geodesically nearest documents to each (unflipped) query, float64."""
+    distances = lorentz.pairwise_distance(torch.from_numpy(queries).double(), torch.from_numpy(documents).double(), c)
+    return torch.topk(distances, k, dim=1, largest=False).indices.numpy()
+
+
+def recall(found: np.ndarray, truth: np.ndarray) -> float:
+    return float(np.mean([len(np.intersect1d(f, t)) / len(t) for f, t in zip(found, truth)]))
+
+
+# ---------------------------------------------------------------------------------------------- exact search
+
+
+@pytest.mark.parametrize("c", [0.5, 1.0, 2.0])
+def test_flat_top10_equals_brute_force_geodesic_top10(c):
+    documents = random_points(10_000, c=c, seed=1)
+    queries = random_points(200, c=c, seed=2)
+    index = LorentzIndex(DIM, c)
+    index.add(documents)
+    scores, ids = index.search(flip(queries), 10)
+    truth = brute_force_top_k(queries, documents, 10, c)
+    np.testing.assert_array_equal(ids, truth)  # every query, in order
+    # Scores are <q, x>_L; their distances match the float64 geodesic distances.
+    exact = lorentz.pairwise_distance(torch.from_numpy(queries).double(), torch.from_numpy(documents).double(), c)
+    expected = np.take_along_axis(exact.numpy(), truth, axis=1)
+    np.testing.assert_allclose(index.to_distances(scores), expected, rtol=1e-3, atol=1e-2)
+    # search_points flips unflipped query points itself.
+    np.testing.assert_array_equal(index.search_points(queries, 10)[1], ids)
+
+
+# ---------------------------------------------------------------------------------------------- approximate search
+
+
+@pytest.fixture(scope="module")
+def clustered():
+    """20k documents in 200 clusters, 300 fresh queries from the same clusters, exact top-10 rows."""
+    documents = clustered_points(20_000, seed=0)
+    queries = clustered_points(300, seed=1)
+    return documents, queries, brute_force_top_k(queries, documents, 10)
+
+
+@pytest.mark.parametrize("kind", ["ivf", "hnsw"])
+def test_approximate_recall_at_defaults(kind, clustered):
+    documents, queries, truth = clustered
+    index = LorentzIndex(DIM, kind=kind)
+    index.add(documents)
+    _, ids = index.search(flip(queries), 10)
+    assert recall(ids, truth) >= 0.95  # ids are row numbers: add() numbers from 0
+
+    # measure_recall (self-queries over stored documents) against an independent float64 computation.
+    measured = index.measure_recall(k=10, sample=500, seed=3)
+    sample = np.random.default_rng(7).choice(len(documents), 500, replace=False)
+    _, found = index.search(flip(documents[sample]), 10)
+    independent = recall(found, brute_force_top_k(documents[sample], documents, 10))
+    assert measured >= 0.95 and independent >= 0.95
+    assert abs(measured - independent) <= 0.02
+
+
+def test_hnsw_with_inner_product_is_refused():
+    with pytest.raises(ValueError, match="HNSW with inner product is refused.*not hyperbolic"):
+        LorentzIndex(DIM, kind="hnsw", metric="inner_product")
+    with pytest.raises(ValueError, match="supports metric='inner_product' only"):
+        LorentzIndex(DIM, kind="ivf", metric="l2")
+
+
+def test_hnsw_documents_added_beyond_the_old_max_norm_are_found():
+    # The augmentation's M grows with the new documents (the column is rewritten on every add).
+    near = clustered_points(3000, clusters=30, radii=(0.5, 2.0), seed=4)
+    far = clustered_points(1000, clusters=10, radii=(5.0, 6.0), seed=5, centers_seed=7)
+    index = LorentzIndex(DIM, kind="hnsw")
+    index.add(near)
+    assert np.linalg.norm(far, axis=1).min() > np.linalg.norm(near, axis=1).max()
+    index.add(far)
+    queries = clustered_points(200, clusters=10, radii=(5.0, 6.0), seed=6, centers_seed=7)
+    _, ids = index.search(flip(queries), 10)
+    assert recall(ids, brute_force_top_k(queries, np.vstack([near, far]), 10)) >= 0.95
+
+
+def test_ivf_trains_on_first_batch_and_accepts_later_ones():
+    documents = clustered_points(4000, seed=6)
+    index = LorentzIndex(DIM, kind="ivf")
+    index.add(documents[:3000])
+    assert index.options["nlist"] == 76  # min(4 sqrt(3000), 3000 // 39)
+    index.add(documents[3000:])
+    _, ids = index.search(flip(documents[3000:3100]), 1)
+    np.testing.assert_array_equal(ids[:, 0], np.arange(3000, 3100))
+    with pytest.raises(ValueError, match="needs >= nlist = 50"):
+        LorentzIndex(DIM, kind="ivf", nlist=50).add(documents[:10])
+
+
+# ---------------------------------------------------------------------------------------------- ids, k, threads
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivf", "hnsw"])
+def test_remove_by_id(kind):
+    documents = clustered_points(3000, clusters=30, seed=8)
+    index = LorentzIndex(DIM, kind=kind)
+    index.add(documents, ids=np.arange(3000) * 10)
+    removed = np.arange(0, 30_000, 20)  # every other document
+    assert index.remove(np.concatenate([removed, removed[:5], [7, 10**9]])) == 1500  # repeats and unknowns ignored
+    assert len(index) == 1500 and not np.isin(index.ids, removed).any()
+    _, ids = index.search(flip(documents[::7]), 50)
+    assert not np.isin(ids, removed).any()
+    # A removed id can be added again (hnsw: its old row stays a tombstone).
+    index.add(documents[:1], ids=[0])
+    _, ids = index.search(flip(documents[:1]), 1)
+    assert ids[0, 0] == 0 and len(index) == 1501
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivf", "hnsw"])
+def test_k_beyond_count_is_padded(kind):
+    documents = random_points(60, seed=9)
+    index = LorentzIndex(DIM, kind=kind, nlist=1) if kind == "ivf" else LorentzIndex(DIM, kind=kind)
+    index.add(documents)
+    scores, ids = index.search(flip(documents[:3]), 80)
+    assert ids.shape == (3, 80) and (ids[:, :60] >= 0).all() and (ids[:, 60:] == -1).all()
+    assert np.isneginf(scores[:, 60:]).all() and np.isposinf(index.to_distances(scores)[:, 60:]).all()
+    empty = LorentzIndex(DIM, kind=kind)
+    assert (empty.search(flip(documents[:2]), 3)[1] == -1).all()
+
+
+def test_threads_option_sets_faiss_threads():
+    before = faiss.omp_get_max_threads()
+    try:
+        LorentzIndex(DIM, threads=1)
+        assert faiss.omp_get_max_threads() == 1
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
+# ---------------------------------------------------------------------------------------------- validation
+
+
+def test_add_rejects_bad_documents_with_clear_errors():
+    index = LorentzIndex(DIM, model_name="hyte-test")
+    good = random_points(10, seed=10)
+    with pytest.raises(ValueError, match="dimension 17, but this index expects dimension 33"):
+        index.add(random_points(10, dim=17))
+    with pytest.raises(ValueError, match=r"2-D array \(N, 33\)"):
+        index.add(good[0])
+    nan = good.copy()
+    nan[3, 5] = np.nan
+    with pytest.raises(ValueError, match="NaN or Inf in 1 row.*first row 3"):
+        index.add(nan)
+    with pytest.raises(ValueError, match="off the hyperboloid.*sign-flipped query vectors as documents"):
+        index.add(flip(good))
+    with pytest.raises(ValueError, match="off the hyperboloid.*Euclidean vectors"):
+        index.add(np.random.default_rng(0).standard_normal((10, DIM)))
+    with pytest.raises(ValueError, match="off the hyperboloid"):  # on the hyperboloid of another curvature
+        index.add(random_points(10, c=2.0))
+    index.add(good, ids=np.arange(10))
+    with pytest.raises(ValueError, match=r"duplicate ids: \[3\] are already in the index"):
+        index.add(random_points(2, seed=11), ids=[3, 42])
+    with pytest.raises(ValueError, match=r"duplicate ids within the batch: \[5\]"):
+        index.add(random_points(2, seed=11), ids=[5, 5])
+    with pytest.raises(ValueError, match="ids must be >= 0"):
+        index.add(random_points(1, seed=11), ids=[-1])
+    assert len(index) == 10  # nothing was added by the failed calls
+    # torch tensors are accepted.
+    assert index.add(torch.from_numpy(random_points(2, seed=12))).tolist() == [10, 11]
+
+
+def test_search_detects_unflipped_points_and_bad_queries():
+    index = LorentzIndex(DIM)
+    points = random_points(100, seed=13)
+    index.add(points)
+    with pytest.raises(ValueError, match="unflipped hyperboloid points.*search_points"):
+        index.search(points[:5], 3)
+    with pytest.raises(ValueError, match="dimension 32, but this index expects dimension 33"):
+        index.search(flip(points)[:, 1:], 3)
+    queries = flip(points[:5])
+    queries[1, 0] = np.inf
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        index.search(queries, 3)
+    with pytest.raises(ValueError, match="off the hyperboloid"):
+        index.search_points(flip(points[:5]), 3)
+
+
+# ---------------------------------------------------------------------------------------------- persistence
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivf", "hnsw"])
+def test_save_load_round_trip(kind, tmp_path):
+    documents = clustered_points(3000, clusters=30, seed=14)
+    queries = flip(clustered_points(50, clusters=30, seed=15))
+    index = LorentzIndex(DIM, 1.0, kind, model_name="org/hyte-h", ef_search=40)
+    index.add(documents)
+    index.remove([1, 2, 3])
+    expected = index.search(queries, 10)
+    index.save(tmp_path / "idx")
+    assert sorted(os.listdir(tmp_path)) == ["idx"]  # no staging or backup left behind
+    assert sorted(os.listdir(tmp_path / "idx")) == ["index.faiss", "metadata.json"]
+    loaded = LorentzIndex.load(tmp_path / "idx", expected_model="org/hyte-h", expected_dim=DIM,
+                               expected_curvature=1.0)
+    assert (loaded.kind, loaded.model_name, loaded.options, len(loaded)) == (kind, "org/hyte-h", index.options, 2997)
+    for got, want in zip(loaded.search(queries, 10), expected):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(loaded.ids, index.ids)
+    loaded.add(documents[1:4], ids=[1, 2, 3])  # a loaded index keeps working
+    assert len(loaded) == 3000
+
+
+def test_load_refuses_another_model_dimension_or_curvature(tmp_path):
+    index = LorentzIndex(DIM, 1.0, model_name="org/model-a")
+    index.add(random_points(20, seed=16))
+    index.save(tmp_path / "idx")
+    with pytest.raises(IncompatibleIndexError, match="model 'org/model-b' != the index's 'org/model-a'"):
+        LorentzIndex.load(tmp_path / "idx", expected_model="org/model-b")
+    with pytest.raises(ValueError, match="dimension 385 != the index's 33"):
+        LorentzIndex.load(tmp_path / "idx", expected_dim=385)
+    loaded = LorentzIndex.load(tmp_path / "idx")
+    with pytest.raises(IncompatibleIndexError, match="curvature 2.0 != the index's 1.0"):
+        loaded.check_compatible("org/model-a", DIM, 2.0)
+    loaded.check_compatible("org/model-a", DIM, 1.0)
+
+
+def _saved_index(directory, count: int) -> LorentzIndex:
+    index = LorentzIndex(DIM, model_name="m")
+    index.add(random_points(count, seed=17))
+    index.save(directory)
+    return index
+
+
+def test_save_interrupted_while_writing_keeps_previous_index(tmp_path, monkeypatch):
+    target = tmp_path / "idx"
+    index = _saved_index(target, 100)
+    index.add(random_points(50, seed=18))
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full (simulated)")
+
+    monkeypatch.setattr(index_module.faiss, "write_index", crash)
+    with pytest.raises(OSError, match="simulated"):
+        index.save(target)
+    monkeypatch.undo()
+    assert len(LorentzIndex.load(target)) == 100
+    assert sorted(os.listdir(tmp_path)) == ["idx"]
+
+
+def test_save_interrupted_while_renaming_keeps_previous_index(tmp_path, monkeypatch):
+    target = tmp_path / "idx"
+    index = _saved_index(target, 100)
+    index.add(random_points(50, seed=19))
+    real_replace = os.replace
+
+    def failing_replace(source, destination):
+        if os.path.basename(str(source)).startswith(".idx.tmp-"):  # moving the new index into place
+            raise OSError("rename failed (simulated)")
+        return real_replace(source, destination)
+
+    monkeypatch.setattr(index_module.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="simulated"):
+        index.save(target)
+    monkeypatch.undo()
+    assert len(LorentzIndex.load(target)) == 100
+    assert sorted(os.listdir(tmp_path)) == ["idx"]
+    index.save(target)  # and a later save succeeds
+    assert len(LorentzIndex.load(target)) == 150
+
+
+def test_load_falls_back_to_backup_after_a_crash_between_renames(tmp_path):
+    target = tmp_path / "idx"
+    _saved_index(target, 100)
+    os.replace(target, tmp_path / ".idx.previous")  # state after a crash right after the first rename
+    with pytest.warns(UserWarning, match="save was interrupted"):
+        assert len(LorentzIndex.load(target)) == 100
+    index = LorentzIndex(DIM, model_name="m")
+    index.add(random_points(30, seed=20))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        index.save(target)
+        assert len(LorentzIndex.load(target)) == 30
+    assert sorted(os.listdir(tmp_path)) == ["idx"]
+
+
+def test_save_refuses_to_replace_an_unrelated_directory(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "notes.txt").write_text("keep me")
+    index = LorentzIndex(DIM)
+    index.add(random_points(5, seed=21))
+    with pytest.raises(FileExistsError, match="not a saved LorentzIndex"):
+        index.save(tmp_path / "data")
+    assert (tmp_path / "data" / "notes.txt").read_text() == "keep me"
+    with pytest.raises(ValueError, match="trained by its first add"):
+        LorentzIndex(DIM, kind="ivf").save(tmp_path / "ivf")
