@@ -1,0 +1,78 @@
+"""The ``hyte`` command line: encode, index build/search, and errors a user can fix."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import hyte
+from hyte import lorentz as L
+from hyte.cli import main
+
+DOCUMENTS = [
+    "Abnormally long and slender fingers.",
+    "A short stature for age.",
+    "An abnormal rhythm of the heart.",
+    "Increased size of the liver.",
+]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, minilm_path, bert_tokenizer):
+    path = tmp_path_factory.mktemp("cli") / "model"
+    torch.manual_seed(0)
+    hyte.HyTEHModel.from_base(minilm_path, hidden_size=65).save_pretrained(path)
+    bert_tokenizer.save_pretrained(path)
+    return path
+
+
+def test_encode_writes_npy_and_safetensors(tmp_path, model_dir):
+    texts = tmp_path / "docs.jsonl"
+    texts.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(DOCUMENTS)))
+    assert main(["encode", "--model", str(model_dir), "--input", str(texts), "--output", str(tmp_path / "d.npy")]) == 0
+    documents = np.load(tmp_path / "d.npy")
+    assert documents.shape == (4, 65) and (documents[:, 0] > 0).all()
+    (tmp_path / "q.txt").write_text("long fingers\n")
+    assert main(["encode", "--model", str(model_dir), "--input", str(tmp_path / "q.txt"), "--role", "query",
+                 "--output", str(tmp_path / "q.safetensors")]) == 0
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "q.safetensors"), "np") as handle:
+        query = handle.get_tensor("embeddings")
+        assert handle.metadata()["role"] == "query"
+    assert query[0, 0] < 0  # sign-flipped
+    expected = L.pairwise_inner(L.flip_time(torch.from_numpy(query)), torch.from_numpy(documents))
+    np.testing.assert_allclose(query @ documents.T, expected.numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_index_build_and_search(tmp_path, model_dir, capsys, kind):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(DOCUMENTS) + "\n")
+    index_dir = tmp_path / "index"
+    assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output", str(index_dir),
+                 "--kind", kind]) == 0
+    assert {"index.faiss", "metadata.json", "documents.jsonl"} <= {p.name for p in index_dir.iterdir()}
+    assert main(["index", "search", "--index", str(index_dir), "--model", str(model_dir),
+                 "--query", "abnormal heart rhythm", "--k", "2"]) == 0
+    output = capsys.readouterr().out
+    assert "1. d=" in output and "rhythm of the heart" in output.split("1. d=")[1].splitlines()[0]
+
+
+def test_user_errors_are_one_line_messages(tmp_path, model_dir, capsys):
+    assert main(["encode", "--model", str(model_dir), "--input", str(tmp_path / "missing.txt"),
+                 "--output", str(tmp_path / "x.npy")]) == 2
+    assert "missing.txt does not exist" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"txt": "no text field"}\n')
+    assert main(["encode", "--model", str(model_dir), "--input", str(bad), "--output", str(tmp_path / "x.npy")]) == 2
+    assert "bad.jsonl, line 2" in capsys.readouterr().err
+    good = tmp_path / "good.txt"
+    good.write_text("a text\n")
+    assert main(["encode", "--model", str(model_dir), "--input", str(good), "--output", str(tmp_path / "x.csv")]) == 2
+    assert ".npy or .safetensors" in capsys.readouterr().err
+    assert main(["encode", "--model", str(tmp_path), "--input", str(good), "--output", str(tmp_path / "x.npy")]) == 2
+    assert "no config.json" in capsys.readouterr().err
