@@ -4,6 +4,7 @@
     hyte encode --model M --input F --output O  texts (.txt one per line, or .jsonl with "text") -> .npy/.safetensors
     hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw]
     hyte index search --index DIR --model M --query TEXT [--k 10]
+    hyte train mlm|contrastive|finetune --config FILE [--resume]
 
 Errors a user can fix (bad files, bad options) are printed as one line and exit with status 2.
 """
@@ -170,6 +171,10 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--no-check-model", dest="check_model", action="store_false",
                         help="allow a model other than the one the index was built with (same dimension)")
     search.set_defaults(func=_index_search)
+
+    from .training.commands import add_commands as add_training_commands
+
+    add_training_commands(sub)
     return parser
 
 

