@@ -1,0 +1,117 @@
+"""Retrieval metrics in pure Python: nDCG, recall, MRR and MAP at k, from ranked document ids and qrels.
+
+Inputs: ``rankings`` maps a query id to its ranked document ids (best first); ``qrels`` maps a query id to
+``{doc_id: relevance}``. The conventions follow sentence-transformers' ``InformationRetrievalEvaluator`` so that the
+numbers compare with it (the tests check that they are equal):
+
+* A document is relevant when its relevance is > 0. nDCG uses the relevance as the gain (linear gain, as trec_eval's
+  ``ndcg_cut``), so binary qrels give the evaluator's binary nDCG and graded qrels are supported; recall, MRR and MAP
+  are binary.
+* Queries without a relevant document are skipped (they are neither counted nor scored 0). A query that has relevant
+  documents but no ranking scores 0.
+* A ranking shorter than k is scored as it is: missing ranks contribute nothing, while the ideal DCG still uses up to
+  k relevant documents.
+* MAP@k divides the summed precisions by min(k, number of relevant documents), as the evaluator does.
+* A document id repeated in a ranking counts once, at its first rank; the repeat still takes up its rank.
+* ``rank_by_score`` breaks score ties by ascending document id, the evaluator's rule, so results are deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+__all__ = ["map_at_k", "mrr_at_k", "ndcg_at_k", "rank_by_score", "recall_at_k", "retrieval_metrics"]
+
+Rankings = Mapping[str, Sequence[str]]
+Qrels = Mapping[str, Mapping[str, float]]
+
+
+def rank_by_score(scores: Mapping[str, Mapping[str, float]], k: int | None = None) -> dict[str, list[str]]:
+    """``{query_id: {doc_id: score}}`` -> ``{query_id: doc ids by descending score}``, ties by ascending doc id.
+
+    With ``k``, only the first k ids of each ranking are kept.
+    """
+    return {
+        query_id: sorted(doc_scores, key=lambda doc_id: (-doc_scores[doc_id], doc_id))[:k]
+        for query_id, doc_scores in scores.items()
+    }
+
+
+def _first_occurrences(ranking: Sequence[str], k: int) -> list[str | None]:
+    """The top k of a ranking with repeated ids replaced by None: a repeat keeps its rank but earns nothing."""
+    seen: set[str] = set()
+    top = []
+    for doc_id in ranking[:k]:
+        top.append(None if doc_id in seen else doc_id)
+        seen.add(doc_id)
+    return top
+
+
+def _dcg(gains: Iterable[float]) -> float:
+    return sum(gain / math.log2(rank + 2) for rank, gain in enumerate(gains))
+
+
+def _ndcg(ranking: Sequence[str], relevant: Mapping[str, float], k: int) -> float:
+    ideal = _dcg(sorted(relevant.values(), reverse=True)[:k])
+    return _dcg(relevant.get(doc_id, 0.0) for doc_id in _first_occurrences(ranking, k)) / ideal
+
+
+def _recall(ranking: Sequence[str], relevant: Mapping[str, float], k: int) -> float:
+    return sum(doc_id in relevant for doc_id in _first_occurrences(ranking, k)) / len(relevant)
+
+
+def _reciprocal_rank(ranking: Sequence[str], relevant: Mapping[str, float], k: int) -> float:
+    for rank, doc_id in enumerate(_first_occurrences(ranking, k)):
+        if doc_id in relevant:
+            return 1.0 / (rank + 1)
+    return 0.0
+
+
+def _average_precision(ranking: Sequence[str], relevant: Mapping[str, float], k: int) -> float:
+    hits, precision_sum = 0, 0.0
+    for rank, doc_id in enumerate(_first_occurrences(ranking, k)):
+        if doc_id in relevant:
+            hits += 1
+            precision_sum += hits / (rank + 1)
+    return precision_sum / min(k, len(relevant))
+
+
+def _mean_over_queries(per_query: Callable[[Sequence[str], Mapping[str, float], int], float], rankings: Rankings,
+                       qrels: Qrels, k: int) -> float:
+    if k < 1:
+        raise ValueError(f"k must be >= 1; got {k}.")
+    values = []
+    for query_id, judged in qrels.items():
+        relevant = {doc_id: float(grade) for doc_id, grade in judged.items() if grade > 0}
+        if relevant:
+            values.append(per_query(rankings.get(query_id, ()), relevant, k))
+    if not values:
+        raise ValueError("no query in qrels has a relevant document (relevance > 0); nothing to evaluate.")
+    return sum(values) / len(values)
+
+
+def ndcg_at_k(rankings: Rankings, qrels: Qrels, k: int) -> float:
+    """Mean nDCG@k (gain = relevance, discount log2(rank + 1))."""
+    return _mean_over_queries(_ndcg, rankings, qrels, k)
+
+
+def recall_at_k(rankings: Rankings, qrels: Qrels, k: int) -> float:
+    """Mean fraction of a query's relevant documents found in its top k."""
+    return _mean_over_queries(_recall, rankings, qrels, k)
+
+
+def mrr_at_k(rankings: Rankings, qrels: Qrels, k: int) -> float:
+    """Mean reciprocal rank of the first relevant document in the top k (0 when there is none)."""
+    return _mean_over_queries(_reciprocal_rank, rankings, qrels, k)
+
+
+def map_at_k(rankings: Rankings, qrels: Qrels, k: int) -> float:
+    """Mean average precision in the top k, normalised by min(k, number of relevant documents)."""
+    return _mean_over_queries(_average_precision, rankings, qrels, k)
+
+
+def retrieval_metrics(rankings: Rankings, qrels: Qrels, k_values: Iterable[int] = (1, 3, 5, 10, 100)) -> dict[str, float]:
+    """All four metrics at every k: ``{"ndcg@10": ..., "recall@10": ..., "mrr@10": ..., "map@10": ..., ...}``."""
+    metrics = {"ndcg": ndcg_at_k, "recall": recall_at_k, "mrr": mrr_at_k, "map": map_at_k}
+    return {f"{name}@{k}": metric(rankings, qrels, k) for k in k_values for name, metric in metrics.items()}
