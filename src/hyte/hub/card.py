@@ -1,0 +1,341 @@
+"""Model cards for HyTE checkpoints and adapters, rendered from what the model folder itself records.
+
+``render_model_card(model_dir, repo_id)`` reads
+
+* ``config.json``: model family, sizes, curvature (from the weights when it was learned), pooling;
+* ``hyte_card.json`` (optional, written by training): ``{"license", "datasets", "base_model", "language",
+  "training": {...recipe...}}``;
+* ``eval_results.json`` (optional, written by evaluation):
+  ``{"retrieval": [{"dataset_name", "dataset_type", "split", "metrics": {"ndcg@10": ...}}],
+  "hierarchy": [{"dataset_name", "metrics": {"spechr": ..., "recall@1": ...}}]}``;
+* ``modules.json`` / ``config_sentence_transformers.json`` when the folder is also a sentence-transformers model;
+
+and fills the Jinja template ``hyte/model_cards/hyte_model_card.md`` through huggingface_hub's ``ModelCard`` /
+``ModelCardData`` / ``EvalResult``, so the YAML metadata and the ``model-index`` are the Hub's own format.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from huggingface_hub.utils import HFValidationError, validate_repo_id
+from safetensors import safe_open
+
+__all__ = ["render_adapter_card", "render_model_card"]
+
+MODEL_KINDS = {"hyte_fh": "HyTE-FH", "hyte_h": "HyTE-H", "hyte_euc": "EucBERT"}
+HYPERBOLIC_MODEL_TYPES = ("hyte_fh", "hyte_h")
+CARD_INFO_FILE = "hyte_card.json"
+EVAL_RESULTS_FILE = "eval_results.json"
+DEFAULT_LICENSE = "apache-2.0"
+
+# eval_results.json section -> (model-index task type, task name shown in the card)
+_EVAL_TASKS = {
+    "retrieval": ("information-retrieval", "Retrieval"),
+    "hierarchy": ("hierarchy-retrieval", "Hierarchy"),
+}
+
+_POOLING_NAMES = {
+    "oem": "Outward Einstein Midpoint (p = {p:g})",
+    "einstein": "Einstein midpoint",
+    "mean": "mean of tangent vectors at the origin",
+    "cls": "first token",
+}
+
+
+def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None) -> ModelCard:
+    """The model card (README.md) of a saved HyTE model folder.
+
+    Args:
+        model_dir: a folder written by ``save_pretrained`` (optionally also a sentence-transformers folder).
+        repo_id: the Hub repository the card is for; the usage snippets load from it. Default: the local folder,
+            so the snippets still run as written.
+    """
+    model_dir = Path(model_dir)
+    config = _read_json(model_dir / "config.json")
+    model_type = config.get("model_type")
+    if model_type not in MODEL_KINDS:
+        raise ValueError(
+            f"{model_dir / 'config.json'} has model_type {model_type!r}; a HyTE card needs one of {tuple(MODEL_KINDS)}."
+        )
+    info = _read_card_info(model_dir)
+    datasets = _as_list(info.get("datasets"))
+    is_hyperbolic = model_type in HYPERBOLIC_MODEL_TYPES
+    has_st = (model_dir / "modules.json").is_file()
+    kind = MODEL_KINDS[model_type]
+    model_name = repo_id.split("/")[-1] if repo_id else model_dir.resolve().name
+    eval_results = _read_eval_results(model_dir)
+    curvature = _curvature(model_dir, config) if is_hyperbolic else None
+
+    tags = ["hyte", kind.lower()]
+    tags += ["hyperbolic", "lorentz"] if is_hyperbolic else ["euclidean-baseline"]
+    if has_st:
+        tags.append("sentence-transformers")
+    card_data = ModelCardData(
+        model_name=model_name,
+        license=info.get("license", DEFAULT_LICENSE),
+        library_name="transformers",
+        pipeline_tag="sentence-similarity" if has_st else "feature-extraction",
+        tags=tags,
+        language=info.get("language"),
+        base_model=_base_model(config, info),
+        datasets=datasets or None,
+        eval_results=eval_results or None,
+    )
+    return ModelCard.from_template(
+        card_data,
+        template_path=str(files("hyte") / "model_cards" / "hyte_model_card.md"),
+        model_name=model_name,
+        repo_id=repo_id or str(model_dir),
+        kind=kind,
+        kind_description=_kind_description(model_type, config),
+        is_hyperbolic=is_hyperbolic,
+        curvature=f"{curvature:g}" if is_hyperbolic else None,
+        sectional_curvature=f"{-1 / curvature:g}" if is_hyperbolic else None,
+        learnable_curvature=bool(config.get("learnable_curvature")),
+        hidden_size=config["hidden_size"],
+        architecture=_architecture_rows(model_type, config, card_data.base_model),
+        has_sentence_transformers=has_st,
+        prompts=_prompts(model_dir) if has_st else {},
+        datasets=datasets,
+        training=_training_rows(info.get("training")),
+        evaluation=[
+            {"task": result.task_name, "dataset": result.dataset_name, "split": result.dataset_split or "–",
+             "metric": result.metric_name, "value": _format_value(result.metric_value)}
+            for result in eval_results
+        ],
+        limitations=_limitations(model_type, config, datasets, bool(eval_results)),
+    )
+
+
+def render_adapter_card(adapter_dir: str | os.PathLike, repo_id: str | None = None,
+                        base_model: str | None = None) -> ModelCard:
+    """The card of a PEFT LoRA adapter folder for a HyTE model, naming its base model.
+
+    ``base_model`` (a Hub id) overrides ``base_model_name_or_path`` from ``adapter_config.json``, which is often a
+    local path at training time. ``hyte_card.json`` in the folder, if any, supplies license, datasets and recipe.
+    """
+    adapter_dir = Path(adapter_dir)
+    adapter_config = _read_json(adapter_dir / "adapter_config.json")
+    base = base_model or adapter_config.get("base_model_name_or_path")
+    info = _read_card_info(adapter_dir)
+    model_name = repo_id.split("/")[-1] if repo_id else adapter_dir.resolve().name
+    card_data = ModelCardData(
+        model_name=model_name,
+        license=info.get("license", DEFAULT_LICENSE),
+        library_name="peft",
+        pipeline_tag="feature-extraction",
+        tags=["hyte", "hyperbolic", "lora", "peft"],
+        base_model=base if _is_hub_id(base) else None,
+        datasets=_as_list(info.get("datasets")) or None,
+    )
+    target_modules = adapter_config.get("target_modules")
+    lora = {
+        "Method": adapter_config.get("peft_type", "LORA"),
+        "Rank r": adapter_config.get("r"),
+        "lora_alpha": adapter_config.get("lora_alpha"),
+        "Target modules": ", ".join(sorted(target_modules)) if isinstance(target_modules, list) else target_modules,
+    }
+    return ModelCard.from_template(
+        card_data,
+        template_path=str(files("hyte") / "model_cards" / "hyte_adapter_card.md"),
+        model_name=model_name,
+        repo_id=repo_id or str(adapter_dir),
+        base=base or "the base model it was trained on",
+        base_is_hub_id=_is_hub_id(base),
+        lora=[(name, value) for name, value in lora.items() if value is not None],
+        training=_training_rows(info.get("training")),
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reading the folder
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist.")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON ({error.msg}, line {error.lineno}).") from None
+
+
+def _read_card_info(model_dir: Path) -> dict[str, Any]:
+    """hyte_card.json, or {} when training did not write one."""
+    path = model_dir / CARD_INFO_FILE
+    if not path.is_file():
+        return {}
+    info = _read_json(path)
+    if not isinstance(info, dict):
+        raise ValueError(f"{path} must hold a JSON object; got {type(info).__name__}.")
+    return info
+
+
+def _read_eval_results(model_dir: Path) -> list[EvalResult]:
+    """eval_results.json -> one EvalResult per (task, dataset, metric); [] without the file."""
+    path = model_dir / EVAL_RESULTS_FILE
+    if not path.is_file():
+        return []
+    sections = _read_json(path)
+    if not isinstance(sections, dict) or set(sections) - set(_EVAL_TASKS):
+        raise ValueError(f"{path} must be an object with the keys {tuple(_EVAL_TASKS)}; got {sections!r:.200}.")
+    results = []
+    for section, entries in sections.items():
+        task_type, task_name = _EVAL_TASKS[section]
+        for number, entry in enumerate(entries):
+            if not (isinstance(entry, dict) and entry.get("dataset_name") and isinstance(entry.get("metrics"), dict)):
+                raise ValueError(
+                    f'{path}: {section}[{number}] needs "dataset_name" and a "metrics" object; got {entry!r:.200}.'
+                )
+            for metric, value in entry["metrics"].items():
+                results.append(EvalResult(
+                    task_type=task_type,
+                    task_name=task_name,
+                    dataset_name=entry["dataset_name"],
+                    # The model-index needs a dataset type (the Hub dataset id); a slug of the name stands in.
+                    dataset_type=entry.get("dataset_type") or _slug(entry["dataset_name"]),
+                    dataset_split=entry.get("split"),
+                    metric_type=_slug(metric.replace("@", "_at_")),
+                    metric_name=metric,
+                    metric_value=value,
+                ))
+    return results
+
+
+def _curvature(model_dir: Path, config: dict[str, Any]) -> float:
+    """c of the saved model: the config's value, or the trained one from the weights when it was learnable."""
+    if config.get("learnable_curvature"):
+        for weights in sorted(model_dir.glob("*.safetensors")):
+            with safe_open(str(weights), framework="pt") as tensors:
+                key = next((name for name in tensors.keys() if name.endswith("log_curvature")), None)
+                if key is not None:
+                    return math.exp(float(tensors.get_tensor(key)))
+    return float(config.get("curvature", 1.0))
+
+
+def _prompts(model_dir: Path) -> dict[str, str]:
+    path = model_dir / "config_sentence_transformers.json"
+    prompts = _read_json(path).get("prompts") if path.is_file() else None
+    return {role: prompt for role, prompt in (prompts or {}).items() if prompt}
+
+
+def _base_model(config: dict[str, Any], info: dict[str, Any]) -> str | None:
+    """The base model's Hub id: hyte_card.json's, else a HyTE-H encoder's name when it is a Hub id (not a path)."""
+    if info.get("base_model"):
+        return info["base_model"]
+    if config.get("model_type") == "hyte_h":
+        name = (config.get("encoder_config") or {}).get("_name_or_path")
+        return name if _is_hub_id(name) else None
+    return None
+
+
+def _is_hub_id(name: str | None) -> bool:
+    if not name or "/" not in name or os.path.exists(name):
+        return False
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return True
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Text pieces
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _kind_description(model_type: str, config: dict[str, Any]) -> str:
+    if model_type == "hyte_fh":
+        return "is a fully hyperbolic transformer encoder: every layer works on the hyperboloid"
+    if model_type == "hyte_h":
+        encoder = config.get("encoder_config") or {}
+        return (f"is a hybrid encoder: a Euclidean {encoder.get('model_type', 'transformer')} encoder whose token "
+                f"vectors are projected onto the hyperboloid and pooled there")
+    return "is a Euclidean transformer encoder"
+
+
+def _architecture_rows(model_type: str, config: dict[str, Any], base_model: str | None) -> list[tuple[str, str]]:
+    pooling = config.get("pooling", "oem")
+    if model_type == "hyte_euc":
+        pooling_name = {"mean": "masked mean", "cls": "first token"}.get(pooling, pooling)
+    else:
+        pooling_name = _POOLING_NAMES.get(pooling, pooling).format(p=config.get("oem_p", 1.0))
+    if model_type == "hyte_h":
+        encoder = config.get("encoder_config") or {}
+        rows = [
+            ("Euclidean encoder", f"{base_model or encoder.get('model_type', '?')}: {encoder.get('num_hidden_layers')} "
+                                  f"layers, {encoder.get('hidden_size')} features"),
+            ("Projection", f"linear {encoder.get('hidden_size')} → {config['hidden_size'] - 1}, learned scale, tangent "
+                           f"norm clipped at {config.get('norm_clip')}, exponential map at the origin"),
+            ("Hyperbolic layers after the projection", config.get("num_hyperbolic_layers", 0)),
+        ]
+        max_tokens = encoder.get("max_position_embeddings")
+    else:
+        rows = [
+            ("Layers", config.get("num_hidden_layers")),
+            ("Attention heads", config.get("num_attention_heads")),
+            ("Feed-forward size", config.get("intermediate_size")),
+        ]
+        max_tokens = config.get("max_position_embeddings")
+    rows += [("Pooling", pooling_name), ("Maximum input length", f"{max_tokens} tokens")]
+    return [(name, str(value)) for name, value in rows]
+
+
+def _training_rows(training: Any) -> list[tuple[str, str]]:
+    if not training:
+        return []
+    if not isinstance(training, dict):
+        return [("Recipe", str(training))]
+    return [(name, value if isinstance(value, str) else json.dumps(value)) for name, value in training.items()]
+
+
+def _limitations(model_type: str, config: dict[str, Any], datasets: list[str], evaluated: bool) -> list[str]:
+    notes = []
+    if model_type in HYPERBOLIC_MODEL_TYPES:
+        notes += [
+            "The vectors are points on a hyperboloid, not directions: do not L2-normalise them, compare them by "
+            "cosine, or truncate them (Matryoshka-style). Each of these destroys the geometry "
+            "(sentence-transformers' `normalize_embeddings` and `truncate_dim` are refused for this reason).",
+            "Only query-versus-document dot products are Lorentz inner products. To compare two documents (or two "
+            'queries), encode one side with `role="query"`.',
+            "Coordinates grow exponentially with the distance from the origin, and a float32 inner product of two "
+            "far-out points is a small difference of large numbers: close neighbours far from the origin (distance "
+            "above about 8√c) can swap ranks. Re-rank in float64 (`hyte.lorentz.pairwise_distance`) when that matters.",
+        ]
+        if model_type == "hyte_h":
+            notes.append(f"Token tangent vectors are clipped to norm {config.get('norm_clip')} before the exponential "
+                         f"map, which bounds how far from the origin the points can lie.")
+    else:
+        notes.append("This is the Euclidean baseline of the HyTE study, not a hyperbolic model.")
+    if datasets and all(re.search(r"(?<![a-z])hpo(?![a-z])|phenotype", name, flags=re.IGNORECASE) for name in datasets):
+        notes.append("Trained only on Human Phenotype Ontology (HPO) data: expect weaker results on text that is not "
+                     "clinical phenotype description.")
+    if not evaluated:
+        notes.append("No evaluation results were recorded: measure retrieval quality on your own data first.")
+    notes.append("Inputs longer than the maximum input length are truncated.")
+    notes.append("Loading runs this repository's Python files (`trust_remote_code=True`): read them, or pin a "
+                 "`revision`.")
+    return notes
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
+
+
+def _format_value(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)

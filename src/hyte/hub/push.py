@@ -1,0 +1,292 @@
+"""Publish HyTE models and LoRA adapters on the Hugging Face Hub, with a HyTE model card.
+
+Everything that can be checked locally is checked before the first request: the repo id, the folder (a complete,
+self-contained, pickle-free HyTE checkpoint) and the credentials. Then the card is rendered into ``README.md`` of a
+staging copy of the folder and the copy goes up in one commit (``HfApi.create_repo(exist_ok=True)`` +
+``upload_folder``). transformers' own ``push_to_hub`` is not used because it replaces any README with its template
+card. ``dry_run_dir`` writes exactly the repository content to a local folder instead.
+
+The branch ends up holding exactly the staged files (plus the Hub's ``.gitattributes``): files left by an earlier push
+that the folder no longer has are deleted in the same commit, so stale weight shards or sentence-transformers modules
+cannot shadow the new model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from fnmatch import fnmatch
+from pathlib import Path
+
+from huggingface_hub import HfApi, ModelCard, get_token
+from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+from .card import MODEL_KINDS, render_adapter_card, render_model_card
+
+__all__ = ["check_adapter_dir", "check_model_dir", "check_repo_id", "push_adapter", "push_to_hub"]
+
+# The remote code that config.json's auto_map points at; without it the checkpoint only loads where hyte is installed.
+CODE_FILES = ("configuration_hyte.py", "modeling_hyte.py", "lorentz.py")
+# Pickle-based weight and state files: loading them can run arbitrary code, and the Hub flags them.
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
+# Never part of the repository: hidden files and folders (.git, .cache left by downloads), Python caches.
+_NOT_UPLOADED = (".*", "__pycache__")
+
+
+def push_to_hub(
+    model_dir: str | os.PathLike,
+    repo_id: str,
+    *,
+    private: bool = False,
+    revision: str | None = None,
+    token: str | None = None,
+    dry_run_dir: str | os.PathLike | None = None,
+    commit_message: str | None = None,
+) -> str:
+    """Upload a saved HyTE model folder to the Hub as ``repo_id``, with a HyTE model card as README.md.
+
+    Args:
+        model_dir: a folder written by ``save_pretrained`` plus the tokenizer's ``save_pretrained``; it may also be a
+            sentence-transformers folder (``save_sentence_transformer``) and hold ``hyte_card.json`` and
+            ``eval_results.json``, which feed the card. All its files go up (weights, config, code, tokenizer,
+            sentence-transformers modules, evaluation results) except hidden ones and ``__pycache__``; any README.md
+            is replaced by the rendered card. Files an earlier push left in the branch and the folder lacks are
+            deleted.
+        repo_id: ``"ORG/NAME"``; the repository is created if needed (``private`` applies only then).
+        revision: a branch to commit to (created from main if missing). Default: main.
+        token: a write token. Default: ``HF_TOKEN``, else the token stored by ``hf auth login``.
+        dry_run_dir: write the repository content here instead of uploading (no credentials needed); the folder
+            must not exist or be empty.
+        commit_message: default "Upload HyTE model".
+
+    Returns:
+        The repository URL (with ``/tree/<revision>`` for a branch), or ``dry_run_dir``.
+
+    Raises:
+        ValueError: invalid repo id, a folder that is not a complete HyTE model, or no credentials; all raised
+            before anything is sent.
+        FileNotFoundError: ``model_dir`` does not exist.
+    """
+    model_dir = Path(model_dir)
+    check_repo_id(repo_id)
+    check_model_dir(model_dir)
+    token = None if dry_run_dir is not None else _require_token(token)
+    card = render_model_card(model_dir, repo_id)
+    return _publish(model_dir, repo_id, card, {}, private=private, revision=revision, token=token,
+                    dry_run_dir=dry_run_dir, commit_message=commit_message or "Upload HyTE model")
+
+
+def push_adapter(
+    adapter_dir: str | os.PathLike,
+    repo_id: str,
+    *,
+    base_model: str | None = None,
+    private: bool = False,
+    revision: str | None = None,
+    token: str | None = None,
+    dry_run_dir: str | os.PathLike | None = None,
+    commit_message: str | None = None,
+) -> str:
+    """Upload a PEFT LoRA adapter folder (``adapter_config.json`` + ``adapter_model.safetensors``) with a card.
+
+    ``base_model``: the Hub id of the HyTE model the adapter belongs to. It is written into the uploaded
+    ``adapter_config.json`` as ``base_model_name_or_path`` (at training time that is usually a local path, useless
+    to anyone loading from the Hub) and named in the card. Default: the value already in ``adapter_config.json``.
+    The other arguments, the return value and the errors are those of ``push_to_hub``.
+    """
+    adapter_dir = Path(adapter_dir)
+    check_repo_id(repo_id)
+    if base_model is not None:
+        check_repo_id(base_model)
+    check_adapter_dir(adapter_dir)
+    token = None if dry_run_dir is not None else _require_token(token)
+    card = render_adapter_card(adapter_dir, repo_id, base_model=base_model)
+    replacements = {}
+    if base_model is not None:
+        adapter_config = json.loads((adapter_dir / "adapter_config.json").read_text(encoding="utf-8"))
+        adapter_config["base_model_name_or_path"] = base_model
+        replacements["adapter_config.json"] = json.dumps(adapter_config, indent=2, sort_keys=True) + "\n"
+    return _publish(adapter_dir, repo_id, card, replacements, private=private, revision=revision, token=token,
+                    dry_run_dir=dry_run_dir, commit_message=commit_message or "Upload HyTE LoRA adapter")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Checks (no network)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def check_repo_id(repo_id: str) -> None:
+    """Raise ValueError unless ``repo_id`` is ``ORG/NAME`` by the Hub's naming rules."""
+    if not isinstance(repo_id, str) or repo_id.count("/") != 1:
+        raise ValueError(f"repo id must be ORG/NAME (a user or organisation, a slash, a model name); got {repo_id!r}.")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise ValueError(f"invalid repo id {repo_id!r}: {error}") from None
+
+
+def check_model_dir(model_dir: str | os.PathLike) -> None:
+    """Raise unless ``model_dir`` is a complete HyTE checkpoint that loads from the Hub without ``hyte``.
+
+    Required: ``config.json`` with a HyTE ``model_type`` and an ``auto_map`` (AutoConfig, AutoModel), the code files
+    it points at, safetensors weights, the tokenizer; no pickle files; a sentence-transformers folder must be
+    self-contained (every custom module type ``file.Class`` with ``file.py`` at the root). All problems are
+    reported at once.
+    """
+    model_dir = _existing_dir(model_dir)
+    problems = []
+    config_path = model_dir / "config.json"
+    config = _json_or_none(config_path)
+    if config is None:
+        problems.append("config.json is missing or not valid JSON")
+    else:
+        if config.get("model_type") not in MODEL_KINDS:
+            problems.append(f"config.json has model_type {config.get('model_type')!r}, not one of "
+                            f"{', '.join(MODEL_KINDS)}")
+        auto_map = config.get("auto_map") or {}
+        missing = [name for name in ("AutoConfig", "AutoModel") if name not in auto_map]
+        if missing:
+            problems.append(f"config.json's auto_map lacks {', '.join(missing)} (save with the model's "
+                            f"save_pretrained, which writes it)")
+    problems += [f"{name} is missing (save_pretrained copies it)" for name in CODE_FILES
+                 if not (model_dir / name).is_file()]
+    problems += _weight_problems(model_dir, "model")
+    if not (model_dir / "tokenizer_config.json").is_file():
+        problems.append("tokenizer files are missing (tokenizer.save_pretrained(model_dir))")
+    if (model_dir / "modules.json").is_file():
+        problems += _sentence_transformers_problems(model_dir)
+    if problems:
+        raise ValueError(f"{model_dir} is not a HyTE model folder that can be pushed: {'; '.join(problems)}.")
+
+
+def check_adapter_dir(adapter_dir: str | os.PathLike) -> None:
+    """Raise unless ``adapter_dir`` is a PEFT adapter folder with safetensors weights and no pickle files."""
+    adapter_dir = _existing_dir(adapter_dir)
+    problems = []
+    if _json_or_none(adapter_dir / "adapter_config.json") is None:
+        problems.append("adapter_config.json is missing or not valid JSON")
+    problems += _weight_problems(adapter_dir, "adapter_model")
+    if problems:
+        raise ValueError(f"{adapter_dir} is not a PEFT adapter folder that can be pushed: {'; '.join(problems)}.")
+
+
+def _existing_dir(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path} is not a folder.")
+    return path
+
+
+def _json_or_none(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _uploaded_files(folder: Path) -> list[Path]:
+    """The files of ``folder`` that would be uploaded (relative paths): all but those ``_NOT_UPLOADED`` excludes."""
+    files = []
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if path.is_file() and not any(fnmatch(part, pattern) for part in relative.parts for pattern in _NOT_UPLOADED):
+            files.append(relative)
+    return files
+
+
+def _weight_problems(folder: Path, stem: str) -> list[str]:
+    """Safetensors weights ``{stem}.safetensors`` (or a complete sharded index) present, no pickle files."""
+    problems = []
+    index = _json_or_none(folder / f"{stem}.safetensors.index.json")
+    if index is not None:
+        missing = sorted({shard for shard in index.get("weight_map", {}).values() if not (folder / shard).is_file()})
+        if missing:
+            problems.append(f"weight shards listed in {stem}.safetensors.index.json are missing: {', '.join(missing)}")
+    elif not (folder / f"{stem}.safetensors").is_file():
+        problems.append(f"{stem}.safetensors is missing (only safetensors weights are pushed)")
+    pickles = [str(path) for path in _uploaded_files(folder) if path.suffix in PICKLE_SUFFIXES]
+    if pickles:
+        problems.append(f"pickle files would be uploaded: {', '.join(pickles)} (they can run code when loaded; delete "
+                        f"them, the weights must be safetensors)")
+    return problems
+
+
+def _sentence_transformers_problems(model_dir: Path) -> list[str]:
+    """Custom module types that a machine without hyte could not import from the repository root."""
+    modules = _json_or_none(model_dir / "modules.json")
+    if not isinstance(modules, list):
+        return ["modules.json is not a list of modules"]
+    types = []
+    for entry in modules:
+        types.append(entry.get("type", ""))
+        router = _json_or_none(model_dir / entry.get("path", "") / "router_config.json")
+        if isinstance(router, dict):
+            types += router.get("types", {}).values()
+    problems = []
+    for module_type in types:
+        if module_type.startswith("sentence_transformers."):
+            continue
+        file_name, _, _ = module_type.rpartition(".")
+        if "." in file_name or not (model_dir / f"{file_name}.py").is_file():
+            problems.append(f"sentence-transformers module {module_type!r} has no code file at the folder root "
+                            f"(save with hyte.integrations.sentence_transformers.save_sentence_transformer)")
+    return problems
+
+
+def _require_token(token: str | None) -> str:
+    token = token or get_token()
+    if not token:
+        raise ValueError(
+            "no Hugging Face token found: log in with `hf auth login`, set the HF_TOKEN environment variable, or "
+            "pass token=... (a token with write access, from https://huggingface.co/settings/tokens)."
+        )
+    return token
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Publishing
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _publish(source: Path, repo_id: str, card: ModelCard, replacements: dict[str, str], *, private: bool,
+             revision: str | None, token: str | None, dry_run_dir: str | os.PathLike | None,
+             commit_message: str) -> str:
+    """Stage ``source`` + README.md (+ replaced files), then upload it, or leave it in ``dry_run_dir``."""
+    replacements = {"README.md": str(card), **replacements}
+    if dry_run_dir is not None:
+        target = Path(dry_run_dir)
+        if target.exists() and any(target.iterdir()):
+            raise ValueError(f"dry-run folder {target} is not empty; give a new or empty folder.")
+        # Real copies: the user may inspect and edit the result without touching the model folder.
+        _stage(source, target, replacements, shutil.copy2)
+        return str(target)
+    api = HfApi(token=token)
+    with tempfile.TemporaryDirectory(prefix="hyte-push-") as staging:
+        # Hard links where possible: weights can be gigabytes, and the staged files are only read.
+        _stage(source, Path(staging) / "repo", replacements, _link_or_copy)
+        url = api.create_repo(repo_id, private=private, exist_ok=True)
+        # A new branch must exist before a commit can go to it (pull-request refs exist already).
+        if revision is not None and revision != "main" and not revision.startswith("refs/pr/"):
+            api.create_branch(repo_id, branch=revision, exist_ok=True)
+        api.upload_folder(repo_id=repo_id, folder_path=Path(staging) / "repo", revision=revision,
+                          commit_message=commit_message, delete_patterns="*")
+    return f"{url}/tree/{revision}" if revision is not None and revision != "main" else str(url)
+
+
+def _stage(source: Path, target: Path, replacements: dict[str, str], copy_function) -> None:
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(*_NOT_UPLOADED), copy_function=copy_function,
+                    dirs_exist_ok=True)
+    for name, text in replacements.items():
+        path = target / name
+        # Unlink first: a hard-linked file written in place would change the original in the model folder.
+        path.unlink(missing_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    try:
+        os.link(source, destination)
+    except OSError:  # another file system, or links not supported
+        shutil.copy2(source, destination)
