@@ -30,6 +30,21 @@ for _config, _model, _masked_lm in (
     if _masked_lm is not None:
         AutoModelForMaskedLM.register(_config, _masked_lm, exist_ok=True)
 
+_LAZY = {
+    # sentence-transformers costs ~12 s to import: load it only when these are used.
+    "sentence_transformer": "hyte.integrations.sentence_transformers",
+    "save_sentence_transformer": "hyte.integrations.sentence_transformers",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'hyte' has no attribute {name!r}")
+
+
 __all__ = [
     "EucBERTConfig",
     "EucBERTForMaskedLM",
@@ -41,4 +56,6 @@ __all__ = [
     "HyTEHModel",
     "HyTEPreTrainedModel",
     "lorentz",
+    "save_sentence_transformer",
+    "sentence_transformer",
 ]

@@ -38,7 +38,7 @@ def _training_arguments(config: RunConfig, **extra: Any) -> TrainingArguments:
         weight_decay=spec.weight_decay, warmup_steps=spec.warmup_steps, lr_scheduler_type=spec.lr_scheduler_type,
         max_grad_norm=spec.max_grad_norm, logging_steps=spec.logging_steps, save_strategy="steps",
         save_steps=spec.save_steps, save_total_limit=spec.save_total_limit, seed=spec.seed, data_seed=spec.seed,
-        bf16=spec.bf16, gradient_checkpointing=spec.gradient_checkpointing,
+        bf16=spec.bf16, activation_checkpointing=spec.gradient_checkpointing,
         dataloader_num_workers=spec.dataloader_num_workers, dataloader_pin_memory=False, report_to="none",
         remove_unused_columns=False, **extra,
     )
