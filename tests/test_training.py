@@ -154,7 +154,7 @@ def test_bad_configs_fail_before_training(tmp_path):
         run(parse_config({**base, "data": {"source": "jsonl", "path": str(empty)}}))
     malformed = tmp_path / "bad.jsonl"
     malformed.write_text('{"query": "q", "document": "d"}\n{"query": "q"}\n')
-    with pytest.raises(ConfigError, match="bad.jsonl, line 2"):
+    with pytest.raises(ValueError, match="bad.jsonl, line 2"):
         run(parse_config({**base, "data": {"source": "jsonl", "path": str(malformed)}}))
     assert not (tmp_path / "out").exists()  # nothing started
     yaml_file = tmp_path / "run.yaml"

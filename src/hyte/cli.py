@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .data.jsonl import iter_jsonl, string_field
+
 
 class UserError(Exception):
     """A problem with the user's input, reported without a traceback."""
@@ -33,18 +35,9 @@ def read_texts(path: str | Path) -> tuple[list[str], list[str | int] | None]:
         raise UserError(f"input file {path} does not exist")
     if path.suffix == ".jsonl":
         texts, ids = [], []
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise UserError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
-                if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-                    raise UserError(f'{path}, line {number}: expected an object with a string "text" field')
-                texts.append(record["text"])
-                ids.append(record.get("id", record.get("_id", len(ids))))
+        for number, record in iter_jsonl(path):
+            texts.append(string_field(path, number, record, "text"))
+            ids.append(record.get("id", record.get("_id", len(ids))))
         return texts, ids
     texts = [line.rstrip("\n") for line in path.open(encoding="utf-8")]
     return texts, None

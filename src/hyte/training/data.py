@@ -1,61 +1,38 @@
 """Training data for the three stages: readers for JSONL, BEIR folders and `datasets` folders, and the HPO builder.
 
 Contrastive examples are dicts ``{"query": str, "document": str, "negatives": [str, ...]}`` (negatives optional);
-MLM examples are plain texts. Every reader names the file and line of a malformed record, and an empty result is
-an error before training starts.
+MLM examples are plain texts. Every reader names the file and line of a malformed record (``DataFormatError``), and
+an empty result is a ``ConfigError``; both are raised before training starts.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import random
 from pathlib import Path
 
+from ..data.jsonl import DataFormatError, iter_jsonl, string_field
 from .config import ConfigError, DataSpec
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ConfigError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise ConfigError(f"{path}, line {number}: expected a JSON object")
-            records.append((number, record))
-    return records
-
-
-def _string_field(path: Path, number: int, record: dict, name: str) -> str:
-    value = record.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{path}, line {number}: field '{name}' must be a non-empty string")
-    return value
 
 
 def read_jsonl_pairs(path: str | Path, query_field: str = "query", document_field: str = "document") -> list[dict]:
     """(query, document[, negatives]) examples from a JSONL file."""
     path = Path(path)
     examples = []
-    for number, record in _read_jsonl(path):
+    for number, record in iter_jsonl(path):
         negatives = record.get("negatives", [])
         if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
-            raise ConfigError(f"{path}, line {number}: 'negatives' must be a list of strings")
-        examples.append({"query": _string_field(path, number, record, query_field),
-                         "document": _string_field(path, number, record, document_field), "negatives": negatives})
+            raise DataFormatError(path, number, "'negatives' must be a list of strings")
+        examples.append({"query": string_field(path, number, record, query_field),
+                         "document": string_field(path, number, record, document_field), "negatives": negatives})
     return examples
 
 
 def read_beir_pairs(folder: str | Path, split: str = "train") -> list[dict]:
     """(query, relevant document) examples from a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
     folder = Path(folder)
-    corpus = {str(r["_id"]): (r.get("title", "") + " " + r["text"]).strip() for _, r in _read_jsonl(folder / "corpus.jsonl")}
-    queries = {str(r["_id"]): r["text"] for _, r in _read_jsonl(folder / "queries.jsonl")}
+    corpus = {str(r["_id"]): (r.get("title", "") + " " + r["text"]).strip() for _, r in iter_jsonl(folder / "corpus.jsonl")}
+    queries = {str(r["_id"]): r["text"] for _, r in iter_jsonl(folder / "queries.jsonl")}
     qrels_path = folder / "qrels" / f"{split}.tsv"
     if not qrels_path.is_file():
         raise ConfigError(f"{qrels_path} does not exist (BEIR folders hold qrels/<split>.tsv)")
@@ -120,7 +97,7 @@ def mlm_texts(spec: DataSpec, seed: int = 0) -> list[str]:
         texts = mlm_corpus(ontology, train_ids)
     elif spec.source == "jsonl":
         path = Path(spec.path)
-        texts = [_string_field(path, number, record, spec.text_field) for number, record in _read_jsonl(path)]
+        texts = [string_field(path, number, record, spec.text_field) for number, record in iter_jsonl(path)]
     elif spec.source == "hf_dataset":
         from datasets import load_from_disk
 
