@@ -306,3 +306,17 @@ def test_mlm_corpus(ontology, default_split):
     assert mlm_corpus(ontology) == texts
     train_texts = mlm_corpus(ontology, train)
     assert set(train_texts) <= set(texts) and len(train_texts) < len(texts)
+
+
+def test_icd10_inclusion_pairs_split_by_whole_chapters():
+    pytest.importorskip("simple_icd_10_cm")
+    from hyte.data.icd10 import inclusion_pairs, split_by_chapters
+
+    pairs = inclusion_pairs()
+    assert len(pairs) > 10_000  # 12,569 inclusion terms on 6,805 codes, minus those equal to their title
+    example = next(p for p in pairs if p["code"] == "A01.02")
+    assert example["document"] == "Typhoid fever with heart involvement" and example["chapter"] == "1"
+    train, test = split_by_chapters(pairs, test_fraction=0.2, seed=0)
+    assert len(test) >= 0.2 * len(pairs) and len(train) + len(test) == len(pairs)
+    assert not {p["chapter"] for p in train} & {p["chapter"] for p in test}
+    assert split_by_chapters(pairs, seed=0) == (train, test)

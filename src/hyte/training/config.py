@@ -39,7 +39,8 @@ class ModelSpec:
 
 @dataclass
 class DataSpec:
-    # "hpo": pairs from the installed HPO ontology (training branches only); "jsonl": a file of
+    # "hpo": pairs from the installed HPO ontology (training branches only); "icd10": ICD-10-CM inclusion term ->
+    # code title pairs (training chapters only; the hpo_test_fraction / hpo_seed fields set the split); "jsonl": a file of
     # {"query", "document"[, "negatives"]} (contrastive) or {"text"} (mlm); "beir": a BEIR folder (queries.jsonl,
     # corpus.jsonl, qrels/<split>.tsv); "hf_dataset": a folder saved with datasets' save_to_disk.
     source: str = "hpo"
@@ -50,8 +51,8 @@ class DataSpec:
     document_field: str = "document"
     text_field: str = "text"  # mlm
     hpo_query: str = "synonym"  # "synonym" | "name" | "all": which HPO text is the query (the document is the definition)
-    hpo_test_fraction: float = 0.2  # share of whole HPO branches held out for evaluation
-    hpo_seed: int = 0
+    hpo_test_fraction: float = 0.2  # share of whole HPO branches (ICD-10-CM chapters) held out for evaluation
+    hpo_seed: int = 0  # seed of that split
     min_depth: int = 1  # HPO: only terms at least this deep
 
 
@@ -194,9 +195,9 @@ def validate(config: RunConfig, source: str) -> None:
         local = Path(model.path)
         if (local.is_absolute() or model.path.startswith(".") or local.exists()) and not local.exists():
             raise ConfigError(f"{source}: model.path {model.path} does not exist")
-    if data.source not in ("hpo", "jsonl", "beir", "hf_dataset"):
-        raise ConfigError(f"{source}: data.source must be hpo, jsonl, beir or hf_dataset; got {data.source!r}")
-    if data.source != "hpo":
+    if data.source not in ("hpo", "icd10", "jsonl", "beir", "hf_dataset"):
+        raise ConfigError(f"{source}: data.source must be hpo, icd10, jsonl, beir or hf_dataset; got {data.source!r}")
+    if data.source not in ("hpo", "icd10"):
         if not data.path:
             raise ConfigError(f"{source}: data.source={data.source} needs data.path")
         if not Path(data.path).exists():

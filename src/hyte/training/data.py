@@ -71,6 +71,11 @@ def contrastive_examples(spec: DataSpec, seed: int = 0) -> list[dict]:
     """The examples a contrastive stage trains on; raises ConfigError when there are none."""
     if spec.source == "hpo":
         examples = hpo_pairs(spec)
+    elif spec.source == "icd10":
+        from ..data.icd10 import inclusion_pairs, split_by_chapters
+
+        train, _ = split_by_chapters(inclusion_pairs(), test_fraction=spec.hpo_test_fraction, seed=spec.hpo_seed)
+        examples = [{"query": p["query"], "document": p["document"], "negatives": []} for p in train]
     elif spec.source == "jsonl":
         examples = read_jsonl_pairs(spec.path, spec.query_field, spec.document_field)
     elif spec.source == "beir":
