@@ -51,8 +51,11 @@ def test_documents_are_points_and_queries_are_sign_flipped(hybrid, bert_tokenize
     q_points = L.flip_time(q_flipped)
     torch.testing.assert_close(q_flipped @ d.T, L.pairwise_inner(q_points, d))
     # ... which converts to geodesic distances, and radii are the time coordinates.
-    distances = L.distance_from_inner(q_flipped.double() @ d.double().T)
-    torch.testing.assert_close(distances, L.pairwise_distance(q_points.double(), d.double()), rtol=1e-6, atol=1e-5)
+    distances = hybrid.distances_from_scores(queries.astype(np.float64) @ docs.astype(np.float64).T)
+    assert isinstance(distances, np.ndarray)
+    torch.testing.assert_close(torch.from_numpy(distances), L.pairwise_distance(q_points.double(), d.double()),
+                               rtol=1e-6, atol=1e-5)
+    np.testing.assert_array_equal(hybrid.radii(docs), docs[:, 0])
 
 
 def test_encode_is_order_and_batch_invariant(hybrid, bert_tokenizer):

@@ -24,6 +24,7 @@ from .configuration_hyte import EucBERTConfig, HyTEFHConfig, HyTEHConfig
 from .lorentz import (
     add_time,
     check_curvature,
+    distance_from_inner,
     expmap0,
     flip_time,
     outward_einstein_midpoint,
@@ -374,6 +375,20 @@ class HyTEPreTrainedModel(PreTrainedModel):
     def _make_log_curvature(self, config) -> nn.Parameter:
         check_curvature(config.curvature)
         return nn.Parameter(torch.tensor(math.log(config.curvature)), requires_grad=config.learnable_curvature)
+
+    def distances_from_scores(self, scores):
+        """Geodesic distances from ``query_vectors @ document_vectors.T`` scores (Lorentz inner products).
+
+        Accepts and returns numpy arrays or tensors (float64 for arrays, the input dtype for tensors).
+        """
+        if torch.is_tensor(scores):
+            return distance_from_inner(scores, float(self.config.curvature))
+        return distance_from_inner(torch.as_tensor(scores, dtype=torch.float64), float(self.config.curvature)).numpy()
+
+    @staticmethod
+    def radii(document_vectors):
+        """Specificity of encoded documents: the time coordinate x0 (grows with the distance to the origin)."""
+        return document_vectors[:, 0]
 
     @torch.no_grad()
     def encode(
