@@ -84,6 +84,25 @@ def test_euclidean_twin_trains_through_the_same_script(tmp_path, tiny_bert):
     assert last < first * 0.8, (first, last)
 
 
+def test_head_learning_rate_gives_hyte_h_new_parts_their_own_groups(tmp_path, tiny_bert):
+    from transformers import TrainingArguments
+
+    from hyte import HyTEHModel
+    from hyte.training.trainer import ContrastiveTrainer, head_parameters
+
+    model = HyTEHModel.from_base(tiny_bert, hidden_size=17)
+    trainer = ContrastiveTrainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), report_to="none",
+                                                                     learning_rate=1e-5),
+                                 train_dataset=[{}], hyperbolic=True, head_learning_rate=1e-3)
+    optimizer = trainer.create_optimizer()
+    head = {id(p) for p in head_parameters(model)}
+    assert len(head) == 3  # projection weight, bias, scale
+    for group in optimizer.param_groups:
+        in_head = {id(p) in head for p in group["params"]}
+        assert len(in_head) == 1 and group["lr"] == (1e-3 if in_head == {True} else 1e-5)
+    assert sum(len(g["params"]) for g in optimizer.param_groups) == sum(1 for p in model.parameters() if p.requires_grad)
+
+
 class PlaneEncoder:
     """A stand-in hyperbolic encoder: each text maps to expmap0 of a fixed 2-D tangent vector."""
 

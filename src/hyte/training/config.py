@@ -63,6 +63,7 @@ class TrainingSpec:
     per_device_train_batch_size: int = 32  # in-batch negatives grow with it
     gradient_accumulation_steps: int = 1
     learning_rate: float = 2e-5
+    head_learning_rate: float | None = None  # HyTE-H's projection/scale/hyperbolic layers (new weights); None = same
     weight_decay: float = 0.01
     warmup_steps: int = 10
     lr_scheduler_type: str = "linear"

@@ -153,7 +153,7 @@ def _train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, res
     trainer = ContrastiveTrainer(model=built.model, args=_training_arguments(config), train_dataset=examples,
                                  data_collator=collator, hyperbolic=built.hyperbolic,
                                  similarity=config.loss.similarity, temperature=config.loss.temperature,
-                                 callbacks=callbacks)
+                                 head_learning_rate=config.training.head_learning_rate, callbacks=callbacks)
     trainer.train(resume_from_checkpoint=_resume_checkpoint(config, resume))
     after = _evaluate(built, config)
     evaluation = {"before": before, "after": after} if after is not None else None

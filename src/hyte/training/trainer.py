@@ -14,7 +14,17 @@ import torch
 from transformers import Trainer
 
 from .losses import contrastive_loss
+from ..modeling_hyte import HyTEHModel
 from .models import curvature_of, embed
+
+
+def head_parameters(model) -> list[torch.nn.Parameter]:
+    """The parameters HyTE-H adds on top of its pretrained encoder (also under a peft wrapper); [] otherwise."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if not isinstance(base, HyTEHModel):
+        return []
+    parts = [base.projection, base.hyperbolic_layers] if base.hyperbolic_layers is not None else [base.projection]
+    return [base.scale, *(p for part in parts for p in part.parameters())]
 
 
 @dataclass
@@ -38,12 +48,33 @@ class ContrastiveCollator:
 class ContrastiveTrainer(Trainer):
     """Trainer whose loss is InfoNCE over Lorentz similarities (geodesic or inner product) or cosine."""
 
-    def __init__(self, *args, hyperbolic: bool, similarity: str = "geodesic", temperature: float = 0.02, **kwargs):
+    def __init__(self, *args, hyperbolic: bool, similarity: str = "geodesic", temperature: float = 0.02,
+                 head_learning_rate: float | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.hyperbolic = hyperbolic
         self.similarity = similarity
         self.temperature = temperature
+        self.head_learning_rate = head_learning_rate
         self._radius_sum, self._radius_count = 0.0, 0
+
+    def create_optimizer(self, model=None):
+        """Trainer's optimizer, with HyTE-H's new parts (projection, scale, hyperbolic layers) moved to their own
+        parameter groups at ``head_learning_rate``: they start from scratch while the encoder is pretrained."""
+        optimizer = super().create_optimizer(model)
+        head = {id(p) for p in head_parameters(self.model)}
+        if self.head_learning_rate is None or not head:
+            return optimizer
+        groups = []
+        for group in optimizer.param_groups:
+            options = {key: value for key, value in group.items() if key != "params"}
+            for params, lr in (([p for p in group["params"] if id(p) not in head], group["lr"]),
+                               ([p for p in group["params"] if id(p) in head], self.head_learning_rate)):
+                if params:
+                    groups.append({**options, "params": params, "lr": lr})
+        optimizer.param_groups.clear()
+        for group in groups:
+            optimizer.add_param_group(group)
+        return optimizer
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         queries = embed(model, inputs["query_input_ids"], inputs["query_attention_mask"], self.hyperbolic)
