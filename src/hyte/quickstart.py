@@ -29,10 +29,10 @@ def _config(output_dir: Path, steps: int, examples: int):
         "stage": "finetune",
         "model": {"build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2", "options": {"norm_clip": 5.0}},
         "data": {"source": "hpo", "max_examples": examples, "min_depth": 2},
-        "training": {"output_dir": str(output_dir / "training"), "max_steps": steps, "per_device_train_batch_size": 32,
-                     "learning_rate": 5e-5, "warmup_steps": max(1, steps // 10), "logging_steps": 10,
-                     "save_steps": max(10, steps // 3), "seed": 0},
-        "loss": {"similarity": "geodesic", "temperature": 0.05, "max_query_length": 32, "max_document_length": 96},
+        "training": {"output_dir": str(output_dir / "training"), "max_steps": steps, "per_device_train_batch_size": 16,
+                     "learning_rate": 5e-5, "head_learning_rate": 1e-3, "warmup_steps": max(1, steps // 10),
+                     "logging_steps": 10, "save_steps": max(10, steps // 3), "seed": 0},
+        "loss": {"similarity": "geodesic", "temperature": 0.05, "max_query_length": 32, "max_document_length": 64},
         "mining": {"num_negatives": 1, "candidates": 30, "margin": 0.95},
         "evaluation": {"enabled": False},
     }, "quickstart")
@@ -49,7 +49,7 @@ def _table(rows: dict[str, dict[str, float]], keys: list[str]) -> str:
     return "\n".join(lines)
 
 
-def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int = 120, examples: int = 2000,
+def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int = 80, examples: int = 2000,
                    eval_queries: int = 300, eval_documents: int = 1500, hierarchy_queries: int = 300) -> Path:
     from .demo import bundled_minilm_path
     from .encoders import load_encoder
