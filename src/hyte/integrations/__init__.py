@@ -1,0 +1,5 @@
+"""Bridges from HyTE models to other libraries. Each submodule imports its library only when imported itself.
+
+* :mod:`hyte.integrations.sentence_transformers`: build, save, train and evaluate HyTE SentenceTransformers.
+* :mod:`hyte.integrations.mteb`: an mteb encoder adapter and an in-memory retrieval task (needs ``mteb``).
+"""

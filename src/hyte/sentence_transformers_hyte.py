@@ -1,0 +1,221 @@
+"""sentence-transformers modules for HyTE: hyperbolic pooling and the query time flip (shipped as remote code).
+
+A HyTE SentenceTransformer is ``[Transformer (HyTE model) -> HyperbolicPooling -> Router(query: TimeFlip(True),
+document: TimeFlip(False))]`` with the stock ``similarity_fn_name="dot"``:
+
+* ``HyperbolicPooling`` pools the model's token points (B, T, D) on the hyperboloid <x, x>_L = -c (time coordinate
+  first, see ``lorentz.py``) into one point per text (B, D). Padding weighs 0.
+* ``encode_document`` returns those points unchanged; ``encode_query`` returns them sign-flipped, q~ = (-q_0, q_s).
+  Then ``q~ . d = <q, d>_L``: ``model.similarity(encode_query(q), encode_document(d))``, the stock evaluators, mteb's
+  wrapper and FAISS ``IndexFlatIP`` all rank by the Lorentz inner product, i.e. by geodesic distance.
+  Document-document scores need the hyperbolic helpers (``hyte.integrations.sentence_transformers``), not "dot".
+
+This file is copied next to ``modules.json`` when the model is saved and imports only torch, sentence_transformers
+and its sibling ``lorentz``, so ``SentenceTransformer(path, trust_remote_code=True)`` works where ``hyte`` is not
+installed. Ordinary ``model.save`` / ``save_pretrained`` / ``push_to_hub`` / trainer checkpoints produce such a
+self-contained directory (see ``_RootFileModule``).
+
+``normalize_embeddings=True`` and ``truncate_dim`` are Euclidean post-processing steps that sentence-transformers
+applies after the last module, where no module can see them; ``HyperbolicPooling.on_model_ready`` therefore guards
+``model.encode`` and refuses both with an explanation (also for a model loaded with plain ``SentenceTransformer``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from sentence_transformers.base.modules import Module
+from torch import Tensor
+
+from .lorentz import check_curvature, flip_time, outward_einstein_midpoint, tangent_mean
+
+__all__ = ["HyperbolicPooling", "TimeFlip", "refuse_euclidean_options"]
+
+POOLING_MODES = ("oem", "einstein", "mean", "cls")
+
+# The name this file has at the root of a saved model. Module types are written to modules.json and
+# router_config.json as f"{cls.__module__}.{cls.__name__}"; with the bare file name as __module__ they read
+# "sentence_transformers_hyte.HyperbolicPooling", which sentence-transformers resolves (trust_remote_code=True) to
+# the copy of this file at the model root, whether this class came from the installed package
+# (hyte.sentence_transformers_hyte) or from a checkpoint's remote code (transformers_modules.<...>).
+_ROOT_MODULE_NAME = __name__.rpartition(".")[2]
+
+# Files that must sit at the model root for this one to import: itself and the siblings it imports.
+_CODE_FILES = (Path(__file__), Path(__file__).with_name("lorentz.py"))
+
+# Written by SentenceTransformer.save into the model root before any module is saved: marks the root.
+_ROOT_MARKER = "config_sentence_transformers.json"
+
+
+def _model_root(module_dir: Path) -> Path:
+    """The directory of the SentenceTransformer being saved that contains ``module_dir``.
+
+    A top-level module is saved in ``<root>/<idx>_<Name>``, a routed one in ``<root>/<idx>_Router/<route_id>``; the
+    root is the nearest of those holding the marker file. A module saved on its own (no marker) keeps its code in
+    its own directory.
+    """
+    for candidate in (module_dir, module_dir.parent, module_dir.parent.parent):
+        if (candidate / _ROOT_MARKER).is_file():
+            return candidate
+    return module_dir
+
+
+def _rebuild(class_name: str, config: dict[str, Any]) -> Module:
+    """Unpickling helper: a module from its class name and config (the modules here have no weights)."""
+    return {"HyperbolicPooling": HyperbolicPooling, "TimeFlip": TimeFlip}[class_name](**config)
+
+
+class _RootFileModule(Module):
+    """A weightless module whose code travels with the model: saved as its config plus this file at the root."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__module__ = _ROOT_MODULE_NAME
+
+    def save(self, output_path: str, *args, safe_serialization: bool = True, **kwargs) -> None:
+        self.save_config(output_path)
+        root = _model_root(Path(output_path))
+        for source in _CODE_FILES:
+            target = root / source.name
+            if not (target.exists() and target.samefile(source)):
+                shutil.copyfile(source, target)
+
+    def __reduce__(self):
+        # Pickle by config through a function of the real (importable) module: the class's __module__ names the
+        # file at a model root, which is not importable in another process.
+        return _rebuild, (type(self).__name__, self.get_config_dict())
+
+
+def refuse_euclidean_options(normalize_embeddings: bool, truncate_dim: int | None) -> None:
+    """Raise ``ValueError`` for the Euclidean post-processing options of ``SentenceTransformer.encode``."""
+    if normalize_embeddings:
+        raise ValueError(
+            "normalize_embeddings=True rescales every vector to Euclidean length 1. HyTE embeddings are points on "
+            "the hyperboloid <x,x>_L = -c (time coordinate first); rescaling moves them off it and breaks the "
+            "Lorentz similarity. Use the vectors as they are: model.similarity(encode_query(...), "
+            "encode_document(...)) is already the Lorentz inner product, which ranks by geodesic distance."
+        )
+    if truncate_dim is not None:
+        raise ValueError(
+            f"truncate_dim={truncate_dim} keeps the first coordinates of each vector (Matryoshka truncation), a "
+            "Euclidean operation. A HyTE vector's first coordinate is its time coordinate, computed from all space "
+            "coordinates, so a prefix is not a point of a smaller hyperboloid and its inner products are not "
+            "Lorentzian. Use the full vectors, or train a HyTE model with a smaller hidden_size."
+        )
+
+
+class _EncodeGuard:
+    """Stands in for ``model.encode`` (an instance attribute): refuses Euclidean options, then runs the real encode.
+
+    ``encode_query``, ``encode_document``, evaluators and mteb's wrapper all call ``model.encode``, so this one check
+    covers them; the model's own ``truncate_dim`` (constructor argument, saved config, ``model.truncated()``) is
+    checked at call time too.
+    """
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def __call__(self, *args, **kwargs):
+        encode = type(self.model).encode
+        arguments = inspect.signature(encode).bind_partial(self.model, *args, **kwargs).arguments
+        truncate_dim = arguments.get("truncate_dim")
+        refuse_euclidean_options(
+            bool(arguments.get("normalize_embeddings", False)),
+            truncate_dim if truncate_dim is not None else getattr(self.model, "truncate_dim", None),
+        )
+        return encode(self.model, *args, **kwargs)
+
+
+class HyperbolicPooling(_RootFileModule):
+    """Pool token points (B, T, D) on the hyperboloid into sentence points (B, D), masking padding.
+
+    Reads ``features["token_embeddings"]`` (B, T, D) and ``features["attention_mask"]`` (B, T); writes
+    ``features["sentence_embedding"]`` (B, D), in float32 or float64 (the geometry never runs in half precision).
+
+    Modes (``lorentz.py``): ``"oem"`` Outward Einstein Midpoint with token weights x_0^p (HyTE's default, p = 1);
+    ``"einstein"`` the Einstein midpoint (OEM with p = 0); ``"mean"`` expmap0 of the masked mean of the tokens'
+    tangent vectors at the origin; ``"cls"`` the first token.
+
+    Args:
+        embedding_dimension: D, the ambient size of a point (time coordinate included).
+        curvature: c > 0 of the hyperboloid <x, x>_L = -c (sectional curvature -1/c).
+        mode: one of ``POOLING_MODES``.
+        p: the OEM exponent (used by ``"oem"`` only), >= 0.
+    """
+
+    config_keys = ["embedding_dimension", "curvature", "mode", "p"]
+
+    def __init__(self, embedding_dimension: int, curvature: float = 1.0, mode: str = "oem", p: float = 1.0) -> None:
+        super().__init__()
+        if mode not in POOLING_MODES:
+            raise ValueError(f"mode must be one of {POOLING_MODES}; got {mode!r}.")
+        check_curvature(curvature)
+        if p < 0:
+            raise ValueError(f"p must be >= 0 (0 is the Einstein midpoint); got {p}.")
+        if embedding_dimension < 2:
+            raise ValueError(f"embedding_dimension counts the time coordinate and must be >= 2; got {embedding_dimension}.")
+        self.embedding_dimension = int(embedding_dimension)
+        self.curvature = float(curvature)
+        self.mode = mode
+        self.p = float(p)
+
+    def forward(self, features: dict[str, Tensor], **kwargs) -> dict[str, Tensor]:
+        tokens = features["token_embeddings"]
+        if tokens.shape[-1] != self.embedding_dimension:
+            raise ValueError(
+                f"HyperbolicPooling expects token points of size {self.embedding_dimension} (time included); got "
+                f"{tokens.shape[-1]}. Is the Transformer module a HyTE model with this hidden_size?"
+            )
+        tokens = tokens.to(torch.promote_types(tokens.dtype, torch.float32))
+        mask = features["attention_mask"].to(tokens.dtype)
+        if self.mode == "cls":
+            pooled = tokens[:, 0]
+        elif self.mode == "mean":
+            pooled = tangent_mean(tokens, mask, self.curvature)
+        else:
+            p = 0.0 if self.mode == "einstein" else self.p
+            pooled = outward_einstein_midpoint(tokens, mask, p=p, c=self.curvature)
+        features["sentence_embedding"] = pooled
+        return features
+
+    def get_embedding_dimension(self) -> int:
+        return self.embedding_dimension
+
+    def on_model_ready(self, model) -> None:
+        """Make ``model`` hyperbolic-safe: "dot" similarity, and ``encode`` refuses Euclidean post-processing."""
+        # Read the raw attribute: the public getter turns an unset name into "cosine".
+        similarity = getattr(model, "_similarity_fn_name", None)
+        if similarity is None:
+            model.similarity_fn_name = "dot"
+        elif similarity != "dot":
+            raise ValueError(
+                f"similarity_fn_name={similarity!r} does not fit a HyTE model: its query vectors are time-flipped "
+                "hyperboloid points, so only 'dot' gives the Lorentz inner product <q, d>_L. Load it without "
+                "similarity_fn_name (or with 'dot')."
+            )
+        refuse_euclidean_options(False, getattr(model, "truncate_dim", None))
+        if not isinstance(model.__dict__.get("encode"), _EncodeGuard):
+            model.encode = _EncodeGuard(model)
+
+
+class TimeFlip(_RootFileModule):
+    """Negate the time coordinate of ``features["sentence_embedding"]`` (B, D) when ``flip`` is true.
+
+    The query route uses ``TimeFlip(True)`` and the document route ``TimeFlip(False)``, so that the dot product of a
+    query vector with a document vector is their Lorentz inner product (``lorentz.flip_time``).
+    """
+
+    config_keys = ["flip"]
+
+    def __init__(self, flip: bool = True) -> None:
+        super().__init__()
+        self.flip = bool(flip)
+
+    def forward(self, features: dict[str, Tensor], **kwargs) -> dict[str, Tensor]:
+        if self.flip:
+            features["sentence_embedding"] = flip_time(features["sentence_embedding"])
+        return features
