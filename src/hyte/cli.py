@@ -141,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     quickstart = sub.add_parser("quickstart", help="the whole path offline: build, fine-tune, evaluate, save, index")
     quickstart.add_argument("--output-dir", default="hyte-output/quickstart")
-    quickstart.add_argument("--steps", type=int, default=80, help="fine-tuning steps (batch 16 + 16 mined negatives)")
+    quickstart.add_argument("--steps", type=int, default=40, help="fine-tuning steps (batch 16 + 16 mined negatives)")
     quickstart.add_argument("--examples", type=int, default=2000, help="HPO training pairs to draw from")
     quickstart.set_defaults(func=_quickstart)
 

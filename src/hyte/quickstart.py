@@ -49,7 +49,7 @@ def _table(rows: dict[str, dict[str, float]], keys: list[str]) -> str:
     return "\n".join(lines)
 
 
-def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int = 80, examples: int = 2000,
+def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int = 40, examples: int = 2000,
                    eval_queries: int = 300, eval_documents: int = 1500, hierarchy_queries: int = 300) -> Path:
     from .demo import bundled_minilm_path
     from .encoders import load_encoder
