@@ -35,9 +35,12 @@ __all__ = [
     "distance_from_inner",
     "distance_to_origin",
     "einstein_midpoint",
+    "entailment_violation",
     "expmap0",
     "flip_time",
+    "exterior_angle",
     "from_poincare",
+    "half_aperture",
     "inner",
     "logmap0",
     "origin",
@@ -54,6 +57,10 @@ __all__ = [
 # Smallest |<v, v>_L| accepted when dividing by a Lorentz norm: keeps a (degenerate) light-like or zero vector
 # from dividing by zero. Real time-like vectors in float64 are many orders of magnitude above it.
 _MIN_LORENTZ_NORM_SQ = 1e-15
+
+# Keeps arcsin / arccos arguments inside the open interval (-1, 1): their derivatives are infinite at +-1, and a
+# cosine rounded to 1 + 1e-16 would give NaN. The angle error this introduces is below 1e-4 rad.
+_ANGLE_EPS = 1e-7
 
 # Smallest Euclidean norm accepted when normalising a direction (x_s / ||x_s||): the direction of the zero vector is
 # arbitrary, and the factor multiplying it is zero there, so any finite value gives the right (zero) result.
@@ -290,3 +297,67 @@ def tangent_mean(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0)
     w = torch.ones_like(tangent[..., 0]) if mask is None else mask.to(tangent.dtype)
     total = w.sum(-1, keepdim=True).clamp_min(1.0)  # an all-padding row pools to the origin, not NaN
     return expmap0((w.unsqueeze(-1) * tangent).sum(-2) / total, c)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Entailment cones (Ganea et al. 2018 on the Poincare ball; the Lorentz form of MERU, Desai et al. 2023)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def half_aperture(x: Tensor, c: float | Tensor = 1.0, min_radius: float = 0.1) -> Tensor:
+    """Half-aperture of the entailment cone at x: (..., D) -> (...,), in radians, in (0, pi/2].
+
+    aperture(x) = arcsin( 2 K sqrt(c) / ||x_s|| ), K = ``min_radius``. The cone of a point narrows as it moves away
+    from the origin: general concepts (near the origin) entail wide regions, specific ones narrow regions. Points
+    with ||x_s|| <= 2 K sqrt(c) get the widest cone, pi/2 (the argument is clamped below 1). MERU writes
+    2K / (||x_s|| sqrt(curv)) with curv = |K_sectional| = 1/c: the same value in this module's convention.
+    Scale-invariant: a point of H_c and its rescaling to H_c' (x sqrt(c'/c)) have the same aperture.
+    """
+    space_norm = x[..., 1:].norm(dim=-1)
+    # ||x_s|| = 0 (the origin) makes the argument infinite; the clamp below turns that into the widest cone.
+    argument = 2 * min_radius * torch.sqrt(_curvature_like(c, space_norm)) / space_norm.clamp_min(_MIN_DIRECTION_NORM)
+    return torch.asin(argument.clamp(max=1 - _ANGLE_EPS))
+
+
+def exterior_angle(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """Exterior angle at x between the outward radial ray through x and the geodesic from x to y, (..., D) -> (...,).
+
+    In [0, pi]: 0 when y lies further out on the ray from the origin through x, pi when y lies between x and the
+    origin. With t = <x, y>_L / c:
+
+        cos angle = (y_0 + t x_0) / ( ||x_s|| sqrt(t^2 - 1) )
+
+    (MERU's ``oxy_angle`` with curv = 1/c; every sqrt(c) cancels, so the angle does not depend on the scale of the
+    hyperboloid). Evaluated in float64 from quantities that do not cancel far from the origin: with the chord
+    D = ||x - y||_L^2 (formed from the difference, as in ``distance``), t = -1 - D / 2c, so
+    y_0 + t x_0 = (y_0 - x_0) - x_0 D / 2c and t^2 - 1 = (D / 2c)(2 + D / 2c). The textbook form subtracts terms of
+    size x_0 y_0 and returns garbage beyond radius ~5 sqrt(c) even in float64; this one keeps small angles to ~1e-3
+    rad up to radius ~12 sqrt(c) (the chord's own rounding, ~1e-16 x_0^2, is what remains).
+
+    Float32 *storage* bounds the accuracy far out: a float32 point at radius 14 has its direction known only to
+    ~1e-7 x sinh(14) ~ 0.06 in geodesic units, so two stored points on one ray can be ~0.1 rad apart in truth.
+    """
+    x64, y64 = _refresh_time64(x, c), _refresh_time64(y, c)
+    c64 = _float64(_curvature_like(c, x64[..., 0]))
+    difference = x64 - y64
+    half_chord = inner(difference, difference).clamp_min(0) / (2 * c64)  # D / 2c >= 0; rounding can dip below
+    x_norm, y_norm = x64[..., 1:].norm(dim=-1), y64[..., 1:].norm(dim=-1)
+    time_gap = (y_norm - x_norm) * (y_norm + x_norm) / (x64[..., 0] + y64[..., 0])  # y_0 - x_0 without cancelling
+    numerator = time_gap - x64[..., 0] * half_chord
+    # t^2 - 1 = sinh^2(d / sqrt(c)) is 0 for y = x, where the angle is undefined; the floor keeps the division and
+    # the gradient of sqrt finite (the clamped cosine then gives a finite angle). ||x_s|| = 0 is the origin, whose
+    # radial direction is undefined: same treatment.
+    sinh_distance = torch.sqrt((half_chord * (2 + half_chord)).clamp_min(1e-30))
+    cosine = numerator / (x_norm.clamp_min(_MIN_DIRECTION_NORM) * sinh_distance)
+    return torch.acos(cosine.clamp(-1 + _ANGLE_EPS, 1 - _ANGLE_EPS)).to(x.dtype)
+
+
+def entailment_violation(general: Tensor, specific: Tensor, c: float | Tensor = 1.0,
+                         min_radius: float = 0.1) -> Tensor:
+    """How far ``specific`` lies outside the entailment cone of ``general``: (..., D), (..., D) -> (...,) >= 0.
+
+    max(0, exterior_angle(general, specific) - half_aperture(general)), in radians; 0 when the specific point (a
+    child concept) is inside its general point's (parent's) cone, which also places it further from the origin.
+    """
+    angle = exterior_angle(general, specific, c)
+    return torch.relu(angle - half_aperture(general, c, min_radius).to(angle.dtype))
