@@ -332,7 +332,7 @@ def exterior_angle(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     D = ||x - y||_L^2 (formed from the difference, as in ``distance``), t = -1 - D / 2c, so
     y_0 + t x_0 = (y_0 - x_0) - x_0 D / 2c and t^2 - 1 = (D / 2c)(2 + D / 2c). The textbook form subtracts terms of
     size x_0 y_0 and returns garbage beyond radius ~5 sqrt(c) even in float64; this one keeps small angles to ~1e-3
-    rad up to radius ~12 sqrt(c) (the chord's own rounding, ~1e-16 x_0^2, is what remains).
+    rad up to radius ~10 sqrt(c) (the chord's own rounding, ~1e-16 x_0^2, is what remains).
 
     Float32 *storage* bounds the accuracy far out: a float32 point at radius 14 has its direction known only to
     ~1e-7 x sinh(14) ~ 0.06 in geodesic units, so two stored points on one ray can be ~0.1 rad apart in truth.

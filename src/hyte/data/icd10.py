@@ -2,12 +2,19 @@
 
 The data is public domain; the package is MIT. Every code has a short title (no definitions); 6,805 codes carry
 inclusion terms ("Typhoid endocarditis" under A01.02 "Typhoid fever with heart involvement"). Pairs are split by
-whole chapters, like HPO by branches, so train and test never share a chapter.
+whole chapters, like HPO by branches, so train and test never share a chapter (:func:`split_chapters`).
+
+The code hierarchy (chapter > block > category > subcategory > 7th-character extension) is read through small
+accessors: :func:`all_codes`, :func:`parent`, :func:`children`, :func:`ancestors`, :func:`depth`,
+:func:`chapter_of` and :func:`title`. Codes are written with dots ("A01.02"); chapters are "1" to "22".
 """
 
 from __future__ import annotations
 
 import random
+import re
+from collections import Counter
+from collections.abc import Mapping
 from functools import lru_cache
 
 
@@ -21,32 +28,129 @@ def _icd():
 
 @lru_cache(maxsize=1)
 def inclusion_pairs() -> tuple[dict, ...]:
-    """One pair per (inclusion term, code): {"query", "document", "code", "chapter", "depth"}, sorted by code."""
+    """One pair per (inclusion term, code): {"query", "document", "code", "chapter", "depth"}, sorted by code.
+
+    ``depth`` is :func:`depth` (the number of ancestors, e.g. 4 for "A01.02").
+    """
     icd = _icd()
     pairs = []
-    for code in sorted(icd.get_all_codes(with_dots=True)):
+    for code in sorted(all_codes()):
         terms = icd.get_inclusion_term(code)
         if not terms:
             continue
-        ancestors = icd.get_ancestors(code)  # nearest first; the last is the chapter
-        title = icd.get_description(code)
+        document = icd.get_description(code)
         for term in terms:
-            if term.strip() and term.strip().lower() != title.strip().lower():
-                pairs.append({"query": term, "document": title, "code": code, "chapter": ancestors[-1] if ancestors else code,
-                              "depth": len(ancestors)})
+            if term.strip() and term.strip().lower() != document.strip().lower():
+                pairs.append({"query": term, "document": document, "code": code, "chapter": chapter_of(code),
+                              "depth": depth(code)})
     return tuple(pairs)
 
 
-def split_by_chapters(pairs, test_fraction: float = 0.2, seed: int = 0) -> tuple[list[dict], list[dict]]:
-    """(train, test) pairs with whole chapters held out (seeded), test holding at least ``test_fraction``."""
-    chapters = sorted({p["chapter"] for p in pairs})
+def _held_out_chapters(sizes: Mapping[str, int], test_fraction: float, seed: int) -> set[str]:
+    """The chapters held out: shuffled (seeded) and moved to test until it holds ``test_fraction`` of the pairs."""
+    chapters = sorted(sizes)
     random.Random(seed).shuffle(chapters)
+    total = sum(sizes.values())
     test_chapters, test_count = set(), 0
     for chapter in chapters[:-1]:  # at least one chapter stays in train
-        if test_count >= test_fraction * len(pairs):
+        if test_count >= test_fraction * total:
             break
         test_chapters.add(chapter)
-        test_count += sum(p["chapter"] == chapter for p in pairs)
+        test_count += sizes[chapter]
+    return test_chapters
+
+
+def split_chapters(test_fraction: float = 0.2, seed: int = 0) -> tuple[set[str], set[str]]:
+    """(train chapters, test chapters): the chapter split of :func:`split_by_chapters` on :func:`inclusion_pairs`.
+
+    The one split every ICD-10-CM training and evaluation set uses; chapters are weighed by their number of
+    inclusion pairs. Every chapter ("1" to "22") is in exactly one of the two sets.
+    """
+    test = _held_out_chapters(Counter(p["chapter"] for p in inclusion_pairs()), test_fraction, seed)
+    return {code for code in all_codes() if parent(code) is None} - test, test
+
+
+def split_by_chapters(pairs, test_fraction: float = 0.2, seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """(train, test) pairs with whole chapters held out (seeded), test holding at least ``test_fraction``.
+
+    On :func:`inclusion_pairs` the test chapters are :func:`split_chapters`'s (same ``test_fraction`` and ``seed``).
+    """
+    test_chapters = _held_out_chapters(Counter(p["chapter"] for p in pairs), test_fraction, seed)
     train = [p for p in pairs if p["chapter"] not in test_chapters]
     test = [p for p in pairs if p["chapter"] in test_chapters]
     return train, test
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The code hierarchy
+# ----------------------------------------------------------------------------------------------------------------
+
+# A code or code range closing a chapter or block title: "(A00-B99)", "(Q00-QA0)", "(X50)".
+_CODE_RANGE = re.compile(r"\s*\([A-Z][0-9A-Z]{2}(?:\.[0-9A-Z]+)?(?:-[A-Z][0-9A-Z]{2}(?:\.[0-9A-Z]+)?)?\)\s*$")
+
+
+@lru_cache(maxsize=1)
+def _tree() -> tuple[dict[str, str | None], dict[str, tuple[str, ...]]]:
+    """({code: parent or None}, {code: children in tabular order}), every code in tabular order."""
+    icd = _icd()
+    codes = list(dict.fromkeys(icd.get_all_codes(with_dots=True)))
+    parents: dict[str, str | None] = {}
+    children: dict[str, list[str]] = {code: [] for code in codes}
+    for code in codes:
+        # The 39 blocks made of one category ("B20") share its code, which the package resolves to the category
+        # (listing "B20" as its own parent); here they are one node, so no code is its own ancestor.
+        above = [a for a in dict.fromkeys(icd.get_ancestors(code)) if a != code]
+        parents[code] = above[0] if above else None
+        if above:
+            children[above[0]].append(code)
+    return parents, {code: tuple(kids) for code, kids in children.items()}
+
+
+def _check(code: str) -> str:
+    if code not in _tree()[0]:
+        raise KeyError(f"unknown ICD-10-CM code {code!r} (codes are written with dots, e.g. 'A01.02')")
+    return code
+
+
+def all_codes() -> tuple[str, ...]:
+    """Every chapter, block and code once, in tabular order (98,466 in the 2026 release)."""
+    return tuple(_tree()[0])
+
+
+def parent(code: str) -> str | None:
+    """The code's parent (a chapter has none)."""
+    return _tree()[0][_check(code)]
+
+
+def children(code: str) -> tuple[str, ...]:
+    """The code's children in tabular order (empty for a leaf)."""
+    return _tree()[1][_check(code)]
+
+
+def ancestors(code: str) -> tuple[str, ...]:
+    """The code's ancestors, nearest first; the last is its chapter (empty for a chapter)."""
+    parents, found = _tree()[0], []
+    above = parents[_check(code)]
+    while above is not None:
+        found.append(above)
+        above = parents[above]
+    return tuple(found)
+
+
+def depth(code: str) -> int:
+    """The number of ancestors: 0 for a chapter, 1 for a top-level block, e.g. 4 for "A01.02"."""
+    return len(ancestors(code))
+
+
+def chapter_of(code: str) -> str:
+    """The chapter holding the code (a chapter holds itself)."""
+    found = ancestors(code)
+    return found[-1] if found else code
+
+
+def title(code: str) -> str:
+    """The code's title; for chapters and blocks without the closing code range ("Tuberculosis", not
+    "Tuberculosis (A15-A19)"), which is an identifier, not text, and would set ancestors apart by form alone."""
+    icd = _icd()
+    text = icd.get_description(_check(code))
+    return (_CODE_RANGE.sub("", text) or text) if icd.is_chapter_or_block(code) else text
