@@ -583,3 +583,113 @@ def test_real_benchmark_scripts_are_found():
     from hyte.evaluation.commands import find_benchmarks_dir
 
     assert (find_benchmarks_dir() / "bench_forward.py").is_file()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# ICD-10-CM: held-out chapters; radius-depth rank correlation
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def icd_split():
+    pytest.importorskip("simple_icd_10_cm")
+    from hyte.data.icd10 import split_chapters
+
+    return split_chapters(test_fraction=0.2, seed=0)
+
+
+def test_icd10_chapter_split_is_the_pair_split(icd_split):
+    from hyte.data import icd10
+
+    train_chapters, test_chapters = icd_split
+    assert len(train_chapters | test_chapters) == 22 and not train_chapters & test_chapters
+    for test_fraction, seed in ((0.2, 0), (0.3, 5)):
+        train, test = icd10.split_by_chapters(icd10.inclusion_pairs(), test_fraction=test_fraction, seed=seed)
+        held_out = icd10.split_chapters(test_fraction=test_fraction, seed=seed)[1]
+        assert {p["chapter"] for p in test} == held_out and not {p["chapter"] for p in train} & held_out
+    # The accessors: "M99" is both a one-category block and its category; it is one node, never its own parent.
+    assert icd10.ancestors("A01.02") == ("A01.0", "A01", "A00-A09", "1") and icd10.depth("A01.02") == 4
+    assert icd10.parent("A01.02") == "A01.0" and "A01.02" in icd10.children("A01.0")
+    assert icd10.ancestors("M99.0") == ("M99", "13") and icd10.parent("1") is None
+    assert icd10.title("A00-A09") == "Intestinal infectious diseases" and icd10.chapter_of("A01.02") == "1"
+    with pytest.raises(KeyError, match="unknown ICD-10-CM code"):
+        icd10.parent("A01.99999")
+
+
+def test_icd10_heldout_retrieval_set_stays_in_the_held_out_chapters(icd_split):
+    from hyte.data.icd10 import chapter_of, inclusion_pairs, title
+    from hyte.evaluation.icd10 import icd10_heldout_retrieval_set
+
+    _, test_chapters = icd_split
+    queries, corpus, qrels = icd10_heldout_retrieval_set(max_queries=50, max_documents=400, seed=3)
+    assert len(queries) == 50 and set(qrels) == set(queries) and len(corpus) == 400
+    assert {chapter_of(code) for code in corpus} <= test_chapters
+    pairs = {(p["code"], p["query"]) for p in inclusion_pairs()}
+    for query_id, relevant in qrels.items():
+        (code, grade), = relevant.items()
+        assert grade == 1 and code in corpus and query_id.startswith(f"{code}:") and (code, queries[query_id]) in pairs
+    assert all(corpus[code] == title(code) for code in corpus)
+    assert icd10_heldout_retrieval_set(max_queries=50, max_documents=400, seed=3) == (queries, corpus, qrels)
+
+
+def test_icd10_hierarchy_records_are_valid_and_stay_in_their_split(icd_split):
+    from hyte.data.icd10 import ancestors, chapter_of, children
+    from hyte.evaluation.hierarchy import validate_hierarchy_record
+    from hyte.evaluation.icd10 import icd10_hierarchy_benchmark, icd10_texts_by_depth
+
+    train_chapters, test_chapters = icd_split
+    records = icd10_hierarchy_benchmark(max_queries=80, seed=2)
+    assert len(records) == 80 and records == icd10_hierarchy_benchmark(max_queries=80, seed=2)
+    for record in records:
+        assert validate_hierarchy_record(record) is None
+        code, types = record["term_id"], _by_type(record)
+        above = ancestors(code)
+        assert record["depth"] == len(above) >= 2 and record["chapter"] in test_chapters
+        assert {chapter_of(c["id"]) for c in record["candidates"]} <= test_chapters
+        assert types["target"] == [code] and types.get("parent", [above[0]]) == [above[0]]
+        assert types.get("grandparent", [above[1]]) == [above[1]]
+        assert 1 <= len(types["sibling"]) <= 3 and set(types["sibling"]) <= set(children(above[0])) - {code}
+        texts = [c["text"] for c in record["candidates"]]
+        assert len(set(texts)) == len(texts)
+    train_records = icd10_hierarchy_benchmark("train", max_queries=30, seed=2)
+    assert {chapter_of(c["id"]) for r in train_records for c in r["candidates"]} <= train_chapters
+
+    # A tiny fake encoder that scores every target highest: perfect SpecHR and recall@1.
+    few = records[:5]
+    scores = {c["text"]: (1.0 if c["type"] == "target" else 0.1) for r in few for c in r["candidates"]}
+    result = evaluate_hierarchy(FakeEncoder(scores), few)
+    assert result["num_queries"] == 5 and result["recall@1"] == 1.0 and result["spechr"] == 1.0
+
+    texts = icd10_texts_by_depth(per_depth=20, seed=1)
+    assert min(texts) == 1 and all(0 < len(v) <= 20 for v in texts.values())
+    assert texts == icd10_texts_by_depth(per_depth=20, seed=1)
+
+
+def test_depth_correlation_signs_interval_and_determinism():
+    from hyte.evaluation.hierarchy import depth_correlation
+
+    up = depth_correlation(np.arange(10.0), np.arange(10))
+    assert up == {"spearman": 1.0, "ci_low": 1.0, "ci_high": 1.0, "num_texts": 10}
+    grouped = np.repeat(np.arange(1, 6), 4)  # texts of one depth share its radius: still a perfect ranking
+    assert depth_correlation(grouped * 0.5, grouped, num_bootstrap=200)["spearman"] == 1.0
+    down = depth_correlation(-np.arange(10.0), np.arange(10))
+    assert down == {"spearman": -1.0, "ci_low": -1.0, "ci_high": -1.0, "num_texts": 10}
+
+    rng = np.random.default_rng(0)
+    depths = np.repeat(np.arange(2, 8), 30)
+    radii = depths + rng.normal(0.0, 2.0, depths.size)
+    result = depth_correlation(radii, depths, num_bootstrap=500, seed=7)
+    assert 0 < result["ci_low"] <= result["spearman"] <= result["ci_high"] < 1 and result["num_texts"] == 180
+    assert depth_correlation(radii, depths, num_bootstrap=500, seed=7) == result
+    assert depth_correlation(radii, depths, num_bootstrap=500, seed=8) != result
+    assert depth_correlation(np.ones(5), np.arange(5))["spearman"] is None
+    with pytest.raises(ValueError, match="same length"):
+        depth_correlation(np.ones(3), np.arange(4))
+
+    # radius_by_depth reports it: on the norm for a Euclidean encoder, on the distance for a hyperbolic one.
+    euclidean = radius_by_depth(FakeEncoder(radii={"a": 1.0, "b": 2.0, "c": 3.0}), {1: ["a"], 2: ["b"], 3: ["c"]})
+    assert euclidean["spearman"]["spearman"] == 1.0 and euclidean["spearman"]["num_texts"] == 3
+    hyperbolic = FakeEncoder(radii={"a": math.cosh(0.6), "b": math.cosh(0.4), "c": math.cosh(0.2)})
+    hyperbolic.kind, hyperbolic.curvature = "hyperbolic", 1.0
+    shrinking = radius_by_depth(hyperbolic, {1: ["a"], 2: ["b"], 3: ["c"]})
+    assert shrinking["spearman"]["spearman"] == -1.0 and shrinking["distance_monotonic"] is False

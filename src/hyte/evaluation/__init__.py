@@ -4,7 +4,9 @@
   (BEIR folders, the hierarchy benchmark, the ``evaluate`` metric module, the CLI) computes these numbers with it.
 * :mod:`~hyte.evaluation.retrieval`, :mod:`~hyte.evaluation.beir`: rank a corpus with any encoder; BEIR folders.
 * :mod:`~hyte.evaluation.hierarchy`: the hierarchy-sensitive benchmark (SpecHR, top-1 by distractor type), radius by
-  depth, hubness.
+  depth and its rank correlation with depth, hubness.
+* :mod:`~hyte.evaluation.hpo`, :mod:`~hyte.evaluation.icd10`: retrieval sets from the HPO branches / ICD-10-CM
+  chapters that training never sees; the ICD module also builds the hierarchy benchmark and texts by depth.
 * :func:`load_retrieval_metric`: the same metrics as a local Hugging Face ``evaluate`` module.
 
 Only the metrics are imported eagerly; everything else loads torch / transformers when first used.

@@ -24,7 +24,8 @@ Ties are broken against the target (a distractor that scores exactly like the ta
 the order in the file, so a constant encoder scores 0 and not by luck of candidate order.
 
 **Radius by depth** (the paper's Figure 4): mean and spread of ``encoder.radii`` (the time coordinate x0 for HyTE
-models, the norm of the un-normalised mean-pooled vector for Euclidean ones) over texts grouped by hierarchy depth.
+models, the norm of the un-normalised mean-pooled vector for Euclidean ones) over texts grouped by hierarchy depth,
+and their Spearman rank correlation with depth (:func:`depth_correlation`, with a bootstrap interval).
 
 **Hubness** (Radovanović et al., 2010): the skewness of the k-occurrence distribution over the documents.
 """
@@ -48,6 +49,7 @@ __all__ = [
     "HierarchyFormatError",
     "build_hierarchy_benchmark",
     "build_obo_hierarchy_benchmark",
+    "depth_correlation",
     "evaluate_hierarchy",
     "hpo_hierarchy_benchmark",
     "hpo_texts_by_depth",
@@ -416,7 +418,58 @@ def _per_depth(values: np.ndarray, depths: list[int], sizes: list[int]) -> tuple
     return by_depth, change, all(b >= a for a, b in zip(means, means[1:]))
 
 
-def radius_by_depth(encoder, texts_by_depth: Mapping[int, Sequence[str]], batch_size: int = 32) -> dict:
+def _rank_correlations(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row pair of ``x`` and ``y`` (shape (resamples, n)); NaN where a row is constant."""
+    from scipy.stats import rankdata
+
+    x = rankdata(x, axis=1)  # average ranks for ties, as scipy.stats.spearmanr
+    y = rankdata(y, axis=1)
+    x -= x.mean(axis=1, keepdims=True)
+    y -= y.mean(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+
+
+def depth_correlation(radii: np.ndarray, depths: np.ndarray, num_bootstrap: int = 1000, seed: int = 0) -> dict:
+    """Spearman's rank correlation between radius and depth, with a 95 % percentile bootstrap interval.
+
+    ``radii`` and ``depths``: shape (num_texts,), one entry per text. The estimate is ``scipy.stats.spearmanr``;
+    the interval resamples the texts with replacement ``num_bootstrap`` times (a generator seeded by ``seed``, so
+    the same inputs always give the same interval) and takes the 2.5th and 97.5th percentiles of rho (resamples
+    where radius or depth is constant have no rho and are left out). Returns ``{"spearman", "ci_low", "ci_high",
+    "num_texts"}``; the three numbers are None when undefined (fewer than two texts, a constant input, or
+    ``num_bootstrap=0`` for the interval). +1: the radius grows with depth for every pair of texts; -1: it shrinks.
+    """
+    from scipy.stats import spearmanr
+
+    radii = np.asarray(radii, dtype=np.float64)
+    depths = np.asarray(depths, dtype=np.float64)
+    if radii.ndim != 1 or radii.shape != depths.shape:
+        raise ValueError(f"radii and depths must be 1-D of the same length; got {radii.shape} and {depths.shape}")
+    if num_bootstrap < 0:
+        raise ValueError(f"num_bootstrap must be >= 0; got {num_bootstrap}")
+    n = radii.size
+    result = {"spearman": None, "ci_low": None, "ci_high": None, "num_texts": int(n)}
+    if n < 2 or np.ptp(radii) == 0 or np.ptp(depths) == 0:
+        return result  # rho is undefined (spearmanr would warn and return NaN)
+    # Rounded to 12 places, as the interval: spearmanr and the vectorised resamples differ in the last bits, and a
+    # perfect correlation should read 1.0 in both, not 0.9999999999999999 against an interval [1.0, 1.0].
+    result["spearman"] = round(float(spearmanr(radii, depths).statistic), 12)
+    rng = np.random.default_rng(seed)
+    rhos = []
+    for start in range(0, num_bootstrap, 256):  # in chunks: (resamples, n) index arrays stay small
+        rows = rng.integers(0, n, size=(min(256, num_bootstrap - start), n))
+        rhos.append(_rank_correlations(radii[rows], depths[rows]))
+    rhos = np.concatenate(rhos) if rhos else np.empty(0)
+    rhos = rhos[np.isfinite(rhos)]
+    if rhos.size:
+        low, high = np.percentile(rhos, [2.5, 97.5])
+        result.update(ci_low=round(float(low), 12), ci_high=round(float(high), 12))
+    return result
+
+
+def radius_by_depth(encoder, texts_by_depth: Mapping[int, Sequence[str]], batch_size: int = 32,
+                    num_bootstrap: int = 1000, seed: int = 0) -> dict:
     """Mean, standard deviation and count of ``encoder.radii`` per depth, and the change from shallowest to deepest.
 
     The radius is the encoder's own: the time coordinate x0 of the document point for HyTE models, the norm of the
@@ -428,6 +481,11 @@ def radius_by_depth(encoder, texts_by_depth: Mapping[int, Sequence[str]], batch_
     geodesic distance to the origin, sqrt(c) arccosh(x0 / sqrt(c)), as ``distance_by_depth``,
     ``distance_change_pct`` and ``distance_monotonic``: near the origin x0 = cosh(d) ~ 1 + d^2 / 2 hides relative
     changes that the distance shows. All texts are encoded in one batched pass.
+
+    ``spearman`` is :func:`depth_correlation` over the texts (``num_bootstrap`` resamples, ``seed``) of the
+    geodesic distance to the origin for hyperbolic encoders and of the radius for Euclidean ones. Spearman's rho
+    only sees ranks, and the distance is an increasing function of x0, so it is the same on x0 (up to x0 values
+    within rounding of the origin, which the distance ties at 0).
     """
     depths = sorted(depth for depth, texts in texts_by_depth.items() if len(texts))
     if not depths:
@@ -439,6 +497,7 @@ def radius_by_depth(encoder, texts_by_depth: Mapping[int, Sequence[str]], batch_
     result = {"by_depth": by_depth, "shallowest": depths[0], "deepest": depths[-1], "change_pct": change,
               "monotonic": monotonic, "kind": getattr(encoder, "kind", None)}
     curvature = float(getattr(encoder, "curvature", 0.0) or 0.0)
+    ranked = radii
     if result["kind"] == "hyperbolic" and curvature > 0:
         root = math.sqrt(curvature)
         # x0 >= sqrt(c) on the hyperboloid; float rounding can land just below, where arccosh is undefined.
@@ -446,6 +505,8 @@ def radius_by_depth(encoder, texts_by_depth: Mapping[int, Sequence[str]], batch_
         by_depth, change, monotonic = _per_depth(distances, depths, sizes)
         result.update(curvature=curvature, distance_by_depth=by_depth, distance_change_pct=change,
                       distance_monotonic=monotonic)
+        ranked = distances
+    result["spearman"] = depth_correlation(ranked, np.repeat(depths, sizes), num_bootstrap=num_bootstrap, seed=seed)
     return result
 
 
