@@ -84,7 +84,7 @@ def test_euclidean_twin_trains_through_the_same_script(tmp_path, tiny_bert):
     assert last < first * 0.8, (first, last)
 
 
-def test_head_learning_rate_gives_hyte_h_new_parts_their_own_groups(tmp_path, tiny_bert):
+def test_head_and_logit_scale_learning_rates_get_their_own_groups(tmp_path, tiny_bert):
     from transformers import TrainingArguments
 
     from hyte import HyTEHModel
@@ -92,14 +92,20 @@ def test_head_learning_rate_gives_hyte_h_new_parts_their_own_groups(tmp_path, ti
 
     model = HyTEHModel.from_base(tiny_bert, hidden_size=17)
     trainer = ContrastiveTrainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), report_to="none",
-                                                                     learning_rate=1e-5),
-                                 train_dataset=[{}], hyperbolic=True, head_learning_rate=1e-3)
+                                                                     learning_rate=1e-5, weight_decay=0.1),
+                                 train_dataset=[{}], hyperbolic=True, head_learning_rate=1e-3,
+                                 logit_scale_learning_rate=0.02)
     optimizer = trainer.create_optimizer()
     head = {id(p) for p in head_parameters(model)}
     assert len(head) == 3  # projection weight, bias, scale
+    kinds = {**{key: "encoder" for key in map(id, model.parameters())}, **{key: "head" for key in head},
+             id(model.log_logit_scale): "logit_scale"}
+    expected_lr = {"encoder": 1e-5, "head": 1e-3, "logit_scale": 0.02}
     for group in optimizer.param_groups:
-        in_head = {id(p) in head for p in group["params"]}
-        assert len(in_head) == 1 and group["lr"] == (1e-3 if in_head == {True} else 1e-5)
+        kind = {kinds[id(p)] for p in group["params"]}
+        assert len(kind) == 1 and group["lr"] == expected_lr[kind.pop()]
+    scale_group = next(g for g in optimizer.param_groups if any(p is model.log_logit_scale for p in g["params"]))
+    assert scale_group["weight_decay"] == 0.0 and len(scale_group["params"]) == 1
     assert sum(len(g["params"]) for g in optimizer.param_groups) == sum(1 for p in model.parameters() if p.requires_grad)
 
 

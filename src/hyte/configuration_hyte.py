@@ -52,6 +52,11 @@ def _check_curvature(curvature: float) -> None:
         )
 
 
+def _check_logit_scale(init: float, maximum: float) -> None:
+    if not 1.0 <= init <= maximum:
+        raise ValueError(f"logit_scale_init must lie in [1, max_logit_scale = {maximum}]; got {init}.")
+
+
 def _check_positive(**values) -> None:
     for name, value in values.items():
         if value is None or value <= 0:
@@ -78,6 +83,10 @@ class HyTEFHConfig(PreTrainedConfig):
     rope_theta: float = 10000.0  # RoPE base, applied to the space coordinates of queries and keys
     layer_norm_eps: float = 1e-5
     residual_space_scale: float | None = None  # reference code: 4*sqrt(hidden_size) rescale after each residual
+    # Contrastive training's learnable logit scale (1 / temperature; CLIP/MERU style), stored with the model so a
+    # resumed or continued run starts from the learned value. Not used at inference: rankings do not depend on it.
+    logit_scale_init: float = 20.0  # 1 / 0.05; hyte's trainer can re-initialise it from the document radius
+    max_logit_scale: float = 100.0  # upper clamp (CLIP's): keeps the softmax from collapsing onto one candidate
     initializer_range: float = 0.02
     tie_word_embeddings: bool = False  # the LorentzMLR head has its own parameters
     sparse_prediction: bool = False  # MLM: compute head logits only at labelled positions (returns (M, V) logits)
@@ -86,6 +95,7 @@ class HyTEFHConfig(PreTrainedConfig):
         _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=True)
         _check_curvature(self.curvature)
         _check_choice("pooling", self.pooling, POOLING_MODES)
+        _check_logit_scale(self.logit_scale_init, self.max_logit_scale)
         _check_positive(
             vocab_size=self.vocab_size,
             num_hidden_layers=self.num_hidden_layers,
@@ -113,6 +123,10 @@ class EucBERTConfig(PreTrainedConfig):
     pooling: str = "mean"  # "mean" (masked) | "cls"
     rope_theta: float = 10000.0
     layer_norm_eps: float = 1e-5
+    # Contrastive training's learnable logit scale (1 / temperature; CLIP/MERU style), stored with the model so a
+    # resumed or continued run starts from the learned value. Not used at inference: rankings do not depend on it.
+    logit_scale_init: float = 20.0  # 1 / 0.05; hyte's trainer can re-initialise it from the document radius
+    max_logit_scale: float = 100.0  # upper clamp (CLIP's): keeps the softmax from collapsing onto one candidate
     initializer_range: float = 0.02
     tie_word_embeddings: bool = False
     sparse_prediction: bool = False
@@ -120,6 +134,7 @@ class EucBERTConfig(PreTrainedConfig):
     def validate_architecture(self):
         _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=False)
         _check_choice("pooling", self.pooling, EUCLIDEAN_POOLING_MODES)
+        _check_logit_scale(self.logit_scale_init, self.max_logit_scale)
         _check_positive(
             vocab_size=self.vocab_size,
             num_hidden_layers=self.num_hidden_layers,
@@ -148,12 +163,17 @@ class HyTEHConfig(PreTrainedConfig):
     residual_space_scale: float | None = None
     pooling: str = "oem"
     oem_p: float = 1.0
+    # Contrastive training's learnable logit scale (1 / temperature; CLIP/MERU style), stored with the model so a
+    # resumed or continued run starts from the learned value. Not used at inference: rankings do not depend on it.
+    logit_scale_init: float = 20.0  # 1 / 0.05; hyte's trainer can re-initialise it from the document radius
+    max_logit_scale: float = 100.0  # upper clamp (CLIP's): keeps the softmax from collapsing onto one candidate
     initializer_range: float = 0.02
     pad_token_id: int | None = 0
 
     def validate_architecture(self):
         _check_curvature(self.curvature)
         _check_choice("pooling", self.pooling, POOLING_MODES)
+        _check_logit_scale(self.logit_scale_init, self.max_logit_scale)
         _check_positive(norm_clip=self.norm_clip)
         if self.scale_init is not None:
             _check_positive(scale_init=self.scale_init)

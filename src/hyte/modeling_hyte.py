@@ -358,6 +358,8 @@ class HyTEPreTrainedModel(PreTrainedModel):
             init.uniform_(module.normal, -bound, bound)
         if hasattr(module, "log_curvature"):
             init.constant_(module.log_curvature, math.log(self.config.curvature))
+        if hasattr(module, "log_logit_scale"):
+            init.constant_(module.log_logit_scale, math.log(self.config.logit_scale_init))
 
     def set_attention_implementation(self, implementation: str) -> None:
         """"sdpa" (fused kernel, default) or "eager" (plain reference path, same results)."""
@@ -371,6 +373,15 @@ class HyTEPreTrainedModel(PreTrainedModel):
     def curvature(self) -> Tensor:
         """The curvature c (> 0, K = -1/c) as a tensor."""
         return self.log_curvature.exp()
+
+    @property
+    def logit_scale(self) -> Tensor:
+        """Contrastive training's logit scale (1 / temperature), clamped to [1, config.max_logit_scale]; the clamp
+        also stops its gradient at the bounds, so a bound is never overshot by later steps."""
+        return self.log_logit_scale.exp().clamp(1.0, self.config.max_logit_scale)
+
+    def _make_log_logit_scale(self, config) -> nn.Parameter:
+        return nn.Parameter(torch.tensor(math.log(config.logit_scale_init)))
 
     def _make_log_curvature(self, config) -> nn.Parameter:
         check_curvature(config.curvature)
@@ -464,6 +475,7 @@ class HyTEFHModel(HyTEPreTrainedModel):
     def __init__(self, config: HyTEFHConfig):
         super().__init__(config)
         self.log_curvature = self._make_log_curvature(config)
+        self.log_logit_scale = self._make_log_logit_scale(config)
         # Euclidean table used as space coordinates (time added), as in the reference; not expmap0.
         self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size - 1, padding_idx=config.pad_token_id)
         self.encoder = HyperbolicStack(config, config.num_hidden_layers)
@@ -582,6 +594,7 @@ class EucBERTModel(HyTEPreTrainedModel):
 
     def __init__(self, config: EucBERTConfig):
         super().__init__(config)
+        self.log_logit_scale = self._make_log_logit_scale(config)
         self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
         self.encoder = EuclideanStack(config)
         self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
@@ -647,6 +660,7 @@ class HyTEHModel(HyTEPreTrainedModel):
     def __init__(self, config: HyTEHConfig):
         super().__init__(config)
         self.log_curvature = self._make_log_curvature(config)
+        self.log_logit_scale = self._make_log_logit_scale(config)
         self.encoder = AutoModel.from_config(config.encoder_config)
         self.projection = nn.Linear(config.encoder_config.hidden_size, config.hidden_size - 1)
         self.scale = nn.Parameter(torch.tensor(self._scale_init()))
@@ -669,6 +683,7 @@ class HyTEHModel(HyTEPreTrainedModel):
         elif module is self:
             init.constant_(module.scale, self._scale_init())
             init.constant_(module.log_curvature, math.log(self.config.curvature))
+            init.constant_(module.log_logit_scale, math.log(self.config.logit_scale_init))
         elif module is self.encoder or any(module is m for m in self.encoder.modules()):
             return  # the encoder initialises itself (and from_base overwrites it with pretrained weights)
         else:

@@ -177,6 +177,30 @@ def definition_pairs(ontology: Ontology, term_ids: Iterable[str], query: str = "
     return pairs
 
 
+def hierarchy_pairs(ontology: Ontology, term_ids: Iterable[str], query: str = "synonym", min_depth: int = 1,
+                    seed: int = 0) -> list[dict]:
+    """``definition_pairs`` with the hierarchy attached: each pair also has ``"parent"``, the definition of the
+    term's first parent (file order) that has one and lies in ``term_ids``, and ``"sibling"``, the definition of a
+    seeded random other child of that parent in ``term_ids`` (None where there is none).
+
+    Parents and siblings are taken only from ``term_ids``, so pairs built on training branches never show text of
+    held-out branches.
+    """
+    term_ids = set(term_ids)
+    rng = random.Random(seed)
+    pairs = []
+    for pair in definition_pairs(ontology, term_ids, query=query, min_depth=min_depth):
+        term_id = pair["term_id"]
+        parent = next((p for p in ontology.parents(term_id)
+                       if p in term_ids and ontology.terms[p].definition is not None), None)
+        siblings = [] if parent is None else sorted(
+            s for s in ontology.children(parent)
+            if s != term_id and s in term_ids and ontology.terms[s].definition not in (None, pair["document"]))
+        pairs.append({**pair, "parent": ontology.terms[parent].definition if parent else None,
+                      "sibling": ontology.terms[rng.choice(siblings)].definition if siblings else None})
+    return pairs
+
+
 def retrieval_split(ontology: Ontology, term_ids: Iterable[str], max_queries: int | None = None, seed: int = 0,
                     min_depth: int = 1) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
     """A retrieval benchmark ``(queries, corpus, qrels)`` in BEIR's in-memory shape.

@@ -40,7 +40,8 @@ class ModelSpec:
 @dataclass
 class DataSpec:
     # "hpo": pairs from the installed HPO ontology (training branches only); "icd10": ICD-10-CM inclusion term ->
-    # code title pairs (training chapters only; the hpo_test_fraction / hpo_seed fields set the split); "jsonl": a file of
+    # code title pairs (training chapters only; the hpo_test_fraction / hpo_seed fields set the split); "hpo+icd10":
+    # both, equal shares (max_examples split between them), shuffled together; "jsonl": a file of
     # {"query", "document"[, "negatives"]} (contrastive) or {"text"} (mlm); "beir": a BEIR folder (queries.jsonl,
     # corpus.jsonl, qrels/<split>.tsv); "hf_dataset": a folder saved with datasets' save_to_disk.
     source: str = "hpo"
@@ -50,7 +51,12 @@ class DataSpec:
     query_field: str = "query"  # field names for jsonl / hf_dataset
     document_field: str = "document"
     text_field: str = "text"  # mlm
-    hpo_query: str = "synonym"  # "synonym" | "name" | "all": which HPO text is the query (the document is the definition)
+    # "synonym" | "name" | "all": which HPO text is the query (the document is the definition); "all" mixes names and
+    # every EXACT synonym (layperson ones included), which teaches more query types than one synonym per term.
+    hpo_query: str = "synonym"
+    # hpo / icd10 only: attach each example's parent text (the hierarchy term's pairs; also a hard negative) and a
+    # sibling's text as a hard negative, both from the training side of the split.
+    hierarchy: bool = False
     hpo_test_fraction: float = 0.2  # share of whole HPO branches (ICD-10-CM chapters) held out for evaluation
     hpo_seed: int = 0  # seed of that split
     min_depth: int = 1  # HPO: only terms at least this deep
@@ -86,19 +92,41 @@ class MLMSpec:
 @dataclass
 class LossSpec:
     similarity: str = "geodesic"  # "geodesic" (-d, the paper's best) | "lorentz_inner"; Euclidean models: cosine
-    temperature: float = 0.02  # reference: 0.02 (logit scale 50)
+    # Initial temperature tau_0 (logit scale 1 / tau_0). 0.05 is sentence-transformers' MNRL default (scale 20) and
+    # was the better of {0.02, 0.05} for the Euclidean control on HPO (BENCHMARKS.md, hierarchy fine-tuning).
+    temperature: float = 0.05
+    # Learn the logit scale (CLIP / MERU style), clamped to [1, max_logit_scale]; it is a parameter of the model,
+    # so checkpoints and resumed runs keep it. False: fixed at 1 / temperature.
+    learn_temperature: bool = True
+    # Hyperbolic models: start the logit scale at (1 / temperature) / r, r = mean distance to the origin of the
+    # training documents under the initial model. Near the origin d(x, y) ~ r |u - v| for directions u, v, so the
+    # geodesic logits then vary with the angle as fast as cosine logits at tau_0; without it a HyTE-H whose documents
+    # sit at r ~ 0.2 starts with logits 5x flatter than its Euclidean twin (issue 10's diagnosis).
+    temperature_from_radius: bool = True
+    max_logit_scale: float = 100.0
+    logit_scale_learning_rate: float = 1e-2  # Adam moves log(scale) by up to ~this per step (x1.8 in 60 steps)
+    # Weight of the hierarchy term on (parent, child) document pairs (needs data.hierarchy): the entailment-cone
+    # violation on the Lorentz model (MERU), the order-embedding violation (Vendrov et al.) for Euclidean models.
+    hierarchy_weight: float = 0.0
+    cone_min_radius: float = 0.1  # K of the cone half-aperture arcsin(2K sqrt(c) / ||x_s||); MERU's value
     max_query_length: int = 64
     max_document_length: int = 256
 
 
 @dataclass
 class MiningSpec:
-    num_negatives: int = 1  # hard negatives per query, mined by the current model through the exact Lorentz index
+    num_negatives: int = 1  # hard negatives per query, mined through the exact (Lorentz or cosine) index
     candidates: int = 30  # how deep to look in each query's ranking
     # Positive-aware margin: a candidate scoring above margin x the positive's similarity (on the exp(-d) scale for
     # hyperbolic models, cosine for Euclidean ones) is a probable false negative and is skipped.
     margin: float = 0.95
     skip_top: int = 0  # also skip this many top-ranked candidates
+    # Who mines: "base" = the Euclidean encoder a HyTE-H is built on (mean pooling, cosine), so HyTE-H and its
+    # Euclidean control train on identical negatives (for other models, the model itself); "self" = the model being
+    # trained; or a model path. Issue 10 measured base-mined negatives ahead of self-mined ones for a fresh HyTE-H
+    # (nDCG@10 0.449 vs 0.430): a new projection's neighbours are not yet meaningful.
+    miner: str = "base"
+    cache_dir: str | None = None  # reuse negatives mined by a fixed miner across runs (see stages._mined_negatives)
 
 
 @dataclass
@@ -196,9 +224,13 @@ def validate(config: RunConfig, source: str) -> None:
         local = Path(model.path)
         if (local.is_absolute() or model.path.startswith(".") or local.exists()) and not local.exists():
             raise ConfigError(f"{source}: model.path {model.path} does not exist")
-    if data.source not in ("hpo", "icd10", "jsonl", "beir", "hf_dataset"):
-        raise ConfigError(f"{source}: data.source must be hpo, icd10, jsonl, beir or hf_dataset; got {data.source!r}")
-    if data.source not in ("hpo", "icd10"):
+    ontologies = ("hpo", "icd10", "hpo+icd10")
+    if data.source not in (*ontologies, "jsonl", "beir", "hf_dataset"):
+        raise ConfigError(f"{source}: data.source must be hpo, icd10, hpo+icd10, jsonl, beir or hf_dataset; "
+                          f"got {data.source!r}")
+    if data.hierarchy and data.source not in ontologies:
+        raise ConfigError(f"{source}: data.hierarchy needs an ontology source (hpo, icd10, hpo+icd10)")
+    if data.source not in ontologies:
         if not data.path:
             raise ConfigError(f"{source}: data.source={data.source} needs data.path")
         if not Path(data.path).exists():
@@ -211,7 +243,13 @@ def validate(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: stage mlm trains HyTE-FH or EucBERT (model.build hyte_fh / eucbert)")
     if config.loss.similarity not in ("geodesic", "lorentz_inner"):
         raise ConfigError(f"{source}: loss.similarity must be geodesic or lorentz_inner")
-    if config.loss.temperature <= 0:
-        raise ConfigError(f"{source}: loss.temperature must be > 0")
+    loss = config.loss
+    if not 1.0 / loss.max_logit_scale <= loss.temperature <= 1.0:
+        raise ConfigError(f"{source}: loss.temperature must lie in [1 / max_logit_scale, 1] = "
+                          f"[{1.0 / loss.max_logit_scale:g}, 1]; got {loss.temperature}")
+    if loss.hierarchy_weight < 0:
+        raise ConfigError(f"{source}: loss.hierarchy_weight must be >= 0")
+    if loss.hierarchy_weight > 0 and not data.hierarchy:
+        raise ConfigError(f"{source}: loss.hierarchy_weight > 0 needs data.hierarchy: true (the parent pairs)")
     if config.stage == "finetune" and config.mining.num_negatives < 1:
         raise ConfigError(f"{source}: stage finetune needs mining.num_negatives >= 1")

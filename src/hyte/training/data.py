@@ -51,14 +51,52 @@ def read_beir_pairs(folder: str | Path, split: str = "train") -> list[dict]:
     return examples
 
 
+def _example(pair: dict, hierarchy: bool) -> dict:
+    """A training example from an ontology pair; with ``hierarchy``, the parent's text rides along (for the
+    hierarchy term, and as a hard negative) and a sibling's text is a hard negative."""
+    example = {"query": pair["query"], "document": pair["document"], "negatives": []}
+    if hierarchy:
+        example["parent"] = pair.get("parent")
+        example["negatives"] = [pair["sibling"]] if pair.get("sibling") else []
+    return example
+
+
 def hpo_pairs(spec: DataSpec) -> list[dict]:
-    """HPO (synonym or name -> definition) pairs from the training branches only (see hyte.data.hpo)."""
-    from ..data.hpo import definition_pairs, load_hpo, split_by_branches
+    """HPO (query -> definition) examples from the training branches only (see hyte.data.hpo)."""
+    from ..data.hpo import hierarchy_pairs, load_hpo, split_by_branches
 
     ontology = load_hpo()
     train_ids, _ = split_by_branches(ontology, test_fraction=spec.hpo_test_fraction, seed=spec.hpo_seed)
-    pairs = definition_pairs(ontology, train_ids, query=spec.hpo_query, min_depth=spec.min_depth)
-    return [{"query": p["query"], "document": p["document"], "negatives": []} for p in pairs]
+    pairs = hierarchy_pairs(ontology, train_ids, query=spec.hpo_query, min_depth=spec.min_depth, seed=spec.hpo_seed)
+    return [_example(pair, spec.hierarchy) for pair in pairs]
+
+
+def icd10_pairs(spec: DataSpec) -> list[dict]:
+    """ICD-10-CM (inclusion term -> code title) examples from the training chapters only; with ``spec.hierarchy``
+    the parent code's title and a seeded random sibling's title (both in training chapters by construction)."""
+    from ..data import icd10
+
+    train, _ = icd10.split_by_chapters(icd10.inclusion_pairs(), test_fraction=spec.hpo_test_fraction,
+                                       seed=spec.hpo_seed)
+    rng = random.Random(spec.hpo_seed)
+    examples = []
+    for pair in train:
+        above = icd10.parent(pair["code"])
+        siblings = [] if above is None else [c for c in icd10.children(above) if c != pair["code"]]
+        examples.append(_example({**pair, "parent": icd10.title(above) if above else None,
+                                  "sibling": icd10.title(rng.choice(siblings)) if siblings else None},
+                                 spec.hierarchy))
+    return examples
+
+
+def _mixed(parts: list[list[dict]], spec: DataSpec, seed: int) -> list[dict]:
+    """Equal shares of each source (each capped at max_examples / len(parts)), shuffled together."""
+    if spec.max_examples is not None:
+        share = max(1, spec.max_examples // len(parts))
+        parts = [random.Random(seed).sample(part, share) if len(part) > share else part for part in parts]
+    examples = [example for part in parts for example in part]
+    random.Random(seed).shuffle(examples)
+    return examples
 
 
 def _subsample(examples: list, spec: DataSpec, seed: int) -> list:
@@ -72,10 +110,9 @@ def contrastive_examples(spec: DataSpec, seed: int = 0) -> list[dict]:
     if spec.source == "hpo":
         examples = hpo_pairs(spec)
     elif spec.source == "icd10":
-        from ..data.icd10 import inclusion_pairs, split_by_chapters
-
-        train, _ = split_by_chapters(inclusion_pairs(), test_fraction=spec.hpo_test_fraction, seed=spec.hpo_seed)
-        examples = [{"query": p["query"], "document": p["document"], "negatives": []} for p in train]
+        examples = icd10_pairs(spec)
+    elif spec.source == "hpo+icd10":
+        examples = _mixed([hpo_pairs(spec), icd10_pairs(spec)], spec, seed)
     elif spec.source == "jsonl":
         examples = read_jsonl_pairs(spec.path, spec.query_field, spec.document_field)
     elif spec.source == "beir":

@@ -1,4 +1,5 @@
-"""Contrastive loss with in-batch and hard negatives, on Lorentz similarities (or cosine for Euclidean models)."""
+"""Training losses: InfoNCE with a learnable logit scale over Lorentz similarities (or cosine for Euclidean models),
+and the hierarchy term (entailment cones on the Lorentz model, order embeddings for the Euclidean control)."""
 
 from __future__ import annotations
 
@@ -13,23 +14,50 @@ def similarity_matrix(queries: Tensor, documents: Tensor, *, hyperbolic: bool, s
                       curvature: float = 1.0) -> Tensor:
     """(B, D) x (M, D) -> (B, M) similarities, larger = nearer.
 
-    Hyperbolic: -d(q, x) ("geodesic", the paper's best) or <q, x>_L ("lorentz_inner"). Euclidean: cosine (inputs are
-    already L2-normalised by ``models.embed``).
+    Hyperbolic: -d(q, x) ("geodesic", the paper's best) or <q, x>_L ("lorentz_inner"). Euclidean: cosine of the raw
+    pooled vectors (normalised here, so the raw ones stay available to the order-embedding term).
     """
     if not hyperbolic:
-        return queries @ documents.T
+        return F.normalize(queries, dim=-1) @ F.normalize(documents, dim=-1).T
     if similarity == "geodesic":
         return -lorentz.pairwise_distance(queries, documents, curvature)
     return lorentz.pairwise_inner(queries, documents)
 
 
-def contrastive_loss(queries: Tensor, documents: Tensor, *, temperature: float, hyperbolic: bool,
-                     similarity: str = "geodesic", curvature: float = 1.0) -> Tensor:
+def contrastive_loss(queries: Tensor, documents: Tensor, *, logit_scale: Tensor | float, hyperbolic: bool,
+                     similarity: str = "geodesic", curvature: float = 1.0, exclude: Tensor | None = None) -> Tensor:
     """InfoNCE: query i's positive is document i; every other document in the batch (the other positives and all
     hard negatives, stacked after the B positives) is a negative. Mean cross-entropy over queries.
 
-    queries (B, D); documents (B * (1 + k), D) = [positives; negatives].
+    queries (B, D); documents (M, D) with M >= B, the first B the positives; logit_scale = 1 / temperature.
+    ``exclude`` (B, M) bool: candidates left out of query i's softmax (copies of its positive); they get -inf, never
+    a 0 score (0 is a real similarity; for the Lorentz inner product, a high one).
     """
-    scores = similarity_matrix(queries, documents, hyperbolic=hyperbolic, similarity=similarity, curvature=curvature)
+    logits = logit_scale * similarity_matrix(queries, documents, hyperbolic=hyperbolic, similarity=similarity,
+                                             curvature=curvature)
+    if exclude is not None:
+        # After scaling: -inf x scale would give the scale's gradient 0 x inf = NaN.
+        logits = logits.masked_fill(exclude, float("-inf"))
     labels = torch.arange(queries.shape[0], device=queries.device)
-    return F.cross_entropy(scores / temperature, labels)
+    return F.cross_entropy(logits, labels)
+
+
+def order_violation(general: Tensor, specific: Tensor) -> Tensor:
+    """Order-embedding violation (Vendrov et al. 2016), (..., D), (..., D) -> (...,) >= 0.
+
+    On the non-negative orthant (absolute values of the raw vectors), ``specific`` entails ``general`` when it is
+    at least as large in every coordinate; the violation is ||max(0, |general| - |specific|)||^2. It is the Euclidean
+    counterpart of ``lorentz.entailment_violation`` (both push the specific text "outward" from the general one).
+    """
+    return torch.relu(general.abs() - specific.abs()).pow(2).sum(-1)
+
+
+def hierarchy_loss(general: Tensor, specific: Tensor, *, hyperbolic: bool, curvature: float = 1.0,
+                   cone_min_radius: float = 0.1) -> Tensor:
+    """Mean violation over (parent, child) pairs (P, D), (P, D) -> scalar: the child must lie in the parent's
+    entailment cone (hyperbolic) or above it in the coordinate order (Euclidean). 0 for P = 0."""
+    if general.shape[0] == 0:
+        return general.new_zeros(())
+    if hyperbolic:
+        return lorentz.entailment_violation(general, specific, curvature, cone_min_radius).mean()
+    return order_violation(general, specific).mean()

@@ -17,12 +17,13 @@ from ..retrieval import LorentzIndex
 
 def mine_hard_negatives(encoder, examples: list[dict], *, num_negatives: int = 1, candidates: int = 30,
                         margin: float = 0.95, skip_top: int = 0, batch_size: int = 64) -> list[dict]:
-    """Add up to ``num_negatives`` mined documents to each example's "negatives".
+    """Append up to ``num_negatives`` mined documents to each example's "negatives" (kept: e.g. hierarchy siblings).
 
     The candidate pool is every distinct document of ``examples``. A candidate is skipped when it is the example's
     own positive, among the first ``skip_top`` ranks, or a probable false negative: its similarity to the query
     exceeds ``margin`` x the positive's, where similarity is exp(-geodesic distance) for hyperbolic encoders and
-    the cosine for Euclidean ones. Examples for which nothing survives keep their current negatives.
+    the cosine for Euclidean ones, or already among the example's negatives. Examples for which nothing survives
+    keep their current negatives.
     """
     documents = sorted({e["document"] for e in examples})
     position = {text: i for i, text in enumerate(documents)}
@@ -43,14 +44,15 @@ def mine_hard_negatives(encoder, examples: list[dict], *, num_negatives: int = 1
         positive_similarity = scores[np.arange(len(examples)), [position[e["document"]] for e in examples]]
     mined = []
     for row, example in enumerate(examples):
+        existing = list(example.get("negatives") or [])
         negatives = []
         for rank, (doc_index, value) in enumerate(zip(found[row], similarity[row])):
-            if rank < skip_top or doc_index < 0 or documents[doc_index] == example["document"]:
+            if rank < skip_top or doc_index < 0 or documents[doc_index] in (example["document"], *existing):
                 continue
             if value > margin * positive_similarity[row] or not math.isfinite(float(value)):
                 continue
             negatives.append(documents[doc_index])
             if len(negatives) == num_negatives:
                 break
-        mined.append({**example, "negatives": negatives or list(example.get("negatives", []))})
+        mined.append({**example, "negatives": existing + negatives})
     return mined

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel
 
@@ -65,20 +65,60 @@ def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
 
 
 def embed(model: PreTrainedModel, input_ids: Tensor, attention_mask: Tensor, hyperbolic: bool) -> Tensor:
-    """(B, T) tokens -> (B, D) embeddings: hyperboloid points, or L2-normalised mean-pooled vectors."""
+    """(B, T) tokens -> (B, D) embeddings: hyperboloid points, or raw (un-normalised) mean-pooled vectors; the
+    contrastive loss normalises the Euclidean ones itself (cosine), the order-embedding term needs them raw."""
     out = model(input_ids=input_ids, attention_mask=attention_mask)
     if hyperbolic:
         return out.pooler_output.float()
-    if isinstance(getattr(model, "base_model", model), EucBERTModel) and out.pooler_output is not None:
-        pooled = out.pooler_output
-    else:
-        weights = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
-        pooled = (out.last_hidden_state * weights).sum(1) / weights.sum(1).clamp_min(1.0)
-    return F.normalize(pooled.float(), dim=-1)
+    if isinstance(unwrap(model), EucBERTModel) and out.pooler_output is not None:
+        return out.pooler_output.float()
+    weights = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
+    return ((out.last_hidden_state * weights).sum(1) / weights.sum(1).clamp_min(1.0)).float()
+
+
+def unwrap(model: PreTrainedModel) -> PreTrainedModel:
+    """The model itself, or the model inside a PEFT wrapper."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+# Name of the logit-scale parameter hyte attaches to plain Hugging Face encoders (HyTE models have their own,
+# ``log_logit_scale``); removed again before the final model is saved, so the checkpoint stays a plain encoder.
+PLAIN_LOGIT_SCALE = "hyte_log_logit_scale"
+
+
+def log_logit_scale_parameter(model: PreTrainedModel) -> torch.nn.Parameter:
+    """The log logit scale a contrastive run trains: the HyTE model's own, or one attached to a plain encoder.
+
+    Attaching it to the model (instead of keeping it in the trainer) puts it in Trainer checkpoints, so a resumed
+    run continues from the learned temperature.
+    """
+    base = unwrap(model)
+    if hasattr(base, "log_logit_scale"):
+        return base.log_logit_scale
+    if not hasattr(base, PLAIN_LOGIT_SCALE):
+        base.register_parameter(PLAIN_LOGIT_SCALE, torch.nn.Parameter(torch.tensor(math.log(20.0))))
+    return getattr(base, PLAIN_LOGIT_SCALE)
+
+
+def logit_scale(model: PreTrainedModel, max_logit_scale: float) -> Tensor:
+    """exp(log logit scale) clamped to [1, max_logit_scale] (the clamp also stops the gradient at the bounds)."""
+    base = unwrap(model)
+    if hasattr(base, "log_logit_scale"):
+        return base.logit_scale
+    return log_logit_scale_parameter(model).exp().clamp(1.0, max_logit_scale)
+
+
+def detach_plain_logit_scale(model: PreTrainedModel) -> float | None:
+    """Remove the logit scale attached to a plain encoder before saving it; returns its value (None if none)."""
+    base = unwrap(model)
+    if not hasattr(base, PLAIN_LOGIT_SCALE):
+        return None
+    value = float(getattr(base, PLAIN_LOGIT_SCALE).detach().exp())
+    delattr(base, PLAIN_LOGIT_SCALE)
+    return value
 
 
 def curvature_of(model: PreTrainedModel) -> float:
     """c of a HyTE model (also under a PEFT wrapper); 0 for Euclidean models."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    log_curvature = getattr(base, "log_curvature", None)
+    log_curvature = getattr(unwrap(model), "log_curvature", None)
     return float(log_curvature.exp()) if log_curvature is not None else 0.0

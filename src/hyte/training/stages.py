@@ -24,7 +24,8 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from .config import RunConfig
 from .data import contrastive_examples, mlm_texts
-from .models import BuiltModel, build_model
+from .models import (BuiltModel, build_model, detach_plain_logit_scale, embed, log_logit_scale_parameter,
+                     resolve_path, unwrap)
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
 logger = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ def _evaluate(built: BuiltModel, config: RunConfig) -> dict[str, float] | None:
     from ..evaluation.hpo import heldout_retrieval_set
     from ..evaluation.retrieval import evaluate_retrieval
 
-    model = built.model.get_base_model() if hasattr(built.model, "get_base_model") else built.model
+    model = unwrap(built.model)
     was_training = model.training
     encoder = (HyteEncoder if built.hyperbolic else EuclideanEncoder)(model, built.tokenizer,
                                                                       max_length=config.loss.max_document_length)
@@ -99,6 +100,11 @@ def _save_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluati
     final, staging = output_dir / "final", output_dir / ".final.tmp"
     shutil.rmtree(staging, ignore_errors=True)
     model = built.model
+    # The learned temperature: a HyTE model keeps its own parameter; a plain encoder's attached one is taken off
+    # (the checkpoint stays a plain encoder) and only recorded in the card.
+    base = unwrap(model)
+    final_logit_scale = (float(base.logit_scale.detach()) if hasattr(base, "log_logit_scale")
+                         else detach_plain_logit_scale(model))
     if hasattr(model, "merge_and_unload"):
         model.save_pretrained(output_dir / "adapter")  # the adapter alone (a few MB)
         model = model.merge_and_unload()
@@ -108,7 +114,9 @@ def _save_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluati
         "base_model": built.base_model, "datasets": ["HPO (Human Phenotype Ontology)"] if config.data.source == "hpo" else [],
         "license": "apache-2.0", "language": ["en"],
         "training": {"stage": config.stage, "steps": trainer.state.global_step, "config": config.to_dict(),
-                     "final_loss": next((e["loss"] for e in reversed(trainer.state.log_history) if "loss" in e), None)},
+                     "final_loss": next((e["loss"] for e in reversed(trainer.state.log_history) if "loss" in e), None),
+                     "final_logit_scale": final_logit_scale,
+                     "nonfinite_values": sum(e.get("nonfinite_values", 0) for e in trainer.state.log_history)},
     }
     (staging / "hyte_card.json").write_text(json.dumps(card, indent=2, default=str))
     if evaluation is not None:
@@ -145,16 +153,62 @@ def train_mlm(config: RunConfig, resume: bool = False, callbacks: list | None = 
     return _save_final(built, config, trainer, None)
 
 
+def _initial_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict]) -> float:
+    """1 / temperature, divided for hyperbolic models by the mean distance to the origin of (up to 256) training
+    documents under the initial model when ``loss.temperature_from_radius`` (see LossSpec); clamped to the bounds."""
+    import torch
+
+    from .. import lorentz
+
+    loss = config.loss
+    scale = 1.0 / loss.temperature
+    if built.hyperbolic and loss.temperature_from_radius:
+        texts = sorted({e["document"] for e in examples})[:256]
+        model = unwrap(built.model)
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            tokens = built.tokenizer(texts, padding=True, truncation=True, max_length=loss.max_document_length,
+                                     return_tensors="pt")
+            points = embed(model, tokens["input_ids"], tokens["attention_mask"], True)
+            radius = float(lorentz.distance_to_origin(points, float(model.curvature)).mean())
+        model.train(was_training)
+        scale /= max(radius, 1e-6)  # a model whose documents all sit at the origin gets the upper clamp
+    return min(max(scale, 1.0), loss.max_logit_scale)
+
+
+def _set_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict], resuming: bool) -> None:
+    """Initialise (fresh runs) and freeze or free the logit scale. Resumed runs get theirs from the checkpoint."""
+    import math
+
+    import torch
+
+    parameter = log_logit_scale_parameter(built.model)
+    if not resuming:
+        with torch.no_grad():
+            parameter.fill_(math.log(_initial_logit_scale(built, config, examples)))
+    parameter.requires_grad_(config.loss.learn_temperature)  # also under LoRA, which freezes everything else
+    config_of_model = getattr(unwrap(built.model), "config", None)
+    if config_of_model is not None and hasattr(config_of_model, "max_logit_scale"):
+        config_of_model.max_logit_scale = config.loss.max_logit_scale
+
+
 def _train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, resume: bool,
                  callbacks: list | None) -> Path:
     before = _evaluate(built, config)
+    checkpoint = _resume_checkpoint(config, resume)
+    _set_logit_scale(built, config, examples, resuming=checkpoint is not None)
     _apply_lora(built, config)
+    log_logit_scale_parameter(built.model).requires_grad_(config.loss.learn_temperature)
     collator = ContrastiveCollator(built.tokenizer, config.loss.max_query_length, config.loss.max_document_length)
     trainer = ContrastiveTrainer(model=built.model, args=_training_arguments(config), train_dataset=examples,
                                  data_collator=collator, hyperbolic=built.hyperbolic,
-                                 similarity=config.loss.similarity, temperature=config.loss.temperature,
-                                 head_learning_rate=config.training.head_learning_rate, callbacks=callbacks)
-    trainer.train(resume_from_checkpoint=_resume_checkpoint(config, resume))
+                                 similarity=config.loss.similarity, max_logit_scale=config.loss.max_logit_scale,
+                                 head_learning_rate=config.training.head_learning_rate,
+                                 logit_scale_learning_rate=config.loss.logit_scale_learning_rate,
+                                 hierarchy_weight=config.loss.hierarchy_weight,
+                                 cone_min_radius=config.loss.cone_min_radius, callbacks=callbacks)
+    trainer.train(resume_from_checkpoint=checkpoint)
     after = _evaluate(built, config)
     evaluation = {"before": before, "after": after} if after is not None else None
     if evaluation:
@@ -170,31 +224,67 @@ def train_contrastive(config: RunConfig, resume: bool = False, callbacks: list |
 
 
 def train_finetune(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
-    """Stage 3: contrastive fine-tuning with hard negatives mined by the model before training starts.
+    """Stage 3: contrastive fine-tuning with hard negatives mined before training starts (``mining.miner``).
 
-    The mined examples are cached in output_dir/mined_negatives.jsonl, so a resumed run trains on exactly the same
-    data as the interrupted one.
+    Mined negatives are added to the examples' own (e.g. hierarchy siblings). The examples are cached in
+    output_dir/mined_negatives.jsonl, so a resumed run trains on exactly the same data as the interrupted one.
     """
-    from ..encoders import EuclideanEncoder, HyteEncoder
-    from .mining import mine_hard_negatives
-
     built = build_model(config.model)
     examples = contrastive_examples(config.data, seed=config.training.seed)
     cache = Path(config.training.output_dir) / "mined_negatives.jsonl"
     if resume and cache.is_file():
         examples = [json.loads(line) for line in cache.open(encoding="utf-8")]
     else:
-        encoder = (HyteEncoder if built.hyperbolic else EuclideanEncoder)(built.model, built.tokenizer,
-                                                                          max_length=config.loss.max_document_length)
-        examples = mine_hard_negatives(encoder, examples, num_negatives=config.mining.num_negatives,
-                                       candidates=config.mining.candidates, margin=config.mining.margin,
-                                       skip_top=config.mining.skip_top)
+        mined = _mined_negatives(built, config, [{"query": e["query"], "document": e["document"]} for e in examples])
+        examples = [{**e, "negatives": list(dict.fromkeys([*e.get("negatives", []), *m]))}
+                    for e, m in zip(examples, mined)]
         built.model.train()
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cache.with_suffix(".tmp")
-        temporary.write_text("".join(json.dumps(e) + "\n" for e in examples), encoding="utf-8")
-        os.replace(temporary, cache)
+        _write_jsonl(cache, examples)
     return _train_pairs(config, examples, built, resume, callbacks)
+
+
+def _write_jsonl(path: Path, records: list) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict]) -> list[list[str]]:
+    """Each pair's mined negatives. With ``mining.cache_dir`` and a fixed miner (not "self"), the result is kept
+    under a hash of the pairs, the miner and the mining options, so runs that differ only in the model or the loss
+    (e.g. HyTE-H vs its Euclidean control) reuse it instead of mining again."""
+    import hashlib
+
+    from .mining import mine_hard_negatives
+
+    spec = config.mining
+    shared = None
+    if spec.cache_dir and spec.miner != "self":
+        key = json.dumps([pairs, spec.miner, config.model.path if spec.miner == "base" else None, spec.num_negatives,
+                          spec.candidates, spec.margin, spec.skip_top, config.loss.max_document_length])
+        shared = Path(spec.cache_dir) / f"mined-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
+        if shared.is_file():
+            return [json.loads(line) for line in shared.open(encoding="utf-8")]
+    mined = [e["negatives"] for e in mine_hard_negatives(
+        _miner(built, config), pairs, num_negatives=spec.num_negatives, candidates=spec.candidates,
+        margin=spec.margin, skip_top=spec.skip_top)]
+    if shared is not None:
+        _write_jsonl(shared, mined)
+    return mined
+
+
+def _miner(built: BuiltModel, config: RunConfig):
+    """The encoder that mines hard negatives (``mining.miner``, see MiningSpec)."""
+    from ..encoders import EuclideanEncoder, HyteEncoder, load_encoder
+
+    miner, max_length = config.mining.miner, config.loss.max_document_length
+    if miner == "base" and config.model.build == "hyte_h":
+        return load_encoder(resolve_path(config.model.path), kind="euclidean", max_length=max_length)
+    if miner in ("base", "self"):
+        return (HyteEncoder if built.hyperbolic else EuclideanEncoder)(built.model, built.tokenizer,
+                                                                       max_length=max_length)
+    return load_encoder(resolve_path(miner), max_length=max_length)
 
 
 STAGE_FUNCTIONS = {"mlm": train_mlm, "contrastive": train_contrastive, "finetune": train_finetune}

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 import torch
 from transformers import Trainer
 
-from .losses import contrastive_loss
 from ..modeling_hyte import HyTEHModel
-from .models import curvature_of, embed
+from .losses import contrastive_loss, hierarchy_loss
+from .models import curvature_of, embed, log_logit_scale_parameter, logit_scale, unwrap
 
 
 def head_parameters(model) -> list[torch.nn.Parameter]:
     """The parameters HyTE-H adds on top of its pretrained encoder (also under a peft wrapper); [] otherwise."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = unwrap(model)
     if not isinstance(base, HyTEHModel):
         return []
     parts = [base.projection, base.hyperbolic_layers] if base.hyperbolic_layers is not None else [base.projection]
@@ -29,7 +29,12 @@ def head_parameters(model) -> list[torch.nn.Parameter]:
 
 @dataclass
 class ContrastiveCollator:
-    """List of examples -> tokenized queries (B, Tq) and documents (B + #negatives, Td): positives first."""
+    """List of examples -> tokenized queries (B, Tq) and documents (M, Td): the B positives first, then every
+    example's negatives, then the parents of examples that have one ("parent": the general concept's text, used by
+    the hierarchy term and, as a document, also a hard negative). ``parent_rows`` (B,) gives each example's parent
+    row among the documents, -1 where it has none. ``duplicate_mask`` (B, M) marks documents whose text is query i's
+    own positive at another row (a shared parent, a mined negative that is another example's positive): such a
+    copy is the right answer, not a negative, so the loss leaves it out."""
 
     tokenizer: object
     max_query_length: int = 64
@@ -37,59 +42,97 @@ class ContrastiveCollator:
 
     def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
         documents = [e["document"] for e in examples] + [n for e in examples for n in e.get("negatives") or []]
+        parent_rows = []
+        for example in examples:
+            parent_rows.append(len(documents) if example.get("parent") else -1)
+            if example.get("parent"):
+                documents.append(example["parent"])
         queries = self.tokenizer([e["query"] for e in examples], padding=True, truncation=True,
                                  max_length=self.max_query_length, return_tensors="pt")
         docs = self.tokenizer(documents, padding=True, truncation=True, max_length=self.max_document_length,
                               return_tensors="pt")
+        duplicate_mask = torch.tensor([[text == example["document"] and row != index for row, text in enumerate(documents)]
+                                       for index, example in enumerate(examples)], dtype=torch.bool)
         return {"query_input_ids": queries["input_ids"], "query_attention_mask": queries["attention_mask"],
-                "document_input_ids": docs["input_ids"], "document_attention_mask": docs["attention_mask"]}
+                "document_input_ids": docs["input_ids"], "document_attention_mask": docs["attention_mask"],
+                "parent_rows": torch.tensor(parent_rows, dtype=torch.long), "duplicate_mask": duplicate_mask}
 
 
 class ContrastiveTrainer(Trainer):
-    """Trainer whose loss is InfoNCE over Lorentz similarities (geodesic or inner product) or cosine."""
+    """Trainer whose loss is InfoNCE with a learnable logit scale over Lorentz similarities (geodesic or inner
+    product) or cosine, plus ``hierarchy_weight`` x the hierarchy term on (parent, child) document pairs."""
 
-    def __init__(self, *args, hyperbolic: bool, similarity: str = "geodesic", temperature: float = 0.02,
-                 head_learning_rate: float | None = None, **kwargs):
+    def __init__(self, *args, hyperbolic: bool, similarity: str = "geodesic", max_logit_scale: float = 100.0,
+                 head_learning_rate: float | None = None, logit_scale_learning_rate: float = 1e-2,
+                 hierarchy_weight: float = 0.0,
+                 cone_min_radius: float = 0.1, **kwargs):
         super().__init__(*args, **kwargs)
         self.hyperbolic = hyperbolic
         self.similarity = similarity
-        self.temperature = temperature
+        self.max_logit_scale = max_logit_scale
         self.head_learning_rate = head_learning_rate
-        self._radius_sum, self._radius_count = 0.0, 0
+        self.logit_scale_learning_rate = logit_scale_learning_rate
+        self.hierarchy_weight = hierarchy_weight
+        self.cone_min_radius = cone_min_radius
+        self._sums: dict[str, float] = {}
+        self._count = 0
 
     def create_optimizer(self, model=None):
-        """Trainer's optimizer, with HyTE-H's new parts (projection, scale, hyperbolic layers) moved to their own
-        parameter groups at ``head_learning_rate``: they start from scratch while the encoder is pretrained."""
+        """Trainer's optimizer, with two kinds of parameters moved to groups of their own:
+
+        * HyTE-H's new parts (projection, scale, hyperbolic layers) at ``head_learning_rate``: they start from
+          scratch while the encoder is pretrained;
+        * the log logit scale at ``logit_scale_learning_rate``, without weight decay: one scalar that must be able
+          to move by a useful factor within a short fine-tune (at an encoder's 5e-5 it would stay put).
+        """
         optimizer = super().create_optimizer(model)
-        head = {id(p) for p in head_parameters(self.model)}
-        if self.head_learning_rate is None or not head:
-            return optimizer
+        special = {id(log_logit_scale_parameter(self.model)): {"lr": self.logit_scale_learning_rate,
+                                                               "weight_decay": 0.0}}
+        if self.head_learning_rate is not None:
+            special.update({id(p): {"lr": self.head_learning_rate} for p in head_parameters(self.model)})
         groups = []
         for group in optimizer.param_groups:
             options = {key: value for key, value in group.items() if key != "params"}
-            for params, lr in (([p for p in group["params"] if id(p) not in head], group["lr"]),
-                               ([p for p in group["params"] if id(p) in head], self.head_learning_rate)):
-                if params:
-                    groups.append({**options, "params": params, "lr": lr})
+            groups.append({**options, "params": [p for p in group["params"] if id(p) not in special]})
+            for overrides in {tuple(sorted(o.items())) for o in special.values()}:
+                chosen = [p for p in group["params"] if tuple(sorted(special.get(id(p), {}).items())) == overrides]
+                groups.append({**options, **dict(overrides), "params": chosen})
         optimizer.param_groups.clear()
         for group in groups:
-            optimizer.add_param_group(group)
+            if group["params"]:
+                optimizer.add_param_group(group)
         return optimizer
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         queries = embed(model, inputs["query_input_ids"], inputs["query_attention_mask"], self.hyperbolic)
         documents = embed(model, inputs["document_input_ids"], inputs["document_attention_mask"], self.hyperbolic)
         curvature = curvature_of(model) if self.hyperbolic else 0.0
-        loss = contrastive_loss(queries, documents, temperature=self.temperature, hyperbolic=self.hyperbolic,
-                                similarity=self.similarity, curvature=curvature)
+        scale = logit_scale(model, self.max_logit_scale)
+        loss = contrastive_loss(queries, documents, logit_scale=scale, hyperbolic=self.hyperbolic,
+                                similarity=self.similarity, curvature=curvature, exclude=inputs.get("duplicate_mask"))
+        parts = {"contrastive_loss": float(loss.detach()), "logit_scale": float(scale.detach())}
+        parent_rows = inputs.get("parent_rows")
+        if self.hierarchy_weight > 0 and parent_rows is not None:
+            children = torch.nonzero(parent_rows >= 0).squeeze(-1)
+            term = hierarchy_loss(documents[parent_rows[children]], documents[children], hyperbolic=self.hyperbolic,
+                                  curvature=curvature, cone_min_radius=self.cone_min_radius)
+            loss = loss + self.hierarchy_weight * term
+            parts["hierarchy_loss"] = float(term.detach())
+        parts["nonfinite_values"] = float((~torch.isfinite(queries)).sum() + (~torch.isfinite(documents)).sum())
         if self.hyperbolic:
-            self._radius_sum += float(documents[:, 0].detach().mean())
-            self._radius_count += 1
+            parts["mean_radius"] = float(documents[:, 0].detach().mean())
+        for key, value in parts.items():
+            self._sums[key] = self._sums.get(key, 0.0) + value
+        self._count += 1
         return (loss, {"documents": documents}) if return_outputs else loss
 
     def log(self, logs: dict[str, float], *args, **kwargs) -> None:
-        if self.hyperbolic and "loss" in logs and self._radius_count:
-            logs["mean_radius"] = round(self._radius_sum / self._radius_count, 4)
-            logs["curvature"] = round(curvature_of(self.model), 4)
-            self._radius_sum, self._radius_count = 0.0, 0
+        """Adds the means since the last log of the loss parts, the logit scale, the mean document radius and the
+        count of non-finite embedding values (``nonfinite_values`` is a sum: any value above 0 is a NaN/Inf)."""
+        if "loss" in logs and self._count:
+            for key, total in self._sums.items():
+                logs[key] = total if key == "nonfinite_values" else round(total / self._count, 4)
+            if self.hyperbolic:
+                logs["curvature"] = round(curvature_of(self.model), 4)
+            self._sums, self._count = {}, 0
         super().log(logs, *args, **kwargs)
