@@ -225,3 +225,125 @@ def test_lora_adapter_trains_saves_reloads_and_merges(tmp_path, tiny_bert, bert_
         """,
         cwd=tmp_path,
     )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Learnable temperature, hierarchy term, hierarchy-aware data (issue 10)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def hierarchy_run(tmp_path, model: dict, **loss):
+    return parse_config(config_dict(
+        "contrastive", tmp_path, model,
+        data={"source": "hpo+icd10", "max_examples": 64, "min_depth": 2, "hierarchy": True},
+        training={"max_steps": 8, "save_steps": 8, "logging_steps": 2},
+        loss={"temperature": 0.5, "max_logit_scale": 4.0, "logit_scale_learning_rate": 0.5, "hierarchy_weight": 0.1,
+              **loss}))
+
+
+@pytest.mark.slow
+def test_learned_logit_scale_stays_in_bounds_and_is_saved_with_the_model(tmp_path, tiny_bert):
+    from transformers import AutoModel
+
+    final = run(hierarchy_run(tmp_path, {"build": "hyte_h", "path": tiny_bert, "options": {"hidden_size": 17}}))
+    history = json.loads((tmp_path / "checkpoint-8" / "trainer_state.json").read_text())["log_history"]
+    logged = [entry for entry in history if "loss" in entry]
+    assert logged and all(1.0 <= entry["logit_scale"] <= 4.0 for entry in logged)
+    assert all(entry["nonfinite_values"] == 0 and entry["hierarchy_loss"] >= 0 for entry in logged)
+    # A learning rate of 0.5 on log(scale) drives it into the clamp: the learned value moved, the bound held.
+    model = AutoModel.from_pretrained(final, trust_remote_code=True)
+    card = json.loads((final / "hyte_card.json").read_text())["training"]
+    assert model.config.max_logit_scale == 4.0
+    assert float(model.logit_scale) == pytest.approx(card["final_logit_scale"])
+    assert 1.0 <= card["final_logit_scale"] <= 4.0
+    assert card["final_logit_scale"] != pytest.approx(logged[0]["logit_scale"], rel=1e-3)
+
+
+@pytest.mark.slow
+def test_plain_encoder_trains_a_logit_scale_and_is_saved_without_it(tmp_path, tiny_bert):
+    from safetensors import safe_open
+
+    final = run(hierarchy_run(tmp_path, {"build": "load", "path": tiny_bert}, learn_temperature=False))
+    with safe_open(str(final / "model.safetensors"), "pt") as weights:
+        assert not any("logit_scale" in key for key in weights.keys())
+    card = json.loads((final / "hyte_card.json").read_text())["training"]
+    assert card["final_logit_scale"] == pytest.approx(2.0)  # learn_temperature False: stays at 1 / 0.5
+
+
+def test_collator_marks_parents_and_copies_of_the_positive():
+    from hyte.training.trainer import ContrastiveCollator
+
+    class Tokenizer:
+        def __call__(self, texts, **kwargs):
+            return {"input_ids": torch.zeros(len(texts), 2, dtype=torch.long),
+                    "attention_mask": torch.ones(len(texts), 2, dtype=torch.long)}
+
+    examples = [{"query": "q0", "document": "child", "negatives": ["n0"], "parent": "general"},
+                {"query": "q1", "document": "general", "negatives": ["child"], "parent": None}]
+    batch = ContrastiveCollator(Tokenizer())(examples)
+    # documents: child, general, n0, child (negative of 1), general (parent of 0)
+    assert batch["document_input_ids"].shape[0] == 5
+    assert batch["parent_rows"].tolist() == [4, -1]
+    assert batch["duplicate_mask"].tolist() == [[False, False, False, True, False],
+                                                [False, False, False, False, True]]
+
+
+def test_excluded_candidates_leave_the_softmax():
+    from hyte.training.losses import contrastive_loss
+
+    generator = torch.Generator().manual_seed(0)
+    queries, documents = torch.randn(3, 8, generator=generator), torch.randn(5, 8, generator=generator)
+    exclude = torch.zeros(3, 5, dtype=torch.bool)
+    exclude[0, 4] = True
+    scale = torch.tensor(7.0, requires_grad=True)
+    masked = contrastive_loss(queries, documents, logit_scale=scale, hyperbolic=False, exclude=exclude)
+    masked.backward()
+    assert torch.isfinite(scale.grad)
+    logits = 7.0 * torch.nn.functional.normalize(queries, dim=-1) @ torch.nn.functional.normalize(documents, dim=-1).T
+    by_hand = torch.stack([torch.nn.functional.cross_entropy(logits[0, :4][None], torch.tensor([0])),
+                           torch.nn.functional.cross_entropy(logits[1][None], torch.tensor([1])),
+                           torch.nn.functional.cross_entropy(logits[2][None], torch.tensor([2]))]).mean()
+    assert float(masked) == pytest.approx(float(by_hand), rel=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("c", [0.5, 1.0, 2.0])
+def test_hierarchy_term_gradients_are_finite_far_from_the_origin(dtype, c):
+    from hyte import lorentz
+    from hyte.training.losses import hierarchy_loss
+
+    generator = torch.Generator().manual_seed(int(10 * c))
+    for radius in (0.0, 1.0, 8.0, 15.0):
+        tangent = torch.randn(2, 16, 12, generator=generator, dtype=torch.float64)
+        tangent = tangent / tangent.norm(dim=-1, keepdim=True) * radius * torch.rand(2, 16, 1, generator=generator,
+                                                                                      dtype=torch.float64)
+        general, specific = (lorentz.expmap0(t, c).to(dtype).requires_grad_(True) for t in tangent)
+        loss = hierarchy_loss(general, specific, hyperbolic=True, curvature=c)
+        loss.backward()
+        assert torch.isfinite(loss) and torch.isfinite(general.grad).all() and torch.isfinite(specific.grad).all()
+    big = (1e4 * torch.randn(2, 16, 12, generator=generator, dtype=torch.float64)).to(dtype).requires_grad_(True)
+    order = hierarchy_loss(big[0], big[1], hyperbolic=False)
+    order.backward()
+    assert torch.isfinite(order) and torch.isfinite(big.grad).all()
+
+
+def test_hierarchy_examples_never_show_held_out_text():
+    from hyte.data import icd10
+    from hyte.data.hpo import load_hpo, split_by_branches
+    from hyte.training.config import DataSpec
+    from hyte.training.data import hpo_pairs, icd10_pairs
+
+    spec = DataSpec(source="hpo+icd10", hierarchy=True, min_depth=2)
+    ontology = load_hpo()
+    train_ids, test_ids = split_by_branches(ontology)
+    held_out_only = ({ontology.terms[t].definition for t in test_ids}
+                     - {ontology.terms[t].definition for t in train_ids})
+    examples = hpo_pairs(spec)
+    shown = {e["parent"] for e in examples} | {n for e in examples for n in e["negatives"]} | {
+        e["document"] for e in examples}
+    assert sum(e["parent"] is not None for e in examples) > 0.8 * len(examples)
+    assert not shown & held_out_only
+    train_chapters, _ = icd10.split_chapters()
+    train_titles = {icd10.title(code) for code in icd10.all_codes() if icd10.chapter_of(code) in train_chapters}
+    icd_examples = icd10_pairs(spec)
+    assert all(e["parent"] in train_titles and set(e["negatives"]) <= train_titles for e in icd_examples)

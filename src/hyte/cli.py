@@ -124,7 +124,8 @@ def _index_search(args: argparse.Namespace) -> int:
 def _quickstart(args: argparse.Namespace) -> int:
     from .quickstart import run_quickstart
 
-    run_quickstart(output_dir=args.output_dir, steps=args.steps, examples=args.examples)
+    run_quickstart(output_dir=args.output_dir, steps=args.steps, examples=args.examples,
+                   with_euclidean=args.with_euclidean)
     return 0
 
 
@@ -141,8 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     quickstart = sub.add_parser("quickstart", help="the whole path offline: build, fine-tune, evaluate, save, index")
     quickstart.add_argument("--output-dir", default="hyte-output/quickstart")
-    quickstart.add_argument("--steps", type=int, default=40, help="fine-tuning steps (batch 16 + 16 mined negatives)")
-    quickstart.add_argument("--examples", type=int, default=2000, help="HPO training pairs to draw from")
+    quickstart.add_argument("--steps", type=int, default=60, help="fine-tuning steps (batch 16 + hard negatives)")
+    quickstart.add_argument("--examples", type=int, default=4000, help="HPO + ICD-10-CM training pairs to draw from")
+    quickstart.add_argument("--with-euclidean", action="store_true",
+                            help="also fine-tune the Euclidean control (same recipe, cosine) and compare (+4 min)")
     quickstart.set_defaults(func=_quickstart)
 
     demo = sub.add_parser("demo", help="build HyTE-H on the bundled MiniLM, index HPO definitions, search (offline)")

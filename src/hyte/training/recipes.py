@@ -1,0 +1,57 @@
+"""The fine-tuning recipe of HyTE-H and its Euclidean control, as RunConfigs: one place that the quickstart, the
+recorded comparison (``benchmarks/run_hierarchy_finetune.py``) and ``configs/finetune_hyte_h_hierarchy.yaml`` share.
+
+Everything but the geometry is identical between the variants: the base encoder (the bundled all-MiniLM-L6-v2),
+the examples (HPO training branches + ICD-10-CM training chapters, names / exact and layperson synonyms as queries),
+the hard negatives (mined once by the base encoder, cosine), steps, batch, learning rate, schedule, the learnable
+temperature and its learning rate. The two knobs that differ in kind were tuned with the same budget on validation
+branches (three values each, BENCHMARKS.md): HyTE-H's token radius, the Euclidean temperature.
+
+Variants:
+* ``euclidean``: MiniLM, mean pooling, cosine InfoNCE;
+* ``euclidean+order``: + parents and siblings as hard negatives + the order-embedding term on (parent, child);
+* ``hyte-h``: HyTE-H on MiniLM (tokens at radius ``token_radius``, OEM pooling), geodesic InfoNCE;
+* ``hyte-h+cone``: + parents and siblings as hard negatives + the entailment-cone term on (parent, child).
+"""
+
+from __future__ import annotations
+
+from .config import BUNDLED_MINILM, RunConfig, parse_config
+
+VARIANTS = ("euclidean", "euclidean+order", "hyte-h", "hyte-h+cone")
+
+# Chosen on HPO validation branches (benchmarks/run_hierarchy_finetune.py --sweep), see BENCHMARKS.md.
+TOKEN_RADIUS = 1.0  # HyTE-H: every token is clipped to this distance from the origin (scale_init 1, norm_clip r)
+EUCLIDEAN_TEMPERATURE = 0.02  # initial temperature of the Euclidean control (learned afterwards)
+HYPERBOLIC_TEMPERATURE = 0.05  # HyTE-H: tau_0, divided by the mean document radius at the start (LossSpec)
+HIERARCHY_WEIGHT = 0.1  # the same for the cone and the order term; not tuned
+
+
+def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: int = 60, examples: int = 4000,
+                       test_fraction: float = 0.2, mining_cache: str | None = None,
+                       token_radius: float | None = None, temperature: float | None = None) -> RunConfig:
+    """The RunConfig of one variant (module docstring); ``test_fraction`` = the share of HPO branches and ICD-10-CM
+    chapters held out (0.35 for the validation sweep). ``token_radius`` / ``temperature`` override the chosen values."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
+    hyperbolic = variant.startswith("hyte-h")
+    hierarchy = variant.endswith(("+order", "+cone"))
+    radius = TOKEN_RADIUS if token_radius is None else token_radius
+    if temperature is None:
+        temperature = HYPERBOLIC_TEMPERATURE if hyperbolic else EUCLIDEAN_TEMPERATURE
+    model = ({"build": "hyte_h", "path": BUNDLED_MINILM, "options": {"scale_init": 1.0, "norm_clip": radius}}
+             if hyperbolic else {"build": "load", "path": BUNDLED_MINILM})
+    return parse_config({
+        "stage": "finetune",
+        "model": model,
+        "data": {"source": "hpo+icd10", "max_examples": examples, "min_depth": 2, "hpo_query": "all",
+                 "hierarchy": hierarchy, "hpo_test_fraction": test_fraction},
+        "training": {"output_dir": output_dir, "max_steps": steps, "per_device_train_batch_size": 16,
+                     "learning_rate": 5e-5, "warmup_steps": max(1, steps // 10), "logging_steps": 10,
+                     "save_steps": max(10, steps // 3), "seed": seed},
+        "loss": {"similarity": "geodesic", "temperature": temperature, "learn_temperature": True,
+                 "temperature_from_radius": True, "hierarchy_weight": HIERARCHY_WEIGHT if hierarchy else 0.0,
+                 "max_query_length": 32, "max_document_length": 64},
+        "mining": {"num_negatives": 1, "candidates": 30, "margin": 0.95, "miner": "base", "cache_dir": mining_cache},
+        "evaluation": {"enabled": False},
+    }, f"recipe {variant}")

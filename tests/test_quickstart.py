@@ -1,0 +1,35 @@
+"""``hyte quickstart``: the printed comparison is rendered from the results.json it writes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hyte.quickstart import BASE_NAME, HYTE_NAME, format_summary, run_quickstart
+
+
+def test_summary_table_shows_every_model_score_and_the_change_against_the_base():
+    scores = {"ndcg@10": 0.5, "recall@10": 0.7, "spechr": 0.6, "recall@1": 0.4, "radius_depth_spearman": None}
+    results = {"heldout": {BASE_NAME: {"hpo": scores, "icd10": scores},
+                           HYTE_NAME: {"hpo": {**scores, "ndcg@10": 0.55, "spechr": 0.52,
+                                               "radius_depth_spearman": 0.31}, "icd10": scores}}}
+    table = format_summary(results)
+    hyte_row = next(line for line in table.splitlines() if line.strip().startswith(HYTE_NAME))
+    assert "0.550 (+0.050)" in hyte_row and "0.520 (-0.080)" in hyte_row and "0.310" in hyte_row
+    base_row = next(line for line in table.splitlines() if line.strip().startswith(BASE_NAME))
+    assert "n/a" in base_row and "(+" not in base_row
+    assert "HPO, held-out branches" in table and "ICD-10-CM, held-out chapters" in table
+
+
+@pytest.mark.slow
+def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys):
+    model_dir = run_quickstart(tmp_path, steps=2, examples=48, queries=12, documents=80, per_depth=4)
+    printed = capsys.readouterr().out
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert format_summary(results) in printed
+    assert set(results["heldout"]) == {BASE_NAME, HYTE_NAME}
+    assert set(results["heldout"][HYTE_NAME]) == {"hpo", "icd10"}
+    card = (model_dir / "README.md").read_text()
+    assert "measured against the untrained base" in card
+    assert printed.count("  query: ") == 3 and "its own term" in printed
