@@ -511,15 +511,17 @@ def _sample_results(directory: Path) -> None:
                               "measure_recall_at_10": 1.0, "options": {}},
                      "ivf": {"build_s": 0.5, "qps": 6000.0, "speedup_vs_exact": 6.0, "recall_at_10": 0.97,
                              "measure_recall_at_10": 0.96, "options": {"nprobe": 8}}}}))
-    (directory / "hpo_finetune.json").write_text(json.dumps(  # benchmarks/run_hpo_finetune.py's schema
-        {"benchmark": "hpo_finetune", "command": "python benchmarks/run_hpo_finetune.py --steps 150", "steps": 150,
-         "eval": {"queries": 500, "documents": 3000}, "date": "2026-11-29",
-         "results": {"retrieval": {"HyTE-H fine-tuned": {"ndcg@10": 0.61, "recall@10": 0.7, "mrr@10": 0.58}},
-                     "hierarchy": {"HyTE-H fine-tuned": {"spechr": 0.9, "recall@1": 0.8, "recall@5": 1.0,
-                                                         "mrr": 0.88, "top1_by_type": {"target": 0.8}}},
-                     "radius_by_depth": {"HyTE-H fine-tuned": {
-                         "kind": "hyperbolic", "change_pct": 3.0, "monotonic": False,
-                         "by_depth": {"2": {"mean": 10.0, "std": 1.0}, "3": {"mean": 10.3, "std": 1.0}}}}}}))
+    def stat(*values):
+        return {"mean": sum(values) / len(values), "std": 0.01 if len(values) > 1 else 0.0, "values": list(values)}
+
+    (directory / "hierarchy_finetune.json").write_text(json.dumps(  # benchmarks/run_hierarchy_finetune.py's schema
+        {"benchmark": "hierarchy_finetune", "command": "python benchmarks/run_hierarchy_finetune.py --seeds 0 1",
+         "steps": 60, "seeds": [0, 1], "evaluation": {"queries": 500}, "date": "2026-12-01",
+         "summary": {"base": {"hpo": {"ndcg@10": stat(0.5), "spechr": stat(0.6)}},
+                     "euclidean": {"hpo": {"ndcg@10": stat(0.55, 0.57), "spechr": stat(0.7, 0.7),
+                                           "top1_by_type.parent": stat(0.1, 0.1)}},
+                     "hyte-h+cone": {"hpo": {"ndcg@10": stat(0.56, 0.56), "spechr": stat(0.72, 0.74),
+                                             "radius_depth_spearman": stat(0.2, 0.3)}}}}))
     (directory / "mystery.json").write_text(json.dumps({"benchmark": "mystery"}))
     (directory / "broken.json").write_text("{")
 
@@ -532,8 +534,8 @@ def test_benchmarks_md_from_sample_results(tmp_path):
     _sample_results(results)
     path = write_benchmarks_md(results, tmp_path / "BENCHMARKS.md")
     text = path.read_text()
-    order = [text.index(h) for h in ("## Hierarchy-sensitive retrieval", "## Retrieval", "## Radius by hierarchy",
-                                     "## HPO fine-tuning comparison", "## Speed: HyTE-FH forward",
+    order = [text.index(h) for h in ("## Hierarchy-aware fine-tuning", "## Hierarchy-sensitive retrieval",
+                                     "## Retrieval", "## Radius by hierarchy", "## Speed: HyTE-FH forward",
                                      "## Speed: approximate Lorentz", "## Other files")]
     assert order == sorted(order)
     assert "| model-a | euclidean | 0.8123 | 0.6490 | 0.9900 | 0.8000 | 64.9% | 20.0% | 10.0% | 5.1% | 0.0% |" in text
@@ -543,9 +545,14 @@ def test_benchmarks_md_from_sample_results(tmp_path):
     assert "| model-a | hyperbolic | 0.5000 | 0.6000 | 0.4500 | 1.50 | 25.0% |" in text
     assert "| 3 | 5 | 2.25 ± 0.1 | 1.482 ± 0.1 |" in text and "| change |  | 12.5 % | 14.0 % |" in text
     assert "model-a (hyperbolic, x0) | model-a (distance to origin) |" in text
-    assert "| HyTE-H fine-tuned | 0.6100 | 0.7000 | 0.5800 |" in text
-    assert "| HyTE-H fine-tuned | 0.9000 | 0.8000 | 1.0000 | 0.8800 | 80.0% | – |" in text
-    assert "`hpo_finetune.json`: `python benchmarks/run_hpo_finetune.py --steps 150` (2026-11-29)" in text
+    assert "| base | 0.5000 | – | 0.6000 |" in text
+    assert "| euclidean | 0.5600 ± 0.0100 | – | 0.7000 ± 0.0100 | – | – | – | 0.1000 ± 0.0100 | – |" in text
+    assert "| hyte-h+cone | 0.5600 ± 0.0100 | – | 0.7300 ± 0.0100 |" in text and "| 0.2500 ± 0.0100 |" in text
+    # The targets are checked from the numbers: +0.00 nDCG@10 met (0.56 vs 0.56), +0.05 SpecHR not (0.73 vs 0.70).
+    assert "- nDCG@10: best HyTE-H (hyte-h+cone) 0.5600 vs best Euclidean (euclidean) 0.5600" in text
+    assert "difference +0.0300; target ≥ +0.05: NOT met." in text
+    assert "radius–depth Spearman of the best HyTE-H (hyte-h+cone) 0.250; target ≥ 0.3: NOT met." in text
+    assert "`hierarchy_finetune.json`: `python benchmarks/run_hierarchy_finetune.py --seeds 0 1` (2026-12-01)" in text
     assert "| tiny | 32 × 64 | 100.0 | 125.0 | 0.80 |" in text and "2 threads" in text
     assert "| ivf | 0.50 | 6000 | 6.0 | 0.9700 | 0.9600 | nprobe=8 |" in text
     assert (results / "index.png").read_bytes()[:4] == b"\x89PNG"

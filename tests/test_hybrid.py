@@ -108,3 +108,29 @@ def test_save_and_remote_code_load_without_hyte_gives_identical_encodings(tmp_pa
     loaded = json.loads(stdout.strip().splitlines()[-1])
     for role in expected:
         assert np.array_equal(np.array(loaded[role], dtype=np.float32), np.array(expected[role], dtype=np.float32))
+
+
+def test_radius_head_starts_every_text_at_r0_and_ranks_by_angle(minilm_path, tmp_path):
+    from transformers import AutoTokenizer
+
+    torch.manual_seed(0)
+    model = hyte.HyTEHModel.from_base(minilm_path, radius_head=1.5, scale_init=1.0, norm_clip=1.0).eval()
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path)
+    texts = DOCUMENTS[:3] + QUERIES
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        pooled = model(**batch).pooler_output
+    torch.testing.assert_close(L.distance_to_origin(pooled, 1.0), torch.full((5,), 1.5), rtol=1e-4, atol=1e-4)
+    # At a common radius the geodesic distance is monotone in the angle: nearest by distance == nearest by cosine.
+    distances = L.pairwise_distance(pooled[3:], pooled[:3], 1.0)
+    cosines = torch.nn.functional.normalize(pooled[3:, 1:], dim=-1) @ torch.nn.functional.normalize(pooled[:3, 1:],
+                                                                                                      dim=-1).T
+    assert torch.equal(distances.argsort(dim=1), (-cosines).argsort(dim=1))
+    # The head learns: its gradient is non-zero, and a saved model reloads with the same radii.
+    model.train()
+    model(**batch).pooler_output[:, 0].sum().backward()
+    assert model.radius_head.weight.grad.abs().sum() > 0
+    model.save_pretrained(tmp_path)
+    reloaded = hyte.HyTEHModel.from_pretrained(tmp_path).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(**batch).pooler_output, pooled)

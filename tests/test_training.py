@@ -347,3 +347,15 @@ def test_hierarchy_examples_never_show_held_out_text():
     train_titles = {icd10.title(code) for code in icd10.all_codes() if icd10.chapter_of(code) in train_chapters}
     icd_examples = icd10_pairs(spec)
     assert all(e["parent"] in train_titles and set(e["negatives"]) <= train_titles for e in icd_examples)
+
+
+def test_recipe_config_file_equals_the_recorded_recipe():
+    from pathlib import Path
+
+    from hyte.quickstart import QUICKSTART_VARIANT
+    from hyte.training.recipes import hierarchy_finetune
+
+    path = Path(__file__).parent.parent / "configs" / "finetune_hyte_h_hierarchy.yaml"
+    from_file = load_config(path).to_dict()
+    recipe = hierarchy_finetune(QUICKSTART_VARIANT, from_file["training"]["output_dir"]).to_dict()
+    assert from_file == recipe

@@ -177,6 +177,8 @@ class HyTEHConfig(PreTrainedConfig):
         _check_positive(norm_clip=self.norm_clip)
         if self.scale_init is not None:
             _check_positive(scale_init=self.scale_init)
+        if self.radius_head is not None:
+            _check_positive(radius_head=self.radius_head)
         if self.num_hyperbolic_layers:
             _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=True)
         if self.oem_p < 0:

@@ -27,6 +27,7 @@ from .lorentz import (
     distance_from_inner,
     expmap0,
     flip_time,
+    logmap0,
     outward_einstein_midpoint,
     project,
     tangent_mean,
@@ -669,13 +670,19 @@ class HyTEHModel(HyTEPreTrainedModel):
             if config.num_hyperbolic_layers else None
         )
         self.pooler = HyperbolicPooler(config.pooling, config.oem_p)
+        self.radius_head = (nn.Linear(config.encoder_config.hidden_size, 1) if config.radius_head is not None
+                            else None)
         self.post_init()
 
     def _scale_init(self) -> float:
         return self.config.scale_init or 1.0 / math.sqrt(self.config.hidden_size - 1)
 
     def _init_weights(self, module: nn.Module) -> None:
-        if module is self.projection:
+        if module is self.radius_head:
+            # Every text starts at radius r0 = softplus(bias): rankings start as angle-only (the base's cosine).
+            init.zeros_(module.weight)
+            init.constant_(module.bias, math.log(math.expm1(self.config.radius_head)))
+        elif module is self.projection:
             # Orthogonal: the projected tangent vectors keep the encoder's angles and (scaled) lengths, so an
             # untrained HyTE-H ranks like its base encoder instead of like a random projection.
             init.orthogonal_(module.weight)
@@ -705,6 +712,16 @@ class HyTEHModel(HyTEPreTrainedModel):
         model.config.name_or_path = base
         return model
 
+    def _place_by_specificity(self, pooled: Tensor, tokens: Tensor, mask: Tensor, c: Tensor) -> Tensor:
+        """(B, D) pooled points -> the same directions at the radius predicted from the mean token state (B, T, d)."""
+        tangent = logmap0(pooled, c)  # (B, D - 1)
+        direction = tangent / tangent.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # a zero tangent has no direction
+        weights = mask.unsqueeze(-1).to(tokens.dtype)
+        mean_tokens = (tokens * weights).sum(1) / weights.sum(1).clamp_min(1.0)  # (B, d)
+        # Capped at 12 sqrt(c): beyond it float32 points lose their Lorentz norm (lorentz module docstring).
+        radius = F.softplus(self.radius_head(mean_tokens)).clamp(max=12.0 * float(c.sqrt()))  # (B, 1)
+        return expmap0(radius * direction, c)
+
     def get_input_embeddings(self) -> nn.Module:
         return self.encoder.get_input_embeddings()
 
@@ -728,6 +745,8 @@ class HyTEHModel(HyTEPreTrainedModel):
             if self.hyperbolic_layers is not None:
                 x, hidden_states = self.hyperbolic_layers(x, mask, c, output_hidden_states)
             pooled = self.pooler(x, mask, c)
+            if self.radius_head is not None:
+                pooled = self._place_by_specificity(pooled, tokens.float(), mask, c)
         return BaseModelOutputWithPooling(
             last_hidden_state=x,
             pooler_output=pooled,

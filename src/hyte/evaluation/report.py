@@ -1,8 +1,7 @@
 """``BENCHMARKS.md`` from every JSON in a results folder: evaluation results and speed benchmarks, one generator.
 
 Each JSON is recognised by its ``"benchmark"`` key (``hierarchy``, ``retrieval``, ``radius``, ``mteb`` from
-``hyte eval ...``; ``hierarchy_finetune`` / ``hierarchy_sweep`` from ``benchmarks/run_hierarchy_finetune.py``;
-``hpo_finetune`` from ``benchmarks/run_hpo_finetune.py``; ``forward``, ``encode``, ``index`` from
+``hyte eval ...``; ``hierarchy_finetune`` / ``hierarchy_sweep`` from ``benchmarks/run_hierarchy_finetune.py``; ``forward``, ``encode``, ``index`` from
 ``hyte bench`` / the ``benchmarks/bench_*.py`` scripts; an index JSON without the key is recognised by its
 ``"indexes"``). Sections come in that order; inside a section
 results measured on the same data share a table, one row per file, and a "Runs" list gives each file's command,
@@ -20,8 +19,8 @@ from pathlib import Path
 
 __all__ = ["load_results", "plot_index_tradeoff", "write_benchmarks_md"]
 
-SECTION_ORDER = ("hierarchy_finetune", "hierarchy_sweep", "hierarchy", "retrieval", "radius", "mteb", "hpo_finetune",
-                 "forward", "encode", "index")
+SECTION_ORDER = ("hierarchy_finetune", "hierarchy_sweep", "hierarchy", "retrieval", "radius", "mteb", "forward",
+                 "encode", "index")
 CANDIDATE_TYPES = ("target", "sibling", "parent", "grandparent", "random")
 
 
@@ -214,34 +213,6 @@ def _radius_table(models: dict, counts: dict[int, int] | None = None) -> list[st
     return _table(["depth", "texts", *(title for title, _, _, _ in columns)], rows)
 
 
-def _hierarchy_rows(named: dict[str, dict]) -> list[str]:
-    rows = [[name, _f(p.get("spechr")), _f(p.get("recall@1")), _f(p.get("recall@5")), _f(p.get("mrr")),
-             *(_pct(p.get("top1_by_type", {}).get(t)) for t in CANDIDATE_TYPES)] for name, p in named.items()]
-    return _table(["model", "SpecHR", "R@1", "R@5", "MRR", *(f"top-1 {t}" for t in CANDIDATE_TYPES)], rows)
-
-
-def _hpo_finetune(items: list[tuple[Path, dict]]) -> list[str]:
-    lines = ["## HPO fine-tuning comparison (held-out branches)", "",
-             "`benchmarks/run_hpo_finetune.py`: HyTE-H and the matched Euclidean fine-tune (same recipe, only the "
-             "geometry differs) against the untrained base, evaluated on HPO branches unseen in training.", ""]
-    for path, payload in items:
-        results = payload.get("results", {})
-        evaluation = payload.get("eval", {})
-        lines += [f"### `{path.name}`: {payload.get('steps')} steps; retrieval on {evaluation.get('queries')} queries"
-                  f" / {evaluation.get('documents')} documents", ""]
-        retrieval = results.get("retrieval", {})
-        if retrieval:
-            keys = [k for k in ("ndcg@10", "recall@10", "mrr@10", "recall@100") if any(k in m for m in
-                                                                                     retrieval.values())]
-            lines += _table(["model", *keys], [[name, *(_f(m.get(k)) for k in keys)] for name, m in retrieval.items()])
-        if results.get("hierarchy"):
-            lines += ["Hierarchy benchmark (held-out branches):", "", *_hierarchy_rows(results["hierarchy"])]
-        if results.get("radius_by_depth"):
-            lines += ["Radius by depth:", "", *_radius_table(results["radius_by_depth"])]
-        lines += _runs([(path, payload)])
-    return lines
-
-
 FINETUNE_COLUMNS = (("ndcg@10", "nDCG@10"), ("recall@10", "R@10"), ("spechr", "SpecHR"), ("recall@1", "R@1 (hier.)"),
                     ("top1_by_type.target", "top-1 target"), ("top1_by_type.sibling", "top-1 sibling"),
                     ("top1_by_type.parent", "top-1 parent"), ("radius_depth_spearman", "radius~depth ρ"))
@@ -412,7 +383,7 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     if not results:
         lines += ["No results yet.", ""]
     builders = {"hierarchy_finetune": _hierarchy_finetune, "hierarchy_sweep": _hierarchy_sweep,
-                "hierarchy": _hierarchy, "retrieval": _retrieval, "mteb": _mteb, "hpo_finetune": _hpo_finetune,
+                "hierarchy": _hierarchy, "retrieval": _retrieval, "mteb": _mteb,
                 "forward": _forward, "encode": _encode}
     for kind in SECTION_ORDER:
         if kind not in results:

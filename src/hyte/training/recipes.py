@@ -11,20 +11,25 @@ Variants:
 * ``euclidean``: MiniLM, mean pooling, cosine InfoNCE;
 * ``euclidean+order``: + parents and siblings as hard negatives + the order-embedding term on (parent, child);
 * ``hyte-h``: HyTE-H on MiniLM (tokens at radius ``token_radius``, OEM pooling), geodesic InfoNCE;
-* ``hyte-h+cone``: + parents and siblings as hard negatives + the entailment-cone term on (parent, child).
+* ``hyte-h+cone``: + parents and siblings as hard negatives + the entailment-cone term on (parent, child);
+* ``hyte-h-radius`` / ``hyte-h-radius+cone``: the same with HyTE-H's specificity head (HyTEHConfig.radius_head): every
+  text starts at the same radius (so the untrained model ranks exactly like its cosine base) and a learned head on
+  the mean token state moves it (radius = specificity). Added after the first comparison, untuned: r0 = the token
+  radius, the new head (and the projection) at ``HEAD_LEARNING_RATE`` so that it can move within a short run.
 """
 
 from __future__ import annotations
 
 from .config import BUNDLED_MINILM, RunConfig, parse_config
 
-VARIANTS = ("euclidean", "euclidean+order", "hyte-h", "hyte-h+cone")
+VARIANTS = ("euclidean", "euclidean+order", "hyte-h", "hyte-h+cone", "hyte-h-radius", "hyte-h-radius+cone")
 
 # Chosen on HPO validation branches (benchmarks/run_hierarchy_finetune.py --sweep), see BENCHMARKS.md.
 TOKEN_RADIUS = 1.0  # HyTE-H: every token is clipped to this distance from the origin (scale_init 1, norm_clip r)
 EUCLIDEAN_TEMPERATURE = 0.02  # initial temperature of the Euclidean control (learned afterwards)
 HYPERBOLIC_TEMPERATURE = 0.05  # HyTE-H: tau_0, divided by the mean document radius at the start (LossSpec)
 HIERARCHY_WEIGHT = 0.1  # the same for the cone and the order term; not tuned
+HEAD_LEARNING_RATE = 1e-3  # hyte-h-radius: HyTE-H's new parts (a zero-initialised head needs more than 5e-5)
 
 
 def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: int = 60, examples: int = 4000,
@@ -39,8 +44,10 @@ def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: i
     radius = TOKEN_RADIUS if token_radius is None else token_radius
     if temperature is None:
         temperature = HYPERBOLIC_TEMPERATURE if hyperbolic else EUCLIDEAN_TEMPERATURE
-    model = ({"build": "hyte_h", "path": BUNDLED_MINILM, "options": {"scale_init": 1.0, "norm_clip": radius}}
-             if hyperbolic else {"build": "load", "path": BUNDLED_MINILM})
+    specificity_head = variant.startswith("hyte-h-radius")
+    options = {"scale_init": 1.0, "norm_clip": radius, **({"radius_head": radius} if specificity_head else {})}
+    model = ({"build": "hyte_h", "path": BUNDLED_MINILM, "options": options} if hyperbolic
+             else {"build": "load", "path": BUNDLED_MINILM})
     return parse_config({
         "stage": "finetune",
         "model": model,
@@ -48,7 +55,8 @@ def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: i
                  "hierarchy": hierarchy, "hpo_test_fraction": test_fraction},
         "training": {"output_dir": output_dir, "max_steps": steps, "per_device_train_batch_size": 16,
                      "learning_rate": 5e-5, "warmup_steps": max(1, steps // 10), "logging_steps": 10,
-                     "save_steps": max(10, steps // 3), "seed": seed},
+                     "save_steps": max(10, steps // 3), "seed": seed,
+                     "head_learning_rate": HEAD_LEARNING_RATE if specificity_head else None},
         "loss": {"similarity": "geodesic", "temperature": temperature, "learn_temperature": True,
                  "temperature_from_radius": True, "hierarchy_weight": HIERARCHY_WEIGHT if hierarchy else 0.0,
                  "max_query_length": 32, "max_document_length": 64},

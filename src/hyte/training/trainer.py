@@ -23,7 +23,7 @@ def head_parameters(model) -> list[torch.nn.Parameter]:
     base = unwrap(model)
     if not isinstance(base, HyTEHModel):
         return []
-    parts = [base.projection, base.hyperbolic_layers] if base.hyperbolic_layers is not None else [base.projection]
+    parts = [part for part in (base.projection, base.hyperbolic_layers, base.radius_head) if part is not None]
     return [base.scale, *(p for part in parts for p in part.parameters())]
 
 

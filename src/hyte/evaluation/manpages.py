@@ -1,0 +1,392 @@
+"""A general-domain retrieval set from the Linux man pages: does a model tuned on medical ontologies still work here?
+
+Every HyTE training set is biomedical (HPO, ICD-10-CM, ...). This set checks for regressions on text unlike that:
+systems programming. It is built from the pages of the Linux man-pages project as shipped by the Debian packages
+``manpages`` and ``manpages-dev`` (sections 2 and 3 mostly, then 7, 5, 4, 1 and 8), read from the installed files
+(``dpkg -L``; ``apt-get install -y manpages manpages-dev`` installs them). One item per page:
+
+* query: the one-line description of the NAME section, the text after ``\\-`` (``fork(2)``: "create a child process");
+* document: the first paragraph of the DESCRIPTION section as plain text (roff requests, macros and escapes
+  stripped by a small pure-Python converter, joined into one line, cut to about 600 characters at a word boundary);
+* id: ``name(section)`` from the file name (``fork(2)``, ``size_t(3type)``); the query's only relevant document is
+  its own page's.
+
+Alias pages (Debian ships them as symbolic links; upstream as ``.so`` redirect pages, skipped too) are left out.
+Pages with an empty query or a document under 40 characters are dropped, and so are all pages that share their
+query text with another page (``exp``, ``expf`` ... would make the qrels ambiguous) or their document text with
+another page. The result depends only on ``seed`` and the installed package versions.
+
+Licence: the man-pages project's pages are under a mix of mostly free licences (the project's own
+"Linux-man-pages-copyleft", GPL, BSD, MIT and others; the SPDX line is at the top of each page). HyTE ships none of
+their text: it reads the files installed on the machine at run time and keeps the set in memory (or in a BEIR folder
+the user writes locally), so nothing is redistributed.
+
+Size, measured with manpages / manpages-dev 6.03-2 (Debian 12): 2549 ``.gz`` files listed, of which 1433 are alias
+links and 1116 real pages; 1096 usable (query, document) pairs after the filters. The default set is 500 queries
+over a 1096-document corpus (all pairs; ``max_documents=2000`` is not reached).
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import re
+import subprocess
+from pathlib import Path
+
+DEFAULT_PACKAGES = ("manpages", "manpages-dev")
+MAX_DOCUMENT_CHARS = 600
+MIN_DOCUMENT_CHARS = 40
+
+_INSTALL_HINT = "apt-get install -y manpages manpages-dev"
+# /usr/share/man/man2/fork.2.gz, /usr/share/man/man3/size_t.3type.gz; not translations (/usr/share/man/de/...).
+_PAGE_PATH = re.compile(r"^/usr/share/man/man[0-9][^/]*/(?P<name>[^/]+)\.(?P<section>[0-9][a-z]*)\.gz$")
+
+
+class ManpagesNotInstalledError(RuntimeError):
+    """The Debian man-pages packages (or their files) are not on this machine."""
+
+
+def _dpkg_listing(packages) -> list[str]:
+    missing, paths = [], []
+    for package in packages:
+        try:
+            result = subprocess.run(["dpkg", "-L", package], capture_output=True, text=True, check=False)
+        except FileNotFoundError:
+            raise ManpagesNotInstalledError(
+                f"dpkg is not available, so the Debian packages {', '.join(packages)} cannot be found; on Debian or "
+                f"Ubuntu install them with `{_INSTALL_HINT}`") from None
+        if result.returncode != 0:
+            missing.append(package)
+        else:
+            paths.extend(line.strip() for line in result.stdout.splitlines())
+    if missing:
+        raise ManpagesNotInstalledError(
+            f"Debian package(s) not installed: {', '.join(missing)}; install them with "
+            f"`apt-get install -y {' '.join(packages)}`")
+    return paths
+
+
+def _is_redirect(text: str) -> bool:
+    lines = [line for line in text.splitlines()
+             if line.strip() and not line.startswith(('.\\"', "'\\\"")) and line.strip() != "."]
+    return bool(lines) and all(line.startswith(".so ") for line in lines)
+
+
+def _read_pages(packages) -> list[tuple[Path, str]]:
+    pages = []
+    for path_text in sorted(set(_dpkg_listing(packages))):
+        if not _PAGE_PATH.match(path_text):
+            continue
+        path = Path(path_text)
+        if path.is_symlink() or not path.is_file():  # Debian's form of an alias (.so) page, or a filtered-out file
+            continue
+        text = gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace")
+        if not _is_redirect(text):
+            pages.append((path, text))
+    if not pages:
+        raise ManpagesNotInstalledError(
+            f"the packages {', '.join(packages)} are installed but none of their man page files is on disk (a "
+            f"dpkg path-exclude for /usr/share/man, as in slim container images?); remove it and reinstall with "
+            f"`apt-get install -y --reinstall {' '.join(packages)}`")
+    return pages
+
+
+def manpage_files(packages=DEFAULT_PACKAGES) -> list[Path]:
+    """The man page files (gz-compressed roff) of the Debian ``packages``, sorted; alias and ``.so`` pages skipped.
+
+    Raises :class:`ManpagesNotInstalledError` (naming the ``apt-get install`` command) when they are missing.
+    """
+    return [path for path, _ in _read_pages(tuple(packages))]
+
+
+# --- roff to plain text -------------------------------------------------------------------------------------------
+
+_SPECIAL_CHARACTERS = {
+    "em": "\u2014", "en": "\u2013", "hy": "-", "mi": "-", "bu": "\u2022", "aq": "'", "dq": '"', "lq": "\u201c",
+    "rq": "\u201d", "oq": "\u2018", "cq": "\u2019", "ga": "`", "aa": "\u00b4", "ha": "^", "ti": "~", "rs": "\\",
+    "sl": "/", "ba": "|", "br": "|", "co": "\u00a9", "rg": "\u00ae", "tm": "\u2122", "mu": "\u00d7",
+    "di": "\u00f7", "+-": "\u00b1", "<=": "\u2264", ">=": "\u2265", "!=": "\u2260", "==": "\u2261",
+    "->": "\u2192", "<-": "\u2190", "ua": "\u2191", "da": "\u2193", "de": "\u00b0", "dg": "\u2020",
+    "lh": "\u261c", "rh": "\u261e", "Tm": "\u2122", "R": "\u00ae", "ss": "\u00df", "ul": "_", "ru": "_",
+    "em-dash": "\u2014", "pc": "\u00b7", "at": "@", "sh": "#", "Do": "$", "eu": "\u20ac", "Eu": "\u20ac",
+    "fm": "\u2032", "sd": "\u2033", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "\u27e8", "ra": "\u27e9",
+    "tno": "\u00ac", "no": "\u00ac", "if": "\u221e", "*a": "\u03b1", "*b": "\u03b2", "*m": "\u03bc",
+    "*p": "\u03c0", "12": "\u00bd", "14": "\u00bc", "34": "\u00be", "S2": "\u00b2", "S3": "\u00b3",
+    ":a": "\u00e4", ":o": "\u00f6", ":u": "\u00fc", ":A": "\u00c4", ":O": "\u00d6", ":U": "\u00dc",
+    "'e": "\u00e9", "`e": "\u00e8", "'a": "\u00e1", "`a": "\u00e0", "'o": "\u00f3", "'i": "\u00ed",
+    "'E": "\u00c9", ",c": "\u00e7", "~n": "\u00f1", "oa": "\u00e5", "/o": "\u00f8",
+}
+_STRINGS = {"lq": "\u201c", "rq": "\u201d", "R": "\u00ae", "Tm": "\u2122", "(Tm": "\u2122"}
+
+# One roff escape per match, tried left to right.
+_ESCAPE = re.compile(
+    r"""\\(?:
+        (?P<font>f(?:\[[^\]]*\]|\([A-Za-z0-9]{2}|.))             # \fB \f(CW \f[B]
+      | (?P<size>s(?:\[[^\]]*\]|\([+-]?[0-9]{2}|[+-]?[0-9]))     # \s-1 \s0 \s(12 \s[+2]
+      | (?P<special>\((?P<two>..)|\[(?P<bracket>[^\]]*)\])      # \(em \[em] \[u00E9]
+      | (?P<string>\*(?:\[(?P<sb>[^\]]*)\]|\((?P<s2>..)|(?P<s1>.)))  # \*(lq \*R \*[name]
+      | (?P<quoted>[hvwoXlLbDNRxZSBAY]'[^']*')                  # \h'...' \w'...' \X'...' etc.
+      | (?P<register>[nmgkVM$](?:\[[^\]]*\]|\(..|.))            # \n(xx \m[red] \$1
+      | (?P<other>.)                                            # one-character escapes
+    )""",
+    re.VERBOSE | re.DOTALL,
+)
+_ONE_CHARACTER = {"e": "\\", "\\": "\\", "-": "-", " ": " ", "~": " ", "0": " ", "t": " ", "'": "\u00b4",
+                  "`": "`", ".": ".", "_": "_", "%": "", "&": "", "|": "", "^": "", ":": "", ")": "", "/": "",
+                  ",": "", "c": "", "z": "", "{": "", "}": "", "d": "", "u": "", "r": "", "p": "", "a": "",
+                  "E": "\\", "!": ""}
+
+
+def _replace_escape(match: re.Match) -> str:
+    if match.group("font") or match.group("size") or match.group("quoted") or match.group("register"):
+        return ""
+    if match.group("special"):
+        name = match.group("two") if match.group("two") is not None else match.group("bracket")
+        if name.startswith("u") and len(name) >= 5 and all(c in "0123456789ABCDEFabcdef" for c in name[1:]):
+            return chr(int(name[1:], 16))
+        if name.startswith("char") and name[4:].isdigit():
+            return chr(int(name[4:]))
+        return _SPECIAL_CHARACTERS.get(name, "")
+    if match.group("string"):
+        name = match.group("sb") or match.group("s2") or match.group("s1")
+        return _STRINGS.get(name, "")
+    return _ONE_CHARACTER.get(match.group("other"), "")
+
+
+def _plain(text: str) -> str:
+    """roff escapes in one line of text replaced by their characters (fonts, sizes, motions dropped)."""
+    return _ESCAPE.sub(_replace_escape, text)
+
+
+def _strip_comment(line: str) -> str:
+    """``line`` without a ``\\"`` or ``\\#`` comment (an escaped backslash ``\\\\`` does not start one)."""
+    i = 0
+    while i < len(line) - 1:
+        if line[i] == "\\":
+            if line[i + 1] in "\"#":
+                return line[:i].rstrip() if line[i + 1] == '"' else line[:i]
+            i += 2
+        else:
+            i += 1
+    return line
+
+
+def _arguments(text: str) -> list[str]:
+    """A request's arguments: split at unescaped blanks, ``"..."`` groups (``""`` inside is a quote)."""
+    args, current, i, quoted, started = [], [], 0, False, False
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and i + 1 < len(text):
+            current.append(text[i:i + 2])
+            started = True
+            i += 2
+            continue
+        if quoted:
+            if char == '"':
+                if text[i + 1:i + 2] == '"':
+                    current.append('"')
+                    i += 2
+                    continue
+                quoted = False
+            else:
+                current.append(char)
+        elif char in " \t":
+            if started:
+                args.append("".join(current))
+                current, started = [], False
+        elif char == '"' and not started:
+            quoted = started = True
+        else:
+            current.append(char)
+            started = True
+        i += 1
+    if started:
+        args.append("".join(current))
+    return args
+
+
+_FONT_JOINED = {"BR", "RB", "IR", "RI", "BI", "IB"}  # alternating fonts: the arguments run together
+_FONT_SPACED = {"B", "I", "SM", "SB", "R"}
+_PARAGRAPH = {"PP", "LP", "P", "IP", "TP", "TQ", "HP", "SS", "SH", "sp", "ns"}
+_BLOCK_END = {"nf": {"fi"}, "EX": {"EE"}, "TS": {"TE"}, "EQ": {"EN"}, "de": {".."}, "ig": {".."}}
+
+
+def _logical_lines(text: str) -> list[str]:
+    lines, pending = [], ""
+    for raw in text.splitlines():
+        line = pending + raw
+        if line.endswith("\\") and not line.endswith("\\\\"):  # escaped newline: the next line continues this one
+            pending = line[:-1]
+            continue
+        pending = ""
+        lines.append(line)
+    if pending:
+        lines.append(pending)
+    return lines
+
+
+def _request(line: str) -> tuple[str, str] | None:
+    """``(name, rest)`` for a control line (``.B text``, ``'br``), else None."""
+    if not line.startswith((".", "'")):
+        return None
+    body = line[1:].lstrip(" \t")
+    name, _, rest = body.partition(" ")
+    if "\t" in name:
+        name, _, more = name.partition("\t")
+        rest = more + (" " + rest if rest else "")
+    return name, rest.strip()
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    """Section name (upper case) -> its logical lines (comments removed), first occurrence of each name."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in _logical_lines(text):
+        if line.startswith(('.\\"', "'\\\"", ".\\#")):
+            continue
+        line = _strip_comment(line)
+        request = _request(line)
+        if request is not None and request[0] == "SH":
+            name = " ".join(_plain(arg) for arg in _arguments(request[1])).strip().upper()
+            current = None if name in sections else sections.setdefault(name, [])
+            continue
+        if current is not None:
+            current.append(line)
+    return sections
+
+
+def _text_of(request: tuple[str, str] | None, line: str) -> str | None:
+    """The plain text a line contributes, or None for a request that contributes none."""
+    if request is None:
+        return _plain(line)
+    name, rest = request
+    if name in _FONT_JOINED:
+        return _plain("".join(_arguments(rest)))
+    if name in _FONT_SPACED:
+        return _plain(" ".join(_arguments(rest)))
+    if name in {"UE", "ME"}:  # trailing punctuation after a hyperlink, attached without a space
+        return "\0" + _plain("".join(_arguments(rest)))
+    return None
+
+
+def _join(pieces: list[str]) -> str:
+    text = " ".join(piece for piece in pieces if piece)
+    text = text.replace(" \0", "").replace("\0", "")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _query(name_lines: list[str]) -> str:
+    """The text after the first ``\\-`` of the NAME section ("fork \\- create a child process"), else after " - "."""
+    pieces: list[str] = []
+    found = False
+    for line in name_lines:
+        if not found:
+            if "\\-" not in line:
+                continue
+            found = True
+            line = line.split("\\-", 1)[1]
+            pieces.append(_plain(line))
+            continue
+        pieces.append(_text_of(_request(line), line) or "")
+    if found:
+        return _join(pieces)
+    whole = _join([_text_of(_request(line), line) or "" for line in name_lines])
+    _, dash, description = whole.partition(" - ")
+    return description.strip() if dash else ""
+
+
+def _first_paragraph(lines: list[str]) -> str:
+    pieces: list[str] = []
+    skip_until: set[str] | None = None
+    conditional_depth = 0
+    for line in lines:
+        request = _request(line)
+        if skip_until is not None:
+            if request is not None and (request[0] in skip_until or (".." in skip_until and line.strip() == "..")):
+                skip_until = None
+            continue
+        if conditional_depth:
+            conditional_depth += line.count("\\{") - line.count("\\}")
+            continue
+        if request is None:
+            if line.strip():
+                pieces.append(_plain(line))
+            elif pieces:  # a blank line is a paragraph break
+                break
+            continue
+        name = request[0]
+        if name in {"if", "ie", "el"}:  # conditionals: rare in man pages, left out (with their \{ ... \} block)
+            conditional_depth = max(0, line.count("\\{") - line.count("\\}"))
+            continue
+        if name in _PARAGRAPH or name in _BLOCK_END:
+            if any(pieces):
+                break
+            if name in _BLOCK_END:  # a display before any text (a code example, a table): skipped
+                skip_until = _BLOCK_END[name]
+            continue
+        text = _text_of(request, line)
+        if text is not None:
+            pieces.append(text)
+    return _join(pieces)
+
+
+def _truncate(text: str, limit: int = MAX_DOCUMENT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit + 1].rsplit(" ", 1)[0] if " " in text[:limit + 1] else text[:limit]
+    return cut.rstrip(" ,;:")
+
+
+def page_pair(text: str) -> tuple[str, str]:
+    """``(query, document)`` of one page's roff source: NAME description and first DESCRIPTION paragraph."""
+    sections = _sections(text)
+    query = _query(sections.get("NAME", []))
+    document = _truncate(_first_paragraph(sections.get("DESCRIPTION", [])))
+    return query, document
+
+
+def _page_id(path: Path) -> str:
+    match = _PAGE_PATH.match(path.as_posix())
+    return f"{match['name']}({match['section']})"
+
+
+def manpage_pairs(packages=DEFAULT_PACKAGES) -> dict[str, tuple[str, str]]:
+    """Page id -> ``(query, document)`` for every usable page, after the emptiness, length and duplicate filters."""
+    pairs = {}
+    for path, text in _read_pages(tuple(packages)):
+        query, document = page_pair(text)
+        if query and len(document) >= MIN_DOCUMENT_CHARS:
+            pairs[_page_id(path)] = (query, document)
+    query_counts: dict[str, int] = {}
+    document_counts: dict[str, int] = {}
+    for query, document in pairs.values():
+        query_counts[query.casefold()] = query_counts.get(query.casefold(), 0) + 1
+        document_counts[document] = document_counts.get(document, 0) + 1
+    return {page_id: (query, document) for page_id, (query, document) in sorted(pairs.items())
+            if query_counts[query.casefold()] == 1 and document_counts[document] == 1}
+
+
+def manpages_retrieval_set(max_queries: int | None = 500, max_documents: int | None = 2000, seed: int = 0,
+                           packages=DEFAULT_PACKAGES):
+    """(queries, corpus, qrels) in BEIR's in-memory shape from the installed Linux man pages (see the module doc).
+
+    ``queries`` and ``corpus`` map page ids (``"fork(2)"``) to text; ``qrels`` maps each query id to
+    ``{same id: 1}``. ``max_queries`` pages are sampled with ``random.Random(seed)`` (all with None); the corpus keeps
+    every sampled query's document and fills up with other pages' documents (seeded) to ``max_documents``, as
+    :func:`hyte.evaluation.hpo.heldout_retrieval_set` does.
+    """
+    pairs = manpage_pairs(packages)
+    query_ids = sorted(pairs)
+    if max_queries is not None and max_queries < len(query_ids):
+        query_ids = sorted(random.Random(seed).sample(query_ids, max_queries))
+    queries = {page_id: pairs[page_id][0] for page_id in query_ids}
+    qrels = {page_id: {page_id: 1} for page_id in query_ids}
+    corpus_ids = set(pairs)
+    if max_documents is not None and len(corpus_ids) > max_documents:
+        needed = set(query_ids)
+        others = sorted(corpus_ids - needed)
+        fill = random.Random(seed).sample(others, max(0, max_documents - len(needed)))
+        corpus_ids = needed | set(fill)
+    corpus = {page_id: pairs[page_id][1] for page_id in sorted(corpus_ids)}
+    return queries, corpus, qrels
