@@ -39,17 +39,20 @@ def _train(name: str, config, runs: Path) -> Path:
 
 
 def _scores(name: str, model_dir: Path | None, runs: Path, evaluation: dict) -> dict:
-    """The run's held-out scores, computed once and kept beside it."""
+    """The run's held-out scores, kept beside it; sets added to the suite later are scored and merged in."""
     from hyte.demo import bundled_minilm_path
     from hyte.encoders import load_encoder
     from hyte.evaluation.heldout import evaluate_heldout
 
     path = runs / name / "scores.json"
-    if path.is_file():
-        return json.loads(path.read_text())
+    scores = json.loads(path.read_text()) if path.is_file() else {}
+    wanted = evaluation.get("ontologies", ("hpo", "icd10", "manpages"))
+    missing = [ontology for ontology in wanted if ontology not in scores]
+    if not missing:
+        return scores
     encoder = (load_encoder(bundled_minilm_path(), kind="euclidean", max_length=64) if model_dir is None
                else load_encoder(model_dir, max_length=64))
-    scores = evaluate_heldout({name: encoder}, **evaluation)[name]
+    scores.update(evaluate_heldout({name: encoder}, **{**evaluation, "ontologies": missing})[name])
     if model_dir is not None:
         card = json.loads((model_dir / "hyte_card.json").read_text())["training"]
         scores["training"] = {"final_loss": card["final_loss"], "final_logit_scale": card["final_logit_scale"],

@@ -1,5 +1,5 @@
 """The held-out evaluation suite of the fine-tuning recipes: HPO branches and ICD-10-CM chapters that training never
-sees, scored the same way for every encoder (HyTE or Euclidean).
+sees, and general-domain text (Linux man pages), scored the same way for every encoder (HyTE or Euclidean).
 
 Per ontology: retrieval (nDCG@10, R@10, MRR@10 over the held-out corpus), the hierarchy benchmark (SpecHR, R@1,
 top-1 by candidate type) and the rank correlation of radius with depth (Spearman, 95 % bootstrap interval). The
@@ -55,15 +55,22 @@ def _icd10_sets(sizes: Mapping[str, int], test_fraction: float, split_seed: int,
                                                 test_fraction=test_fraction, split_seed=split_seed)}
 
 
+def _manpages_sets(sizes: Mapping[str, int], seed: int) -> dict:
+    from .manpages import manpages_retrieval_set
+
+    return {"retrieval": manpages_retrieval_set(sizes["queries"], sizes["documents"], seed=seed)}
+
+
 def _score(encoder, sets: dict) -> dict:
     from .hierarchy import evaluate_hierarchy, radius_by_depth
     from .retrieval import evaluate_retrieval
 
     retrieval = evaluate_retrieval(encoder, *sets["retrieval"], k_values=(1, 10))
-    hierarchy = evaluate_hierarchy(encoder, sets["hierarchy"])
-    scores = {**{key: retrieval[key] for key in RETRIEVAL_KEYS}, **{key: hierarchy[key] for key in HIERARCHY_KEYS},
-              "top1_by_type": hierarchy["top1_by_type"], "num_queries": len(sets["retrieval"][0]),
-              "num_hierarchy_queries": hierarchy["num_queries"]}
+    scores = {**{key: retrieval[key] for key in RETRIEVAL_KEYS}, "num_queries": len(sets["retrieval"][0])}
+    if "hierarchy" in sets:
+        hierarchy = evaluate_hierarchy(encoder, sets["hierarchy"])
+        scores.update({key: hierarchy[key] for key in HIERARCHY_KEYS}, top1_by_type=hierarchy["top1_by_type"],
+                      num_hierarchy_queries=hierarchy["num_queries"])
     if "depth_texts" in sets:
         radius = radius_by_depth(encoder, sets["depth_texts"])
         scores["radius_depth_spearman"] = radius["spearman"]
@@ -71,7 +78,7 @@ def _score(encoder, sets: dict) -> dict:
     return scores
 
 
-def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test", ontologies=("hpo", "icd10"),
+def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test", ontologies=("hpo", "icd10", "manpages"),
                      queries: int = 500, documents: int = 2000, hierarchy_queries: int = 500, per_depth: int = 50,
                      test_fraction: float = 0.2, validation_fraction: float = 0.35, split_seed: int = 0,
                      seed: int = 0) -> dict[str, dict[str, dict]]:
@@ -79,7 +86,9 @@ def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test", ont
 
     ``test_fraction`` / ``split_seed`` must be the training run's ``data.hpo_test_fraction`` / ``data.hpo_seed``
     (for "validation": the test fraction whose branches stay untouched). Validation covers HPO only, without the
-    radius correlation (selection looks at retrieval and SpecHR).
+    radius correlation (selection looks at retrieval and SpecHR). "manpages" is the general-domain control (Linux
+    man pages, :mod:`hyte.evaluation.manpages`): retrieval only, text unlike any training data, where a fine-tune
+    should not fall below its base.
     """
     if split not in ("test", "validation"):
         raise ValueError(f"split must be 'test' or 'validation'; got {split!r}")
@@ -91,7 +100,9 @@ def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test", ont
             sets["hpo"] = _hpo_sets(split, sizes, test_fraction, validation_fraction, split_seed, seed)
         elif ontology == "icd10" and split == "test":
             sets["icd10"] = _icd10_sets(sizes, test_fraction, split_seed, seed)
-        elif ontology != "icd10":
-            raise ValueError(f"unknown ontology {ontology!r}; known: hpo, icd10")
+        elif ontology == "manpages" and split == "test":
+            sets["manpages"] = _manpages_sets(sizes, seed)
+        elif ontology not in ("icd10", "manpages"):
+            raise ValueError(f"unknown ontology {ontology!r}; known: hpo, icd10, manpages")
     return {name: {ontology: _score(encoder, data) for ontology, data in sets.items()}
             for name, encoder in encoders.items()}

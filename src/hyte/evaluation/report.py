@@ -216,7 +216,8 @@ def _radius_table(models: dict, counts: dict[int, int] | None = None) -> list[st
 FINETUNE_COLUMNS = (("ndcg@10", "nDCG@10"), ("recall@10", "R@10"), ("spechr", "SpecHR"), ("recall@1", "R@1 (hier.)"),
                     ("top1_by_type.target", "top-1 target"), ("top1_by_type.sibling", "top-1 sibling"),
                     ("top1_by_type.parent", "top-1 parent"), ("radius_depth_spearman", "radius~depth ρ"))
-ONTOLOGY_TITLES = {"hpo": "HPO, held-out branches", "icd10": "ICD-10-CM, held-out chapters"}
+ONTOLOGY_TITLES = {"hpo": "HPO, held-out branches", "icd10": "ICD-10-CM, held-out chapters",
+                   "manpages": "Linux man pages (general domain, retrieval only; a fine-tune should not regress here)"}
 
 
 def _mean_std(entry: dict | None) -> str:
@@ -233,6 +234,15 @@ def _finetune_verdict(summary: dict, ontology: str) -> list[str]:
         return max(found, key=lambda item: item[1]) if found else None
 
     lines = []
+    if ontology == "manpages":  # the general-domain control: no regression against the base encoder
+        base = summary.get("base", {}).get(ontology, {}).get("ndcg@10")
+        for name, by in summary.items():
+            entry = by.get(ontology, {}).get("ndcg@10")
+            if name != "base" and base and entry:
+                gap = entry["mean"] - base["mean"]
+                lines.append(f"- {name}: nDCG@10 {entry['mean']:.4f} vs base {base['mean']:.4f} ({gap:+.4f}): "
+                             f"{'no regression' if gap >= 0 else 'REGRESSION'}.")
+        return lines + [""] if lines else []
     for key, label, margin in (("ndcg@10", "nDCG@10", 0.0), ("spechr", "SpecHR", 0.05)):
         hyperbolic, euclidean = best("hyte-h", key), best("euclidean", key)
         if hyperbolic and euclidean:
