@@ -521,7 +521,7 @@ def _sample_results(directory: Path) -> None:
                      "euclidean": {"hpo": {"ndcg@10": stat(0.55, 0.57), "spechr": stat(0.7, 0.7),
                                            "top1_by_type.parent": stat(0.1, 0.1)}},
                      "hyte-h+cone": {"hpo": {"ndcg@10": stat(0.56, 0.56), "spechr": stat(0.72, 0.74),
-                                             "radius_depth_spearman": stat(0.2, 0.3)}}}}))
+                                             "radius_depth_spearman.spearman": stat(0.2, 0.3)}}}}))
     (directory / "mystery.json").write_text(json.dumps({"benchmark": "mystery"}))
     (directory / "broken.json").write_text("{")
 

@@ -10,10 +10,11 @@ from hyte.quickstart import BASE_NAME, HYTE_NAME, format_summary, run_quickstart
 
 
 def test_summary_table_shows_every_model_score_and_the_change_against_the_base():
-    scores = {"ndcg@10": 0.5, "recall@10": 0.7, "spechr": 0.6, "recall@1": 0.4, "radius_depth_spearman": None}
+    scores = {"ndcg@10": 0.5, "recall@10": 0.7, "spechr": 0.6, "recall@1": 0.4,
+              "radius_depth_spearman": {"spearman": None, "ci_low": None, "ci_high": None}}
     results = {"heldout": {BASE_NAME: {"hpo": scores, "icd10": scores},
                            HYTE_NAME: {"hpo": {**scores, "ndcg@10": 0.55, "spechr": 0.52,
-                                               "radius_depth_spearman": 0.31}, "icd10": scores}}}
+                                               "radius_depth_spearman": {"spearman": 0.31}}, "icd10": scores}}}
     table = format_summary(results)
     hyte_row = next(line for line in table.splitlines() if line.strip().startswith(HYTE_NAME))
     assert "0.550 (+0.050)" in hyte_row and "0.520 (-0.080)" in hyte_row and "0.310" in hyte_row

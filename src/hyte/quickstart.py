@@ -31,7 +31,14 @@ BASE_NAME = "all-MiniLM-L6-v2 (base)"
 HYTE_NAME = "HyTE-H fine-tuned"
 EUCLIDEAN_NAME = "MiniLM fine-tuned (Euclidean)"
 SUMMARY_COLUMNS = (("ndcg@10", "nDCG@10"), ("recall@10", "R@10"), ("spechr", "SpecHR"), ("recall@1", "R@1 (hier.)"),
-                   ("radius_depth_spearman", "radius~depth"))
+                   ("radius_depth_spearman.spearman", "radius~depth"))
+
+
+def _lookup(scores: dict, dotted: str):
+    """scores["a"]["b"] for "a.b" (None where absent)."""
+    for part in dotted.split("."):
+        scores = scores.get(part) if isinstance(scores, dict) else None
+    return scores
 
 
 def _step(number: int, text: str) -> None:
@@ -54,10 +61,10 @@ def format_summary(results: dict) -> str:
             scores = by_ontology[ontology]
             cells = []
             for key, _ in SUMMARY_COLUMNS:
-                value = scores.get(key)
+                value, reference = _lookup(scores, key), _lookup(base, key)
                 text = "n/a" if value is None else f"{value:.3f}"
-                if name != BASE_NAME and value is not None and base.get(key) is not None:
-                    text += f" ({value - base[key]:+.3f})"
+                if name != BASE_NAME and value is not None and reference is not None:
+                    text += f" ({value - reference:+.3f})"
                 cells.append(f"{text:>14}" if len(text) <= 13 else f" {text}")
             lines.append(f"  {name:32}" + "".join(cells))
     return "\n".join(lines)
@@ -94,8 +101,8 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     _step(3, "evaluating on held-out HPO branches and ICD-10-CM chapters (never seen in training)")
     encoders = {BASE_NAME: load_encoder(bundled_minilm_path(), kind="euclidean", max_length=64)}
     encoders.update({name: load_encoder(folder / "final", max_length=64) for name, (_, folder) in trained.items()})
-    results = {"heldout": evaluate_heldout(encoders, queries=queries, documents=documents, hierarchy_queries=queries,
-                                           per_depth=per_depth),
+    results = {"heldout": evaluate_heldout(encoders, ontologies=_evaluation_sets(), queries=queries,
+                                           documents=documents, hierarchy_queries=queries, per_depth=per_depth),
                "recipe": {name: variant for name, (variant, _) in trained.items()}, "steps": steps}
     results_path = output_dir / "results.json"
     _write_atomically(results_path, json.dumps(results, indent=2))
@@ -116,6 +123,18 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     print(f"  push it: hyte push {model_dir} --repo-id YOUR-ORG/hyte-h-minilm-hpo")
     print(f"  ({time.perf_counter() - started:.0f} s)")
     return model_dir
+
+
+def _evaluation_sets() -> tuple[str, ...]:
+    """HPO and ICD-10-CM always; the man-page control where Debian's manpages packages are installed."""
+    from .evaluation.manpages import ManpagesNotInstalledError, manpage_files
+
+    try:
+        manpage_files()
+    except ManpagesNotInstalledError as error:
+        print(f"  (general-domain control skipped: {error})")
+        return ("hpo", "icd10")
+    return ("hpo", "icd10", "manpages")
 
 
 def _write_atomically(path: Path, text: str) -> None:

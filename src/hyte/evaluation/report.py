@@ -215,7 +215,7 @@ def _radius_table(models: dict, counts: dict[int, int] | None = None) -> list[st
 
 FINETUNE_COLUMNS = (("ndcg@10", "nDCG@10"), ("recall@10", "R@10"), ("spechr", "SpecHR"), ("recall@1", "R@1 (hier.)"),
                     ("top1_by_type.target", "top-1 target"), ("top1_by_type.sibling", "top-1 sibling"),
-                    ("top1_by_type.parent", "top-1 parent"), ("radius_depth_spearman", "radius~depth ρ"))
+                    ("top1_by_type.parent", "top-1 parent"), ("radius_depth_spearman.spearman", "radius~depth ρ"))
 ONTOLOGY_TITLES = {"hpo": "HPO, held-out branches", "icd10": "ICD-10-CM, held-out chapters",
                    "manpages": "Linux man pages (general domain, retrieval only; a fine-tune should not regress here)"}
 
@@ -251,7 +251,7 @@ def _finetune_verdict(summary: dict, ontology: str) -> list[str]:
             lines.append(f"- {label}: best HyTE-H ({hyperbolic[0]}) {hyperbolic[1]:.4f} vs best Euclidean "
                          f"({euclidean[0]}) {euclidean[1]:.4f}, difference {gap:+.4f}; target ≥ {margin:+.2f}: "
                          f"{verdict}.")
-    spearman = best("hyte-h", "radius_depth_spearman")
+    spearman = best("hyte-h", "radius_depth_spearman.spearman")
     if spearman:
         lines.append(f"- radius–depth Spearman of the best HyTE-H ({spearman[0]}) {spearman[1]:.3f}; target ≥ 0.3: "
                      f"{'met' if spearman[1] >= 0.3 else 'NOT met'}.")
