@@ -163,6 +163,11 @@ class HyTEHConfig(PreTrainedConfig):
     residual_space_scale: float | None = None
     pooling: str = "oem"
     oem_p: float = 1.0
+    # Specificity head: None = off (the pooled point is the OEM). A number r0 = on: the pooled point keeps the OEM's
+    # direction and gets its distance to the origin from a learned head on the mean token state, initialised to r0
+    # for every text, so an untrained model ranks by angle alone, like its cosine base, and training decides how far
+    # out each text sits (radius = specificity).
+    radius_head: float | None = None
     # Contrastive training's learnable logit scale (1 / temperature; CLIP/MERU style), stored with the model so a
     # resumed or continued run starts from the learned value. Not used at inference: rankings do not depend on it.
     logit_scale_init: float = 20.0  # 1 / 0.05; hyte's trainer can re-initialise it from the document radius

@@ -316,9 +316,10 @@ def _limitations(model_type: str, config: dict[str, Any], datasets: list[str], e
                          f"map, which bounds how far from the origin the points can lie.")
     else:
         notes.append("This is the Euclidean baseline of the HyTE study, not a hyperbolic model.")
-    if datasets and all(re.search(r"(?<![a-z])hpo(?![a-z])|phenotype", name, flags=re.IGNORECASE) for name in datasets):
-        notes.append("Trained only on Human Phenotype Ontology (HPO) data: expect weaker results on text that is not "
-                     "clinical phenotype description.")
+    medical = r"(?<![a-z])hpo(?![a-z])|phenotype|icd-?10"
+    if datasets and all(re.search(medical, name, flags=re.IGNORECASE) for name in datasets):
+        notes.append(f"Trained only on medical ontology data ({', '.join(datasets)}): expect weaker results on text "
+                     "that is not clinical terminology.")
     if not evaluated:
         notes.append("No evaluation results were recorded: measure retrieval quality on your own data first.")
     notes.append("Inputs longer than the maximum input length are truncated.")

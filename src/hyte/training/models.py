@@ -108,14 +108,11 @@ def logit_scale(model: PreTrainedModel, max_logit_scale: float) -> Tensor:
     return log_logit_scale_parameter(model).exp().clamp(1.0, max_logit_scale)
 
 
-def detach_plain_logit_scale(model: PreTrainedModel) -> float | None:
-    """Remove the logit scale attached to a plain encoder before saving it; returns its value (None if none)."""
+def detach_plain_logit_scale(model: PreTrainedModel) -> None:
+    """Remove the logit scale attached to a plain encoder before saving it (HyTE models keep theirs)."""
     base = unwrap(model)
-    if not hasattr(base, PLAIN_LOGIT_SCALE):
-        return None
-    value = float(getattr(base, PLAIN_LOGIT_SCALE).detach().exp())
-    delattr(base, PLAIN_LOGIT_SCALE)
-    return value
+    if hasattr(base, PLAIN_LOGIT_SCALE):
+        delattr(base, PLAIN_LOGIT_SCALE)
 
 
 def curvature_of(model: PreTrainedModel) -> float:

@@ -25,10 +25,14 @@ from transformers.trainer_utils import get_last_checkpoint
 from .config import RunConfig
 from .data import contrastive_examples, mlm_texts
 from .models import (BuiltModel, build_model, detach_plain_logit_scale, embed, log_logit_scale_parameter,
-                     resolve_path, unwrap)
+                     logit_scale, resolve_path, unwrap)
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
 logger = logging.getLogger(__name__)
+
+# Card names of the built-in training sources.
+ONTOLOGY_DATASETS = {"hpo": ["HPO (Human Phenotype Ontology)"], "icd10": ["ICD-10-CM"],
+                     "hpo+icd10": ["HPO (Human Phenotype Ontology)", "ICD-10-CM"]}
 
 
 def _training_arguments(config: RunConfig, **extra: Any) -> TrainingArguments:
@@ -102,16 +106,15 @@ def _save_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluati
     model = built.model
     # The learned temperature: a HyTE model keeps its own parameter; a plain encoder's attached one is taken off
     # (the checkpoint stays a plain encoder) and only recorded in the card.
-    base = unwrap(model)
-    final_logit_scale = (float(base.logit_scale.detach()) if hasattr(base, "log_logit_scale")
-                         else detach_plain_logit_scale(model))
+    final_logit_scale = float(logit_scale(model, config.loss.max_logit_scale).detach()) if config.stage != "mlm" else None
+    detach_plain_logit_scale(model)
     if hasattr(model, "merge_and_unload"):
         model.save_pretrained(output_dir / "adapter")  # the adapter alone (a few MB)
         model = model.merge_and_unload()
     model.save_pretrained(staging)
     built.tokenizer.save_pretrained(staging)
     card = {
-        "base_model": built.base_model, "datasets": ["HPO (Human Phenotype Ontology)"] if config.data.source == "hpo" else [],
+        "base_model": built.base_model, "datasets": ONTOLOGY_DATASETS.get(config.data.source, []),
         "license": "apache-2.0", "language": ["en"],
         "training": {"stage": config.stage, "steps": trainer.state.global_step, "config": config.to_dict(),
                      "final_loss": next((e["loss"] for e in reversed(trainer.state.log_history) if "loss" in e), None),
