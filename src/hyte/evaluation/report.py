@@ -214,8 +214,8 @@ def _radius_table(models: dict, counts: dict[int, int] | None = None) -> list[st
 
 
 FINETUNE_COLUMNS = (("ndcg@10", "nDCG@10"), ("recall@10", "R@10"), ("spechr", "SpecHR"), ("recall@1", "R@1 (hier.)"),
-                    ("top1_by_type.target", "top-1 target"), ("top1_by_type.sibling", "top-1 sibling"),
-                    ("top1_by_type.parent", "top-1 parent"), ("radius_depth_spearman.spearman", "radius~depth ρ"))
+                    ("top1_by_type.sibling", "top-1 sibling"), ("top1_by_type.parent", "top-1 parent"),
+                    ("top1_by_type.grandparent", "top-1 grandparent"), ("radius_depth_spearman.spearman", "radius~depth ρ"))
 ONTOLOGY_TITLES = {"hpo": "HPO, held-out branches", "icd10": "ICD-10-CM, held-out chapters",
                    "manpages": "Linux man pages (general domain, retrieval only; a fine-tune should not regress here)"}
 
@@ -233,6 +233,13 @@ def _finetune_verdict(summary: dict, ontology: str) -> list[str]:
                  if name.startswith(prefix) and key in by.get(ontology, {})]
         return max(found, key=lambda item: item[1]) if found else None
 
+    def paired(first: str, second: str, key: str) -> str:
+        """Per-seed differences (the runs share seeds: same examples and negatives), where both have every seed."""
+        a, b = summary[first][ontology][key]["values"], summary[second][ontology][key]["values"]
+        if len(a) != len(b) or len(a) < 2:
+            return ""
+        return "; per seed " + ", ".join(f"{x - y:+.4f}" for x, y in zip(a, b))
+
     lines = []
     if ontology == "manpages":  # the general-domain control: no regression against the base encoder
         base = summary.get("base", {}).get(ontology, {}).get("ndcg@10")
@@ -249,8 +256,8 @@ def _finetune_verdict(summary: dict, ontology: str) -> list[str]:
             gap = hyperbolic[1] - euclidean[1]
             verdict = "met" if gap >= margin else "NOT met"
             lines.append(f"- {label}: best HyTE-H ({hyperbolic[0]}) {hyperbolic[1]:.4f} vs best Euclidean "
-                         f"({euclidean[0]}) {euclidean[1]:.4f}, difference {gap:+.4f}; target ≥ {margin:+.2f}: "
-                         f"{verdict}.")
+                         f"({euclidean[0]}) {euclidean[1]:.4f}, difference {gap:+.4f}"
+                         f"{paired(hyperbolic[0], euclidean[0], key)}; target ≥ {margin:+.2f}: {verdict}.")
     spearman = best("hyte-h", "radius_depth_spearman.spearman")
     if spearman:
         lines.append(f"- radius–depth Spearman of the best HyTE-H ({spearman[0]}) {spearman[1]:.3f}; target ≥ 0.3: "
