@@ -3,6 +3,7 @@ seeds, on HPO branches and ICD-10-CM chapters never seen in training (recipe: hy
 
     python benchmarks/run_hierarchy_finetune.py --sweep             # selection: 3 values per side, validation branches
     python benchmarks/run_hierarchy_finetune.py --seeds 0 1 2       # the 2 x 2 (+ base) on held-out branches/chapters
+    python benchmarks/run_hierarchy_finetune.py --validation --seeds 0 --variants ...   # a check on validation branches
 
 Each run's scores are kept in RUNS_DIR/<name>/scores.json, so an interrupted benchmark continues where it stopped
 (training itself resumes from its last checkpoint). Output: benchmarks/results/hierarchy_finetune.json (or
@@ -92,6 +93,8 @@ def _aggregate(per_seed: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweep", action="store_true", help="tune each side's knob on validation branches")
+    parser.add_argument("--validation", action="store_true",
+                        help="score --variants on the validation branches (HPO) instead of the test branches")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     parser.add_argument("--steps", type=int, default=60)
@@ -102,12 +105,14 @@ def main() -> None:
     parser.add_argument("--clean", action="store_true", help="delete the runs' checkpoints once scored")
     args = parser.parse_args()
 
-    runs = args.runs_dir / ("sweep" if args.sweep else "heldout")
+    on_validation = args.sweep or args.validation
+    runs = args.runs_dir / ("sweep" if args.sweep else "validation" if args.validation else "heldout")
     cache = str(args.runs_dir / "mining-cache")
     evaluation = {"queries": args.queries, "hierarchy_queries": args.queries}
     plan: list[tuple[str, str, int, dict]] = []  # (run name, variant, seed, recipe overrides)
-    if args.sweep:
+    if on_validation:
         evaluation.update(split="validation", ontologies=("hpo",), validation_fraction=VALIDATION_FRACTION)
+    if args.sweep:
         for variant, (knob, values) in SWEEP.items():
             plan += [(f"{variant}-{knob}{value:g}", variant, args.seeds[0], {knob: value}) for value in values]
     else:
@@ -116,7 +121,7 @@ def main() -> None:
     results = {"base": {"all-MiniLM-L6-v2 (untrained)": _scores("base", None, runs, evaluation)}}
     started = time.perf_counter()
     for name, variant, seed, overrides in plan:
-        fraction = VALIDATION_FRACTION if args.sweep else 0.2
+        fraction = VALIDATION_FRACTION if on_validation else 0.2
         config = hierarchy_finetune(variant, str(runs / name), seed=seed, steps=args.steps, examples=args.examples,
                                     test_fraction=fraction, mining_cache=cache, **overrides)
         scores = _scores(name, _train(name, config, runs), runs, evaluation)
@@ -132,10 +137,12 @@ def main() -> None:
                if not args.sweep or variant == "base"}
     command = "python benchmarks/run_hierarchy_finetune.py " + " ".join(sys.argv[1:])
     payload = {"benchmark": "hierarchy_sweep" if args.sweep else "hierarchy_finetune", "command": command.strip(),
+               "split": "validation" if on_validation else "test",
                "steps": args.steps, "examples": args.examples, "seeds": args.seeds, "evaluation": evaluation,
                "wall_seconds": round(time.perf_counter() - started), "machine": platform.platform(),
                "date": time.strftime("%Y-%m-%d"), "runs": results, "summary": summary}
-    output = args.output or Path("benchmarks/results") / f"{payload['benchmark']}.json"
+    name = payload["benchmark"] + ("_validation" if args.validation else "")
+    output = args.output or Path("benchmarks/results") / f"{name}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(payload, indent=2, default=lambda v: None if isinstance(v, float) and
                                  not math.isfinite(v) else v))

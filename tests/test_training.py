@@ -7,6 +7,8 @@ import json
 import pytest
 import torch
 from conftest import run_without_hyte
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transformers import TrainerCallback
 
 from hyte.training import ConfigError, load_config, parse_config, run
@@ -359,3 +361,19 @@ def test_recipe_config_file_equals_the_recorded_recipe():
     from_file = load_config(path).to_dict()
     recipe = hierarchy_finetune(QUICKSTART_VARIANT, from_file["training"]["output_dir"]).to_dict()
     assert from_file == recipe
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), dtype=st.sampled_from([torch.float32, torch.float64]))
+def test_order_violation_is_zero_exactly_when_the_specific_side_dominates(seed, dtype):
+    from hyte.training.losses import order_violation
+
+    generator = torch.Generator().manual_seed(seed)
+    general = torch.randn(32, 16, generator=generator, dtype=torch.float64)
+    extra = torch.rand(32, 16, generator=generator, dtype=torch.float64)
+    dominating = (general.abs() + extra) * torch.sign(torch.randn(32, 16, generator=generator, dtype=torch.float64))
+    assert (order_violation(general.to(dtype), dominating.to(dtype)) == 0).all()  # |specific| >= |general|
+    # Swapped, every coordinate violates: the penalty is the squared gap, summed.
+    swapped = order_violation(dominating.to(dtype), general.to(dtype))
+    torch.testing.assert_close(swapped, extra.pow(2).sum(-1).to(dtype), rtol=1e-4, atol=1e-4)
+    assert (swapped > 0).all()

@@ -277,8 +277,10 @@ def _hierarchy_finetune(items: list[tuple[Path, dict]]) -> list[str]:
     for path, payload in items:
         summary = payload.get("summary", {})
         evaluation = payload.get("evaluation", {})
+        where = ("validation branches (HPO branches held out of this run's training, not the test branches)"
+                 if payload.get("split") == "validation" else "held-out test branches/chapters")
         lines += [f"### `{path.name}`: {payload.get('steps')} steps, seeds {payload.get('seeds')}, "
-                  f"{evaluation.get('queries')} queries per set", ""]
+                  f"{evaluation.get('queries')} queries per set, {where}", ""]
         ontologies = [o for o in ONTOLOGY_TITLES if any(o in by for by in summary.values())]
         for ontology in ontologies:
             rows = [[name, *(_mean_std(by.get(ontology, {}).get(key)) for key, _ in FINETUNE_COLUMNS)]
