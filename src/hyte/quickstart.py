@@ -73,6 +73,7 @@ def format_summary(results: dict) -> str:
 def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int = 60, examples: int = 4000,
                    with_euclidean: bool = False, queries: int = 300, documents: int = 2000,
                    per_depth: int = 40) -> Path:
+    from .data.jsonl import write_lines_atomically
     from .demo import bundled_minilm_path
     from .encoders import load_encoder
     from .evaluation.heldout import evaluate_heldout
@@ -105,7 +106,7 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
                                            documents=documents, hierarchy_queries=queries, per_depth=per_depth),
                "recipe": {name: variant for name, (variant, _) in trained.items()}, "steps": steps}
     results_path = output_dir / "results.json"
-    _write_atomically(results_path, json.dumps(results, indent=2))
+    write_lines_atomically(results_path, [json.dumps(results, indent=2)])
     print(format_summary(json.loads(results_path.read_text())))
     print("  radius~depth: Spearman correlation of the document radius (HyTE: distance to the origin; Euclidean: "
           "vector norm) with depth in the hierarchy")
@@ -135,12 +136,6 @@ def _evaluation_sets() -> tuple[str, ...]:
         print(f"  (general-domain control skipped: {error})")
         return ("hpo", "icd10")
     return ("hpo", "icd10", "manpages")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
 
 
 def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:

@@ -18,6 +18,7 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 
+from .jsonl import write_lines_atomically
 from .obo import Ontology, load_obo
 
 __all__ = [
@@ -220,15 +221,6 @@ def retrieval_split(ontology: Ontology, term_ids: Iterable[str], max_queries: in
     return queries, corpus, qrels
 
 
-def _write_atomically(path: Path, lines: Iterable[str]) -> None:
-    # Written beside the target and renamed, so a reader never sees a half-written file.
-    temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("w", encoding="utf-8", newline="\n") as handle:
-        for line in lines:
-            handle.write(line + "\n")
-    os.replace(temporary, path)
-
-
 def write_beir_folder(directory: str | os.PathLike, queries: dict[str, str], corpus: dict[str, str],
                       qrels: dict[str, dict[str, int]], split: str = "test") -> Path:
     """Write a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``; returns the folder.
@@ -238,13 +230,13 @@ def write_beir_folder(directory: str | os.PathLike, queries: dict[str, str], cor
     """
     directory = Path(directory)
     (directory / "qrels").mkdir(parents=True, exist_ok=True)
-    _write_atomically(directory / "corpus.jsonl",
+    write_lines_atomically(directory / "corpus.jsonl",
                       (json.dumps({"_id": doc_id, "title": "", "text": text}, ensure_ascii=False)
                        for doc_id, text in corpus.items()))
-    _write_atomically(directory / "queries.jsonl",
+    write_lines_atomically(directory / "queries.jsonl",
                       (json.dumps({"_id": query_id, "text": text}, ensure_ascii=False)
                        for query_id, text in queries.items()))
-    _write_atomically(directory / "qrels" / f"{split}.tsv",
+    write_lines_atomically(directory / "qrels" / f"{split}.tsv",
                       ["query-id\tcorpus-id\tscore",
                        *(f"{query_id}\t{doc_id}\t{score}"
                          for query_id, relevant in qrels.items() for doc_id, score in relevant.items())])

@@ -1,9 +1,11 @@
-"""Reading JSONL files with errors that name the file and the line: one reader for every format HyTE accepts."""
+"""Reading JSONL files with errors that name the file and the line: one reader for every format HyTE accepts; and
+the one atomic writer of line files (JSONL, TSV, JSON)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
@@ -39,3 +41,20 @@ def string_field(path: str | Path, line: int, record: dict, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise DataFormatError(path, line, f"field '{name}' must be a non-empty string")
     return value
+
+
+def write_lines_atomically(path: str | Path, lines: Iterable[str]) -> None:
+    """Write ``lines`` (newline-terminated) beside ``path`` and rename: a reader never sees a half-written file, and
+    an interrupted write leaves the previous file intact."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("w", encoding="utf-8", newline="\n") as handle:
+        for line in lines:
+            handle.write(line + "\n")
+    os.replace(temporary, path)
+
+
+def write_jsonl(path: str | Path, records: Iterable) -> None:
+    """One JSON value per line, atomically (``write_lines_atomically``)."""
+    write_lines_atomically(path, (json.dumps(record) for record in records))

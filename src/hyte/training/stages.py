@@ -22,6 +22,7 @@ from typing import Any
 from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
+from ..data.jsonl import write_jsonl
 from .config import RunConfig
 from .data import contrastive_examples, mlm_texts
 from .models import (BuiltModel, build_model, detach_plain_logit_scale, embed, log_logit_scale_parameter,
@@ -181,19 +182,24 @@ def _initial_logit_scale(built: BuiltModel, config: RunConfig, examples: list[di
 
 
 def _set_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict], resuming: bool) -> None:
-    """Initialise (fresh runs) and freeze or free the logit scale. Resumed runs get theirs from the checkpoint."""
+    """Initialise the logit scale (fresh runs; resumed runs get theirs from the checkpoint) and its upper bound."""
     import math
 
     import torch
 
     parameter = log_logit_scale_parameter(built.model)
+    model_config = getattr(unwrap(built.model), "config", None)
+    records = model_config is not None and hasattr(model_config, "max_logit_scale")  # HyTE models record both
     if not resuming:
+        initial = _initial_logit_scale(built, config, examples)
         with torch.no_grad():
-            parameter.fill_(math.log(_initial_logit_scale(built, config, examples)))
-    parameter.requires_grad_(config.loss.learn_temperature)  # also under LoRA, which freezes everything else
-    config_of_model = getattr(unwrap(built.model), "config", None)
-    if config_of_model is not None and hasattr(config_of_model, "max_logit_scale"):
-        config_of_model.max_logit_scale = config.loss.max_logit_scale
+            parameter.fill_(math.log(initial))
+        if records:
+            # The starting value first: the config checks init <= max at every assignment.
+            model_config.logit_scale_init = min(initial, model_config.max_logit_scale)
+    if records:
+        model_config.logit_scale_init = min(model_config.logit_scale_init, config.loss.max_logit_scale)
+        model_config.max_logit_scale = config.loss.max_logit_scale
 
 
 def _train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, resume: bool,
@@ -202,6 +208,7 @@ def _train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, res
     checkpoint = _resume_checkpoint(config, resume)
     _set_logit_scale(built, config, examples, resuming=checkpoint is not None)
     _apply_lora(built, config)
+    # After LoRA, which freezes everything but the adapters: the logit scale trains in either case.
     log_logit_scale_parameter(built.model).requires_grad_(config.loss.learn_temperature)
     collator = ContrastiveCollator(built.tokenizer, config.loss.max_query_length, config.loss.max_document_length)
     trainer = ContrastiveTrainer(model=built.model, args=_training_arguments(config), train_dataset=examples,
@@ -242,15 +249,8 @@ def train_finetune(config: RunConfig, resume: bool = False, callbacks: list | No
         examples = [{**e, "negatives": list(dict.fromkeys([*e.get("negatives", []), *m]))}
                     for e, m in zip(examples, mined)]
         built.model.train()
-        _write_jsonl(cache, examples)
+        write_jsonl(cache, examples)
     return _train_pairs(config, examples, built, resume, callbacks)
-
-
-def _write_jsonl(path: Path, records: list) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    os.replace(temporary, path)
 
 
 def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict]) -> list[list[str]]:
@@ -273,7 +273,7 @@ def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict]) ->
         _miner(built, config), pairs, num_negatives=spec.num_negatives, candidates=spec.candidates,
         margin=spec.margin, skip_top=spec.skip_top)]
     if shared is not None:
-        _write_jsonl(shared, mined)
+        write_jsonl(shared, mined)
     return mined
 
 
