@@ -284,3 +284,16 @@ def test_exterior_angle_is_rotation_invariant_and_matches_float64(seed, c):
     # float32 inputs agree with the float64 result (the computation itself runs in float64).
     torch.testing.assert_close(L.exterior_angle(x.float(), y.float(), c).double(), L.exterior_angle(x, y, c),
                                rtol=1e-3, atol=1e-3)
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_a_point_entails_itself_with_zero_gradient(seed, dtype, c):
+    # Parent text equal to child text gives two identical points; their exterior angle is undefined and its raw
+    # gradient ~1e14 would swamp a whole batch (found in ICD-10-CM, where 345 codes share their parent's title).
+    x = random_points(seed, 32, 8, c, dtype, max_distance=10.0).requires_grad_(True)
+    y = x.detach().clone().requires_grad_(True)
+    violation = L.entailment_violation(x, y, c)
+    violation.sum().backward()
+    assert (violation == 0).all()
+    assert torch.isfinite(x.grad).all() and x.grad.abs().max() < 1.0 and y.grad.abs().max() < 1.0

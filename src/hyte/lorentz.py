@@ -62,6 +62,10 @@ _MIN_LORENTZ_NORM_SQ = 1e-15
 # cosine rounded to 1 + 1e-16 would give NaN. The angle error this introduces is below 1e-4 rad.
 _ANGLE_EPS = 1e-7
 
+# Below this geodesic distance two points count as one for entailment_violation (their exterior angle is undefined);
+# well above float64 rounding of the chord (~1e-8 at radius 10 sqrt(c)), far below any distance between two texts.
+_MIN_CONE_DISTANCE = 1e-6
+
 # Smallest Euclidean norm accepted when normalising a direction (x_s / ||x_s||): the direction of the zero vector is
 # arbitrary, and the factor multiplying it is zero there, so any finite value gives the right (zero) result.
 _MIN_DIRECTION_NORM = 1e-15
@@ -360,4 +364,8 @@ def entailment_violation(general: Tensor, specific: Tensor, c: float | Tensor = 
     child concept) is inside its general point's (parent's) cone, which also places it further from the origin.
     """
     angle = exterior_angle(general, specific, c)
-    return torch.relu(angle - half_aperture(general, c, min_radius).to(angle.dtype))
+    violation = torch.relu(angle - half_aperture(general, c, min_radius).to(angle.dtype))
+    # Coincident points: the angle is undefined and its gradient ~1 / (||x_s|| 1e-15) would swamp every other term
+    # of a batch; a point entails itself, so the violation is 0 there (masked, which also zeroes its gradient).
+    coincident = distance(general, specific, c) < _MIN_CONE_DISTANCE
+    return violation.masked_fill(coincident, 0.0)

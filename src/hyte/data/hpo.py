@@ -193,7 +193,7 @@ def hierarchy_pairs(ontology: Ontology, term_ids: Iterable[str], query: str = "s
     for pair in definition_pairs(ontology, term_ids, query=query, min_depth=min_depth):
         term_id = pair["term_id"]
         parent = next((p for p in ontology.parents(term_id)
-                       if p in term_ids and ontology.terms[p].definition is not None), None)
+                       if p in term_ids and ontology.terms[p].definition not in (None, pair["document"])), None)
         siblings = [] if parent is None else sorted(
             s for s in ontology.children(parent)
             if s != term_id and s in term_ids and ontology.terms[s].definition not in (None, pair["document"]))

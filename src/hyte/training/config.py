@@ -96,7 +96,8 @@ class LossSpec:
     # recorded recipes (hyte.training.recipes) chose theirs on validation branches (BENCHMARKS.md).
     temperature: float = 0.05
     # Learn the logit scale (CLIP / MERU style), clamped to [1, max_logit_scale]; it is a parameter of the model,
-    # so checkpoints and resumed runs keep it. False: fixed at 1 / temperature.
+    # so checkpoints and resumed runs keep it (not LoRA runs: peft checkpoints hold only the adapters, and a
+    # resumed LoRA run restarts the scale from the model's config). False: fixed at its initial value (below).
     learn_temperature: bool = True
     # Hyperbolic models: start the logit scale at (1 / temperature) / r, r = mean distance to the origin of the
     # training documents under the initial model. Near the origin d(x, y) ~ r |u - v| for directions u, v, so the

@@ -82,8 +82,12 @@ def icd10_pairs(spec: DataSpec) -> list[dict]:
     examples = []
     for pair in train:
         above = icd10.parent(pair["code"])
-        siblings = [] if above is None else [c for c in icd10.children(above) if c != pair["code"]]
-        examples.append(_example({**pair, "parent": icd10.title(above) if above else None,
+        # A parent or sibling whose title is the document's own text is no distinct concept (345 ICD-10-CM pairs
+        # have a parent titled like the code): as a "parent" it would give the cone term two identical points.
+        parent_title = icd10.title(above) if above else None
+        siblings = [] if above is None else [c for c in icd10.children(above)
+                                             if c != pair["code"] and icd10.title(c) != pair["document"]]
+        examples.append(_example({**pair, "parent": parent_title if parent_title != pair["document"] else None,
                                   "sibling": icd10.title(rng.choice(siblings)) if siblings else None},
                                  spec.hierarchy))
     return examples

@@ -264,8 +264,13 @@ def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict]) ->
     spec = config.mining
     shared = None
     if spec.cache_dir and spec.miner != "self":
-        key = json.dumps([pairs, spec.miner, config.model.path if spec.miner == "base" else None, spec.num_negatives,
-                          spec.candidates, spec.margin, spec.skip_top, config.loss.max_document_length])
+        # What the miner is: the encoder at model.path (the base of a HyTE-H, or a loaded model itself), a new
+        # model described by its build (random weights: seeded, but never shared with a pretrained one), or a path.
+        model = config.model
+        miner = None if spec.miner != "base" else model.path if model.build in ("hyte_h", "load") else [
+            model.path, model.build, model.options, model.tokenizer, config.training.seed]
+        key = json.dumps([pairs, spec.miner, miner, spec.num_negatives, spec.candidates, spec.margin, spec.skip_top,
+                          config.loss.max_document_length])
         shared = Path(spec.cache_dir) / f"mined-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
         if shared.is_file():
             return [json.loads(line) for line in shared.open(encoding="utf-8")]

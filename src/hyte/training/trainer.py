@@ -94,7 +94,9 @@ class ContrastiveTrainer(Trainer):
         for group in optimizer.param_groups:
             options = {key: value for key, value in group.items() if key != "params"}
             groups.append({**options, "params": [p for p in group["params"] if id(p) not in special]})
-            for overrides in {tuple(sorted(o.items())) for o in special.values()}:
+            # dict.fromkeys, not a set: the group order must not depend on string hashing, or a resumed run (a new
+            # process) would load the saved optimizer state into differently ordered groups.
+            for overrides in dict.fromkeys(tuple(sorted(o.items())) for o in special.values()):
                 chosen = [p for p in group["params"] if tuple(sorted(special.get(id(p), {}).items())) == overrides]
                 groups.append({**options, **dict(overrides), "params": chosen})
         optimizer.param_groups.clear()
