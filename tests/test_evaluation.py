@@ -368,25 +368,56 @@ def test_evaluate_beir_uses_the_shared_metrics(tmp_path):
 
 
 def test_radius_by_depth_and_plot(tmp_path):
+    from scipy.stats import spearmanr
+
     radii = {"a": 1.0, "b": 3.0, "c": 2.5, "d": 3.5, "e": 3.0}
     result = radius_by_depth(FakeEncoder(radii=radii), {1: ["a", "b"], 2: ["c", "d", "e"], 3: []})
     assert result["by_depth"] == {1: {"mean": 2.0, "std": 1.0, "count": 2},
                                   2: {"mean": 3.0, "std": pytest.approx(math.sqrt(1 / 6)), "count": 3}}
-    assert result["shallowest"] == 1 and result["deepest"] == 2
-    assert result["change_pct"] == pytest.approx(50.0) and result["monotonic"] is True
+    assert result["shallowest"] == 1 and result["deepest"] == 2 and result["monotonic"] is True
+    expected = spearmanr([1.0, 3.0, 2.5, 3.5, 3.0], [1, 1, 2, 2, 2]).statistic
+    assert result["spearman"]["spearman"] == pytest.approx(expected, abs=1e-12)
     flat = radius_by_depth(FakeEncoder(radii={"a": 2.0, "b": 1.0}), {1: ["a"], 2: ["b"]})
-    assert flat["change_pct"] == pytest.approx(-50.0) and flat["monotonic"] is False
+    assert flat["spearman"]["spearman"] == -1.0 and flat["monotonic"] is False
     # A hyperbolic encoder: radii are x0 = cosh(d) (c = 1); the geodesic distance d is reported beside them.
     hyperbolic = FakeEncoder(radii={"a": math.cosh(0.2), "b": math.cosh(0.4), "c": math.cosh(0.6)})
     hyperbolic.kind, hyperbolic.curvature = "hyperbolic", 1.0
     curved = radius_by_depth(hyperbolic, {2: ["a"], 3: ["b", "c"]})
     assert curved["distance_by_depth"][3]["mean"] == pytest.approx(0.5)
     assert curved["distance_by_depth"][3]["std"] == pytest.approx(0.1)
-    assert curved["distance_change_pct"] == pytest.approx(150.0) and curved["distance_monotonic"] is True
-    assert curved["change_pct"] == pytest.approx(100 * ((math.cosh(0.4) + math.cosh(0.6)) / 2 / math.cosh(0.2) - 1))
+    assert curved["distance_monotonic"] is True and curved["spearman"]["num_texts"] == 3
     assert "distance_by_depth" not in result
+    # No change between the two extreme levels: it hangs on their few texts (issue 12).
+    assert not any("change" in key for r in (result, flat, curved) for key in r)
     png = plot_radius_by_depth({"up": result, "down": flat, "curved": curved}, tmp_path / "radius.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_radius_summary_does_not_hang_on_the_texts_at_the_extremes():
+    # Radii grow with depth for 60 texts; the deepest level holds two short outliers that pull its mean below the
+    # shallowest one. A shallowest-to-deepest change reads "shrinks"; the rank correlation over all texts does not.
+    rng = np.random.default_rng(0)
+    texts_by_depth = {depth: [f"d{depth}-{i}" for i in range(10)] for depth in range(1, 7)}
+    radii = {text: depth + rng.uniform(0.0, 0.5) for depth, texts in texts_by_depth.items() for text in texts}
+    texts_by_depth[7] = ["outlier-1", "outlier-2"]
+    radii.update({"outlier-1": 0.1, "outlier-2": 0.2})
+    result = radius_by_depth(FakeEncoder(radii=radii), texts_by_depth, num_bootstrap=300)
+    assert result["by_depth"][7]["mean"] < result["by_depth"][1]["mean"]
+    assert result["spearman"]["spearman"] > 0.75 and result["spearman"]["ci_low"] > 0.5
+    assert result["spearman"]["num_texts"] == 62
+    assert set(result) == {"by_depth", "shallowest", "deepest", "monotonic", "kind", "spearman"}
+
+
+def test_heldout_scores_report_the_rank_correlation_only(monkeypatch):
+    from hyte.evaluation import heldout
+
+    depth_texts = {1: ["a"], 2: ["b"], 3: ["c"], 4: ["d"]}
+    monkeypatch.setattr(heldout, "_manpages_sets", lambda sizes, seed: {
+        "retrieval": ({"q": "c"}, {"a": "a", "c": "c"}, {"q": {"c": 1}}), "depth_texts": depth_texts})
+    encoder = FakeEncoder({"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}, radii={"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0})
+    scores = heldout.evaluate_heldout({"m": encoder}, ontologies=("manpages",))["m"]["manpages"]
+    assert scores["radius_depth_spearman"]["spearman"] == 1.0
+    assert not any("change" in key for key in scores)
 
 
 def test_hubness_hand_computed():
@@ -495,11 +526,18 @@ def _sample_results(directory: Path) -> None:
     (directory / "radius_ab.json").write_text(json.dumps(
         {"benchmark": "radius", "plot": "radius_ab.png", "texts": {"source": "HPO", "split": "all",
                                                                    "counts": {"2": 5, "3": 5}},
-         "models": {"model-a": {"kind": "hyperbolic", "change_pct": 12.5, "monotonic": True,
+         "models": {"model-a": {"kind": "hyperbolic", "monotonic": True,
                                 "by_depth": {"2": {"mean": 2.0, "std": 0.1}, "3": {"mean": 2.25, "std": 0.1}},
-                                "distance_change_pct": 14.0, "distance_monotonic": True,
+                                "distance_monotonic": True,
                                 "distance_by_depth": {"2": {"mean": 1.3, "std": 0.1},
-                                                      "3": {"mean": 1.482, "std": 0.1}}}},
+                                                      "3": {"mean": 1.482, "std": 0.1}},
+                                "spearman": {"spearman": 0.25, "ci_low": 0.1, "ci_high": 0.4, "num_texts": 10}}},
+         "meta": meta}))
+    # A file written before the Spearman statistic: only the shallowest-to-deepest change.
+    (directory / "radius_old.json").write_text(json.dumps(
+        {"benchmark": "radius", "texts": {"source": "HPO", "split": "all", "counts": {"2": 5, "3": 5}},
+         "models": {"model-c": {"kind": "euclidean", "change_pct": -8.6, "monotonic": False,
+                                "by_depth": {"2": {"mean": 4.0, "std": 1.0}, "3": {"mean": 3.7, "std": 1.0}}}},
          "meta": meta}))
     (directory / "forward.json").write_text(json.dumps(
         {"benchmark": "forward", "threads": 2, "date": "2026-11-28", "machine": "Linux-test",
@@ -543,7 +581,10 @@ def test_benchmarks_md_from_sample_results(tmp_path):
     assert "model-b" in text and "| model-a | 0.913 | 0.750 |" in text  # one table for the shared data, by depth
     assert "`hierarchy_a.json`: `hyte eval hierarchy --model m` (2026-11-29 12:00, Linux-test)" in text
     assert "| model-a | hyperbolic | 0.5000 | 0.6000 | 0.4500 | 1.50 | 25.0% |" in text
-    assert "| 3 | 5 | 2.25 ± 0.1 | 1.482 ± 0.1 |" in text and "| change |  | 12.5 % | 14.0 % |" in text
+    assert "| 3 | 5 | 2.25 ± 0.1 | 1.482 ± 0.1 |" in text and "| change |" not in text
+    assert "| Spearman ρ [95 % CI] |  | +0.250 [+0.100, +0.400] | +0.250 [+0.100, +0.400] |" in text
+    assert "| Spearman ρ [95 % CI] |  | not in this file |" in text and "-8.6" not in text
+    assert text.count("This file predates the Spearman statistic") == 1
     assert "model-a (hyperbolic, x0) | model-a (distance to origin) |" in text
     assert "| base | 0.5000 | – | 0.6000 |" in text
     assert "| euclidean | 0.5600 ± 0.0100 | – | 0.7000 ± 0.0100 | – | – | 0.1000 ± 0.0100 | – | – |" in text

@@ -14,13 +14,17 @@ def test_summary_table_shows_every_model_score_and_the_change_against_the_base()
               "radius_depth_spearman": {"spearman": None, "ci_low": None, "ci_high": None}}
     results = {"heldout": {BASE_NAME: {"hpo": scores, "icd10": scores},
                            HYTE_NAME: {"hpo": {**scores, "ndcg@10": 0.55, "spechr": 0.52,
-                                               "radius_depth_spearman": {"spearman": 0.31}}, "icd10": scores}}}
+                                               "radius_depth_spearman": {"spearman": 0.31, "ci_low": 0.2,
+                                                                         "ci_high": 0.4}},
+                                       "icd10": scores}}}
     table = format_summary(results)
     hyte_row = next(line for line in table.splitlines() if line.strip().startswith(HYTE_NAME))
     assert "0.550 (+0.050)" in hyte_row and "0.520 (-0.080)" in hyte_row and "0.310" in hyte_row
     base_row = next(line for line in table.splitlines() if line.strip().startswith(BASE_NAME))
     assert "n/a" in base_row and "(+" not in base_row
     assert "HPO, held-out branches" in table and "ICD-10-CM, held-out chapters" in table
+    # The correlation comes with its bootstrap interval; an undefined one reads n/a.
+    assert f"{BASE_NAME} n/a; {HYTE_NAME} +0.310 [+0.200, +0.400]" in table
 
 
 @pytest.mark.slow

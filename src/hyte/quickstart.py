@@ -47,7 +47,10 @@ def _step(number: int, text: str) -> None:
 
 def format_summary(results: dict) -> str:
     """The quickstart's comparison table, rendered from its results.json (``{"heldout": {model: {ontology:
-    scores}}}``): one block per ontology, one row per model, and each fine-tune's change against the base."""
+    scores}}}``): one block per ontology, one row per model, each fine-tune's change against the base, and the
+    radius-depth Spearman correlations with their intervals."""
+    from .evaluation.hierarchy import format_depth_correlation
+
     lines = []
     heldout = results["heldout"]
     ontologies = list(next(iter(heldout.values())))
@@ -67,6 +70,11 @@ def format_summary(results: dict) -> str:
                     text += f" ({value - reference:+.3f})"
                 cells.append(f"{text:>14}" if len(text) <= 13 else f" {text}")
             lines.append(f"  {name:32}" + "".join(cells))
+        intervals = [f"{name} {format_depth_correlation(by_ontology[ontology].get('radius_depth_spearman'))}"
+                     for name, by_ontology in heldout.items()
+                     if by_ontology[ontology].get("radius_depth_spearman") is not None]
+        if intervals:
+            lines.append("  radius~depth rho [95 % bootstrap interval]: " + "; ".join(intervals))
     return "\n".join(lines)
 
 

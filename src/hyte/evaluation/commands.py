@@ -239,7 +239,7 @@ def _safe_name(text: str) -> str:
 
 
 def _eval_radius(args: argparse.Namespace) -> int:
-    from .hierarchy import hpo_texts_by_depth, plot_radius_by_depth, radius_by_depth
+    from .hierarchy import format_depth_correlation, hpo_texts_by_depth, plot_radius_by_depth, radius_by_depth
 
     labels = args.label or []
     if labels and len(labels) != len(args.model):
@@ -256,19 +256,21 @@ def _eval_radius(args: argparse.Namespace) -> int:
         encoder = _encoder(args, model)
         results[name] = {"model": str(model), **radius_by_depth(encoder, texts, batch_size=args.batch_size)}
     depths = sorted(texts)
-    columns = []  # (title, {depth: stats}, % change): the radius, and the distance to the origin when hyperbolic
+    columns = []  # (title, {depth: stats}): the radius, and the distance to the origin when hyperbolic
     for name in names:
         result = results[name]
         hyperbolic = "distance_by_depth" in result
-        columns.append((name + (" x0" if hyperbolic else ""), result["by_depth"], result["change_pct"]))
+        columns.append((name + (" x0" if hyperbolic else ""), result["by_depth"]))
         if hyperbolic:
-            columns.append((name + " dist", result["distance_by_depth"], result["distance_change_pct"]))
+            columns.append((name + " dist", result["distance_by_depth"]))
     print(f"radius by depth (HPO definitions, {args.split}, <= {args.per_depth} per depth)")
-    print(f"{'depth':>5} {'texts':>6}" + "".join(f"{title[-22:]:>24}" for title, _, _ in columns))
+    print(f"{'depth':>5} {'texts':>6}" + "".join(f"{title[-22:]:>24}" for title, _ in columns))
     for depth in depths:
         print(f"{depth:>5} {len(texts[depth]):>6}" + "".join(
-            f"{by_depth[depth]['mean']:>14.4f} ± {by_depth[depth]['std']:<7.3f}" for _, by_depth, _ in columns))
-    print(f"{'change':>12}" + "".join(f"{_fmt(change) + ' %':>24}" for _, _, change in columns))
+            f"{by_depth[depth]['mean']:>14.4f} ± {by_depth[depth]['std']:<7.3f}" for _, by_depth in columns))
+    print("Spearman rho of radius with depth over all texts [95 % bootstrap interval]:")
+    for name in names:
+        print(f"  {name}: {format_depth_correlation(results[name]['spearman'])}")
     output_dir = Path(args.output_dir)
     stem = "radius_" + _safe_name(args.name or "_".join(names))
     png = plot_radius_by_depth(results, output_dir / f"{stem}.png")

@@ -72,9 +72,7 @@ def _score(encoder, sets: dict) -> dict:
         scores.update({key: hierarchy[key] for key in HIERARCHY_KEYS}, top1_by_type=hierarchy["top1_by_type"],
                       num_hierarchy_queries=hierarchy["num_queries"])
     if "depth_texts" in sets:
-        radius = radius_by_depth(encoder, sets["depth_texts"])
-        scores["radius_depth_spearman"] = radius["spearman"]
-        scores["radius_change_pct"] = radius.get("distance_change_pct", radius["change_pct"])
+        scores["radius_depth_spearman"] = radius_by_depth(encoder, sets["depth_texts"])["spearman"]
     return scores
 
 

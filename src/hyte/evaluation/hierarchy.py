@@ -51,6 +51,7 @@ __all__ = [
     "build_obo_hierarchy_benchmark",
     "depth_correlation",
     "evaluate_hierarchy",
+    "format_depth_correlation",
     "hpo_hierarchy_benchmark",
     "hpo_texts_by_depth",
     "hubness",
@@ -406,16 +407,15 @@ def hpo_hierarchy_benchmark(split: str = "test", *, test_fraction: float = 0.2, 
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _per_depth(values: np.ndarray, depths: list[int], sizes: list[int]) -> tuple[dict, float | None, bool]:
-    """({depth: {"mean", "std", "count"}}, % change shallowest -> deepest, whether the means never decrease)."""
+def _per_depth(values: np.ndarray, depths: list[int], sizes: list[int]) -> tuple[dict, bool]:
+    """({depth: {"mean", "std", "count"}}, whether the means never decrease with depth)."""
     by_depth, start = {}, 0
     for depth, size in zip(depths, sizes):
         chunk = values[start:start + size]
         start += size
         by_depth[depth] = {"mean": float(chunk.mean()), "std": float(chunk.std()), "count": int(size)}
     means = [by_depth[d]["mean"] for d in depths]
-    change = 100.0 * (means[-1] / means[0] - 1.0) if means[0] != 0 else None
-    return by_depth, change, all(b >= a for a, b in zip(means, means[1:]))
+    return by_depth, all(b >= a for a, b in zip(means, means[1:]))
 
 
 def _rank_correlations(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -468,24 +468,34 @@ def depth_correlation(radii: np.ndarray, depths: np.ndarray, num_bootstrap: int 
     return result
 
 
+def format_depth_correlation(entry: Mapping | None, digits: int = 3) -> str:
+    """A :func:`depth_correlation` result as "rho [low, high]" ("n/a" where rho is undefined or not recorded)."""
+    if not entry or entry.get("spearman") is None:
+        return "n/a"
+    text = f"{entry['spearman']:+.{digits}f}"
+    if entry.get("ci_low") is not None and entry.get("ci_high") is not None:
+        text += f" [{entry['ci_low']:+.{digits}f}, {entry['ci_high']:+.{digits}f}]"
+    return text
+
+
 def radius_by_depth(encoder, texts_by_depth: Mapping[int, Sequence[str]], batch_size: int = 32,
                     num_bootstrap: int = 1000, seed: int = 0) -> dict:
-    """Mean, standard deviation and count of ``encoder.radii`` per depth, and the change from shallowest to deepest.
+    """Spearman correlation of ``encoder.radii`` with depth over all texts, and the mean radius per depth.
 
     The radius is the encoder's own: the time coordinate x0 of the document point for HyTE models, the norm of the
-    un-normalised mean-pooled vector for Euclidean ones. Returns ``{"by_depth": {depth: {"mean", "std", "count"}},
-    "shallowest", "deepest", "change_pct", "monotonic", "kind"}``: ``change_pct`` = 100 (mean at the deepest depth /
-    mean at the shallowest - 1), ``monotonic`` = the means never decrease with depth.
+    un-normalised mean-pooled vector for Euclidean ones. Returns ``{"spearman": {"spearman", "ci_low", "ci_high",
+    "num_texts"}, "by_depth": {depth: {"mean", "std", "count"}}, "shallowest", "deepest", "monotonic", "kind"}``.
 
-    For hyperbolic encoders (``kind == "hyperbolic"``, curvature c > 0) the same statistics are also given for the
-    geodesic distance to the origin, sqrt(c) arccosh(x0 / sqrt(c)), as ``distance_by_depth``,
-    ``distance_change_pct`` and ``distance_monotonic``: near the origin x0 = cosh(d) ~ 1 + d^2 / 2 hides relative
-    changes that the distance shows. All texts are encoded in one batched pass.
+    ``spearman`` is :func:`depth_correlation` over every text (``num_bootstrap`` resamples, ``seed``), the summary
+    to quote: unlike a change between the shallowest and the deepest level, it does not hang on the few texts at
+    the two ends. ``monotonic`` = the per-depth means never decrease with depth.
 
-    ``spearman`` is :func:`depth_correlation` over the texts (``num_bootstrap`` resamples, ``seed``) of the
-    geodesic distance to the origin for hyperbolic encoders and of the radius for Euclidean ones. Spearman's rho
-    only sees ranks, and the distance is an increasing function of x0, so it is the same on x0 (up to x0 values
-    within rounding of the origin, which the distance ties at 0).
+    For hyperbolic encoders (``kind == "hyperbolic"``, curvature c > 0) the per-depth table is also given for the
+    geodesic distance to the origin, sqrt(c) arccosh(x0 / sqrt(c)), as ``distance_by_depth`` and
+    ``distance_monotonic``: near the origin x0 = cosh(d) ~ 1 + d^2 / 2 hides relative changes that the distance
+    shows. Spearman's rho is computed on that distance; it only sees ranks and the distance is an increasing
+    function of x0, so it is the same on x0 (up to x0 values within rounding of the origin, which the distance ties
+    at 0). All texts are encoded in one batched pass.
     """
     depths = sorted(depth for depth, texts in texts_by_depth.items() if len(texts))
     if not depths:
@@ -493,18 +503,17 @@ def radius_by_depth(encoder, texts_by_depth: Mapping[int, Sequence[str]], batch_
     sizes = [len(texts_by_depth[depth]) for depth in depths]
     texts = [text for depth in depths for text in texts_by_depth[depth]]
     radii = np.asarray(encoder.radii(texts, batch_size=batch_size), dtype=np.float64)
-    by_depth, change, monotonic = _per_depth(radii, depths, sizes)
-    result = {"by_depth": by_depth, "shallowest": depths[0], "deepest": depths[-1], "change_pct": change,
-              "monotonic": monotonic, "kind": getattr(encoder, "kind", None)}
+    by_depth, monotonic = _per_depth(radii, depths, sizes)
+    result = {"by_depth": by_depth, "shallowest": depths[0], "deepest": depths[-1], "monotonic": monotonic,
+              "kind": getattr(encoder, "kind", None)}
     curvature = float(getattr(encoder, "curvature", 0.0) or 0.0)
     ranked = radii
     if result["kind"] == "hyperbolic" and curvature > 0:
         root = math.sqrt(curvature)
         # x0 >= sqrt(c) on the hyperboloid; float rounding can land just below, where arccosh is undefined.
         distances = root * np.arccosh(np.maximum(radii / root, 1.0))
-        by_depth, change, monotonic = _per_depth(distances, depths, sizes)
-        result.update(curvature=curvature, distance_by_depth=by_depth, distance_change_pct=change,
-                      distance_monotonic=monotonic)
+        by_depth, monotonic = _per_depth(distances, depths, sizes)
+        result.update(curvature=curvature, distance_by_depth=by_depth, distance_monotonic=monotonic)
         ranked = distances
     result["spearman"] = depth_correlation(ranked, np.repeat(depths, sizes), num_bootstrap=num_bootstrap, seed=seed)
     return result
@@ -543,8 +552,8 @@ def plot_radius_by_depth(results_by_model: Mapping[str, dict], path_png: str | o
 
     Left: each model's mean radius relative to its value at the shallowest depth (models of different scale share
     one axis), with the standard deviation as a band; for hyperbolic models the geodesic distance to the origin is
-    drawn (``distance_by_depth``), x0 being nearly flat close to the origin. Right: the percentage change from
-    shallowest to deepest of the drawn quantity.
+    drawn (``distance_by_depth``), x0 being nearly flat close to the origin. Right: Spearman's rho between radius
+    and depth over all texts (``spearman``) with its 95 % bootstrap interval.
     """
     import matplotlib
 
@@ -556,7 +565,7 @@ def plot_radius_by_depth(results_by_model: Mapping[str, dict], path_png: str | o
     path_png = Path(path_png)
     path_png.parent.mkdir(parents=True, exist_ok=True)
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2, 1]})
-    names, changes = [], []
+    names, rhos, errors = [], [], []
     for name, result in results_by_model.items():
         distance = bool(result.get("distance_by_depth"))
         by_depth = {int(depth): values
@@ -569,17 +578,22 @@ def plot_radius_by_depth(results_by_model: Mapping[str, dict], path_png: str | o
         left.plot(depths, means, marker="o", label=name)
         left.fill_between(depths, means - stds, means + stds, alpha=0.15)
         names.append(name)
-        changes.append(result.get("distance_change_pct" if distance else "change_pct") or 0.0)
+        spearman = result.get("spearman") or {}
+        rho = spearman.get("spearman")
+        rhos.append(rho or 0.0)
+        low, high = spearman.get("ci_low"), spearman.get("ci_high")
+        errors.append((rho - low, high - rho) if None not in (rho, low, high) else (0.0, 0.0))
     left.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
     left.set_xlabel("depth in the hierarchy (general → specific)")
     left.set_ylabel("mean radius / its value at the shallowest depth")
     left.set_title(title)
     left.legend(fontsize=8)
-    colors = ["tab:green" if change > 0 else "tab:red" for change in changes]
-    right.barh(range(len(names)), changes, color=colors)
+    colors = ["tab:green" if rho > 0 else "tab:red" for rho in rhos]
+    right.barh(range(len(names)), rhos, xerr=np.array(errors).T, color=colors, capsize=3)
     right.set_yticks(range(len(names)), names, fontsize=8)
     right.axvline(0.0, color="black", linewidth=0.8)
-    right.set_xlabel("change shallowest → deepest (%)")
+    right.set_xlim(-1.0, 1.0)
+    right.set_xlabel("Spearman ρ(depth, radius), 95 % interval")
     right.invert_yaxis()
     figure.tight_layout()
     figure.savefig(path_png, dpi=120)
