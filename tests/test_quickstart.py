@@ -27,6 +27,23 @@ def test_summary_table_shows_every_model_score_and_the_change_against_the_base()
     assert f"{BASE_NAME} n/a; {HYTE_NAME} +0.310 [+0.200, +0.400]" in table
 
 
+def test_model_card_is_named_after_the_final_folder_not_the_staging_one(tmp_path):
+    from conftest import tiny_fh_config
+
+    from hyte import HyTEFHModel
+    from hyte.quickstart import _write_model_dir
+
+    trained = tmp_path / "training" / "final"
+    HyTEFHModel(tiny_fh_config()).save_pretrained(trained)
+    (trained / "hyte_card.json").write_text(json.dumps({"training": {"stage": "finetune"}}))
+    scores = {"ndcg@10": 0.5, "recall@10": 0.7, "mrr@10": 0.4, "spechr": 0.6, "recall@1": 0.4, "mrr": 0.5}
+    model_dir = tmp_path / "my-model"
+    _write_model_dir(trained, model_dir, {HYTE_NAME: {"hpo": scores}, BASE_NAME: {"hpo": scores}})
+    card = (model_dir / "README.md").read_text()
+    assert ".tmp" not in card and "# my-model" in card and "- name: my-model" in card
+    assert f"from_pretrained({json.dumps(str(model_dir))}" in card
+
+
 @pytest.mark.slow
 def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys):
     model_dir = run_quickstart(tmp_path, steps=2, examples=48, queries=12, documents=80, per_depth=4)

@@ -175,7 +175,7 @@ def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
     info_path.write_text(json.dumps(info, indent=2))
     from .hub.card import render_model_card
 
-    render_model_card(staging).save(staging / "README.md")
+    render_model_card(staging, final_dir=model_dir).save(staging / "README.md")
     backup = model_dir.with_name(f".{model_dir.name}.previous")
     shutil.rmtree(backup, ignore_errors=True)
     if model_dir.exists():

@@ -50,15 +50,19 @@ _POOLING_NAMES = {
 }
 
 
-def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None) -> ModelCard:
+def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, *,
+                      final_dir: str | os.PathLike | None = None) -> ModelCard:
     """The model card (README.md) of a saved HyTE model folder.
 
     Args:
         model_dir: a folder written by ``save_pretrained`` (optionally also a sentence-transformers folder).
         repo_id: the Hub repository the card is for; the usage snippets load from it. Default: the local folder,
             so the snippets still run as written.
+        final_dir: where the folder will live when ``model_dir`` is a staging copy that is renamed afterwards:
+            without a ``repo_id``, the card is named after it and its snippets load from it. Default: ``model_dir``.
     """
     model_dir = Path(model_dir)
+    local_dir = Path(final_dir) if final_dir is not None else model_dir
     config = _read_json(model_dir / "config.json")
     model_type = config.get("model_type")
     if model_type not in MODEL_KINDS:
@@ -70,7 +74,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None) 
     is_hyperbolic = model_type in HYPERBOLIC_MODEL_TYPES
     has_st = (model_dir / "modules.json").is_file()
     kind = MODEL_KINDS[model_type]
-    model_name = repo_id.split("/")[-1] if repo_id else model_dir.resolve().name
+    model_name = repo_id.split("/")[-1] if repo_id else local_dir.resolve().name
     eval_results = _read_eval_results(model_dir)
     curvature = _curvature(model_dir, config) if is_hyperbolic else None
 
@@ -93,7 +97,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None) 
         card_data,
         template_path=str(files("hyte") / "model_cards" / "hyte_model_card.md"),
         model_name=model_name,
-        repo_id=repo_id or str(model_dir),
+        repo_id=repo_id or str(local_dir),
         kind=kind,
         kind_description=_kind_description(model_type, config),
         is_hyperbolic=is_hyperbolic,
