@@ -455,6 +455,48 @@ def hyte_h_dir(tmp_path_factory, minilm_path, bert_tokenizer):
     return path
 
 
+# Longer than MiniLM's 256-token limit (sentence_bert_config.json) and shorter than its 512 positions.
+LONG_TEXT = " ".join(f"Abnormality of the {part} with onset in infancy, seen in case {i}." for i, part in
+                     enumerate(["heart", "lung", "kidney", "liver", "skin", "eye", "ear", "bone"] * 3))
+
+
+def test_euclidean_encoder_reproduces_sentence_transformers_folders(tmp_path, minilm_path, bert_tokenizer):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+    from transformers import AutoModel
+
+    from hyte.encoders import load_encoder
+
+    texts = [LONG_TEXT, "Short stature.", "An abnormally small head circumference."]
+    assert 300 < len(bert_tokenizer(LONG_TEXT)["input_ids"]) < 512
+    # The bundled all-MiniLM-L6-v2: 256 tokens, mean pooling, Normalize.
+    encoder = load_encoder(minilm_path)
+    assert (encoder.max_length, encoder.pooling, encoder.normalize) == (256, "mean", True)
+    expected = SentenceTransformer(minilm_path, device="cpu").encode(texts, convert_to_numpy=True)
+    np.testing.assert_allclose(encoder.encode(texts), expected, atol=1e-5, rtol=0)
+    # Another pipeline: CLS pooling, 128 tokens, no Normalize (cosine similarity: hyte normalises to score by dot).
+    st = SentenceTransformer(modules=[Transformer(minilm_path, max_seq_length=128), Pooling(384, pooling_mode="cls")],
+                             device="cpu")
+    st.save(str(tmp_path / "cls"))
+    encoder = load_encoder(tmp_path / "cls")
+    assert (encoder.max_length, encoder.pooling, encoder.normalize) == (128, "cls", True)
+    raw = st.encode(texts, convert_to_numpy=True)
+    np.testing.assert_allclose(encoder.radii(texts), np.linalg.norm(raw, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(encoder.encode(texts), raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-5)
+    # A plain Hugging Face folder (no sentence-transformers config) keeps mean pooling over the model's positions.
+    AutoModel.from_pretrained(minilm_path).save_pretrained(tmp_path / "plain")
+    bert_tokenizer.save_pretrained(tmp_path / "plain")
+    encoder = load_encoder(tmp_path / "plain")
+    assert (encoder.max_length, encoder.pooling, encoder.normalize) == (512, "mean", True)
+    # A module the Euclidean path would silently skip is refused.
+    modules = json.loads((tmp_path / "cls" / "modules.json").read_text())
+    modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+    (tmp_path / "cls" / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(ValueError, match="Dense"):
+        load_encoder(tmp_path / "cls")
+
+
 def test_eval_retrieval_command_writes_json(tmp_path, hyte_h_dir, minilm_path, capsys):
     folder = write_beir(tmp_path / "beir")
     for name, model in (("hyte", hyte_h_dir), ("minilm", minilm_path)):

@@ -3,10 +3,12 @@
 * ``HyteEncoder``: a HyTE model (FH or H) and its tokenizer. Documents are hyperboloid points, queries are
   sign-flipped, and ``query_vectors @ document_vectors.T`` is the Lorentz inner product (larger = nearer).
 * ``EuclideanEncoder``: any Hugging Face encoder with masked mean pooling and cosine similarity (vectors are
-  L2-normalised, so the dot product is the cosine), the usual Euclidean baseline.
+  L2-normalised, so the dot product is the cosine), the usual Euclidean baseline. A sentence-transformers folder
+  is read the way sentence-transformers reads it (``load_encoder``): its token limit (``sentence_bert_config.json``),
+  pooling mode (``1_Pooling/config.json``) and similarity, so scores match its evaluators and mteb.
 
 Both have ``encode(texts, role)``, ``scores(queries, documents)`` and ``radii(texts)`` (time coordinate for HyTE,
-the norm of the un-normalised mean-pooled vector for Euclidean models), so evaluation code treats them alike.
+the norm of the un-normalised pooled vector for Euclidean models), so evaluation code treats them alike.
 """
 
 from __future__ import annotations
@@ -57,25 +59,52 @@ class HyteEncoder:
         return documents[:, 0] if self.model.is_hyperbolic else np.linalg.norm(documents, axis=1)
 
 
+POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len_tokens", "lasttoken")  # sentence-transformers' names
+
+
+def _pool(tokens: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
+    """(B, T, H) token states, (B, T) attention mask -> (B, H), as sentence-transformers' Pooling computes them."""
+    weights = mask.unsqueeze(-1).to(tokens.dtype)
+    if mode == "max":
+        return tokens.masked_fill(weights == 0, float("-inf")).max(dim=1).values
+    if mode in ("cls", "lasttoken"):
+        positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+        # The first / last unmasked position, whichever side the tokenizer pads.
+        index = (mask.argmax(1) if mode == "cls" else (positions * mask).argmax(1))
+        return tokens[torch.arange(tokens.shape[0]), index]
+    count = weights.sum(1).clamp_min(1e-9)
+    return (tokens * weights).sum(1) / (count if mode == "mean" else count.sqrt())
+
+
 class EuclideanEncoder:
-    """A Hugging Face encoder with masked mean pooling; cosine similarity through L2-normalised vectors."""
+    """A Hugging Face encoder with masked pooling (mean by default); cosine similarity through L2-normalised
+    vectors, or the plain dot product with ``normalize=False``. ``lowercase``: lowercase texts before tokenizing
+    (sentence-transformers' ``do_lower_case``)."""
 
     kind = "euclidean"
     curvature = 0.0
 
-    def __init__(self, model, tokenizer, name: str | None = None, max_length: int | None = None):
+    def __init__(self, model, tokenizer, name: str | None = None, max_length: int | None = None,
+                 pooling: str = "mean", normalize: bool = True, lowercase: bool = False):
+        if pooling not in POOLING_MODES:
+            raise ValueError(f"pooling must be one of {POOLING_MODES}; got {pooling!r}.")
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.name = name or model.config.name_or_path or type(model).__name__
-        self.max_length = max_length or getattr(model.config, "max_position_embeddings", 512)
+        # sentence-transformers' default limit: the tokenizer's, capped at the model's positions.
+        limits = [getattr(model.config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+        self.max_length = max_length or min([limit for limit in limits if limit] or [512])
+        self.pooling = pooling
+        self.normalize = normalize
+        self.lowercase = lowercase
 
     @property
     def dim(self) -> int:
         return self.model.config.hidden_size
 
     @torch.no_grad()
-    def _mean_pooled(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
-        texts = list(texts)
+    def _pooled(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+        texts = [text.lower() for text in texts] if self.lowercase else list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         starts = range(0, len(texts), batch_size)
@@ -88,23 +117,76 @@ class EuclideanEncoder:
             batch = self.tokenizer([texts[i] for i in index], padding=True, truncation=True,
                                    max_length=self.max_length, return_tensors="pt")
             tokens = self.model(**batch).last_hidden_state
-            weights = batch["attention_mask"].unsqueeze(-1).to(tokens.dtype)
-            out[index] = ((tokens * weights).sum(1) / weights.sum(1).clamp_min(1.0)).float().numpy()
+            out[index] = _pool(tokens, batch["attention_mask"], self.pooling).float().numpy()
         return out
 
     def encode(self, texts: list[str], role: str = "document", batch_size: int = 32,
                show_progress_bar: bool | None = None) -> np.ndarray:
         if role not in ("document", "query"):
             raise ValueError(f"role must be 'document' or 'query'; got {role!r}.")
-        vectors = self._mean_pooled(texts, batch_size, show_progress_bar)
+        vectors = self._pooled(texts, batch_size, show_progress_bar)
+        if not self.normalize:
+            return vectors
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
     def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
         return queries @ documents.T
 
     def radii(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        """Norms of the un-normalised mean-pooled vectors (the Euclidean analogue of the radius)."""
-        return np.linalg.norm(self._mean_pooled(texts, batch_size, None), axis=1)
+        """Norms of the un-normalised pooled vectors (the Euclidean analogue of the radius)."""
+        return np.linalg.norm(self._pooled(texts, batch_size, None), axis=1)
+
+
+# sentence-transformers' older Pooling config: one boolean per mode.
+_LEGACY_POOLING_KEYS = (("pooling_mode_cls_token", "cls"), ("pooling_mode_max_tokens", "max"),
+                        ("pooling_mode_mean_tokens", "mean"),
+                        ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"),
+                        ("pooling_mode_weightedmean_tokens", "weightedmean"), ("pooling_mode_lasttoken", "lasttoken"))
+
+
+def sentence_transformers_options(path: str | Path) -> dict:
+    """``EuclideanEncoder`` options that reproduce a local sentence-transformers folder ({} for other folders).
+
+    Reads ``modules.json`` and the module configs as sentence-transformers does: ``max_length`` from the Transformer
+    module's ``max_seq_length`` (newer folders keep it as the tokenizer's ``model_max_length``), ``lowercase`` from its ``do_lower_case``, ``pooling`` from the Pooling module, and
+    ``normalize``: a Normalize module, or cosine similarity (``config_sentence_transformers.json``; the default),
+    which on normalised vectors is the dot product. Raises ValueError for a pipeline that this path would not
+    reproduce (other modules, several pooling modes, a similarity other than cosine or dot).
+    """
+    path = Path(path)
+    if not (path / "modules.json").is_file():
+        return {}
+    options = {}
+    normalized = False
+    for entry in json.loads((path / "modules.json").read_text(encoding="utf-8")):
+        kind = entry["type"].rpartition(".")[2]
+        config_dir = path / entry.get("path", "")
+        if kind == "Transformer":
+            config = _json_or_empty(config_dir / "sentence_bert_config.json")
+            if config.get("max_seq_length"):
+                options["max_length"] = int(config["max_seq_length"])
+            options["lowercase"] = bool(config.get("do_lower_case", False))
+        elif kind == "Pooling":
+            config = _json_or_empty(config_dir / "config.json")
+            modes = config.get("pooling_mode") or [mode for key, mode in _LEGACY_POOLING_KEYS if config.get(key)]
+            modes = [modes] if isinstance(modes, str) else list(modes) or ["mean"]
+            if len(modes) != 1 or modes[0] not in POOLING_MODES:
+                raise ValueError(f"{path}: pooling {modes} is not supported here (one of {POOLING_MODES}).")
+            options["pooling"] = modes[0]
+        elif kind == "Normalize":
+            normalized = True
+        else:
+            raise ValueError(f"{path}: the sentence-transformers module {entry['type']} is not reproduced by the "
+                             "Euclidean encoder (Transformer, Pooling and Normalize are); use hyte eval mteb.")
+    similarity = _json_or_empty(path / "config_sentence_transformers.json").get("similarity_fn_name") or "cosine"
+    if similarity not in ("cosine", "dot"):
+        raise ValueError(f"{path}: similarity {similarity!r} is not supported here (cosine or dot).")
+    options["normalize"] = normalized or similarity == "cosine"
+    return options
+
+
+def _json_or_empty(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def model_type_of(path: str | Path) -> str | None:
@@ -116,9 +198,11 @@ def model_type_of(path: str | Path) -> str | None:
 
 
 def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = None) -> HyteEncoder | EuclideanEncoder:
-    """Load a model folder (or hub id) as a HyTE encoder or, for any other encoder, a Euclidean mean-pooling one.
+    """Load a model folder (or hub id) as a HyTE encoder or, for any other encoder, a Euclidean one.
 
-    ``kind``: "auto" (by config.json's model_type), "hyte" or "euclidean".
+    ``kind``: "auto" (by config.json's model_type), "hyte" or "euclidean". A Euclidean local folder saved by
+    sentence-transformers is encoded as sentence-transformers encodes it (``sentence_transformers_options``); any
+    other encoder with mean pooling and cosine similarity. ``max_length`` overrides the token limit.
     """
     if kind not in ("auto", "hyte", "euclidean"):
         raise ValueError(f"kind must be 'auto', 'hyte' or 'euclidean'; got {kind!r}.")
@@ -127,10 +211,13 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
         raise FileNotFoundError(f"{path} is not a model folder: it has no config.json.")
     if kind == "auto":
         kind = "hyte" if model_type_of(path) in HYTE_MODEL_TYPES else "euclidean"
+    options = sentence_transformers_options(path) if kind == "euclidean" and Path(path).is_dir() else {}
+    if max_length:
+        options["max_length"] = max_length
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=True)
     model = AutoModel.from_pretrained(path, trust_remote_code=True, dtype=torch.float32)
     if kind == "hyte":
         if not isinstance(model, HyTEPreTrainedModel) and not hasattr(model, "encode"):
             raise ValueError(f"{path} is not a HyTE model (model_type {model.config.model_type!r}).")
         return HyteEncoder(model, tokenizer, name=path, max_length=max_length)
-    return EuclideanEncoder(model, tokenizer, name=path, max_length=max_length)
+    return EuclideanEncoder(model, tokenizer, name=path, **options)
