@@ -497,6 +497,15 @@ def test_euclidean_encoder_reproduces_sentence_transformers_folders(tmp_path, mi
         load_encoder(tmp_path / "cls")
 
 
+def test_encoding_draws_no_progress_bar_into_a_log(minilm_path, capfd):
+    from hyte.encoders import load_encoder
+
+    encoder = load_encoder(minilm_path)
+    capfd.readouterr()
+    encoder.encode(["Short stature.", "Long fingers."], batch_size=1, show_progress_bar=True)
+    assert "encode" not in capfd.readouterr().err  # stderr is not a terminal here, as in a log file
+
+
 def test_eval_retrieval_command_writes_json(tmp_path, hyte_h_dir, minilm_path, capsys):
     folder = write_beir(tmp_path / "beir")
     for name, model in (("hyte", hyte_h_dir), ("minilm", minilm_path)):

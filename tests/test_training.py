@@ -54,6 +54,14 @@ def first_and_last(losses: dict[int, float], n: int = 4) -> tuple[float, float]:
     return sum(losses[s] for s in steps[:n]) / n, sum(losses[s] for s in steps[-n:]) / n
 
 
+def test_trainer_draws_no_progress_bar_into_a_log(tmp_path):
+    from hyte.training.stages import _training_arguments
+
+    # Under pytest stderr is captured, as in a log file: tqdm would write a line per step there.
+    config = parse_config(config_dict("finetune", tmp_path, {"build": "load", "path": "unused"}))
+    assert _training_arguments(config).disable_tqdm is True
+
+
 @pytest.mark.slow
 def test_mlm_stage_lowers_the_loss(tmp_path):
     config = parse_config(config_dict("mlm", tmp_path, {"build": "hyte_fh", "options": {**TINY_FH, "sparse_prediction": True}},

@@ -111,7 +111,7 @@ class EuclideanEncoder:
         if show_progress_bar or (show_progress_bar is None and len(texts) >= 20 * batch_size):
             from tqdm.auto import tqdm
 
-            starts = tqdm(starts, desc="encode", unit="batch")
+            starts = tqdm(starts, desc="encode", unit="batch", disable=None)  # None: no bar when not a terminal
         for start in starts:
             index = order[start : start + batch_size]
             batch = self.tokenizer([texts[i] for i in index], padding=True, truncation=True,

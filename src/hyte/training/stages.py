@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,8 @@ def _training_arguments(config: RunConfig, **extra: Any) -> TrainingArguments:
         save_steps=spec.save_steps, save_total_limit=spec.save_total_limit, seed=spec.seed, data_seed=spec.seed,
         bf16=spec.bf16, activation_checkpointing=spec.gradient_checkpointing,
         dataloader_num_workers=spec.dataloader_num_workers, dataloader_pin_memory=False, report_to="none",
-        remove_unused_columns=False, **extra,
+        remove_unused_columns=False, disable_tqdm=not sys.stderr.isatty(),  # no progress bars in a log file
+        **extra,
     )
 
 
