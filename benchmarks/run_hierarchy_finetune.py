@@ -16,13 +16,13 @@ import argparse
 import json
 import math
 import platform
-import shutil
 import statistics
 import sys
 import time
 from pathlib import Path
 
 from hyte.training.recipes import VARIANTS, hierarchy_finetune
+from hyte.training.stages import remove_checkpoints
 
 SWEEP = {"hyte-h": ("token_radius", (1.0, 2.0, 3.0)), "euclidean": ("temperature", (0.02, 0.05, 0.1))}
 VALIDATION_FRACTION = 0.35
@@ -131,8 +131,7 @@ def main() -> None:
               + (f" | ICD nDCG@10 {scores['icd10']['ndcg@10']:.4f} SpecHR {scores['icd10']['spechr']:.4f}"
                  if "icd10" in scores else ""), flush=True)
         if args.clean:
-            for checkpoint in (runs / name).glob("checkpoint-*"):
-                shutil.rmtree(checkpoint)
+            remove_checkpoints(runs / name)
     summary = {variant: _aggregate(list(by_run.values())) for variant, by_run in results.items()
                if not args.sweep or variant == "base"}
     command = "python benchmarks/run_hierarchy_finetune.py " + " ".join(sys.argv[1:])

@@ -58,3 +58,6 @@ def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys):
     card = (model_dir / "README.md").read_text()
     assert "measured against the untrained base" in card
     assert printed.count("  query: ") == 3 and "its own term" in printed
+    # Only what the user needs stays: no Trainer checkpoints (each a model plus its optimizer state).
+    assert not list(tmp_path.rglob("checkpoint-*")) and (tmp_path / "training" / "final").is_dir()
+    assert f"training: {tmp_path / 'training'}" in printed and "disk:" in printed

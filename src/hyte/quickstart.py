@@ -13,7 +13,8 @@
 6. where everything is, and the one command that pushes the model.
 
 Every step is resumable or cheap to redo: training resumes from its last checkpoint, a finished model is reused,
-and every folder is written aside and swapped in, so Ctrl-C never leaves a half-written model directory.
+and every folder is written aside and swapped in, so Ctrl-C never leaves a half-written model directory. The
+checkpoints of a finished run are deleted (a finished run is reused, never resumed).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     from .encoders import load_encoder
     from .evaluation.heldout import evaluate_heldout
     from .training.recipes import hierarchy_finetune
-    from .training.stages import run
+    from .training.stages import remove_checkpoints, run
 
     started = time.perf_counter()
     output_dir = Path(output_dir)
@@ -106,6 +107,8 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
         else:
             run(hierarchy_finetune(variant, str(folder), steps=steps, examples=examples, mining_cache=cache),
                 resume=True)
+        # A finished run is reused as it is, never resumed: its checkpoints would only take disk space.
+        remove_checkpoints(folder)
 
     _step(3, "evaluating on held-out HPO branches and ICD-10-CM chapters (never seen in training)")
     encoders = {BASE_NAME: load_encoder(bundled_minilm_path(), kind="euclidean", max_length=64)}
@@ -128,10 +131,18 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     _index_and_search(encoders[HYTE_NAME], index_dir, queries, documents)
 
     _step(6, "done")
-    print(f"  model:   {model_dir}\n  index:   {index_dir}\n  results: {results_path}")
-    print(f"  push it: hyte push {model_dir} --repo-id YOUR-ORG/hyte-h-minilm-hpo")
+    print(f"  model:    {model_dir} (with its model card)\n  index:    {index_dir}\n  results:  {results_path}")
+    for _, folder in trained.values():
+        print(f"  training: {folder} (the run's final model and logs; a rerun reuses it)")
+    print(f"  mining:   {cache} (hard negatives, reused by later runs)")
+    print(f"  disk:     {_size_mb(output_dir):.0f} MB in {output_dir}")
+    print(f"  push it:  hyte push {model_dir} --repo-id YOUR-ORG/hyte-h-minilm-hpo")
     print(f"  ({time.perf_counter() - started:.0f} s)")
     return model_dir
+
+
+def _size_mb(folder: Path) -> float:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()) / 2**20
 
 
 def _evaluation_sets() -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments, set_seed
-from transformers.trainer_utils import get_last_checkpoint
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
 from ..data.jsonl import write_jsonl
 from .config import RunConfig
@@ -50,6 +50,17 @@ def _training_arguments(config: RunConfig, **extra: Any) -> TrainingArguments:
         remove_unused_columns=False, disable_tqdm=not sys.stderr.isatty(),  # no progress bars in a log file
         **extra,
     )
+
+
+def remove_checkpoints(output_dir: str | os.PathLike) -> int:
+    """Delete the Trainer checkpoints (``checkpoint-*``) of a finished run; returns how many there were.
+
+    They are what ``resume=True`` continues from while a run is unfinished; once ``output_dir/final`` is written
+    they only take space (two copies of the model and its optimizer state)."""
+    checkpoints = sorted(Path(output_dir).glob(f"{PREFIX_CHECKPOINT_DIR}-*"))
+    for checkpoint in checkpoints:
+        shutil.rmtree(checkpoint)
+    return len(checkpoints)
 
 
 def _resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
