@@ -17,13 +17,16 @@ re-projection, centroids) do so in float64 and, where they combine points, re-de
 coordinate from its space part first, so a float32 point at radius 15 (x_0 ~ 1.6e6) is handled exactly as well as
 its space coordinates allow. Results come back in the input dtype.
 
-All functions broadcast over leading dimensions; ``D = d + 1`` is the ambient dimension.
+All functions broadcast over leading dimensions; ``D = d + 1`` is the ambient dimension. They take torch tensors or
+NumPy arrays (e.g. FAISS search scores): given any NumPy array they return NumPy, otherwise a tensor.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -71,6 +74,24 @@ _MIN_CONE_DISTANCE = 1e-6
 _MIN_DIRECTION_NORM = 1e-15
 
 
+def _accepts_numpy(function):
+    """Run ``function`` on tensors made from its NumPy arguments and return NumPy if it got any."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        if not any(isinstance(value, np.ndarray) for value in (*args, *kwargs.values())):
+            return function(*args, **kwargs)
+        result = function(*map(_as_tensor, args), **{name: _as_tensor(value) for name, value in kwargs.items()})
+        return result.numpy(force=True)
+
+    return wrapper
+
+
+def _as_tensor(value):
+    # np.require copies read-only arrays (e.g. memory-mapped .npy files), which torch.from_numpy warns about.
+    return torch.from_numpy(np.require(value, requirements="W")) if isinstance(value, np.ndarray) else value
+
+
 def check_curvature(c: float | Tensor) -> None:
     """Raise a clear ``ValueError`` unless ``c`` is a finite positive number (c > 0, K = -1/c)."""
     value = float(c.detach().min()) if isinstance(c, Tensor) else float(c)
@@ -97,6 +118,7 @@ def origin(dim: int, c: float = 1.0, *, dtype=torch.float32, device=None) -> Ten
     return o
 
 
+@_accepts_numpy
 def add_time(space: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Lift space coordinates onto the hyperboloid: (..., d) -> (..., d + 1), x_0 = sqrt(||x_s||^2 + c).
 
@@ -106,6 +128,7 @@ def add_time(space: Tensor, c: float | Tensor = 1.0) -> Tensor:
     return torch.cat([time, space], dim=-1)
 
 
+@_accepts_numpy
 def inner(x: Tensor, y: Tensor, keepdim: bool = False) -> Tensor:
     """Elementwise Lorentz inner product <x, y>_L of (..., D) tensors -> (...,) (or (..., 1) with keepdim)."""
     product = x * y
@@ -113,6 +136,7 @@ def inner(x: Tensor, y: Tensor, keepdim: bool = False) -> Tensor:
     return result if keepdim else result.squeeze(-1)
 
 
+@_accepts_numpy
 def flip_time(x: Tensor) -> Tensor:
     """Negate the time coordinate: (x_0, x_s) -> (-x_0, x_s), so that flip_time(q) . x == <q, x>_L.
 
@@ -122,11 +146,13 @@ def flip_time(x: Tensor) -> Tensor:
     return torch.cat([-x[..., :1], x[..., 1:]], dim=-1)
 
 
+@_accepts_numpy
 def pairwise_inner(x: Tensor, y: Tensor) -> Tensor:
     """All Lorentz inner products between rows: (..., N, D) x (..., M, D) -> (..., N, M)."""
     return flip_time(x) @ y.transpose(-1, -2)
 
 
+@_accepts_numpy
 def distance_from_inner(lorentz_inner: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Geodesic distance from a Lorentz inner product: d = sqrt(c) arccosh(-<x, y>_L / c).
 
@@ -144,6 +170,7 @@ def _refresh_time64(x: Tensor, c: float | Tensor) -> Tensor:
     return add_time(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
 
 
+@_accepts_numpy
 def distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Geodesic distance between matching points: (..., D), (..., D) -> (...,).
 
@@ -159,11 +186,13 @@ def distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     return (two_sqrt_c * torch.asinh(chord / two_sqrt_c)).to(x.dtype)
 
 
+@_accepts_numpy
 def pairwise_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """All geodesic distances between rows: (..., N, D) x (..., M, D) -> (..., N, M)."""
     return distance_from_inner(pairwise_inner(_refresh_time64(x, c), _refresh_time64(y, c)), c).to(x.dtype)
 
 
+@_accepts_numpy
 def squared_lorentz_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Squared Lorentzian distance d_L^2 = ||x - y||_L^2 = -2c - 2<x, y>_L of matching points, (..., D) -> (...,).
 
@@ -175,11 +204,13 @@ def squared_lorentz_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> T
     return value.clamp_min(0).to(x.dtype)
 
 
+@_accepts_numpy
 def radius(x: Tensor) -> Tensor:
     """Radial depth r(x) = x_0, (..., D) -> (...,). Monotone in the distance to the origin."""
     return x[..., 0]
 
 
+@_accepts_numpy
 def distance_to_origin(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """d(o, x) = sqrt(c) asinh(||x_s|| / sqrt(c)), (..., D) -> (...,).
 
@@ -190,6 +221,7 @@ def distance_to_origin(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
     return sqrt_c * torch.asinh(x[..., 1:].norm(dim=-1) / sqrt_c)
 
 
+@_accepts_numpy
 def project(v: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Pi_c: rescale a time-like ambient vector onto the hyperboloid, (..., D) -> (..., D).
 
@@ -206,6 +238,7 @@ def project(v: Tensor, c: float | Tensor = 1.0) -> Tensor:
     return v * (torch.sqrt(_curvature_like(c, v)) * torch.rsqrt(norm_sq))
 
 
+@_accepts_numpy
 def expmap0(tangent: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Exponential map at the origin: tangent space part v (..., d) -> point (..., d + 1).
 
@@ -223,6 +256,7 @@ def expmap0(tangent: Tensor, c: float | Tensor = 1.0) -> Tensor:
     return add_time(sqrt_c * torch.sinh(scaled) * direction, c)
 
 
+@_accepts_numpy
 def logmap0(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Logarithmic map at the origin: point (..., d + 1) -> tangent space part v (..., d), inverse of expmap0.
 
@@ -234,6 +268,7 @@ def logmap0(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
     return sqrt_c * torch.asinh(norm / sqrt_c) * space / norm.clamp_min(_MIN_DIRECTION_NORM)
 
 
+@_accepts_numpy
 def to_poincare(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Hyperboloid -> Poincare ball of radius sqrt(c): (..., d + 1) -> (..., d), p = sqrt(c) x_s / (x_0 + sqrt(c)).
 
@@ -244,6 +279,7 @@ def to_poincare(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
     return sqrt_c * x[..., 1:] / (x[..., :1] + sqrt_c)
 
 
+@_accepts_numpy
 def from_poincare(p: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Poincare ball of radius sqrt(c) -> hyperboloid: x_s = 2 c p / (c - ||p||^2), time recomputed.
 
@@ -255,6 +291,7 @@ def from_poincare(p: Tensor, c: float | Tensor = 1.0) -> Tensor:
     return add_time(2 * c * p / gap, c)
 
 
+@_accepts_numpy
 def centroid(x: Tensor, weights: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
     """Weighted Lorentzian centroid Pi_c(sum_i w_i x_i): (..., N, D), weights (..., N) -> (..., D).
 
@@ -267,6 +304,7 @@ def centroid(x: Tensor, weights: Tensor | None = None, c: float | Tensor = 1.0) 
     return project((w64.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x))).to(x.dtype)
 
 
+@_accepts_numpy
 def outward_einstein_midpoint(
     x: Tensor, mask: Tensor | None = None, p: float = 1.0, c: float | Tensor = 1.0
 ) -> Tensor:
@@ -290,11 +328,13 @@ def outward_einstein_midpoint(
     return project((weights.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x))).to(x.dtype)
 
 
+@_accepts_numpy
 def einstein_midpoint(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
     """The Einstein midpoint, OEM with p = 0: (..., N, D), mask (..., N) -> (..., D)."""
     return outward_einstein_midpoint(x, mask, p=0.0, c=c)
 
 
+@_accepts_numpy
 def tangent_mean(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
     """expmap0 of the masked mean of logmap0(x_i): the 'naive' tangent-space mean pooling, (..., N, D) -> (..., D)."""
     tangent = logmap0(x, c)
@@ -308,6 +348,7 @@ def tangent_mean(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0)
 # ----------------------------------------------------------------------------------------------------------------
 
 
+@_accepts_numpy
 def half_aperture(x: Tensor, c: float | Tensor = 1.0, min_radius: float = 0.1) -> Tensor:
     """Half-aperture of the entailment cone at x: (..., D) -> (...,), in radians, in (0, pi/2].
 
@@ -323,6 +364,7 @@ def half_aperture(x: Tensor, c: float | Tensor = 1.0, min_radius: float = 0.1) -
     return torch.asin(argument.clamp(max=1 - _ANGLE_EPS))
 
 
+@_accepts_numpy
 def exterior_angle(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Exterior angle at x between the outward radial ray through x and the geodesic from x to y, (..., D) -> (...,).
 
@@ -356,6 +398,7 @@ def exterior_angle(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     return torch.acos(cosine.clamp(-1 + _ANGLE_EPS, 1 - _ANGLE_EPS)).to(x.dtype)
 
 
+@_accepts_numpy
 def entailment_violation(general: Tensor, specific: Tensor, c: float | Tensor = 1.0,
                          min_radius: float = 0.1) -> Tensor:
     """How far ``specific`` lies outside the entailment cone of ``general``: (..., D), (..., D) -> (...,) >= 0.
