@@ -23,7 +23,7 @@ def load(kind: str):
     from transformers import AutoModel, AutoTokenizer
 
     from hyte import HyTEHModel
-    from hyte.demo import bundled_minilm_path
+    from hyte.bundled import bundled_minilm_path
     from hyte.encoders import EuclideanEncoder, HyteEncoder
 
     base = bundled_minilm_path()

@@ -41,7 +41,7 @@ def _train(name: str, config, runs: Path) -> Path:
 
 def _scores(name: str, model_dir: Path | None, runs: Path, evaluation: dict) -> dict:
     """The run's held-out scores, kept beside it; sets added to the suite later are scored and merged in."""
-    from hyte.demo import bundled_minilm_path
+    from hyte.bundled import bundled_minilm_path
     from hyte.encoders import load_encoder
     from hyte.evaluation.heldout import evaluate_heldout
 

@@ -3,11 +3,15 @@ command line, config errors, and a ``hyte --help`` that answers at once."""
 
 from __future__ import annotations
 
+import json
+import socket
+
 import faiss
 import numpy as np
 import torch
 
 from hyte import lorentz as L
+from hyte.cli import main
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -35,3 +39,55 @@ def test_lorentz_helpers_take_faiss_results_and_return_numpy():
         assert isinstance(result, np.ndarray)
     np.testing.assert_array_equal(L.distance_to_origin(documents), L.distance_to_origin(torch.from_numpy(documents)))
     assert isinstance(L.distance_from_inner(torch.from_numpy(scores)), torch.Tensor)  # tensors stay tensors
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Model names: the aliases of the YAML configs, and unknown names that fail at once
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+def test_cli_takes_the_bundled_alias_of_the_configs(tmp_path, minilm_path, capsys):
+    data = tmp_path / "beir"
+    (data / "qrels").mkdir(parents=True)
+    documents = {"d1": "Abnormally long and slender fingers.", "d2": "An abnormal rhythm of the heart beat."}
+    (data / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in documents.items()))
+    (data / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "irregular heartbeat"}) + "\n")
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\n")
+    assert main(["eval", "retrieval", "--model", "bundled:all-MiniLM-L6-v2", "--data", str(data), "--k", "1"]) == 0
+    assert "ndcg" in capsys.readouterr().out
+
+    (tmp_path / "texts.txt").write_text("short fingers\n")
+    assert main(["encode", "--model", "bundled:all-MiniLM-L6-v2", "--input", str(tmp_path / "texts.txt"),
+                 "--output", str(tmp_path / "v.npy")]) == 0
+    assert np.load(tmp_path / "v.npy").shape == (1, 384)
+
+
+def test_unknown_model_name_is_one_line_error(tmp_path, capsys):
+    (tmp_path / "texts.txt").write_text("short fingers\n")
+    command = ["encode", "--input", str(tmp_path / "texts.txt"), "--output", str(tmp_path / "v.npy"), "--model"]
+    assert main([*command, "no-such-model"]) == 2  # the tests run with HF_HUB_OFFLINE=1
+    assert "'no-such-model'" in _one_line(capsys.readouterr().err)
+    assert main([*command, "bundled:no-such-model"]) == 2
+    assert "bundled:all-MiniLM-L6-v2" in _one_line(capsys.readouterr().err)
+    assert main([*command, str(tmp_path / "missing")]) == 2
+    assert "missing does not exist" in _one_line(capsys.readouterr().err)
+
+
+def test_unknown_model_name_with_the_hub_unreachable_fails_without_retries(tmp_path, capsys, monkeypatch):
+    from huggingface_hub import constants
+
+    with socket.socket() as free:  # a port nothing listens on: connections are refused at once
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{port}")
+    (tmp_path / "texts.txt").write_text("short fingers\n")
+    assert main(["encode", "--model", "no-such-model", "--input", str(tmp_path / "texts.txt"),
+                 "--output", str(tmp_path / "v.npy")]) == 2
+    assert "the Hub cannot be reached" in _one_line(capsys.readouterr().err)

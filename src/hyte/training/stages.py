@@ -27,7 +27,7 @@ from ..data.jsonl import write_jsonl
 from .config import RunConfig
 from .data import contrastive_examples, mlm_texts
 from .models import (BuiltModel, build_model, detach_plain_logit_scale, embed, log_logit_scale_parameter,
-                     logit_scale, resolve_path, unwrap)
+                     logit_scale, unwrap)
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
 logger = logging.getLogger(__name__)
@@ -301,11 +301,11 @@ def _miner(built: BuiltModel, config: RunConfig):
 
     miner, max_length = config.mining.miner, config.loss.max_document_length
     if miner == "base" and config.model.build == "hyte_h":
-        return load_encoder(resolve_path(config.model.path), kind="euclidean", max_length=max_length)
+        return load_encoder(config.model.path, kind="euclidean", max_length=max_length)
     if miner in ("base", "self"):
         return (HyteEncoder if built.hyperbolic else EuclideanEncoder)(built.model, built.tokenizer,
                                                                        max_length=max_length)
-    return load_encoder(resolve_path(miner), max_length=max_length)
+    return load_encoder(miner, max_length=max_length)
 
 
 STAGE_FUNCTIONS = {"mlm": train_mlm, "contrastive": train_contrastive, "finetune": train_finetune}
