@@ -91,3 +91,45 @@ def test_unknown_model_name_with_the_hub_unreachable_fails_without_retries(tmp_p
     assert main(["encode", "--model", "no-such-model", "--input", str(tmp_path / "texts.txt"),
                  "--output", str(tmp_path / "v.npy")]) == 2
     assert "the Hub cannot be reached" in _one_line(capsys.readouterr().err)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Config errors: one line that names the file (or --set) and the field, exit status 2
+# ----------------------------------------------------------------------------------------------------------------
+
+def _train_error(tmp_path, capsys, text: str, *options: str) -> str:
+    config = tmp_path / "run.yaml"
+    config.write_text(text)
+    assert main(["train", "contrastive", "--config", str(config), *options]) == 2
+    return _one_line(capsys.readouterr().err)
+
+
+def test_yaml_syntax_error_names_file_and_line(tmp_path, capsys):
+    error = _train_error(tmp_path, capsys, "stage: contrastive\nmodel: {build: hyte_fh\ntraining: {max_steps: 3}\n")
+    assert "run.yaml, line 3, column 9: invalid YAML" in error
+
+
+def test_wrongly_typed_value_names_file_and_field(tmp_path, capsys):
+    error = _train_error(tmp_path, capsys, 'stage: contrastive\ntraining:\n  max_steps: "a lot"\n')
+    assert "run.yaml: training.max_steps must be an integer; got 'a lot'" in error
+
+
+def test_invalid_curvature_is_one_line_naming_file_and_field(tmp_path, capsys, minilm_path):
+    (tmp_path / "pairs.jsonl").write_text(json.dumps({"query": "q", "document": "d"}) + "\n")
+    text = ("stage: contrastive\nmodel:\n  build: hyte_fh\n"
+            "  options: {hidden_size: 33, num_hidden_layers: 1, num_attention_heads: 3, curvature: -1}\n"
+            f"data: {{source: jsonl, path: {tmp_path / 'pairs.jsonl'}}}\n"
+            f"training: {{output_dir: {tmp_path / 'out'}}}\nevaluation: {{enabled: false}}\n")
+    error = _train_error(tmp_path, capsys, text)
+    assert "run.yaml: model.options: curvature must be a finite number > 0" in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_set_key_blames_set_not_the_file(tmp_path, capsys):
+    text = "stage: contrastive\ntraining: {max_steps: 3}\n"
+    error = _train_error(tmp_path, capsys, text, "--set", "traning.max_steps=5")
+    assert error.startswith("hyte train: error: --set traning.max_steps: unknown section 'traning'")
+    error = _train_error(tmp_path, capsys, text, "--set", "training.max_step=5")
+    assert error.startswith("hyte train: error: --set: unknown field training.max_step;")
+    error = _train_error(tmp_path, capsys, text, "--set", "training.max_steps=many")
+    assert error.startswith("hyte train: error: --set: training.max_steps must be an integer")

@@ -24,7 +24,10 @@ def _train(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides)
     if config.stage != args.stage:
         raise ConfigError(f"{args.config} is a '{config.stage}' config; run it with `hyte train {config.stage}`")
-    final = run(config, resume=args.resume)
+    try:
+        final = run(config, resume=args.resume)
+    except ConfigError as error:  # found once the model or data is built: name the file it came from
+        raise ConfigError(f"{args.config}: {error}") from error
     print(f"final model: {final}")
     return 0
 

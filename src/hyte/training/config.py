@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,16 +169,39 @@ SECTIONS = {"model": ModelSpec, "data": DataSpec, "training": TrainingSpec, "mlm
             "mining": MiningSpec, "lora": LoraSpec, "evaluation": EvaluationSpec}
 
 
-def _build(cls, values: Any, where: str):
+# How errors describe the value a field's annotated type wants.
+_EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a mapping",
+             list: "a list", type(None): "null"}
+
+
+def _checked(section: str, name: str, value: Any, where: str) -> Any:
+    """``value`` for the field ``section.name`` if its type fits the annotation; ``where`` is whom errors blame."""
+    fields = typing.get_type_hints(SECTIONS[section])
+    if name not in fields:
+        raise ConfigError(f"{where}: unknown field {section}.{name}; known fields: {sorted(fields)}")
+    annotation = fields[name]
+    options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    kinds = [typing.get_origin(option) or option for option in options]
+    if Any in kinds or (isinstance(value, bool) and bool in kinds):
+        return value
+    # bool is an int in Python, but true is no step count
+    if not isinstance(value, bool) and (isinstance(value, tuple(kinds)) or (float in kinds and isinstance(value, int))):
+        return value
+    if float in kinds and isinstance(value, str):
+        try:  # PyYAML reads exponents without a dot (1e-5) as strings
+            return float(value)
+        except ValueError:
+            pass
+    raise ConfigError(f"{where}: {section}.{name} must be {' or '.join(_EXPECTED[kind] for kind in kinds)}; "
+                      f"got {value!r}")
+
+
+def _build(section: str, values: Any, source: str):
     if values is None:
-        return cls()
+        return SECTIONS[section]()
     if not isinstance(values, dict):
-        raise ConfigError(f"{where}: expected a mapping of fields, got {type(values).__name__}")
-    known = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {unknown}; known fields: {sorted(known)}")
-    return cls(**values)
+        raise ConfigError(f"{source}: section {section} must be a mapping of fields; got {values!r}")
+    return SECTIONS[section](**{name: _checked(section, name, value, source) for name, value in values.items()})
 
 
 def parse_config(values: dict[str, Any], source: str = "config") -> RunConfig:
@@ -191,7 +216,7 @@ def parse_config(values: dict[str, Any], source: str = "config") -> RunConfig:
         raise ConfigError(f"{source}: stage must be one of {STAGES}; got {values.get('stage')!r}")
     config = RunConfig(
         stage=values["stage"],
-        **{name: _build(cls, values.get(name), f"{source}: section '{name}'") for name, cls in SECTIONS.items()},
+        **{name: _build(name, values.get(name), source) for name in SECTIONS},
     )
     validate(config, source)
     return config
@@ -202,17 +227,36 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
-    text = path.read_text(encoding="utf-8")
-    if path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        values = yaml.safe_load(text)
-    else:
-        values = json.loads(text)
-    for dotted, value in (overrides or {}).items():
+    values = _read(path)
+    if not overrides:
+        return parse_config(values, str(path))
+    for dotted, value in overrides.items():
         section, _, name = dotted.partition(".")
-        values.setdefault(section, {})[name] = value
-    return parse_config(values, str(path))
+        if section not in SECTIONS:
+            raise ConfigError(f"--set {dotted}: unknown section {section!r}; known: {sorted(SECTIONS)}")
+        value = _checked(section, name, value, "--set")
+        if isinstance(values, dict) and isinstance(values.get(section) or {}, dict):
+            values[section] = {**(values.get(section) or {}), name: value}
+    return parse_config(values, f"{path} (with --set {', '.join(overrides)})")
+
+
+def _read(path: Path) -> Any:
+    """The parsed YAML (.yaml/.yml) or JSON file; syntax errors name the file, line and column."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix not in (".yaml", ".yml"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{path}, line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)  # 0-based; absent for errors before parsing (bad characters)
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+        problem = " ".join(str(getattr(error, "problem", None) or error).split())
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
 
 
 def validate(config: RunConfig, source: str) -> None:

@@ -6,13 +6,14 @@ import math
 from dataclasses import dataclass
 
 import torch
+from huggingface_hub.errors import StrictDataclassError
 from torch import Tensor
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel
 
 from ..bundled import BUNDLED_MINILM, BUNDLED_MINILM_HUB_ID, resolve_model
 from ..configuration_hyte import EucBERTConfig, HyTEFHConfig
 from ..modeling_hyte import EucBERTForMaskedLM, EucBERTModel, HyTEFHForMaskedLM, HyTEFHModel, HyTEHModel
-from .config import ModelSpec
+from .config import ConfigError, ModelSpec
 
 
 @dataclass
@@ -21,6 +22,15 @@ class BuiltModel:
     tokenizer: object
     hyperbolic: bool  # Lorentz similarities (HyTE-FH / HyTE-H) or cosine (EucBERT / plain encoders)
     base_model: str | None  # the Euclidean encoder HyTE-H was built on, for the model card
+
+
+def _from_options(build, *args, **options):
+    """``build(*args, **options)``; the model config's own checks of model.options (curvature > 0, ...) fail as
+    a one-line ConfigError."""
+    try:
+        return build(*args, **options)
+    except StrictDataclassError as error:
+        raise ConfigError(f"model.options: {' '.join(str(error.__cause__ or error).split())}") from error
 
 
 def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
@@ -32,14 +42,14 @@ def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
     if spec.build in ("hyte_fh", "eucbert"):
         options = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **spec.options}
         if spec.build == "hyte_fh":
-            config = HyTEFHConfig(**options)
+            config = _from_options(HyTEFHConfig, **options)
             model = (HyTEFHForMaskedLM if for_mlm else HyTEFHModel)(config)
         else:
-            config = EucBERTConfig(**options)
+            config = _from_options(EucBERTConfig, **options)
             model = (EucBERTForMaskedLM if for_mlm else EucBERTModel)(config)
         return BuiltModel(model, tokenizer, spec.build == "hyte_fh", None)
     if spec.build == "hyte_h":
-        model = HyTEHModel.from_base(path, **spec.options)
+        model = _from_options(HyTEHModel.from_base, path, **spec.options)
         # Record the base by its public name, not a local path (the bundled package holds all-MiniLM-L6-v2).
         base = BUNDLED_MINILM_HUB_ID if spec.path == BUNDLED_MINILM else spec.path
         model.config.encoder_config._name_or_path = base
