@@ -3,15 +3,19 @@ command line, config errors, and a ``hyte --help`` that answers at once."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import socket
+import subprocess
+import sys
 
 import faiss
 import numpy as np
 import torch
 
 from hyte import lorentz as L
-from hyte.cli import main
+from hyte.cli import build_parser, main
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -133,3 +137,47 @@ def test_bad_set_key_blames_set_not_the_file(tmp_path, capsys):
     assert error.startswith("hyte train: error: --set: unknown field training.max_step;")
     error = _train_error(tmp_path, capsys, text, "--set", "training.max_steps=many")
     assert error.startswith("hyte train: error: --set: training.max_steps must be an integer")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# hyte --help: no heavy imports, every default shown
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def test_help_and_option_errors_import_no_heavy_library():
+    code = (
+        "import sys\n"
+        "from hyte.cli import main\n"
+        "for argv in (['--help'], ['train', 'finetune', '--help'], ['eval', 'retrieval', '--help'], ['push', '-h'],\n"
+        "             ['encode'], ['index', 'build', '--kind', 'hnsw-ip']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "heavy = ('torch', 'transformers', 'faiss', 'sentence_transformers', 'datasets', 'huggingface_hub', 'numpy')\n"
+        "print(sorted(name for name in heavy if name in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout + result.stderr
+
+
+def _parsers(parser: argparse.ArgumentParser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_every_option_help_shows_its_default():
+    checked = 0
+    for parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if (not action.option_strings or isinstance(action.default, bool)
+                    or action.default in (None, argparse.SUPPRESS, [])):
+                continue
+            shown = "".join(parser._get_formatter()._format_action(action).split())
+            assert f"(default:{action.default})".replace(" ", "") in shown, (parser.prog, action.option_strings)
+            checked += 1
+    assert checked > 20  # the walk reached the sub-commands

@@ -1,61 +1,31 @@
 """HyTE: hyperbolic text encoders (HyTE-FH, HyTE-H) for hierarchy-aware dense retrieval, Hugging Face native.
 
-Importing ``hyte`` registers the models with the transformers Auto classes, so ``AutoModel.from_pretrained`` on a
-HyTE checkpoint uses the installed code; without the package the checkpoint's own copy of the code is used
-(``trust_remote_code=True``).
+The names below are imported on first use, so that ``import hyte`` (and the ``hyte`` command's ``--help``) does
+not pay for torch and transformers. The first use of a model or config class registers the models with the
+transformers Auto classes (``hyte.auto_classes``), so ``AutoModel.from_pretrained`` on a HyTE checkpoint uses the
+installed code; without the package the checkpoint's own copy of the code is used (``trust_remote_code=True``).
 """
-
-from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
-
-from . import lorentz
-from .configuration_hyte import EucBERTConfig, HyTEFHConfig, HyTEHConfig
-from .modeling_hyte import (
-    EucBERTForMaskedLM,
-    EucBERTModel,
-    HyTEFHForMaskedLM,
-    HyTEFHModel,
-    HyTEHModel,
-    HyTEPreTrainedModel,
-)
 
 __version__ = "0.1.0"
 
-for _config, _model, _masked_lm in (
-    (HyTEFHConfig, HyTEFHModel, HyTEFHForMaskedLM),
-    (EucBERTConfig, EucBERTModel, EucBERTForMaskedLM),
-    (HyTEHConfig, HyTEHModel, None),
-):
-    AutoConfig.register(_config.model_type, _config, exist_ok=True)
-    AutoModel.register(_config, _model, exist_ok=True)
-    if _masked_lm is not None:
-        AutoModelForMaskedLM.register(_config, _masked_lm, exist_ok=True)
-
 _LAZY = {
+    **dict.fromkeys(("EucBERTConfig", "HyTEFHConfig", "HyTEHConfig"), "hyte.configuration_hyte"),
+    **dict.fromkeys(("EucBERTForMaskedLM", "EucBERTModel", "HyTEFHForMaskedLM", "HyTEFHModel", "HyTEHModel",
+                     "HyTEPreTrainedModel"), "hyte.modeling_hyte"),
     # sentence-transformers costs ~12 s to import: load it only when these are used.
-    "sentence_transformer": "hyte.integrations.sentence_transformers",
-    "save_sentence_transformer": "hyte.integrations.sentence_transformers",
+    **dict.fromkeys(("sentence_transformer", "save_sentence_transformer"), "hyte.integrations.sentence_transformers"),
 }
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
+    import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'hyte' has no attribute {name!r}")
+    if name == "lorentz":
+        return importlib.import_module("hyte.lorentz")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'hyte' has no attribute {name!r}")
+    importlib.import_module("hyte.auto_classes")
+    return getattr(importlib.import_module(_LAZY[name]), name)
 
 
-__all__ = [
-    "EucBERTConfig",
-    "EucBERTForMaskedLM",
-    "EucBERTModel",
-    "HyTEFHConfig",
-    "HyTEFHForMaskedLM",
-    "HyTEFHModel",
-    "HyTEHConfig",
-    "HyTEHModel",
-    "HyTEPreTrainedModel",
-    "lorentz",
-    "save_sentence_transformer",
-    "sentence_transformer",
-]
+__all__ = ["lorentz", *sorted(_LAZY)]

@@ -10,20 +10,24 @@
     hyte bench [--quick]                        speed and ANN benchmarks -> benchmarks/results, BENCHMARKS.md
     hyte push MODEL_DIR --repo-id ORG/NAME [--private] [--revision R] [--dry-run DIR] [--adapter]
 
-Errors a user can fix (bad files, bad options) are printed as one line and exit with status 2.
+Errors a user can fix (bad files, bad options) are printed as one line and exit with status 2. Heavy libraries
+(torch, transformers, FAISS, numpy) are imported by the commands that run, so ``--help`` and option errors are quick.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import sys
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .data.jsonl import iter_jsonl, string_field
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class UserError(Exception):
@@ -47,6 +51,8 @@ def read_texts(path: str | Path) -> tuple[list[str], list[str | int] | None]:
 
 def write_vectors(path: str | Path, vectors: np.ndarray, metadata: dict[str, str]) -> None:
     """Save (N, D) vectors as .npy or .safetensors (with metadata), atomically (temporary file, then rename)."""
+    import numpy as np
+
     path = Path(path)
     if path.suffix not in (".npy", ".safetensors"):
         raise UserError(f"output must end in .npy or .safetensors; got {path.name}")
@@ -136,8 +142,32 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shows_default(action: argparse.Action) -> bool:
+    # Unset (None), on/off flags and empty lists have no default worth a word.
+    return (bool(action.option_strings) and action.default not in (None, argparse.SUPPRESS, [])
+            and not isinstance(action.default, bool))
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Ends every option's help with its default, also where the option has no help text."""
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if _shows_default(action) and "(default" not in (action.help or ""):
+            action = copy.copy(action)
+            action.help = f"{action.help or ''} (default: %(default)s)".lstrip()
+        return super()._format_action(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """The ``hyte`` parser; its sub-command parsers (``add_subparsers`` makes them of this class too) show defaults."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hyte", description="Hyperbolic text embeddings and retrieval.")
+    parser = _Parser(prog="hyte", description="Hyperbolic text embeddings and retrieval.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     quickstart = sub.add_parser("quickstart", help="the whole path offline: build, fine-tune, evaluate, save, index")

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from transformers import AutoModel, AutoTokenizer
 
+from . import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
 from .bundled import resolve_model
 from .modeling_hyte import HyTEPreTrainedModel
 

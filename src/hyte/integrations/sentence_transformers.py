@@ -44,6 +44,7 @@ from torch import Tensor
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.dynamic_module_utils import get_relative_import_files
 
+from .. import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
 from ..lorentz import add_time, pairwise_distance, pairwise_inner
 from ..sentence_transformers_hyte import HyperbolicPooling, TimeFlip
 
@@ -152,7 +153,7 @@ def _resolve_tokenizer(model: PreTrainedModel, tokenizer) -> PreTrainedTokenizer
 
 def _hyte_transformer(path: str, max_seq_length: int | None) -> Transformer:
     # trust_remote_code for all three: the config's auto_map points at the checkpoint's code, and AutoTokenizer /
-    # AutoConfig read it too. With hyte imported, its registered classes are used instead.
+    # AutoConfig read it too. hyte.auto_classes (imported above) makes them use the installed classes instead.
     transformer = Transformer(path, model_kwargs={"trust_remote_code": True}, config_kwargs={"trust_remote_code": True},
                               processor_kwargs={"trust_remote_code": True}, max_seq_length=max_seq_length)
     _check_hyperbolic(transformer.model.config)

@@ -10,6 +10,7 @@ from huggingface_hub.errors import StrictDataclassError
 from torch import Tensor
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel
 
+from .. import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
 from ..bundled import BUNDLED_MINILM, BUNDLED_MINILM_HUB_ID, resolve_model
 from ..configuration_hyte import EucBERTConfig, HyTEFHConfig
 from ..modeling_hyte import EucBERTForMaskedLM, EucBERTModel, HyTEFHForMaskedLM, HyTEFHModel, HyTEHModel
