@@ -21,6 +21,7 @@ import copy
 import json
 import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -149,7 +150,11 @@ def _shows_default(action: argparse.Action) -> bool:
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """Ends every option's help with its default, also where the option has no help text."""
+    """Ends every option's help with its default, also where the option has no help text; keeps hyphenated names
+    (bundled:all-MiniLM-L6-v2, hyte-output/...) on one line."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
     def _format_action(self, action: argparse.Action) -> str:
         if _shows_default(action) and "(default" not in (action.help or ""):
@@ -164,6 +169,9 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
+
+
+MODEL_HELP = "model folder, Hub id or bundled model (bundled:all-MiniLM-L6-v2, see hyte.bundled)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -184,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
 
     encode = sub.add_parser("encode", help="embed texts into .npy or .safetensors")
-    encode.add_argument("--model", required=True, help="model folder or hub id")
+    encode.add_argument("--model", required=True, help=MODEL_HELP)
     encode.add_argument("--input", required=True, help=".txt (one text per line) or .jsonl with a 'text' field")
     encode.add_argument("--output", required=True, help="output file, .npy or .safetensors")
     encode.add_argument("--role", choices=["document", "query"], default="document",
@@ -196,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     index = sub.add_parser("index", help="build or search a FAISS index of HyTE document vectors")
     index_sub = index.add_subparsers(dest="index_command", required=True)
     build = index_sub.add_parser("build", help="encode documents and build an index directory")
-    build.add_argument("--model", required=True)
+    build.add_argument("--model", required=True, help=MODEL_HELP)
     build.add_argument("--input", required=True, help=".txt or .jsonl documents")
     build.add_argument("--output", required=True, help="index directory (replaced atomically)")
     build.add_argument("--kind", choices=["flat", "ivf", "hnsw"], default="flat",
@@ -206,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     build.set_defaults(func=_index_build)
     search = index_sub.add_parser("search", help="search an index with query texts")
     search.add_argument("--index", required=True)
-    search.add_argument("--model", required=True)
+    search.add_argument("--model", required=True, help=MODEL_HELP)
     group = search.add_mutually_exclusive_group(required=True)
     group.add_argument("--query")
     group.add_argument("--queries", help=".txt or .jsonl of queries")
