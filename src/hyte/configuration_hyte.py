@@ -191,7 +191,12 @@ class HyTEHConfig(PreTrainedConfig):
 
     @property
     def vocab_size(self) -> int:
+        """The backbone's vocabulary size; setting it (resize_token_embeddings does) sets the backbone's."""
         return self.encoder_config.vocab_size
+
+    @vocab_size.setter
+    def vocab_size(self, value: int) -> None:
+        self.encoder_config.vocab_size = value
 
     @property
     def max_position_embeddings(self) -> int:

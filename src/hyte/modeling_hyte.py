@@ -18,7 +18,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
-from transformers.modeling_outputs import BaseModelOutputWithPooling, MaskedLMOutput
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import BaseModelOutputWithPooling, MaskedLMOutput, ModelOutput
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from .configuration_hyte import EucBERTConfig, HyTEFHConfig, HyTEHConfig
 from .lorentz import (
@@ -38,8 +40,18 @@ from .lorentz import (
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def _tracing() -> bool:
+    """True under torch.compile / torch.export, where a tensor's values are not known."""
+    return torch.compiler.is_compiling() or torch.compiler.is_exporting()
+
+
 def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, vocab_size: int, max_length: int) -> Tensor:
-    """Check ids and mask; return the mask as a (B, T) float tensor (1 = token, 0 = padding)."""
+    """Check ids and mask; return the mask as a (B, T) float tensor (1 = token, 0 = padding).
+
+    The id range is checked in eager mode only (one host sync for min and max): it gives a clear message where an
+    out-of-range id would otherwise fail deep inside the embedding lookup. Compiled and exported graphs skip it,
+    since it depends on the values of the input.
+    """
     if input_ids.dim() != 2:
         raise ValueError(f"input_ids must have shape (batch, tokens); got {tuple(input_ids.shape)}.")
     if input_ids.shape[1] > max_length:
@@ -47,11 +59,14 @@ def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, vocab_size
             f"sequence of {input_ids.shape[1]} tokens exceeds max_position_embeddings={max_length}; "
             f"truncate the input (tokenizer(..., truncation=True, max_length={max_length}))."
         )
-    if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= vocab_size):
-        raise ValueError(
-            f"input_ids must lie in [0, {vocab_size}) (the model's vocab_size); got values in "
-            f"[{int(input_ids.min())}, {int(input_ids.max())}]. Is the tokenizer the one this model was built for?"
-        )
+    if input_ids.numel() and not _tracing():
+        low, high = torch.aminmax(input_ids)
+        low, high = int(low), int(high)
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"input_ids must lie in [0, {vocab_size}) (the model's vocab_size); got values in [{low}, {high}]. "
+                f"Is the tokenizer the one this model was built for?"
+            )
     if attention_mask is None:
         return torch.ones(input_ids.shape, dtype=torch.float32, device=input_ids.device)
     if attention_mask.shape != input_ids.shape:
@@ -105,18 +120,63 @@ def key_padding_mask(mask: Tensor) -> Tensor:
     return (mask > 0)[:, None, None, :]
 
 
-def eager_attention(query: Tensor, key: Tensor, value: Tensor, attend: Tensor, scale: float) -> Tensor:
-    """softmax(scale * q k^T, masked) v for (B, H, T, F) tensors: the plain reference path behind SDPA."""
-    scores = scale * (query @ key.transpose(-1, -2))  # (B, H, T, T)
-    scores = scores.masked_fill(~attend, float("-inf"))
-    return torch.softmax(scores, dim=-1) @ value
+def eager_attention_forward(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor,
+                            scaling: float, dropout: float = 0.0, **kwargs) -> tuple[Tensor, Tensor]:
+    """softmax(scaling * q k^T, masked) v for (B, H, T, F) tensors -> output (B, T, H, F), weights (B, H, T, T).
+
+    The plain reference path, with the signature of transformers' attention interface (whose "sdpa" entry is the
+    fused kernel). ``attention_mask`` (B, 1, 1, T) is boolean, True = attend.
+    """
+    scores = scaling * (query @ key.transpose(-1, -2))  # (B, H, T, T)
+    weights = torch.softmax(scores.masked_fill(~attention_mask, float("-inf")), dim=-1)
+    return (weights @ value).transpose(1, 2), weights
 
 
-def attention(query: Tensor, key: Tensor, value: Tensor, attend: Tensor, scale: float, implementation: str) -> Tensor:
-    """Dispatch to torch's fused SDPA kernel (default) or the eager reference path."""
-    if implementation == "eager":
-        return eager_attention(query, key, value, attend, scale)
-    return F.scaled_dot_product_attention(query, key, value, attn_mask=attend, scale=scale)
+def attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attend: Tensor, scale: float,
+              output_attentions: bool) -> tuple[Tensor, Tensor | None]:
+    """Dispatch on ``module.config._attn_implementation`` (set by ``attn_implementation=`` at loading or by
+    ``set_attn_implementation``): (B, H, T, F) tensors -> output (B, T, H, F), weights or None.
+
+    Fused kernels do not return their weights, so ``output_attentions`` runs the eager path.
+    """
+    implementation = "eager" if output_attentions else module.config._attn_implementation
+    attention_forward = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
+    output, weights = attention_forward(module, query, key, value, attend, scaling=scale, dropout=0.0)
+    return output, weights if output_attentions else None
+
+
+def run_layers(layers: nn.ModuleList, x: Tensor, layer_args: tuple, output_hidden_states: bool,
+               output_attentions: bool) -> tuple[Tensor, tuple | None, tuple | None]:
+    """Apply the layers in order -> (x, hidden states, attention weights).
+
+    Hidden states (on request) are the input followed by every layer's output (L + 1 tensors); attention weights
+    one (B, H, T, T) tensor per layer. Layers are GradientCheckpointingLayers: checkpointing is switched by
+    ``gradient_checkpointing_enable()`` on the model.
+    """
+    hidden_states = (x,) if output_hidden_states else None
+    attentions = () if output_attentions else None
+    for layer in layers:
+        x, weights = layer(x, *layer_args, output_attentions=output_attentions)
+        if output_hidden_states:
+            hidden_states += (x,)
+        if output_attentions:
+            attentions += (weights,)
+    return x, hidden_states, attentions
+
+
+def select_hidden_states(hidden_states: tuple | None, selection: bool | int | list[int]) -> tuple | None:
+    """``output_hidden_states`` is a flag or (transformers 5) indices into the full tuple, negative ones from the end:
+    selected entries are kept, the others become None, so positions keep their meaning."""
+    if hidden_states is None or isinstance(selection, bool):
+        return hidden_states
+    n = len(hidden_states)
+    kept = {i % n for i in ([selection] if isinstance(selection, int) else selection) if -n <= i < n}
+    return tuple(h if i in kept else None for i, h in enumerate(hidden_states))
+
+
+def model_output(output: ModelOutput, return_dict: bool) -> ModelOutput | tuple:
+    """The output dataclass, or its tuple of non-None fields with ``return_dict=False`` (the transformers contract)."""
+    return output if return_dict else output.to_tuple()
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -203,9 +263,11 @@ class LorentzSelfAttention(nn.Module):
         self.qkv = nn.Linear(config.hidden_size, 3 * self.num_heads * space_per_head)
         self.out = LorentzLinear(self.num_heads * self.head_dim, config.hidden_size)
         self.scale = 2.0 / math.sqrt(self.head_dim)
-        self.implementation = "sdpa"
+        self.config = config  # read at each call: set_attn_implementation() switches eager/SDPA on the config
+        self.is_causal = False  # bidirectional encoder (read by transformers' SDPA interface)
 
-    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor, c: Tensor) -> Tensor:
+    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor, c: Tensor,
+                output_attentions: bool = False) -> tuple[Tensor, Tensor | None]:
         B, T, _ = x.shape
         space = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim - 1).permute(2, 0, 3, 1, 4)
         # Time from the unrotated space part: RoPE is a rotation and keeps ||x_s||, hence x_0.
@@ -215,9 +277,9 @@ class LorentzSelfAttention(nn.Module):
         q = apply_rotary(q_space, cos, sin, prefix=-q_time)  # (B, H, T, Dh), time negated
         k = apply_rotary(k_space, cos, sin, prefix=k_time)
         v = torch.cat([v_time, v_space], dim=-1)
-        mixed = attention(q, k, v, attend, self.scale, self.implementation)  # (B, H, T, Dh), off the manifold
+        mixed, weights = attention(self, q, k, v, attend, self.scale, output_attentions)  # (B, T, H, Dh), off the manifold
         heads = project(mixed, c)  # Lorentzian centroid of the values, per head
-        return self.out(heads.transpose(1, 2).reshape(B, T, self.num_heads * self.head_dim), c)
+        return self.out(heads.reshape(B, T, self.num_heads * self.head_dim), c), weights
 
 
 class LorentzFeedForward(nn.Module):
@@ -236,8 +298,8 @@ class LorentzFeedForward(nn.Module):
         return self.down.forward_split(time, hidden, c)
 
 
-class HyTEFHLayer(nn.Module):
-    """Pre-norm block: x <- res(x, attn(norm(x))); x <- res(x, ffn(norm(x)))."""
+class HyTEFHLayer(GradientCheckpointingLayer):
+    """Pre-norm block: x <- res(x, attn(norm(x))); x <- res(x, ffn(norm(x))). Returns (x, attention weights)."""
 
     def __init__(self, config):
         super().__init__()
@@ -248,35 +310,28 @@ class HyTEFHLayer(nn.Module):
         self.ffn = LorentzFeedForward(config)
         self.ffn_residual = LorentzResidual(config.residual_space_scale)
 
-    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor, c: Tensor) -> Tensor:
-        x = self.attention_residual(x, self.attention(self.attention_norm(x, c), attend, cos, sin, c), c)
-        return self.ffn_residual(x, self.ffn(self.ffn_norm(x, c), c), c)
+    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor, c: Tensor,
+                output_attentions: bool = False) -> tuple[Tensor, Tensor | None]:
+        mixed, weights = self.attention(self.attention_norm(x, c), attend, cos, sin, c, output_attentions)
+        x = self.attention_residual(x, mixed, c)
+        return self.ffn_residual(x, self.ffn(self.ffn_norm(x, c), c), c), weights
 
 
 class HyperbolicStack(nn.Module):
-    """N HyTE-FH layers with RoPE tables, masking and optional gradient checkpointing: (B, T, D) -> (B, T, D)."""
+    """N HyTE-FH layers with RoPE tables and masking: (B, T, D) -> (B, T, D), hidden states, attention weights."""
 
     def __init__(self, config, num_layers: int):
         super().__init__()
         self.layers = nn.ModuleList(HyTEFHLayer(config) for _ in range(num_layers))
         self.head_dim = config.hidden_size // config.num_attention_heads
         self.rope_theta = config.rope_theta
-        self.gradient_checkpointing = False  # switched by PreTrainedModel.gradient_checkpointing_enable()
 
-    def forward(self, x: Tensor, mask: Tensor, c: Tensor, output_hidden_states: bool = False):
-        T = x.shape[1]
-        rotary_dim = 2 * ((self.head_dim - 1) // 2)
-        cos, sin = rotary_cos_sin(torch.arange(T, device=x.device), rotary_dim, self.rope_theta, x.dtype)
-        attend = key_padding_mask(mask)
-        hidden_states = [x] if output_hidden_states else None
-        for layer in self.layers:
-            if self.gradient_checkpointing and self.training:
-                x = self._gradient_checkpointing_func(layer, x, attend, cos, sin, c)
-            else:
-                x = layer(x, attend, cos, sin, c)
-            if output_hidden_states:
-                hidden_states.append(x)
-        return x, hidden_states
+    def forward(self, x: Tensor, mask: Tensor, c: Tensor, output_hidden_states: bool = False,
+                output_attentions: bool = False) -> tuple[Tensor, tuple | None, tuple | None]:
+        rotary_dim = 2 * ((self.head_dim - 1) // 2)  # RoPE rotates the space coordinates in pairs
+        cos, sin = rotary_cos_sin(torch.arange(x.shape[1], device=x.device), rotary_dim, self.rope_theta, x.dtype)
+        return run_layers(self.layers, x, (key_padding_mask(mask), cos, sin, c), output_hidden_states,
+                          output_attentions)
 
 
 class HyperbolicPooler(nn.Module):
@@ -324,6 +379,17 @@ class LorentzMLR(nn.Module):
         scale = s * z_norm
         return scale * torch.asinh(alpha / scale)
 
+    def resize_(self, num_classes: int) -> None:
+        """Keep the first classes, add new ones (initialised like fresh classes by the model's _init_weights)."""
+        keep = min(num_classes, self.offset.shape[0])
+        bound = 1.0 / math.sqrt(self.normal.shape[-1])
+        offset = self.offset.new_empty(num_classes).uniform_(-bound, bound)
+        normal = self.normal.new_empty(num_classes, self.normal.shape[-1]).uniform_(-bound, bound)
+        with torch.no_grad():
+            offset[:keep], normal[:keep] = self.offset[:keep], self.normal[:keep]
+        self.offset = nn.Parameter(offset, requires_grad=self.offset.requires_grad)
+        self.normal = nn.Parameter(normal, requires_grad=self.normal.requires_grad)
+
 
 # ----------------------------------------------------------------------------------------------------------------
 # HyTE-FH
@@ -362,13 +428,14 @@ class HyTEPreTrainedModel(PreTrainedModel):
         if hasattr(module, "log_logit_scale"):
             init.constant_(module.log_logit_scale, math.log(self.config.logit_scale_init))
 
-    def set_attention_implementation(self, implementation: str) -> None:
-        """"sdpa" (fused kernel, default) or "eager" (plain reference path, same results)."""
-        if implementation not in ("sdpa", "eager"):
-            raise ValueError(f"attention implementation must be 'sdpa' or 'eager'; got {implementation!r}.")
-        for module in self.modules():
-            if isinstance(module, (LorentzSelfAttention, EuclideanSelfAttention)):
-                module.implementation = implementation
+    def _output_options(self, output_attentions: bool | None, output_hidden_states: bool | int | list[int] | None,
+                        return_dict: bool | None) -> tuple[bool, bool | int | list[int], bool]:
+        """Arguments left at None take the config's value, as in every transformers model. ``output_hidden_states``
+        may be indices (see select_hidden_states): the layers then collect every state, the model keeps those."""
+        config = self.config
+        return (config.output_attentions if output_attentions is None else output_attentions,
+                config.output_hidden_states if output_hidden_states is None else output_hidden_states,
+                config.return_dict if return_dict is None else return_dict)
 
     @property
     def curvature(self) -> Tensor:
@@ -382,11 +449,12 @@ class HyTEPreTrainedModel(PreTrainedModel):
         return self.log_logit_scale.exp().clamp(1.0, self.config.max_logit_scale)
 
     def _make_log_logit_scale(self, config) -> nn.Parameter:
-        return nn.Parameter(torch.tensor(math.log(config.logit_scale_init)))
+        return nn.Parameter(torch.tensor(math.log(config.logit_scale_init), dtype=torch.float32))
 
     def _make_log_curvature(self, config) -> nn.Parameter:
         check_curvature(config.curvature)
-        return nn.Parameter(torch.tensor(math.log(config.curvature)), requires_grad=config.learnable_curvature)
+        return nn.Parameter(torch.tensor(math.log(config.curvature), dtype=torch.float32),
+                            requires_grad=config.learnable_curvature)
 
     def distances_from_scores(self, scores):
         """Geodesic distances from ``query_vectors @ document_vectors.T`` scores (Lorentz inner products).
@@ -490,21 +558,43 @@ class HyTEFHModel(HyTEPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings = value
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_hidden_states: bool = False,
-                return_dict: bool = True, **kwargs) -> BaseModelOutputWithPooling:
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_attentions: bool | None = None,
+                output_hidden_states: bool | None = None, return_dict: bool | None = None,
+                **kwargs) -> BaseModelOutputWithPooling | tuple:
+        """Hidden states: the embedded points, then each layer's output (before the final norm)."""
+        output_attentions, output_hidden_states, return_dict = self._output_options(
+            output_attentions, output_hidden_states, return_dict)
         mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
         c = self.curvature
         x = add_time(self.embeddings(input_ids), c)  # (B, T, D)
-        x, hidden_states = self.encoder(x, mask, c, output_hidden_states)
+        x, hidden_states, attentions = self.encoder(x, mask, c, output_hidden_states is not False, output_attentions)
         x = self.final_norm(x, c)
-        return BaseModelOutputWithPooling(
-            last_hidden_state=x,
-            pooler_output=self.pooler(x, mask, c),
-            hidden_states=tuple(hidden_states) if hidden_states is not None else None,
-        )
+        output = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=self.pooler(x, mask, c),
+                                            hidden_states=select_hidden_states(hidden_states, output_hidden_states),
+                                            attentions=attentions)
+        return model_output(output, return_dict)
 
 
-class HyTEFHForMaskedLM(HyTEPreTrainedModel):
+class MaskedLMMixin:
+    """The forward pass shared by the masked-LM classes (HyTE-FH's and EucBERT's); each defines prediction_logits."""
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
+                output_attentions: bool | None = None, output_hidden_states: bool | int | list[int] | None = None,
+                return_dict: bool | None = None, **kwargs) -> MaskedLMOutput | tuple:
+        """Encoder (``self.hyte``), then ``self.prediction_logits`` at the predicted positions; cross-entropy over
+        labels != -100. Hidden states and attention weights are the encoder's."""
+        output_attentions, output_hidden_states, return_dict = self._output_options(
+            output_attentions, output_hidden_states, return_dict)
+        encoded = self.hyte(input_ids, attention_mask, output_attentions=output_attentions,
+                            output_hidden_states=output_hidden_states, return_dict=True)
+        hidden, labels = select_predicted_positions(encoded.last_hidden_state, labels, self.config.sparse_prediction)
+        logits = self.prediction_logits(hidden)  # (B, T, V), or (M, V) with sparse_prediction
+        output = MaskedLMOutput(loss=masked_lm_loss(logits, labels), logits=logits,
+                                hidden_states=encoded.hidden_states, attentions=encoded.attentions)
+        return model_output(output, return_dict)
+
+
+class HyTEFHForMaskedLM(MaskedLMMixin, HyTEPreTrainedModel):
     """HyTE-FH with a LorentzMLR masked-language-model head; loss over labels != -100."""
 
     config_class = HyTEFHConfig
@@ -517,14 +607,21 @@ class HyTEFHForMaskedLM(HyTEPreTrainedModel):
         self.classifier = LorentzMLR(config.hidden_size, config.vocab_size)
         self.post_init()
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
-                return_dict: bool = True, **kwargs) -> MaskedLMOutput:
-        hidden = self.hyte(input_ids, attention_mask).last_hidden_state
+    def resize_token_embeddings(self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None,
+                                mean_resizing: bool = True) -> nn.Embedding:
+        """Resize the input embeddings (transformers' method) and the LorentzMLR head with them.
+
+        The head is not an nn.Linear, so it is not exposed as output embeddings (transformers' resizing and weight
+        tying would treat it as one); it is resized here instead.
+        """
+        embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        self.classifier.resize_(self.config.vocab_size)
+        return embeddings
+
+    def prediction_logits(self, hidden: Tensor) -> Tensor:
+        """Token points (..., D) -> vocabulary logits (..., V)."""
         c = self.hyte.curvature
-        hidden, labels = select_predicted_positions(hidden, labels, self.config.sparse_prediction)
-        hidden = self.head_norm(add_time(F.gelu(self.head_transform.space(hidden)), c), c)
-        logits = self.classifier(hidden, c)  # (B, T, V), or (M, V) with sparse_prediction
-        return MaskedLMOutput(loss=masked_lm_loss(logits, labels), logits=logits)
+        return self.classifier(self.head_norm(add_time(F.gelu(self.head_transform.space(hidden)), c), c), c)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -539,17 +636,19 @@ class EuclideanSelfAttention(nn.Module):
         self.head_dim = config.hidden_size // config.num_attention_heads
         self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
         self.out = nn.Linear(config.hidden_size, config.hidden_size)
-        self.implementation = "sdpa"
+        self.config = config  # read at each call: set_attn_implementation() switches eager/SDPA on the config
+        self.is_causal = False  # bidirectional encoder (read by transformers' SDPA interface)
 
-    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor,
+                output_attentions: bool = False) -> tuple[Tensor, Tensor | None]:
         B, T, D = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)  # (B, H, T, Dh)
-        mixed = attention(q, k, v, attend, 1.0 / math.sqrt(self.head_dim), self.implementation)
-        return self.out(mixed.transpose(1, 2).reshape(B, T, D))
+        mixed, weights = attention(self, q, k, v, attend, 1.0 / math.sqrt(self.head_dim), output_attentions)
+        return self.out(mixed.reshape(B, T, D)), weights  # (B, T, H, Dh) -> (B, T, D)
 
 
-class EuclideanLayer(nn.Module):
+class EuclideanLayer(GradientCheckpointingLayer):
     def __init__(self, config):
         super().__init__()
         self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
@@ -558,10 +657,12 @@ class EuclideanLayer(nn.Module):
         self.gate_up = nn.Linear(config.hidden_size, 2 * config.intermediate_size)
         self.down = nn.Linear(config.intermediate_size, config.hidden_size)
 
-    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-        x = x + self.attention(self.attention_norm(x), attend, cos, sin)
+    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor,
+                output_attentions: bool = False) -> tuple[Tensor, Tensor | None]:
+        mixed, weights = self.attention(self.attention_norm(x), attend, cos, sin, output_attentions)
+        x = x + mixed
         gate, up = self.gate_up(self.ffn_norm(x)).chunk(2, dim=-1)
-        return x + self.down(F.silu(gate) * up)
+        return x + self.down(F.silu(gate) * up), weights
 
 
 class EuclideanStack(nn.Module):
@@ -570,21 +671,13 @@ class EuclideanStack(nn.Module):
         self.layers = nn.ModuleList(EuclideanLayer(config) for _ in range(config.num_hidden_layers))
         self.head_dim = config.hidden_size // config.num_attention_heads
         self.rope_theta = config.rope_theta
-        self.gradient_checkpointing = False  # switched by PreTrainedModel.gradient_checkpointing_enable()
 
-    def forward(self, x: Tensor, mask: Tensor, output_hidden_states: bool = False):
+    def forward(self, x: Tensor, mask: Tensor, output_hidden_states: bool = False,
+                output_attentions: bool = False) -> tuple[Tensor, tuple | None, tuple | None]:
         cos, sin = rotary_cos_sin(torch.arange(x.shape[1], device=x.device), 2 * (self.head_dim // 2),
                                   self.rope_theta, x.dtype)
-        attend = key_padding_mask(mask)
-        hidden_states = [x] if output_hidden_states else None
-        for layer in self.layers:
-            if self.gradient_checkpointing and self.training:
-                x = self._gradient_checkpointing_func(layer, x, attend, cos, sin)
-            else:
-                x = layer(x, attend, cos, sin)
-            if output_hidden_states:
-                hidden_states.append(x)
-        return x, hidden_states
+        return run_layers(self.layers, x, (key_padding_mask(mask), cos, sin), output_hidden_states,
+                          output_attentions)
 
 
 class EucBERTModel(HyTEPreTrainedModel):
@@ -607,24 +700,28 @@ class EucBERTModel(HyTEPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings = value
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_hidden_states: bool = False,
-                return_dict: bool = True, **kwargs) -> BaseModelOutputWithPooling:
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_attentions: bool | None = None,
+                output_hidden_states: bool | None = None, return_dict: bool | None = None,
+                **kwargs) -> BaseModelOutputWithPooling | tuple:
+        """Hidden states: the embeddings, then each layer's output (before the final norm)."""
+        output_attentions, output_hidden_states, return_dict = self._output_options(
+            output_attentions, output_hidden_states, return_dict)
         mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
-        x, hidden_states = self.encoder(self.embeddings(input_ids), mask, output_hidden_states)
+        x, hidden_states, attentions = self.encoder(self.embeddings(input_ids), mask,
+                                                    output_hidden_states is not False, output_attentions)
         x = self.final_norm(x)
         if self.config.pooling == "cls":
             pooled = x[:, 0]
         else:
             weights = mask.to(x.dtype).unsqueeze(-1)
             pooled = (weights * x).sum(1) / weights.sum(1).clamp_min(1.0)
-        return BaseModelOutputWithPooling(
-            last_hidden_state=x,
-            pooler_output=pooled,
-            hidden_states=tuple(hidden_states) if hidden_states is not None else None,
-        )
+        output = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=pooled,
+                                            hidden_states=select_hidden_states(hidden_states, output_hidden_states),
+                                            attentions=attentions)
+        return model_output(output, return_dict)
 
 
-class EucBERTForMaskedLM(HyTEPreTrainedModel):
+class EucBERTForMaskedLM(MaskedLMMixin, HyTEPreTrainedModel):
     """EucBERT with a linear masked-language-model head (GELU transform, LayerNorm, decoder)."""
 
     config_class = EucBERTConfig
@@ -638,12 +735,15 @@ class EucBERTForMaskedLM(HyTEPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.vocab_size)
         self.post_init()
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
-                return_dict: bool = True, **kwargs) -> MaskedLMOutput:
-        hidden = self.hyte(input_ids, attention_mask).last_hidden_state
-        hidden, labels = select_predicted_positions(hidden, labels, self.config.sparse_prediction)
-        logits = self.classifier(self.head_norm(F.gelu(self.head_transform(hidden))))
-        return MaskedLMOutput(loss=masked_lm_loss(logits, labels), logits=logits)
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.classifier
+
+    def set_output_embeddings(self, value: nn.Linear) -> None:
+        self.classifier = value
+
+    def prediction_logits(self, hidden: Tensor) -> Tensor:
+        """Token vectors (..., D) -> vocabulary logits (..., V)."""
+        return self.classifier(self.head_norm(F.gelu(self.head_transform(hidden))))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -664,7 +764,7 @@ class HyTEHModel(HyTEPreTrainedModel):
         self.log_logit_scale = self._make_log_logit_scale(config)
         self.encoder = AutoModel.from_config(config.encoder_config)
         self.projection = nn.Linear(config.encoder_config.hidden_size, config.hidden_size - 1)
-        self.scale = nn.Parameter(torch.tensor(self._scale_init()))
+        self.scale = nn.Parameter(torch.tensor(self._scale_init(), dtype=torch.float32))
         self.hyperbolic_layers = (
             HyperbolicStack(config, config.num_hyperbolic_layers)
             if config.num_hyperbolic_layers else None
@@ -672,6 +772,15 @@ class HyTEHModel(HyTEPreTrainedModel):
         self.pooler = HyperbolicPooler(config.pooling, config.oem_p)
         self.radius_head = (nn.Linear(config.encoder_config.hidden_size, 1) if config.radius_head is not None
                             else None)
+        # The float32 island is built in float32 whatever the default dtype, and stays float32 when the model is
+        # loaded with dtype=torch.bfloat16 / float16: only the backbone changes dtype. Names are anchored so that
+        # no backbone module of the same name matches.
+        island = [name for name in ("projection", "scale", "hyperbolic_layers", "radius_head", "log_curvature",
+                                    "log_logit_scale") if getattr(self, name) is not None]
+        for name in island:
+            if isinstance(getattr(self, name), nn.Module):
+                getattr(self, name).float()
+        self._keep_in_fp32_modules_strict = {f"^{name}" for name in island}
         self.post_init()
 
     def _scale_init(self) -> float:
@@ -728,30 +837,45 @@ class HyTEHModel(HyTEPreTrainedModel):
     def set_input_embeddings(self, value: nn.Module) -> None:
         self.encoder.set_input_embeddings(value)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_hidden_states: bool = False,
-                return_dict: bool = True, **kwargs) -> BaseModelOutputWithPooling:
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_attentions: bool | None = None,
+                output_hidden_states: bool | None = None, return_dict: bool | None = None,
+                **kwargs) -> BaseModelOutputWithPooling | tuple:
+        """Hidden states: the backbone's (its embeddings, then each of its layers: Euclidean, (B, T, d_base)),
+        followed by the projected points and each hyperbolic layer's output ((B, T, D) on the hyperboloid).
+        Attention weights: the backbone's layers, then the hyperbolic layers."""
+        output_attentions, output_hidden_states, return_dict = self._output_options(
+            output_attentions, output_hidden_states, return_dict)
         mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
         extra = {k: v for k, v in kwargs.items() if k == "token_type_ids"}
-        tokens = self.encoder(input_ids=input_ids, attention_mask=mask.to(torch.long), **extra).last_hidden_state
-        # Geometry runs in float32 even when the encoder runs in bf16/fp16 (an fp32 island).
+        collect_hidden_states = output_hidden_states is not False
+        encoded = self.encoder(input_ids=input_ids, attention_mask=mask.to(torch.long),
+                               output_attentions=output_attentions, output_hidden_states=collect_hidden_states,
+                               return_dict=True, **extra)
+        tokens = encoded.last_hidden_state.float()  # (B, T, d_base)
+        # Geometry runs in float32 even when the backbone runs in bf16/fp16 (an fp32 island: the island's modules
+        # are kept in float32 by _keep_in_fp32_modules, and the backbone's output is cast here).
         with torch.autocast(device_type=tokens.device.type, enabled=False):
-            tangent = self.projection(tokens.float()) * self.scale.clamp(max=1.0)  # (B, T, D - 1)
+            tangent = self.projection(tokens) * self.scale.clamp(max=1.0)  # (B, T, D - 1)
             norm = tangent.norm(dim=-1, keepdim=True)
             # Norm clip: bounds every token's distance to the origin (the "clipped" hyperbolic network trick).
             tangent = tangent * (self.config.norm_clip / norm.clamp_min(self.config.norm_clip))
             c = self.curvature
             x = expmap0(tangent, c)  # (B, T, D)
-            hidden_states = None
+            hidden_states, attentions = (x,) if collect_hidden_states else None, None
             if self.hyperbolic_layers is not None:
-                x, hidden_states = self.hyperbolic_layers(x, mask, c, output_hidden_states)
+                x, hidden_states, attentions = self.hyperbolic_layers(x, mask, c, collect_hidden_states,
+                                                                      output_attentions)
             pooled = self.pooler(x, mask, c)
             if self.radius_head is not None:
-                pooled = self._place_by_specificity(pooled, tokens.float(), mask, c)
-        return BaseModelOutputWithPooling(
-            last_hidden_state=x,
-            pooler_output=pooled,
-            hidden_states=tuple(hidden_states) if hidden_states is not None else None,
-        )
+                pooled = self._place_by_specificity(pooled, tokens, mask, c)
+        if collect_hidden_states:
+            hidden_states = select_hidden_states(encoded.hidden_states + hidden_states, output_hidden_states)
+        if output_attentions:
+            attentions = encoded.attentions + (attentions or ())
+        output = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=pooled,
+                                            hidden_states=select_hidden_states(hidden_states, output_hidden_states),
+                                            attentions=attentions)
+        return model_output(output, return_dict)
 
 
 # Registration for remote code: save_pretrained writes auto_map and copies this file and its siblings.
