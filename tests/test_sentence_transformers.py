@@ -181,6 +181,19 @@ def test_euclidean_options_and_similarities_are_refused(fh, tmp_path):
         copy.encode_query(QUERIES, normalize_embeddings=True)
 
 
+def test_saved_card_says_how_to_score_the_lorentz_vectors(fh, tmp_path):
+    _, st = fh
+    st.save(str(tmp_path / "model"))
+    card = (tmp_path / "model" / "README.md").read_text()
+    intro = next(line for line in card.splitlines() if line.startswith("This is a"))
+    assert "clustering" not in intro and "hyperbolic" in intro  # not the generic Euclidean uses
+    scoring = card[card.index("## Scoring"):card.index("## Usage")]
+    for needle in ("Lorentz inner product", "encode_query", "distance_from_inner", "IndexFlatIP", "HNSW",
+                   "trust_remote_code=True", "cosine"):
+        assert needle in scoring
+    assert "- hyperbolic" in card and "- lorentz" in card
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Self-contained saves, loaded where hyte is not installed
 # ----------------------------------------------------------------------------------------------------------------

@@ -18,12 +18,17 @@ self-contained directory (see ``_RootFileModule``).
 ``normalize_embeddings=True`` and ``truncate_dim`` are Euclidean post-processing steps that sentence-transformers
 applies after the last module, where no module can see them; ``HyperbolicPooling.on_model_ready`` therefore guards
 ``model.encode`` and refuses both with an explanation (also for a model loaded with plain ``SentenceTransformer``).
+It also gives the model the card that ``model.save`` writes as README.md: sentence-transformers' own template with
+a "Scoring" section (Lorentz inner products, geodesic distance, FAISS) instead of the Euclidean uses it advertises.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +135,55 @@ class _EncodeGuard:
         return encode(self.model, *args, **kwargs)
 
 
+CARD_TASK = "hierarchy-aware semantic search in hyperbolic space: score queries against documents as under Scoring"
+CARD_TAGS = ("hyte", "hyperbolic", "lorentz")
+CARD_SCORING = """## Scoring
+
+The vectors are points of the Lorentz model of hyperbolic space (the hyperboloid ⟨x, x⟩_L = -c, time coordinate
+first; c is the `curvature` of the HyperbolicPooling module above), not directions. Load the model with
+`SentenceTransformer(..., trust_remote_code=True)` (its modules ship as code in the repository).
+
+- **Query against documents:** `encode_query` returns sign-flipped points (-q0, q1, ...), so the dot product of a
+  query vector with an `encode_document` vector is their Lorentz inner product ⟨q, d⟩_L. `model.similarity` ("dot")
+  computes it: larger is nearer, and the ranking is the ranking by geodesic distance.
+- **Geodesic distance:** d = sqrt(c) arccosh(-⟨q, d⟩_L / c); `hyte.lorentz.distance_from_inner(scores, c)`
+  computes it stably (float64).
+- **FAISS:** an exact `IndexFlatIP` over the `encode_document` vectors, searched with `encode_query` vectors, is
+  exact nearest-neighbour search by geodesic distance. Do not use HNSW with inner product on these vectors (its graph
+  is built from document-document dot products, which are not hyperbolic); IVF-Flat with inner product works.
+- **Not Euclidean:** cosine similarity, L2-normalisation (`normalize_embeddings=True`) and Matryoshka truncation
+  (`truncate_dim`) destroy the geometry (`encode` refuses the last two), and the dot product of two documents (or two
+  queries) is not a Lorentz inner product: encode one side with `encode_query`, or use
+  `hyte.integrations.sentence_transformers.lorentz_similarity`. Clustering needs geodesic distances, not cosine.
+
+"""
+
+
+def _card_template(base_template: Path) -> Path:
+    """sentence-transformers' card template with the Scoring section before "## Usage", written once to a file
+    named after its content (``ModelCard.from_template`` reads a path)."""
+    text = base_template.read_text(encoding="utf-8")
+    marker = "## Usage"
+    text = text.replace(marker, CARD_SCORING + marker, 1) if marker in text else text + "\n" + CARD_SCORING
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"hyte-st-card-{digest}.md"
+    if not path.is_file():
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # concurrent writers never see half a file
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    return path
+
+
+def _use_hyperbolic_card(card) -> None:
+    """Point the model's card data at the Lorentz card; a task name or template the user set is kept."""
+    defaults = type(card).__dataclass_fields__
+    if card.task_name == defaults["task_name"].default:
+        card.task_name = CARD_TASK
+    if card.template_path == defaults["template_path"].default:
+        card.template_path = _card_template(card.template_path)
+    card.tags = [*card.tags, *(tag for tag in CARD_TAGS if tag not in card.tags)]
+
+
 class HyperbolicPooling(_RootFileModule):
     """Pool token points (B, T, D) on the hyperboloid into sentence points (B, D), masking padding.
 
@@ -186,7 +240,8 @@ class HyperbolicPooling(_RootFileModule):
         return self.embedding_dimension
 
     def on_model_ready(self, model) -> None:
-        """Make ``model`` hyperbolic-safe: "dot" similarity, and ``encode`` refuses Euclidean post-processing."""
+        """Make ``model`` hyperbolic-safe: "dot" similarity, ``encode`` refuses Euclidean post-processing, and the
+        card written by ``model.save`` says how to score."""
         # Read the raw attribute: the public getter turns an unset name into "cosine".
         similarity = getattr(model, "_similarity_fn_name", None)
         if similarity is None:
@@ -200,6 +255,7 @@ class HyperbolicPooling(_RootFileModule):
         refuse_euclidean_options(False, getattr(model, "truncate_dim", None))
         if not isinstance(model.__dict__.get("encode"), _EncodeGuard):
             model.encode = _EncodeGuard(model)
+        _use_hyperbolic_card(model.model_card_data)
 
 
 class TimeFlip(_RootFileModule):
