@@ -16,11 +16,13 @@ import argparse
 import json
 import math
 import platform
+import shlex
 import statistics
 import sys
 import time
 from pathlib import Path
 
+from hyte.provenance import portable_command
 from hyte.training.recipes import VARIANTS, hierarchy_finetune
 from hyte.training.stages import remove_checkpoints
 
@@ -134,7 +136,7 @@ def main() -> None:
             remove_checkpoints(runs / name)
     summary = {variant: _aggregate(list(by_run.values())) for variant, by_run in results.items()
                if not args.sweep or variant == "base"}
-    command = "python benchmarks/run_hierarchy_finetune.py " + " ".join(sys.argv[1:])
+    command = portable_command(shlex.join(["python", "benchmarks/run_hierarchy_finetune.py", *sys.argv[1:]]))
     payload = {"benchmark": "hierarchy_sweep" if args.sweep else "hierarchy_finetune", "command": command.strip(),
                "split": "validation" if on_validation else "test",
                "steps": args.steps, "examples": args.examples, "seeds": args.seeds, "evaluation": evaluation,

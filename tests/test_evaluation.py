@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -524,6 +525,42 @@ def test_eval_retrieval_command_writes_json(tmp_path, hyte_h_dir, minilm_path, c
     with pytest.raises(BEIRFormatError):
         run_command(["eval", "retrieval", "--model", str(minilm_path), "--data",
                      str(write_beir(tmp_path / "bad", corpus={}))])
+
+
+# An absolute POSIX path: a slash that starts a path component, not one inside a relative path, URL or ratio.
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~])/[\w.-]+/")
+
+
+def test_result_writers_record_no_absolute_paths(tmp_path, minilm_path, monkeypatch):
+    from hyte.provenance import portable_command, portable_paths
+    from hyte.training import parse_config
+
+    monkeypatch.chdir(tmp_path)
+    output = tmp_path / "results" / "retrieval.json"
+    assert run_command(["eval", "retrieval", "--model", str(Path(minilm_path).resolve()), "--data",
+                        str(write_beir(tmp_path / "beir")), "--k", "1", "--output", str(output)]) == 0
+    text = output.read_text()
+    assert not ABSOLUTE_PATH.findall(text) and "site-packages" not in text
+    result = json.loads(text)
+    assert result["model"] == "bundled:all-MiniLM-L6-v2" and result["data"] == "beir"
+    assert "--data beir" in result["meta"]["command"] and "--output results/retrieval.json" in result["meta"]["command"]
+    # hyte_card.json records the run's config through portable_paths.
+    config = parse_config({"stage": "finetune", "model": {"path": minilm_path},
+                           "training": {"output_dir": str(tmp_path / "runs" / "a")},
+                           "mining": {"cache_dir": "/elsewhere/cache"}, "evaluation": {"enabled": False}})
+    recorded = portable_paths(config.to_dict())
+    assert not ABSOLUTE_PATH.findall(json.dumps(recorded))
+    assert (recorded["model"]["path"], recorded["training"]["output_dir"], recorded["mining"]["cache_dir"]) == (
+        "bundled:all-MiniLM-L6-v2", "runs/a", "cache")
+    assert portable_command(f"hyte eval radius --model {minilm_path} --output-dir=/x/out") == (
+        "hyte eval radius --model bundled:all-MiniLM-L6-v2 --output-dir=out")
+
+
+def test_committed_results_record_no_absolute_paths():
+    root = Path(__file__).resolve().parents[1]
+    for path in [*sorted((root / "benchmarks" / "results").glob("*.json")), root / "BENCHMARKS.md"]:
+        text = path.read_text(encoding="utf-8")
+        assert not ABSOLUTE_PATH.findall(text) and "site-packages" not in text, path.name
 
 
 def test_eval_hierarchy_command_writes_json(tmp_path, hyte_h_dir, minilm_path, obo_file):

@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..provenance import portable_command, portable_path
+
 __all__ = ["add_commands", "machine_info", "write_json"]
 
 DEFAULT_RESULTS_DIR = "benchmarks/results"
@@ -69,11 +71,11 @@ def _command_line(args: argparse.Namespace, words: list[str]) -> str:
         elif isinstance(value, (list, tuple)):
             if key in ("model", "label", "task"):  # repeatable options
                 for item in value:
-                    parts += [flag, shlex.quote(str(item))]
+                    parts += [flag, shlex.quote(portable_path(str(item)))]
             else:
-                parts += [flag, *(shlex.quote(str(item)) for item in value)]
+                parts += [flag, *(shlex.quote(portable_path(str(item))) for item in value)]
         else:
-            parts += [flag, shlex.quote(str(value))]
+            parts += [flag, shlex.quote(portable_path(str(value)))]
     return " ".join(parts)
 
 
@@ -139,8 +141,9 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
         print(f"hubness@{h['k']}: skewness {_fmt(h['skewness'])}, max occurrence {h['max_occurrence']}, "
               f"never retrieved {_fmt(h['never_retrieved_fraction'])}")
     if args.output:
-        payload = {"benchmark": "retrieval", "model": str(args.model), "label": _label(args.model, args.label),
-                   "kind": encoder.kind, "data": str(args.data), "split": args.split, **results,
+        payload = {"benchmark": "retrieval", "model": portable_path(args.model),
+                   "label": _label(args.model, args.label), "kind": encoder.kind, "data": portable_path(args.data),
+                   "split": args.split, **results,
                    "meta": {"command": _command_line(args, ["eval", "retrieval"]), **machine_info()}}
         print(f"wrote {write_json(args.output, payload)}")
     return 0
@@ -191,8 +194,9 @@ def _eval_hierarchy(args: argparse.Namespace) -> int:
     if args.output:
         digest = _file_digest(args.data)
         build = _read_build_info(args.data, digest)
-        payload = {"benchmark": "hierarchy", "model": str(args.model), "label": _label(args.model, args.label),
-                   "kind": encoder.kind, "data": str(args.data), "data_sha256": digest,
+        payload = {"benchmark": "hierarchy", "model": portable_path(args.model),
+                   "label": _label(args.model, args.label), "kind": encoder.kind, "data": portable_path(args.data),
+                   "data_sha256": digest,
                    **({"data_build": build} if build else {}), **results, "seconds": seconds,
                    "meta": {"command": _command_line(args, ["eval", "hierarchy"]), **machine_info()}}
         print(f"wrote {write_json(args.output, payload)}")
@@ -216,7 +220,7 @@ def _build_hierarchy(args: argparse.Namespace) -> int:
         if args.split != "test":
             raise ValueError("--split applies to --hpo only")
         records = build_obo_hierarchy_benchmark(args.obo, root=args.root, **options)
-        source = str(args.obo)
+        source = portable_path(args.obo)
     if not records:
         raise ValueError(f"no term of {source} qualifies (definition, depth >= {args.min_depth}, a parent"
                          f"{' and grandparent' if options['require_grandparent'] else ''} with definitions, "
@@ -254,7 +258,7 @@ def _eval_radius(args: argparse.Namespace) -> int:
     results = {}
     for name, model in zip(names, args.model):
         encoder = _encoder(args, model)
-        results[name] = {"model": str(model), **radius_by_depth(encoder, texts, batch_size=args.batch_size)}
+        results[name] = {"model": portable_path(model), **radius_by_depth(encoder, texts, batch_size=args.batch_size)}
     depths = sorted(texts)
     columns = []  # (title, {depth: stats}): the radius, and the distance to the origin when hyperbolic
     for name in names:
@@ -338,7 +342,8 @@ def _eval_mteb(args: argparse.Namespace) -> int:
                       f"{_fmt(main)}   nDCG@10 {_fmt(subset.get('ndcg_at_10'))}   "
                       f"R@10 {_fmt(subset.get('recall_at_10'))}   MRR@10 {_fmt(subset.get('mrr_at_10'))}")
     if args.output:
-        payload = {"benchmark": "mteb", "model": model_path, "label": label, "kind": kind, "tasks": scores,
+        payload = {"benchmark": "mteb", "model": portable_path(model_path), "label": label, "kind": kind,
+                   "tasks": scores,
                    "meta": {"command": _command_line(args, ["eval", "mteb"]), **machine_info()}}
         print(f"wrote {write_json(args.output, payload)}")
     return 0
@@ -388,7 +393,7 @@ def _bench(args: argparse.Namespace) -> int:
         output = output_dir / f"{name}{'_quick' if args.quick else ''}.json"
         command = [sys.executable, str(directory / script), *(quick if args.quick else full),
                    "--threads", str(args.threads), "--output", str(output)]
-        shown = " ".join(["python", os.path.relpath(command[1]), *command[2:]])
+        shown = portable_command(shlex.join(["python", *command[1:]]))
         print(f"[bench] {shown}", flush=True)
         started = time.perf_counter()
         completed = subprocess.run(command, text=True)

@@ -24,6 +24,7 @@ from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArgum
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
 from ..data.jsonl import write_jsonl
+from ..provenance import portable_path, portable_paths
 from .config import RunConfig
 from .data import contrastive_examples, mlm_texts
 from .models import (BuiltModel, build_model, detach_plain_logit_scale, embed, log_logit_scale_parameter,
@@ -128,9 +129,10 @@ def _save_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluati
     model.save_pretrained(staging)
     built.tokenizer.save_pretrained(staging)
     card = {
-        "base_model": built.base_model, "datasets": ONTOLOGY_DATASETS.get(config.data.source, []),
-        "license": "apache-2.0", "language": ["en"],
-        "training": {"stage": config.stage, "steps": trainer.state.global_step, "config": config.to_dict(),
+        "base_model": built.base_model and portable_path(built.base_model),
+        "datasets": ONTOLOGY_DATASETS.get(config.data.source, []), "license": "apache-2.0", "language": ["en"],
+        "training": {"stage": config.stage, "steps": trainer.state.global_step,
+                     "config": portable_paths(config.to_dict()),
                      "final_loss": next((e["loss"] for e in reversed(trainer.state.log_history) if "loss" in e), None),
                      "final_logit_scale": final_logit_scale,
                      "nonfinite_values": sum(e.get("nonfinite_values", 0) for e in trainer.state.log_history)},
