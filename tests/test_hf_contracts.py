@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import unittest
 
+import pytest
 import torch
-from transformers import BertConfig
+from transformers import AutoTokenizer, BertConfig
 from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES, MODEL_MAPPING_NAMES
 from transformers_suite import model_tester_mixin
 
@@ -104,3 +105,108 @@ class EucBERTModelTest(_CommonTests, unittest.TestCase):
 class HyTEHModelTest(_CommonTests, unittest.TestCase):
     all_model_classes = (hyte.HyTEHModel,)
     model_tester_class = HyTEHModelTester
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The contracts the common suite does not pin down: eager really runs, bf16 backbones, head resizing, export.
+# ----------------------------------------------------------------------------------------------------------------
+
+TESTERS = {hyte.HyTEFHModel: HyTEFHModelTester, hyte.HyTEFHForMaskedLM: HyTEFHModelTester,
+           hyte.EucBERTModel: EucBERTModelTester, hyte.EucBERTForMaskedLM: EucBERTModelTester,
+           hyte.HyTEHModel: HyTEHModelTester}
+
+
+def _model_and_inputs(model_class):
+    torch.manual_seed(0)
+    config, inputs = TESTERS[model_class](None).prepare_config_and_inputs_for_common()
+    return model_class(config).eval(), inputs
+
+
+@pytest.mark.parametrize("model_class", [hyte.HyTEFHModel, hyte.EucBERTModel, hyte.HyTEHModel])
+def test_attn_implementation_eager_really_runs_the_eager_path(model_class, tmp_path, monkeypatch):
+    model, inputs = _model_and_inputs(model_class)
+    model.save_pretrained(tmp_path)
+    sdpa_calls = []
+    fused = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        lambda *args, **kwargs: sdpa_calls.append(1) or fused(*args, **kwargs))
+    reference = model_class.from_pretrained(tmp_path).eval()(**inputs).pooler_output
+    assert sdpa_calls, "the default (sdpa) model never called the fused kernel"
+    sdpa_calls.clear()
+    eager = model_class.from_pretrained(tmp_path, attn_implementation="eager").eval()
+    out = eager(**inputs, output_attentions=True)
+    assert not sdpa_calls, "attn_implementation='eager' still ran SDPA"
+    torch.testing.assert_close(out.pooler_output, reference, rtol=1e-5, atol=1e-5)
+    layers = model.config.num_hidden_layers if model_class is not hyte.HyTEHModel else 2
+    assert len(out.attentions) == layers and all(a is not None for a in out.attentions)
+
+
+def test_output_attentions_on_an_sdpa_model_returns_the_weights():
+    model, inputs = _model_and_inputs(hyte.HyTEFHModel)
+    assert model.config._attn_implementation == "sdpa"
+    attentions = model(**inputs, output_attentions=True).attentions
+    assert len(attentions) == 2 and attentions[0].shape == (3, 3, 7, 7)
+    torch.testing.assert_close(attentions[0].sum(-1), torch.ones(3, 3, 7))
+    assert float(attentions[0][0, :, :, -2:].abs().max()) == 0.0  # padded keys get no weight
+
+
+def test_hyte_h_runs_a_bf16_backbone_with_a_float32_island(minilm_path, tmp_path, bert_tokenizer):
+    hyte.HyTEHModel.from_base(minilm_path, radius_head=1.0).save_pretrained(tmp_path)
+    full = hyte.HyTEHModel.from_pretrained(tmp_path).eval()
+    half = hyte.HyTEHModel.from_pretrained(tmp_path, dtype=torch.bfloat16).eval()
+    assert half.encoder.embeddings.word_embeddings.weight.dtype == torch.bfloat16
+    assert half.projection.weight.dtype == half.scale.dtype == half.radius_head.weight.dtype == torch.float32
+    batch = bert_tokenizer(["Abnormality of the cardiovascular system.", "A short stature."], padding=True,
+                           return_tensors="pt")
+    points = half(**batch).pooler_output
+    assert points.dtype == torch.float32 and torch.isfinite(points).all()
+    torch.testing.assert_close(points, full(**batch).pooler_output, rtol=0.05, atol=0.05)
+
+
+@pytest.mark.parametrize("model_class", [hyte.HyTEFHForMaskedLM, hyte.EucBERTForMaskedLM])
+def test_resize_token_embeddings_grows_the_mlm_head(model_class):
+    model, inputs = _model_and_inputs(model_class)
+    before = model(**inputs).logits
+    model.resize_token_embeddings(109)
+    assert model.config.vocab_size == 109
+    ids = inputs["input_ids"].clone()
+    ids[0, 0] = 108  # a new token, as input and as label
+    out = model(input_ids=ids, attention_mask=inputs["attention_mask"], labels=ids)
+    assert out.logits.shape[-1] == 109 and torch.isfinite(out.loss)
+    # The old classes score the old inputs as before.
+    torch.testing.assert_close(model(**inputs).logits[..., :99], before, rtol=1e-5, atol=1e-5)
+
+
+def test_resize_token_embeddings_of_hyte_h_resizes_the_backbone():
+    model, inputs = _model_and_inputs(hyte.HyTEHModel)
+    model.resize_token_embeddings(109)
+    assert model.config.vocab_size == model.config.encoder_config.vocab_size == 109
+    assert model.get_input_embeddings().weight.shape[0] == 109
+    assert model(input_ids=torch.tensor([[101, 108, 102]])).pooler_output.shape == (1, 18)
+
+
+@pytest.mark.parametrize("model_class", list(TESTERS))
+def test_forward_is_exportable_with_torch_export(model_class):
+    model, inputs = _model_and_inputs(model_class)
+    program = torch.export.export(model, args=(), kwargs=inputs, strict=False)
+    exported, eager = program.module()(**inputs), model(**inputs)
+    for name in ("pooler_output", "logits"):
+        if name in eager:
+            torch.testing.assert_close(exported[name], eager[name])
+    with pytest.raises(ValueError, match="vocab_size"):  # eager mode keeps the clear out-of-vocabulary error
+        model(input_ids=torch.tensor([[1, 500]]))
+
+
+def test_hyte_export_onnx_matches_pytorch_on_real_text(minilm_path, tmp_path):
+    from hyte.cli import main
+    from hyte.data.hpo import load_hpo
+    from hyte.export import onnx_matches_pytorch
+
+    model_dir = tmp_path / "hyte-h"
+    hyte.HyTEHModel.from_base(minilm_path, num_hyperbolic_layers=1, num_attention_heads=5).save_pretrained(model_dir)
+    AutoTokenizer.from_pretrained(minilm_path).save_pretrained(model_dir)
+    assert main(["export", "onnx", str(model_dir)]) == 0
+    onnx_file = model_dir / "onnx" / "model.onnx"
+    texts = [term.definition for term in list(load_hpo().terms.values())[:200] if term.definition][:12]
+    assert len(texts) == 12
+    assert onnx_matches_pytorch(model_dir, onnx_file, texts) < 1e-4

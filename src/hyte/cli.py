@@ -9,6 +9,7 @@
     hyte eval retrieval|hierarchy|build-hierarchy|radius|report|mteb ...
     hyte bench [--quick]                        speed and ANN benchmarks -> benchmarks/results, BENCHMARKS.md
     hyte push MODEL_DIR --repo-id ORG/NAME [--private] [--revision R] [--dry-run DIR] [--adapter]
+    hyte export onnx MODEL_DIR [--output FILE]    one ONNX graph: token ids -> documents and flipped queries
 
 Errors a user can fix (bad files, bad options) are printed as one line and exit with status 2. Heavy libraries
 (torch, transformers, FAISS, numpy) are imported by the commands that run, so ``--help`` and option errors are quick.
@@ -174,6 +175,17 @@ class _Parser(argparse.ArgumentParser):
 MODEL_HELP = "model folder, Hub id or bundled model (bundled:all-MiniLM-L6-v2, see hyte.bundled)"
 
 
+def _export_onnx(args: argparse.Namespace) -> int:
+    from .export import export_onnx
+
+    if args.output is None and not Path(args.model).is_dir():
+        raise UserError(f"{args.model} is not a local folder: give --output for the ONNX file")
+    path = export_onnx(args.model, args.output)
+    print(f"wrote {path} (inputs input_ids, attention_mask; outputs documents, queries); check it against PyTorch "
+          f"with hyte.export.onnx_matches_pytorch")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hyte", description="Hyperbolic text embeddings and retrieval.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -222,6 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--no-check-model", dest="check_model", action="store_false",
                         help="allow a model other than the one the index was built with (same dimension)")
     search.set_defaults(func=_index_search)
+
+    export = sub.add_parser("export", help="export a HyTE model for serving without PyTorch")
+    export_sub = export.add_subparsers(dest="export_format", required=True)
+    onnx = export_sub.add_parser("onnx", help="one ONNX graph: input_ids, attention_mask -> documents, queries")
+    onnx.add_argument("model", help=MODEL_HELP)
+    onnx.add_argument("--output", default=None, help="ONNX file to write (default: MODEL/onnx/model.onnx)")
+    onnx.set_defaults(func=_export_onnx)
 
     from .evaluation.commands import add_commands as add_eval_commands
     from .hub.commands import add_commands as add_hub_commands

@@ -320,7 +320,9 @@ def outward_einstein_midpoint(
     """
     x64 = _refresh_time64(x, c)
     w64 = torch.ones_like(x64[..., 0]) if mask is None else _float64(mask)
-    if mask is not None and bool((w64.sum(-1) <= 0).any()):
+    # Checked in eager mode only: the check reads tensor values, which compiled and exported graphs do not know.
+    tracing = torch.compiler.is_compiling() or torch.compiler.is_exporting()
+    if mask is not None and not tracing and bool((w64.sum(-1) <= 0).any()):
         raise ValueError("outward_einstein_midpoint: a row of the mask has no positive weight (all padding); "
                          "every sequence needs at least one unmasked token.")
     logits = p * torch.log(x64[..., 0]) + torch.log(w64)
