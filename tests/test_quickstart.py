@@ -61,3 +61,8 @@ def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys):
     # Only what the user needs stays: no Trainer checkpoints (each a model plus its optimizer state).
     assert not list(tmp_path.rglob("checkpoint-*")) and (tmp_path / "training" / "final").is_dir()
     assert f"training: {tmp_path / 'training'}" in printed and "disk:" in printed
+    # The result files name no path of this machine (tmp_path is absolute), also not the run's config.
+    for shared in (tmp_path / "results.json", model_dir / "hyte_card.json"):
+        assert str(tmp_path) not in shared.read_text() and "site-packages" not in shared.read_text()
+    assert json.loads((model_dir / "hyte_card.json").read_text())["training"]["config"]["training"][
+        "output_dir"] == "training"
