@@ -206,3 +206,10 @@ def test_mlm_trainer_run_on_real_text_lowers_the_loss(tmp_path, bert_tokenizer, 
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     assert len(losses) >= 5
     assert losses[-1] < losses[0] - 1.0, losses  # nats; ln(30522) = 10.3 at the start
+
+
+def test_encode_progress_bar_stays_quiet_when_output_is_not_a_terminal(bert_tokenizer, capsys):
+    model = hyte.HyTEFHModel(tiny_fh_config()).eval()
+    model.encode(["a text"] * 8, bert_tokenizer, role="query", batch_size=2, show_progress_bar=True)
+    captured = capsys.readouterr()  # pytest's captured stderr is not a TTY, like a log file
+    assert captured.err == "" and captured.out == ""

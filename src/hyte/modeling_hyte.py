@@ -516,7 +516,8 @@ class HyTEPreTrainedModel(PreTrainedModel):
         if show_progress_bar:
             from tqdm.auto import tqdm
 
-            starts = tqdm(starts, desc=f"encode {role}s", unit="batch")
+            # disable=None: no bar when the output is not a terminal (a log file would get one line per update).
+            starts = tqdm(starts, desc=f"encode {role} texts", unit="batch", disable=None)
         was_training = self.training
         self.eval()
         device = next(self.parameters()).device
