@@ -63,7 +63,13 @@ def test_flat_top10_equals_brute_force_geodesic_top10(c):
     index.add(documents)
     scores, ids = index.search(flip(queries), 10)
     truth = brute_force_top_k(queries, documents, 10, c)
-    np.testing.assert_array_equal(ids, truth)  # every query, in order
+    # Every query, in order, up to float32 ties: FAISS scores in float32, so two documents whose float64 Lorentz
+    # inner products with the query differ by less than float32 resolution may swap places (seen: geodesic
+    # distances 0.019044 and 0.019040). The found documents' exact scores must equal the true top-10's.
+    exact_scores = flip(queries).astype(np.float64) @ documents.astype(np.float64).T
+    np.testing.assert_allclose(np.take_along_axis(exact_scores, ids, axis=1),
+                               np.take_along_axis(exact_scores, truth, axis=1), rtol=1e-6)
+    assert (ids == truth).mean() > 0.99
     # Scores are <q, x>_L; their distances match the float64 geodesic distances.
     exact = lorentz.pairwise_distance(torch.from_numpy(queries).double(), torch.from_numpy(documents).double(), c)
     expected = np.take_along_axis(exact.numpy(), truth, axis=1)
