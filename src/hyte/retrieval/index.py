@@ -473,8 +473,8 @@ class LorentzIndex:
 
     # ------------------------------------------------------------------ recall
 
-    def _stored(self) -> tuple[np.ndarray, np.ndarray]:
-        """Copies of the live documents: ids (N,) int64 and points (N, D) float32, in storage order."""
+    def stored(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the live documents: ids (N,) int64 and points (N, D) float32 (N x D x 4 bytes), storage order."""
         if self._index is None:
             return np.empty(0, dtype=np.int64), np.empty((0, self.dim), dtype=np.float32)
         if self.kind == "ivf":
@@ -500,7 +500,7 @@ class LorentzIndex:
         of |approximate top k & exact top k| / min(k, N). "flat" is exact: 1.0 up to ties.
         """
         k = _check_positive_int("k", k)
-        ids, points = self._stored()
+        ids, points = self.stored()
         if len(ids) == 0:
             raise ValueError("measure_recall needs a non-empty index")
         sample = min(_check_positive_int("sample", sample), len(ids))
@@ -594,7 +594,7 @@ class LorentzIndex:
         expected_width = index.dim + 1 if index.kind == "hnsw" else index.dim
         if index._index.d != expected_width:
             raise ValueError(f"{target}: {INDEX_FILE} has dimension {index._index.d}, metadata says {index.dim}")
-        index._ids = np.sort(index._stored()[0])
+        index._ids = np.sort(index.stored()[0])
         if len(index) != metadata["count"]:
             raise ValueError(f"{target}: {INDEX_FILE} holds {len(index)} documents, metadata says "
                              f"{metadata['count']}")
