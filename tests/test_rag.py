@@ -196,6 +196,26 @@ def test_hyte_rag_answers_citing_a_retrieved_passage(index_dir, generator_cache,
     assert "converted" not in out  # loaded from the cache
 
 
+def test_eval_rag_compares_hyte_and_the_base_and_reports_it(index_dir, minilm_path, generator_cache, tmp_path,
+                                                             capsys):
+    from hyte.evaluation.report import write_benchmarks_md
+
+    output = tmp_path / "results" / "rag.json"
+    assert main(["eval", "rag", "--model", str(index_dir.parent / "model"), "--label", "HyTE-H untrained",
+                 "--baseline", minilm_path, "--questions", "2", "--documents", "40", "--k", "2",
+                 "--max-new-tokens", "16", "--generator", str(generator_cache / "SmolLM2-135M-Instruct"),
+                 "--output", str(output)]) == 0
+    result = json.loads(output.read_text())
+    assert set(result["retrievers"]) == {"HyTE-H untrained", Path(minilm_path).name}
+    for retriever in result["retrievers"].values():
+        metrics = retriever["metrics"]
+        assert metrics["num_questions"] == 2 and 0 <= metrics["context_recall@2"] <= 1
+        assert all(len(a["retrieved"]) == 2 for a in retriever["answers"])
+    assert result["retrievers"]["HyTE-H untrained"]["kind"] == "hyperbolic"
+    markdown = write_benchmarks_md(output.parent, tmp_path / "BENCHMARKS.md").read_text()
+    assert "## Retrieval-augmented generation" in markdown and "| HyTE-H untrained | hyperbolic |" in markdown
+
+
 def _readme_rag_blocks() -> list[str]:
     section = README.read_text().split("### RAG: LangChain, LlamaIndex, `hyte rag`")[1].split("\n## ")[0]
     return re.findall(r"```python\n(.*?)```", section, re.DOTALL)

