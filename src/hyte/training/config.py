@@ -84,6 +84,12 @@ class TrainingSpec:
     bf16: bool = False  # mixed precision (GPU); the geometry stays float32 regardless
     gradient_checkpointing: bool = False
     dataloader_num_workers: int = 0
+    # Contrastive stages. Several processes (torchrun / accelerate launch): every process's documents are negatives
+    # for every query, so N processes x batch b train like one process with batch N b; None = on when N > 1.
+    gather_negatives: bool | None = None
+    # GradCache: embed each batch in chunks of this many texts; memory follows the chunk, the loss still sees the
+    # whole batch (same loss and gradients, up to dropout). None = the whole batch at once.
+    mini_batch_size: int | None = None
 
 
 @dataclass
@@ -287,6 +293,8 @@ def validate(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: data.max_examples must be > 0")
     if training.max_steps <= 0 or training.per_device_train_batch_size <= 0:
         raise ConfigError(f"{source}: training.max_steps and per_device_train_batch_size must be > 0")
+    if training.mini_batch_size is not None and training.mini_batch_size <= 0:
+        raise ConfigError(f"{source}: training.mini_batch_size must be > 0 (or null: no gradient caching)")
     if config.stage == "mlm" and model.build in ("hyte_h", "load") and model.path == BUNDLED_MINILM:
         raise ConfigError(f"{source}: stage mlm trains HyTE-FH or EucBERT (model.build hyte_fh / eucbert)")
     if config.loss.similarity not in ("geodesic", "lorentz_inner"):

@@ -25,20 +25,22 @@ def similarity_matrix(queries: Tensor, documents: Tensor, *, hyperbolic: bool, s
 
 
 def contrastive_loss(queries: Tensor, documents: Tensor, *, logit_scale: Tensor | float, hyperbolic: bool,
-                     similarity: str = "geodesic", curvature: float = 1.0, exclude: Tensor | None = None) -> Tensor:
+                     similarity: str = "geodesic", curvature: float = 1.0, exclude: Tensor | None = None,
+                     positive_rows: Tensor | None = None) -> Tensor:
     """InfoNCE: query i's positive is document i; every other document in the batch (the other positives and all
     hard negatives, stacked after the B positives) is a negative. Mean cross-entropy over queries.
 
     queries (B, D); documents (M, D) with M >= B, the first B the positives; logit_scale = 1 / temperature.
     ``exclude`` (B, M) bool: candidates left out of query i's softmax (copies of its positive); they get -inf, never
-    a 0 score (0 is a real similarity; for the Lorentz inner product, a high one).
+    a 0 score (0 is a real similarity; for the Lorentz inner product, a high one). ``positive_rows`` (B,): each
+    query's positive row when it is not row i (documents gathered from several processes).
     """
     logits = logit_scale * similarity_matrix(queries, documents, hyperbolic=hyperbolic, similarity=similarity,
                                              curvature=curvature)
     if exclude is not None:
         # After scaling: -inf x scale would give the scale's gradient 0 x inf = NaN.
         logits = logits.masked_fill(exclude, float("-inf"))
-    labels = torch.arange(queries.shape[0], device=queries.device)
+    labels = torch.arange(queries.shape[0], device=queries.device) if positive_rows is None else positive_rows
     return F.cross_entropy(logits, labels)
 
 

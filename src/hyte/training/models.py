@@ -13,7 +13,8 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel
 from .. import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
 from ..bundled import BUNDLED_MINILM, BUNDLED_MINILM_HUB_ID, resolve_model
 from ..configuration_hyte import EucBERTConfig, HyTEFHConfig
-from ..modeling_hyte import EucBERTForMaskedLM, EucBERTModel, HyTEFHForMaskedLM, HyTEFHModel, HyTEHModel
+from ..modeling_hyte import (EucBERTForMaskedLM, EucBERTModel, HyTEFHForMaskedLM, HyTEFHModel, HyTEHModel,
+                             HyTEPreTrainedModel)
 from .config import ConfigError, ModelSpec
 
 
@@ -60,6 +61,10 @@ def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
         from transformers import AutoModelForMaskedLM
 
         model = AutoModelForMaskedLM.from_pretrained(path, trust_remote_code=True, dtype=torch.float32)
+    if not isinstance(model, HyTEPreTrainedModel) and getattr(model, "pooler", None) is not None:
+        # The loss mean-pools the token states, so a plain encoder's pooler (BERT's dense + tanh) trains nothing;
+        # distributed data parallel training cannot synchronise a layer no loss reaches. The saved model lacks it.
+        model.pooler = None
     hyperbolic = bool(getattr(model, "is_hyperbolic", False))
     base = getattr(getattr(model.config, "encoder_config", None), "_name_or_path", None)
     return BuiltModel(model, tokenizer, hyperbolic, base)
@@ -77,8 +82,31 @@ def embed(model: PreTrainedModel, input_ids: Tensor, attention_mask: Tensor, hyp
     return ((out.last_hidden_state * weights).sum(1) / weights.sum(1).clamp_min(1.0)).float()
 
 
+def embed_queries_and_documents(model: PreTrainedModel, inputs: dict[str, Tensor], hyperbolic: bool,
+                                together: bool = False) -> tuple[Tensor, Tensor]:
+    """The collator's queries (B, Tq) and documents (M, Td) -> (B, D), (M, D) embeddings.
+
+    ``together``: one forward pass over both, padded to the longer length, for DistributedDataParallel, whose
+    contract is one forward pass per backward pass. One process embeds them separately (short queries stay short).
+    """
+    query_ids, query_mask = inputs["query_input_ids"], inputs["query_attention_mask"]
+    document_ids, document_mask = inputs["document_input_ids"], inputs["document_attention_mask"]
+    if not together:
+        return embed(model, query_ids, query_mask, hyperbolic), embed(model, document_ids, document_mask, hyperbolic)
+    length = max(query_ids.shape[1], document_ids.shape[1])
+
+    def padded(tensor: Tensor) -> Tensor:  # (n, T) -> (n, length), right-padded with 0 (masked out)
+        return torch.nn.functional.pad(tensor, (0, length - tensor.shape[1]))
+
+    embedded = embed(model, torch.cat([padded(query_ids), padded(document_ids)]),
+                     torch.cat([padded(query_mask), padded(document_mask)]), hyperbolic)
+    return embedded[: query_ids.shape[0]], embedded[query_ids.shape[0] :]
+
+
 def unwrap(model: PreTrainedModel) -> PreTrainedModel:
-    """The model itself, or the model inside a PEFT wrapper."""
+    """The model itself, or the model inside a DistributedDataParallel and/or PEFT wrapper."""
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        model = model.module
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 

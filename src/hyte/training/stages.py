@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import torch
 from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments, set_seed
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
@@ -49,6 +50,12 @@ def _training_arguments(config: RunConfig, **extra: Any) -> TrainingArguments:
         bf16=spec.bf16, activation_checkpointing=spec.gradient_checkpointing,
         dataloader_num_workers=spec.dataloader_num_workers, dataloader_pin_memory=False, report_to="none",
         remove_unused_columns=False, disable_tqdm=not sys.stderr.isatty(),  # no progress bars in a log file
+        # Several processes: every parameter takes part in each step (HyTE-H drops its backbone's unused pooler; the
+        # logit scale is averaged by ContrastiveTrainer), so DDP need not search the graph for unused ones.
+        ddp_find_unused_parameters=False,
+        # Without an accelerator, say so: accelerate then runs torchrun's processes as multi-CPU data parallel (gloo);
+        # left to detect it, it treats each process as a lone one and they would all write the same files.
+        use_cpu=not (torch.cuda.is_available() or torch.backends.mps.is_available()),
         **extra,
     )
 
@@ -114,7 +121,15 @@ def _evaluate(built: BuiltModel, config: RunConfig) -> dict[str, float] | None:
 
 
 def _save_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluation: dict | None) -> Path:
-    """Write output_dir/final completely, then swap it in (an interrupted save leaves the previous one)."""
+    """Write output_dir/final completely, then swap it in (an interrupted save leaves the previous one). With
+    several processes the first writes it and the others wait for it."""
+    if trainer.is_world_process_zero():
+        _write_final(built, config, trainer, evaluation)
+    trainer.accelerator.wait_for_everyone()
+    return Path(config.training.output_dir) / "final"
+
+
+def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluation: dict | None) -> None:
     output_dir = Path(config.training.output_dir)
     final, staging = output_dir / "final", output_dir / ".final.tmp"
     shutil.rmtree(staging, ignore_errors=True)
@@ -149,7 +164,6 @@ def _save_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluati
         os.replace(final, backup)
     os.replace(staging, final)
     shutil.rmtree(backup, ignore_errors=True)
-    return final
 
 
 def train_mlm(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
@@ -232,7 +246,9 @@ def _train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, res
                                  head_learning_rate=config.training.head_learning_rate,
                                  logit_scale_learning_rate=config.loss.logit_scale_learning_rate,
                                  hierarchy_weight=config.loss.hierarchy_weight,
-                                 cone_min_radius=config.loss.cone_min_radius, callbacks=callbacks)
+                                 cone_min_radius=config.loss.cone_min_radius,
+                                 gather_negatives=config.training.gather_negatives,
+                                 mini_batch_size=config.training.mini_batch_size, callbacks=callbacks)
     trainer.train(resume_from_checkpoint=checkpoint)
     after = _evaluate(built, config)
     evaluation = {"before": before, "after": after} if after is not None else None

@@ -14,8 +14,10 @@ import torch
 from transformers import Trainer
 
 from ..modeling_hyte import HyTEHModel
-from .losses import contrastive_loss, hierarchy_loss
-from .models import curvature_of, embed, log_logit_scale_parameter, logit_scale, unwrap
+from .losses import hierarchy_loss
+from .models import (curvature_of, embed, embed_queries_and_documents, log_logit_scale_parameter, logit_scale,
+                     unwrap)
+from .scale_out import GradientCache, average_across_processes, contrastive_loss_across_processes, world_size
 
 
 def head_parameters(model) -> list[torch.nn.Parameter]:
@@ -60,13 +62,25 @@ class ContrastiveCollator:
 
 class ContrastiveTrainer(Trainer):
     """Trainer whose loss is InfoNCE with a learnable logit scale over Lorentz similarities (geodesic or inner
-    product) or cosine, plus ``hierarchy_weight`` x the hierarchy term on (parent, child) document pairs."""
+    product) or cosine, plus ``hierarchy_weight`` x the hierarchy term on (parent, child) document pairs.
+
+    Scale-out (``scale_out.py``): under torch.distributed, ``gather_negatives`` (None = on when there are several
+    processes) makes every process's documents negatives for every query; ``mini_batch_size`` embeds the batch in
+    chunks of that many texts (GradCache), so memory follows the chunk while the loss sees the whole batch. The
+    hierarchy term stays per process (a mean over each process's own pairs).
+    """
 
     def __init__(self, *args, hyperbolic: bool, similarity: str = "geodesic", max_logit_scale: float = 100.0,
                  head_learning_rate: float | None = None, logit_scale_learning_rate: float = 1e-2,
-                 hierarchy_weight: float = 0.0,
-                 cone_min_radius: float = 0.1, **kwargs):
+                 hierarchy_weight: float = 0.0, cone_min_radius: float = 0.1, gather_negatives: bool | None = None,
+                 mini_batch_size: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.gather_negatives = gather_negatives
+        self.mini_batch_size = mini_batch_size
+        # No forward pass uses the logit scale, so DDP cannot synchronise it: it is left out of DDP and its
+        # gradient averaged after each backward (training_step).
+        scale = log_logit_scale_parameter(self.model)
+        self.model._ddp_params_and_buffers_to_ignore = [n for n, p in self.model.named_parameters() if p is scale]
         self.hyperbolic = hyperbolic
         self.similarity = similarity
         self.max_logit_scale = max_logit_scale
@@ -105,14 +119,35 @@ class ContrastiveTrainer(Trainer):
                 optimizer.add_param_group(group)
         return optimizer
 
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        average_across_processes([log_logit_scale_parameter(self.model)])
+        return loss
+
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        queries = embed(model, inputs["query_input_ids"], inputs["query_attention_mask"], self.hyperbolic)
-        documents = embed(model, inputs["document_input_ids"], inputs["document_attention_mask"], self.hyperbolic)
+        def batch_loss(queries, documents):
+            return self._loss(model, queries, documents, inputs)
+
+        if self.mini_batch_size:
+            cache = GradientCache(lambda ids, mask: embed(model, ids, mask, self.hyperbolic), self.mini_batch_size,
+                                  no_sync=getattr(model, "no_sync", None))
+            loss = cache.loss((inputs["query_input_ids"], inputs["query_attention_mask"]),
+                              (inputs["document_input_ids"], inputs["document_attention_mask"]), batch_loss,
+                              [log_logit_scale_parameter(model)])
+            return (loss, {}) if return_outputs else loss
+        queries, documents = embed_queries_and_documents(model, inputs, self.hyperbolic, together=world_size() > 1)
+        loss = batch_loss(queries, documents)
+        return (loss, {"documents": documents}) if return_outputs else loss
+
+    def _loss(self, model, queries, documents, inputs):
+        """Contrastive loss (gathered across processes where enabled) plus the hierarchy term; logs the parts."""
         curvature = curvature_of(model) if self.hyperbolic else 0.0
         scale = logit_scale(model, self.max_logit_scale)
-        loss = contrastive_loss(queries, documents, logit_scale=scale, hyperbolic=self.hyperbolic,
-                                similarity=self.similarity, curvature=curvature, exclude=inputs.get("duplicate_mask"))
-        parts = {"contrastive_loss": float(loss.detach()), "logit_scale": float(scale.detach())}
+        loss, logged = contrastive_loss_across_processes(
+            queries, documents, logit_scale=scale, exclude=inputs.get("duplicate_mask"),
+            gather=self.gather_negatives if self.gather_negatives is not None else world_size() > 1,
+            hyperbolic=self.hyperbolic, similarity=self.similarity, curvature=curvature)
+        parts = {"contrastive_loss": float(logged.detach()), "logit_scale": float(scale.detach())}
         parent_rows = inputs.get("parent_rows")
         if self.hierarchy_weight > 0 and parent_rows is not None:
             children = torch.nonzero(parent_rows >= 0).squeeze(-1)
@@ -126,7 +161,7 @@ class ContrastiveTrainer(Trainer):
         for key, value in parts.items():
             self._sums[key] = self._sums.get(key, 0.0) + value
         self._count += 1
-        return (loss, {"documents": documents}) if return_outputs else loss
+        return loss
 
     def log(self, logs: dict[str, float], *args, **kwargs) -> None:
         """Adds the means since the last log of the loss parts, the logit scale, the mean document radius and the

@@ -1,0 +1,210 @@
+"""Scale-out of contrastive training: gradient caching and cross-process negatives (2 real gloo processes)."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from transformers import BertConfig, BertModel, TrainingArguments
+
+from hyte import HyTEHModel
+from hyte.training.losses import contrastive_loss
+from hyte.training.models import embed, embed_queries_and_documents
+from hyte.training.scale_out import average_across_processes, contrastive_loss_across_processes
+from hyte.training.trainer import ContrastiveCollator, ContrastiveTrainer
+
+TEXTS = [
+    ("short fingers", "Abnormally short fingers or toes."),
+    ("curved spine", "An abnormal lateral curvature of the spine."),
+    ("big heart", "Increased size of the heart, clinically defined as an enlarged cardiac silhouette."),
+    ("low muscle tone", "Hypotonia is an abnormally low muscle tone."),
+    ("small head", "Occipitofrontal head circumference below the 3rd percentile."),
+    ("seizures", "A seizure is an intermittent abnormality of nervous system physiology."),
+    ("short stature", "A height below that which is expected according to age and gender norms."),
+    ("cleft lip", "A gap or groove in the upper lip."),
+]
+EXAMPLES = [{"query": q, "document": d, "negatives": [TEXTS[(i + 3) % len(TEXTS)][1] + " (variant)"]}
+            for i, (q, d) in enumerate(TEXTS)]
+
+
+def tiny_encoder(dropout: float = 0.0) -> BertModel:
+    torch.manual_seed(0)
+    return BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                intermediate_size=64, hidden_dropout_prob=dropout,
+                                attention_probs_dropout_prob=dropout))
+
+
+def tiny_hyte_h(tmp_path, dropout: float = 0.0) -> HyTEHModel:
+    tiny_encoder(dropout).save_pretrained(tmp_path / "encoder")
+    torch.manual_seed(0)
+    return HyTEHModel.from_base(str(tmp_path / "encoder"), hidden_size=17)
+
+
+def gradients_of(model, tmp_path, tokenizer, hyperbolic: bool, mini_batch_size: int | None, seed: int = 0):
+    trainer = ContrastiveTrainer(model=model, args=TrainingArguments(output_dir=str(tmp_path / "run"),
+                                                                     report_to="none", use_cpu=True),
+                                 hyperbolic=hyperbolic, mini_batch_size=mini_batch_size)
+    inputs = ContrastiveCollator(tokenizer)(EXAMPLES)
+    model.train()
+    model.zero_grad(set_to_none=True)
+    torch.manual_seed(seed)
+    loss = trainer.compute_loss(model, inputs)
+    loss.backward()
+    return float(loss), {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+def assert_same(reference, cached):
+    loss, grads = reference
+    cached_loss, cached_grads = cached
+    assert cached_loss == pytest.approx(loss, rel=1e-5)
+    assert grads.keys() == cached_grads.keys() and len(grads) >= 5  # LoRA: 4 adapter matrices and the logit scale
+    for name in grads:
+        torch.testing.assert_close(cached_grads[name], grads[name], rtol=1e-4, atol=1e-5, msg=lambda message, name=name: f"{name}: {message}")
+
+
+@pytest.mark.parametrize("kind", ["hyperbolic", "euclidean", "lora"])
+def test_gradient_cache_gives_the_loss_and_gradients_of_the_whole_batch(kind, tmp_path, bert_tokenizer):
+    def build():
+        if kind == "euclidean":
+            return tiny_encoder()
+        model = tiny_hyte_h(tmp_path)
+        if kind == "lora":
+            from peft import LoraConfig, get_peft_model
+
+            model = get_peft_model(model, LoraConfig(r=4, target_modules=["query", "value"]))
+        return model
+
+    hyperbolic = kind != "euclidean"
+    # 8 queries and 16 documents in chunks of 2 (b / 4): 12 chunk passes for one batch.
+    assert_same(gradients_of(build(), tmp_path, bert_tokenizer, hyperbolic, None),
+                gradients_of(build(), tmp_path, bert_tokenizer, hyperbolic, 2))
+
+
+def test_gradient_cache_replays_each_chunks_dropout(tmp_path, bert_tokenizer):
+    """With dropout on, the second pass must see the masks of the first: its gradients equal those of the same
+    chunks embedded with a graph in the same order (the full batch draws different masks, so it cannot be the
+    reference here)."""
+    model = tiny_hyte_h(tmp_path, dropout=0.1)
+    inputs = ContrastiveCollator(bert_tokenizer)(EXAMPLES)
+    model.train()
+    torch.manual_seed(0)
+    queries = torch.cat([embed(model, inputs["query_input_ids"][i : i + 2], inputs["query_attention_mask"][i : i + 2],
+                               True) for i in range(0, 8, 2)])
+    documents = torch.cat([embed(model, inputs["document_input_ids"][i : i + 2],
+                                 inputs["document_attention_mask"][i : i + 2], True) for i in range(0, 16, 2)])
+    loss = contrastive_loss(queries, documents, logit_scale=model.logit_scale, hyperbolic=True,
+                            exclude=inputs["duplicate_mask"])
+    loss.backward()
+    reference = (float(loss), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    assert_same(reference, gradients_of(model, tmp_path, bert_tokenizer, True, 2, seed=0))
+
+
+# ---------------------------------------------------------------------------------------------- two processes
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _shard_step(rank: int, world: int, port: int, folder: str, gather: bool, result_file: str) -> None:
+    """One process of a 2-process DDP step on its half of the batch; rank 0 saves the loss and gradients."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        model = HyTEHModel.from_pretrained(folder)
+        model._ddp_params_and_buffers_to_ignore = ["log_logit_scale"]
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        inputs = torch.load(os.path.join(folder, f"shard{rank}.pt"))
+        queries, documents = embed_queries_and_documents(ddp, inputs, True, together=True)  # the trainer's path
+        loss, logged = contrastive_loss_across_processes(queries, documents, logit_scale=model.logit_scale,
+                                                         exclude=inputs["duplicate_mask"], gather=gather,
+                                                         hyperbolic=True)
+        loss.backward()
+        average_across_processes([model.log_logit_scale])
+        losses = [torch.zeros(()) for _ in range(world)]
+        dist.all_gather(losses, logged.detach())
+        if rank == 0:
+            torch.save({"losses": losses, "grads": {n: p.grad for n, p in model.named_parameters()}}, result_file)
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("gather", [True, False])
+def test_two_processes_train_like_one_process(gather, tmp_path, bert_tokenizer):
+    """2 gloo processes x 4 examples: with gathered negatives, the loss and gradients of one process with all 8
+    examples; without, those of the mean of the two halves' losses (each half its own negatives)."""
+    model = tiny_hyte_h(tmp_path)
+    folder = tmp_path / "model"
+    model.save_pretrained(folder)
+    collate = ContrastiveCollator(bert_tokenizer)
+    for rank in range(2):
+        torch.save(collate(EXAMPLES[rank * 4 : rank * 4 + 4]), folder / f"shard{rank}.pt")
+    result_file = str(tmp_path / "result.pt")
+    mp.spawn(_shard_step, args=(2, _free_port(), str(folder), gather, result_file), nprocs=2, join=True)
+    result = torch.load(result_file)
+
+    single = HyTEHModel.from_pretrained(folder)
+    if gather:
+        batches = [collate(EXAMPLES)]
+    else:
+        batches = [collate(EXAMPLES[:4]), collate(EXAMPLES[4:])]
+    losses = []
+    for inputs in batches:
+        queries = embed(single, inputs["query_input_ids"], inputs["query_attention_mask"], True)
+        documents = embed(single, inputs["document_input_ids"], inputs["document_attention_mask"], True)
+        losses.append(contrastive_loss(queries, documents, logit_scale=single.logit_scale, hyperbolic=True,
+                                       exclude=inputs["duplicate_mask"]))
+    expected = torch.stack(losses).mean()
+    expected.backward()
+    if gather:  # every process logs the same global loss
+        assert float(result["losses"][0]) == pytest.approx(float(expected), rel=1e-5)
+        assert float(result["losses"][1]) == pytest.approx(float(expected), rel=1e-5)
+    else:  # each process logs its own half's loss
+        assert float(torch.stack(result["losses"]).mean()) == pytest.approx(float(expected), rel=1e-5)
+    grads = {n: p.grad for n, p in single.named_parameters() if p.grad is not None}
+    assert len(grads) > 10
+    for name, grad in grads.items():
+        torch.testing.assert_close(result["grads"][name], grad, rtol=1e-4, atol=1e-5, msg=lambda message, name=name: f"{name}: {message}")
+
+
+def test_torchrun_trains_with_two_processes_and_one_writer(tmp_path, bert_tokenizer):
+    """`torchrun --nproc_per_node 2 -m hyte.cli train contrastive`: both processes train (gathered negatives on by
+    default), the first alone writes checkpoints and the final model, and --resume continues in 2 processes."""
+    import json
+    import subprocess
+    import sys
+
+    tiny_encoder().save_pretrained(tmp_path / "encoder")
+    bert_tokenizer.save_pretrained(tmp_path / "encoder")
+    output = tmp_path / "run"
+    config = {"stage": "contrastive", "model": {"build": "hyte_h", "path": str(tmp_path / "encoder"),
+                                                 "options": {"hidden_size": 17}},
+              "data": {"source": "hpo", "max_examples": 32, "min_depth": 3},
+              "training": {"output_dir": str(output), "max_steps": 2, "per_device_train_batch_size": 4,
+                           "logging_steps": 1, "save_steps": 2, "seed": 0},
+              "loss": {"max_query_length": 16, "max_document_length": 32}, "evaluation": {"enabled": False}}
+    (tmp_path / "run.json").write_text(json.dumps(config))
+
+    def torchrun(*extra):
+        command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                   str(_free_port()), "-m", "hyte.cli", "train", "contrastive", "--config", str(tmp_path / "run.json"),
+                   *extra]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                                env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result
+
+    torchrun()
+    card = json.loads((output / "final" / "hyte_card.json").read_text())
+    assert card["training"]["steps"] == 2 and (output / "final" / "model.safetensors").is_file()
+    state = json.loads((output / "checkpoint-2" / "trainer_state.json").read_text())
+    assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2]
+    torchrun("--resume", "--set", "training.max_steps=3")
+    card = json.loads((output / "final" / "hyte_card.json").read_text())
+    assert card["training"]["steps"] == 3
