@@ -213,3 +213,13 @@ def test_encode_progress_bar_stays_quiet_when_output_is_not_a_terminal(bert_toke
     model.encode(["a text"] * 8, bert_tokenizer, role="query", batch_size=2, show_progress_bar=True)
     captured = capsys.readouterr()  # pytest's captured stderr is not a TTY, like a log file
     assert captured.err == "" and captured.out == ""
+
+
+@pytest.mark.parametrize("learnable", [False, True])
+def test_loading_keeps_a_fixed_curvature_fixed(learnable, tmp_path):
+    model = hyte.HyTEFHModel(tiny_fh_config(curvature=2.0, learnable_curvature=learnable))
+    model.save_pretrained(tmp_path)
+    loaded = hyte.HyTEFHModel.from_pretrained(tmp_path)
+    assert float(loaded.curvature) == pytest.approx(2.0)
+    trainable = {name for name, p in loaded.named_parameters() if p.requires_grad}
+    assert ("log_curvature" in trainable) == learnable

@@ -451,10 +451,15 @@ class HyTEPreTrainedModel(PreTrainedModel):
     def _make_log_logit_scale(self, config) -> nn.Parameter:
         return nn.Parameter(torch.tensor(math.log(config.logit_scale_init), dtype=torch.float32))
 
-    def _make_log_curvature(self, config) -> nn.Parameter:
+    def _register_log_curvature(self, config) -> None:
+        """log c: a parameter when the curvature is learned, else a (saved) buffer. A frozen parameter would not
+        do: from_pretrained re-creates parameters with requires_grad=True, which made loaded models learn c."""
         check_curvature(config.curvature)
-        return nn.Parameter(torch.tensor(math.log(config.curvature), dtype=torch.float32),
-                            requires_grad=config.learnable_curvature)
+        value = torch.tensor(math.log(config.curvature), dtype=torch.float32)
+        if config.learnable_curvature:
+            self.log_curvature = nn.Parameter(value)
+        else:
+            self.register_buffer("log_curvature", value)
 
     def distances_from_scores(self, scores):
         """Geodesic distances from ``query_vectors @ document_vectors.T`` scores (Lorentz inner products).
@@ -544,7 +549,7 @@ class HyTEFHModel(HyTEPreTrainedModel):
 
     def __init__(self, config: HyTEFHConfig):
         super().__init__(config)
-        self.log_curvature = self._make_log_curvature(config)
+        self._register_log_curvature(config)
         self.log_logit_scale = self._make_log_logit_scale(config)
         # Euclidean table used as space coordinates (time added), as in the reference; not expmap0.
         self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size - 1, padding_idx=config.pad_token_id)
@@ -758,12 +763,17 @@ class HyTEHModel(HyTEPreTrainedModel):
     """
 
     config_class = HyTEHConfig
+    _keys_to_ignore_on_load_unexpected = [r"^encoder\.pooler\."]  # checkpoints saved before the pooler was dropped
 
     def __init__(self, config: HyTEHConfig):
         super().__init__(config)
-        self.log_curvature = self._make_log_curvature(config)
+        self._register_log_curvature(config)
         self.log_logit_scale = self._make_log_logit_scale(config)
         self.encoder = AutoModel.from_config(config.encoder_config)
+        if getattr(self.encoder, "pooler", None) is not None:
+            # HyTE-H pools the token states itself. The backbone's own pooler (BERT's dense + tanh) would be a layer
+            # that no loss reaches, which distributed data parallel training cannot synchronise.
+            self.encoder.pooler = None
         self.projection = nn.Linear(config.encoder_config.hidden_size, config.hidden_size - 1)
         self.scale = nn.Parameter(torch.tensor(self._scale_init(), dtype=torch.float32))
         self.hyperbolic_layers = (
@@ -818,7 +828,7 @@ class HyTEHModel(HyTEPreTrainedModel):
         options.setdefault("pad_token_id", encoder.config.pad_token_id)
         config = HyTEHConfig(encoder_config=encoder.config.to_dict(), **options)
         model = cls(config)
-        model.encoder.load_state_dict(encoder.state_dict())
+        model.encoder.load_state_dict({k: v for k, v in encoder.state_dict().items() if not k.startswith("pooler.")})
         model.config.name_or_path = base
         return model
 
