@@ -208,3 +208,45 @@ def test_torchrun_trains_with_two_processes_and_one_writer(tmp_path, bert_tokeni
     torchrun("--resume", "--set", "training.max_steps=3")
     card = json.loads((output / "final" / "hyte_card.json").read_text())
     assert card["training"]["steps"] == 3
+
+
+def test_killing_one_process_stops_the_run_and_resume_continues(tmp_path, bert_tokenizer):
+    """SIGKILL one of 2 torchrun workers mid-run: torchrun stops the other and exits non-zero naming the failed
+    worker; `--resume` then continues from the last checkpoint."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    tiny_encoder().save_pretrained(tmp_path / "encoder")
+    bert_tokenizer.save_pretrained(tmp_path / "encoder")
+    output = tmp_path / "run"
+    config = {"stage": "contrastive", "model": {"build": "hyte_h", "path": str(tmp_path / "encoder"),
+                                                 "options": {"hidden_size": 17}},
+              "data": {"source": "hpo", "max_examples": 64, "min_depth": 3},
+              "training": {"output_dir": str(output), "max_steps": 10_000, "per_device_train_batch_size": 4,
+                           "logging_steps": 1, "save_steps": 2, "save_total_limit": 2, "seed": 0},
+              "loss": {"max_query_length": 16, "max_document_length": 32}, "evaluation": {"enabled": False}}
+    (tmp_path / "run.json").write_text(json.dumps(config))
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+               str(_free_port()), "-m", "hyte.cli", "train", "contrastive", "--config", str(tmp_path / "run.json")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 300
+    while not (output / "checkpoint-4").is_dir() and time.monotonic() < deadline and run.poll() is None:
+        time.sleep(0.5)
+    workers = [p for p in psutil.Process(run.pid).children(recursive=True) if "hyte.cli" in " ".join(p.cmdline())]
+    assert len(workers) == 2 and run.poll() is None, "the run did not reach its second checkpoint"
+    workers[1].send_signal(signal.SIGKILL)
+    _, stderr = run.communicate(timeout=300)
+    assert run.returncode != 0 and "FAILED" in stderr and "Signal 9 (SIGKILL)" in stderr, stderr[-2000:]
+    assert not (output / "final").exists()
+
+    last = max(int(path.name.split("-")[1]) for path in output.glob("checkpoint-*"))
+    resumed = subprocess.run([*command, "--resume", "--set", f"training.max_steps={last + 2}"], capture_output=True,
+                             text=True, timeout=600, env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert json.loads((output / "final" / "hyte_card.json").read_text())["training"]["steps"] == last + 2
