@@ -33,8 +33,11 @@ def test_from_base_builds_offline_and_keeps_the_encoder_weights(minilm_path):
 
     model = hyte.HyTEHModel.from_base(minilm_path)
     base = AutoModel.from_pretrained(minilm_path)
-    for name, tensor in base.state_dict().items():
-        assert torch.equal(model.encoder.state_dict()[name], tensor), name
+    encoder = model.encoder.state_dict()
+    # Every weight but the base's pooler, which HyTE-H drops (it pools the token states itself).
+    assert set(base.state_dict()) - set(encoder) == {"pooler.dense.weight", "pooler.dense.bias"}
+    for name, tensor in encoder.items():
+        assert torch.equal(base.state_dict()[name], tensor), name
     assert model.config.hidden_size == base.config.hidden_size + 1
     assert model.config.encoder_config.model_type == "bert"
     # The orthogonal projection keeps the encoder's geometry: an untrained HyTE-H ranks like its base encoder.
