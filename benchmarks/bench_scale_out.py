@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -81,6 +82,13 @@ def timing_child(rank: int, world: int, port: int, batch: int, steps: int) -> No
     if world > 1:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         dist.init_process_group("gloo", rank=rank, world_size=world)
+    _timed_steps(rank, world, batch, steps)
+    if world > 1:
+        gc.collect()  # DDP's reducer must be gone before its process group: gloo's teardown hangs otherwise
+        dist.destroy_process_group()
+
+
+def _timed_steps(rank: int, world: int, batch: int, steps: int) -> None:
     model, inputs = _model(), _batch(batch)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model)
@@ -90,8 +98,6 @@ def timing_child(rank: int, world: int, port: int, batch: int, steps: int) -> No
         _step(model, inputs, None, gather=world > 1)
     if rank == 0:
         print(json.dumps({"world": world, "batch": batch, "seconds_per_step": (time.perf_counter() - start) / steps}))
-    if world > 1:
-        dist.destroy_process_group()
 
 
 def _run(*args: str) -> dict:

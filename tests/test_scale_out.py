@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
+import time
 
 import pytest
 import torch
@@ -117,22 +119,29 @@ def _shard_step(rank: int, world: int, port: int, folder: str, gather: bool, res
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        model = HyTEHModel.from_pretrained(folder)
-        model._ddp_params_and_buffers_to_ignore = ["log_logit_scale"]
-        ddp = torch.nn.parallel.DistributedDataParallel(model)
-        inputs = torch.load(os.path.join(folder, f"shard{rank}.pt"))
-        queries, documents = embed_queries_and_documents(ddp, inputs, True, together=True)  # the trainer's path
-        loss, logged = contrastive_loss_across_processes(queries, documents, logit_scale=model.logit_scale,
-                                                         exclude=inputs["duplicate_mask"], gather=gather,
-                                                         hyperbolic=True)
-        loss.backward()
-        average_across_processes([model.log_logit_scale])
-        losses = [torch.zeros(()) for _ in range(world)]
-        dist.all_gather(losses, logged.detach())
-        if rank == 0:
-            torch.save({"losses": losses, "grads": {n: p.grad for n, p in model.named_parameters()}}, result_file)
+        _ddp_step(rank, world, folder, gather, result_file)
+        gc.collect()  # DDP's reducer must be gone before its process group: gloo's teardown hangs otherwise
+        dist.barrier()
     finally:
         dist.destroy_process_group()
+
+
+def _ddp_step(rank: int, world: int, folder: str, gather: bool, result_file: str) -> None:
+    """The step itself: its DDP model and graph are freed when it returns."""
+    model = HyTEHModel.from_pretrained(folder)
+    model._ddp_params_and_buffers_to_ignore = ["log_logit_scale"]
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    inputs = torch.load(os.path.join(folder, f"shard{rank}.pt"))
+    queries, documents = embed_queries_and_documents(ddp, inputs, True, together=True)  # the trainer's path
+    loss, logged = contrastive_loss_across_processes(queries, documents, logit_scale=model.logit_scale,
+                                                     exclude=inputs["duplicate_mask"], gather=gather,
+                                                     hyperbolic=True)
+    loss.backward()
+    average_across_processes([model.log_logit_scale])
+    losses = [torch.zeros(()) for _ in range(world)]
+    dist.all_gather(losses, logged.detach())
+    if rank == 0:
+        torch.save({"losses": losses, "grads": {n: p.grad for n, p in model.named_parameters()}}, result_file)
 
 
 @pytest.mark.parametrize("gather", [True, False])
@@ -146,7 +155,13 @@ def test_two_processes_train_like_one_process(gather, tmp_path, bert_tokenizer):
     for rank in range(2):
         torch.save(collate(EXAMPLES[rank * 4 : rank * 4 + 4]), folder / f"shard{rank}.pt")
     result_file = str(tmp_path / "result.pt")
-    mp.spawn(_shard_step, args=(2, _free_port(), str(folder), gather, result_file), nprocs=2, join=True)
+    processes = mp.spawn(_shard_step, args=(2, _free_port(), str(folder), gather, result_file), nprocs=2, join=False)
+    deadline = time.monotonic() + 300
+    while not processes.join(timeout=5):  # a hung collective must fail the test, not stall the suite
+        if time.monotonic() > deadline:
+            for process in processes.processes:
+                process.kill()
+            pytest.fail("the 2-process step did not finish within 300 s")
     result = torch.load(result_file)
 
     single = HyTEHModel.from_pretrained(folder)
@@ -217,7 +232,6 @@ def test_killing_one_process_stops_the_run_and_resume_continues(tmp_path, bert_t
     import signal
     import subprocess
     import sys
-    import time
 
     import psutil
 
