@@ -248,18 +248,30 @@ def test_killing_one_process_stops_the_run_and_resume_continues(tmp_path, bert_t
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
                str(_free_port()), "-m", "hyte.cli", "train", "contrastive", "--config", str(tmp_path / "run.json")]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.monotonic() + 300
-    while not (output / "checkpoint-4").is_dir() and time.monotonic() < deadline and run.poll() is None:
-        time.sleep(0.5)
-    workers = [p for p in psutil.Process(run.pid).children(recursive=True) if "hyte.cli" in " ".join(p.cmdline())]
-    assert len(workers) == 2 and run.poll() is None, "the run did not reach its second checkpoint"
-    workers[1].send_signal(signal.SIGKILL)
-    _, stderr = run.communicate(timeout=300)
-    assert run.returncode != 0 and "FAILED" in stderr and "Signal 9 (SIGKILL)" in stderr, stderr[-2000:]
+
+    def checkpoints() -> list[int]:
+        return sorted(int(path.name.split("-")[1]) for path in output.glob("checkpoint-*"))
+
+    # Output to files: an unread pipe fills up and blocks the workers' logging.
+    with open(tmp_path / "stdout.txt", "w") as stdout, open(tmp_path / "stderr.txt", "w") as stderr:
+        run = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env=env)
+        try:
+            deadline = time.monotonic() + 300
+            while not (checkpoints() and checkpoints()[-1] >= 4) and time.monotonic() < deadline and run.poll() is None:
+                time.sleep(0.2)
+            workers = [p for p in psutil.Process(run.pid).children(recursive=True)
+                       if "hyte.cli" in " ".join(p.cmdline())]
+            assert len(workers) == 2 and run.poll() is None, "the run did not reach its second checkpoint"
+            workers[1].send_signal(signal.SIGKILL)
+            run.wait(timeout=300)
+        finally:
+            for process in [*psutil.Process(run.pid).children(recursive=True), run] if run.poll() is None else []:
+                process.kill()
+    errors = (tmp_path / "stderr.txt").read_text()
+    assert run.returncode != 0 and "FAILED" in errors and "Signal 9 (SIGKILL)" in errors, errors[-2000:]
     assert not (output / "final").exists()
 
-    last = max(int(path.name.split("-")[1]) for path in output.glob("checkpoint-*"))
+    last = checkpoints()[-1]
     resumed = subprocess.run([*command, "--resume", "--set", f"training.max_steps={last + 2}"], capture_output=True,
                              text=True, timeout=600, env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
