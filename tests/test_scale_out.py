@@ -188,29 +188,36 @@ def test_two_processes_train_like_one_process(gather, tmp_path, bert_tokenizer):
         torch.testing.assert_close(result["grads"][name], grad, rtol=1e-4, atol=1e-5, msg=lambda message, name=name: f"{name}: {message}")
 
 
+def _torchrun_run(tmp_path, tokenizer, max_examples: int, **training) -> list[str]:
+    """A tiny HyTE-H contrastive run config in tmp_path/run.json (output tmp_path/run); the 2-process torchrun
+    command that trains it."""
+    import json
+    import sys
+
+    tiny_encoder().save_pretrained(tmp_path / "encoder")
+    tokenizer.save_pretrained(tmp_path / "encoder")
+    config = {"stage": "contrastive", "model": {"build": "hyte_h", "path": str(tmp_path / "encoder"),
+                                                 "options": {"hidden_size": 17}},
+              "data": {"source": "hpo", "max_examples": max_examples, "min_depth": 3},
+              "training": {"output_dir": str(tmp_path / "run"), "per_device_train_batch_size": 4,
+                           "logging_steps": 1, "save_steps": 2, "seed": 0, **training},
+              "loss": {"max_query_length": 16, "max_document_length": 32}, "evaluation": {"enabled": False}}
+    (tmp_path / "run.json").write_text(json.dumps(config))
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+            str(_free_port()), "-m", "hyte.cli", "train", "contrastive", "--config", str(tmp_path / "run.json")]
+
+
 def test_torchrun_trains_with_two_processes_and_one_writer(tmp_path, bert_tokenizer):
     """`torchrun --nproc_per_node 2 -m hyte.cli train contrastive`: both processes train (gathered negatives on by
     default), the first alone writes checkpoints and the final model, and --resume continues in 2 processes."""
     import json
     import subprocess
-    import sys
 
-    tiny_encoder().save_pretrained(tmp_path / "encoder")
-    bert_tokenizer.save_pretrained(tmp_path / "encoder")
+    command = _torchrun_run(tmp_path, bert_tokenizer, max_examples=32, max_steps=2)
     output = tmp_path / "run"
-    config = {"stage": "contrastive", "model": {"build": "hyte_h", "path": str(tmp_path / "encoder"),
-                                                 "options": {"hidden_size": 17}},
-              "data": {"source": "hpo", "max_examples": 32, "min_depth": 3},
-              "training": {"output_dir": str(output), "max_steps": 2, "per_device_train_batch_size": 4,
-                           "logging_steps": 1, "save_steps": 2, "seed": 0},
-              "loss": {"max_query_length": 16, "max_document_length": 32}, "evaluation": {"enabled": False}}
-    (tmp_path / "run.json").write_text(json.dumps(config))
 
     def torchrun(*extra):
-        command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-                   str(_free_port()), "-m", "hyte.cli", "train", "contrastive", "--config", str(tmp_path / "run.json"),
-                   *extra]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=600,
+        result = subprocess.run([*command, *extra], capture_output=True, text=True, timeout=600,
                                 env={**os.environ, "OMP_NUM_THREADS": "1"})
         assert result.returncode == 0, result.stderr[-3000:]
         return result
@@ -231,22 +238,11 @@ def test_killing_one_process_stops_the_run_and_resume_continues(tmp_path, bert_t
     import json
     import signal
     import subprocess
-    import sys
 
     import psutil
 
-    tiny_encoder().save_pretrained(tmp_path / "encoder")
-    bert_tokenizer.save_pretrained(tmp_path / "encoder")
+    command = _torchrun_run(tmp_path, bert_tokenizer, max_examples=64, max_steps=10_000, save_total_limit=2)
     output = tmp_path / "run"
-    config = {"stage": "contrastive", "model": {"build": "hyte_h", "path": str(tmp_path / "encoder"),
-                                                 "options": {"hidden_size": 17}},
-              "data": {"source": "hpo", "max_examples": 64, "min_depth": 3},
-              "training": {"output_dir": str(output), "max_steps": 10_000, "per_device_train_batch_size": 4,
-                           "logging_steps": 1, "save_steps": 2, "save_total_limit": 2, "seed": 0},
-              "loss": {"max_query_length": 16, "max_document_length": 32}, "evaluation": {"enabled": False}}
-    (tmp_path / "run.json").write_text(json.dumps(config))
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-               str(_free_port()), "-m", "hyte.cli", "train", "contrastive", "--config", str(tmp_path / "run.json")]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
 
     def checkpoints() -> list[int]:
