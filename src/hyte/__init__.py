@@ -12,6 +12,8 @@ _LAZY = {
     **dict.fromkeys(("EucBERTConfig", "HyTEFHConfig", "HyTEHConfig"), "hyte.configuration_hyte"),
     **dict.fromkeys(("EucBERTForMaskedLM", "EucBERTModel", "HyTEFHForMaskedLM", "HyTEFHModel", "HyTEHModel",
                      "HyTEPreTrainedModel"), "hyte.modeling_hyte"),
+    "HyTEPhraseConfig": "hyte.configuration_hyte_phrase",
+    "HyTEPhraseModel": "hyte.modeling_hyte_phrase",
     # sentence-transformers costs ~12 s to import: load it only when these are used.
     **dict.fromkeys(("sentence_transformer", "save_sentence_transformer"), "hyte.integrations.sentence_transformers"),
 }

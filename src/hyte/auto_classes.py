@@ -7,12 +7,15 @@ Then ``AutoModel.from_pretrained`` and ``AutoConfig.for_model`` resolve the HyTE
 from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
 
 from .configuration_hyte import EucBERTConfig, HyTEFHConfig, HyTEHConfig
+from .configuration_hyte_phrase import HyTEPhraseConfig
 from .modeling_hyte import EucBERTForMaskedLM, EucBERTModel, HyTEFHForMaskedLM, HyTEFHModel, HyTEHModel
+from .modeling_hyte_phrase import HyTEPhraseModel
 
 for _config, _model, _masked_lm in (
     (HyTEFHConfig, HyTEFHModel, HyTEFHForMaskedLM),
     (EucBERTConfig, EucBERTModel, EucBERTForMaskedLM),
     (HyTEHConfig, HyTEHModel, None),
+    (HyTEPhraseConfig, HyTEPhraseModel, None),
 ):
     AutoConfig.register(_config.model_type, _config, exist_ok=True)
     AutoModel.register(_config, _model, exist_ok=True)
