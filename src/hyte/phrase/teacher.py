@@ -1,0 +1,276 @@
+"""Offline BIO teacher for the phrase CRF: a terminology trie over HPO and ICD-10-CM, no LLM.
+
+The H+ paper (seed 001, section 3.2 and "Segmentation supervision") labels retrieval units with an LLM told to keep
+domain terms, abbreviations, compounds and numbers whole. Offline, this module builds the same kind of labels
+deterministically, in priority order (a later rule never cuts a span chosen by an earlier one):
+
+1. **Terminology**: a trie of multi-word terms (HPO names and synonyms, ICD-10-CM titles and inclusion terms, 2 to
+   ``max_term_words`` words) matched leftmost-longest, case-insensitively, on word boundaries.
+2. **Numbers**: "7.5", "3,000", "20 %", "1.5-2" stay one unit.
+3. **Words split into sub-words**: "nephropathy" -> ne ##ph ##rop ##athy is one unit (the tokenizer's split is not
+   a meaningful boundary).
+
+A span of two or more tokens is tagged B I I ...; every other token is O (a singleton unit, as in the paper);
+special tokens and padding are O. Alignment uses the fast tokenizer's character offsets.
+
+The trie doubles as the paper's optional inference-time override (:func:`override_tags`): inside a trie match
+its tags win over the CRF's.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+TAG_O, TAG_B, TAG_I = 0, 1, 2  # the same values as hyte.modeling_hyte_phrase
+
+# Words for matching: letters/digits runs, and single punctuation marks (so "Kimmelstiel-Wilson" is 3 words).
+_WORD = re.compile(r"[^\W_]+|[^\w\s]")
+# A number standing alone (not the "1" of "HbA1c"), with decimals, thousands, a percent sign or a range.
+_NUMBER = re.compile(r"(?<![^\W_])\d+(?:[.,]\d+)*(?:\s?(?:%|-\s?\d+(?:[.,]\d+)*))?(?![^\W_])")
+_ALNUM_RUN = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
+
+
+def _words(text: str) -> list[tuple[str, int, int]]:
+    """(lower-cased word, start, end) for each word of ``text``."""
+    return [(m.group().lower(), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+@dataclass
+class TermTrie:
+    """A word-level trie of terms; ``find`` returns the character spans of leftmost-longest matches."""
+
+    min_words: int = 2
+    max_words: int = 5
+    root: dict = field(default_factory=dict, repr=False)
+    size: int = 0
+
+    def add(self, term: str) -> bool:
+        """Add one term; returns False (not added) when it has fewer than min_words or more than max_words words."""
+        words = [w for w, _, _ in _words(term)]
+        if not self.min_words <= len(words) <= self.max_words:
+            return False
+        node = self.root
+        for word in words:
+            node = node.setdefault(word, {})
+        if "$" not in node:
+            node["$"] = True
+            self.size += 1
+        return True
+
+    def update(self, terms: Iterable[str]) -> TermTrie:
+        for term in terms:
+            self.add(term)
+        return self
+
+    def find(self, text: str) -> list[tuple[int, int]]:
+        """Character spans (start, end) of non-overlapping matches, leftmost first, longest at each start."""
+        words = _words(text)
+        spans = []
+        i = 0
+        while i < len(words):
+            node, end = self.root, None
+            for j in range(i, min(len(words), i + self.max_words)):
+                node = node.get(words[j][0])
+                if node is None:
+                    break
+                if "$" in node:
+                    end = j
+            if end is None:
+                i += 1
+            else:
+                spans.append((words[i][1], words[end][2]))
+                i = end + 1
+        return spans
+
+
+def hpo_terms(term_ids: Iterable[str] | None = None) -> list[str]:
+    """Names and synonyms of HPO terms (all terms, or ``term_ids``), from the installed HPO release."""
+    from ..data.hpo import load_hpo
+
+    ontology = load_hpo()
+    ids = ontology.terms if term_ids is None else term_ids
+    out = []
+    for term_id in ids:
+        term = ontology.terms[term_id]
+        out.append(term.name)
+        out.extend(text for text, _ in term.synonyms)
+    return out
+
+
+def icd10_terms(chapters: Iterable[str] | None = None) -> list[str]:
+    """ICD-10-CM titles and inclusion terms (all chapters, or ``chapters``), from simple-icd-10-cm."""
+    from ..data.icd10 import all_codes, chapter_of, inclusion_pairs, title
+
+    chapters = None if chapters is None else set(chapters)
+    titles = [title(code) for code in all_codes() if chapters is None or chapter_of(code) in chapters]
+    inclusions = [p["query"] for p in inclusion_pairs() if chapters is None or p["chapter"] in chapters]
+    return titles + inclusions
+
+
+@functools.lru_cache(maxsize=4)
+def build_trie(sources: Sequence[str] = ("hpo", "icd10"), max_words: int = 5) -> TermTrie:
+    """The terminology trie over the named vocabularies ("hpo", "icd10"), multi-word terms of 2..max_words words.
+
+    Cached per process (building it reads HPO, ~10 s): treat the result as read-only."""
+    trie = TermTrie(max_words=max_words)
+    for source in sources:
+        if source == "hpo":
+            trie.update(hpo_terms())
+        elif source == "icd10":
+            trie.update(icd10_terms())
+        else:
+            raise ValueError(f"unknown vocabulary {source!r}; known: hpo, icd10")
+    return trie
+
+
+def teacher_spans(text: str, trie: TermTrie | None) -> list[tuple[int, int, str]]:
+    """Non-overlapping character spans (start, end, rule) of the three rules, in priority order (module docstring)."""
+    chosen: list[tuple[int, int, str]] = []
+
+    def free(start: int, end: int) -> bool:
+        return all(end <= s or start >= e for s, e, _ in chosen)
+
+    for start, end in trie.find(text) if trie is not None else []:
+        chosen.append((start, end, "term"))
+    for rule, pattern in (("number", _NUMBER), ("word", _ALNUM_RUN)):
+        for m in pattern.finditer(text):
+            if free(m.start(), m.end()):
+                chosen.append((m.start(), m.end(), rule))
+    return sorted(chosen)
+
+
+def tags_for_offsets(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int, str]],
+                     special: Sequence[bool]) -> tuple[list[int], list[bool]]:
+    """BIO tags over tokens with character ``offsets``, and which tokens lie in a "term" span.
+
+    A token belongs to a span when its characters lie inside it; a span of >= 2 tokens becomes B I ..., one of a
+    single token stays O. ``special`` tokens (and empty offsets, e.g. padding) are O.
+    """
+    tags = [TAG_O] * len(offsets)
+    in_term = [False] * len(offsets)
+    for start, end, rule in spans:
+        members = [i for i, (s, e) in enumerate(offsets)
+                   if not special[i] and e > s and s >= start and e <= end]
+        if len(members) >= 2:
+            tags[members[0]] = TAG_B
+            for i in members[1:]:
+                tags[i] = TAG_I
+        if rule == "term":
+            for i in members:
+                in_term[i] = True
+    return tags, in_term
+
+
+def teacher_tags(texts: Sequence[str], tokenizer, trie: TermTrie | None, max_length: int | None = None,
+                 ) -> tuple[list[list[int]], list[list[bool]]]:
+    """Per text: BIO tags over the tokenizer's tokens (specials included, as O) and the trie-covered tokens.
+
+    The token positions are those of ``tokenizer(text, truncation=True, max_length=max_length)``, so the tags line
+    up with the model's input. Needs a fast tokenizer (character offsets).
+    """
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError("teacher_tags needs a fast tokenizer (offset mapping); load it with use_fast=True.")
+    encoded = tokenizer(list(texts), truncation=True, max_length=max_length, return_offsets_mapping=True,
+                        return_special_tokens_mask=True)
+    tags, covered = [], []
+    for text, offsets, special in zip(texts, encoded["offset_mapping"], encoded["special_tokens_mask"]):
+        row_tags, row_covered = tags_for_offsets(offsets, teacher_spans(text, trie), [bool(s) for s in special])
+        tags.append(row_tags)
+        covered.append(row_covered)
+    return tags, covered
+
+
+def override_tags(model_tags: Sequence[int], trie_tags: Sequence[int], covered: Sequence[bool]) -> list[int]:
+    """The paper's inference-time trie override: inside trie matches the trie's tags, elsewhere the model's.
+
+    A model I right after a trie match would extend the trie's unit, so it becomes B.
+    """
+    out = [t if c else m for m, t, c in zip(model_tags, trie_tags, covered)]
+    for i in range(1, len(out)):
+        if covered[i - 1] and not covered[i] and out[i] == TAG_I:
+            out[i] = TAG_B
+    return out
+
+
+def unit_boundaries(tags: Sequence[int], unit_positions: Sequence[bool]) -> set[int]:
+    """Positions i (unit tokens) that start a unit, from BIO tags (the same rule as ``units_from_tags``)."""
+    starts, open_unit = set(), False
+    for i, (tag, usable) in enumerate(zip(tags, unit_positions)):
+        if not usable:
+            open_unit = False
+            continue
+        if not (tag == TAG_I and open_unit):
+            starts.add(i)
+        open_unit = tag in (TAG_B, TAG_I)
+    return starts
+
+
+def boundary_f1(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]],
+                unit_positions: Sequence[Sequence[bool]]) -> dict[str, float]:
+    """Boundary precision/recall/F1 of predicted against gold units, micro-averaged over texts.
+
+    A boundary is a unit start other than a text's first unit token (that one is a boundary in every
+    segmentation and would inflate the score). Also reports exact-match F1 of multi-token units ("span_f1").
+    """
+    tp = fp = fn = 0
+    span_tp = span_fp = span_fn = 0
+    for pred, ref, usable in zip(predicted, gold, unit_positions):
+        first = next((i for i, u in enumerate(usable) if u), None)
+        p = unit_boundaries(pred, usable) - {first}
+        g = unit_boundaries(ref, usable) - {first}
+        tp, fp, fn = tp + len(p & g), fp + len(p - g), fn + len(g - p)
+        p_spans, g_spans = _multi_spans(pred, usable), _multi_spans(ref, usable)
+        span_tp += len(p_spans & g_spans)
+        span_fp += len(p_spans - g_spans)
+        span_fn += len(g_spans - p_spans)
+
+    def f1(t, f_p, f_n):
+        precision = t / (t + f_p) if t + f_p else 0.0
+        recall = t / (t + f_n) if t + f_n else 0.0
+        return precision, recall, (2 * precision * recall / (precision + recall) if precision + recall else 0.0)
+
+    precision, recall, score = f1(tp, fp, fn)
+    return {"precision": precision, "recall": recall, "f1": score, "span_f1": f1(span_tp, span_fp, span_fn)[2],
+            "gold_boundaries": tp + fn, "predicted_boundaries": tp + fp}
+
+
+def _multi_spans(tags: Sequence[int], usable: Sequence[bool]) -> set[tuple[int, int]]:
+    """(start, end) token spans of units with >= 2 tokens."""
+    starts = sorted(unit_boundaries(tags, usable))
+    positions = [i for i, u in enumerate(usable) if u]
+    spans = set()
+    for k, start in enumerate(starts):
+        nxt = starts[k + 1] if k + 1 < len(starts) else None
+        members = [i for i in positions if i >= start and (nxt is None or i < nxt)]
+        if len(members) >= 2:
+            spans.add((members[0], members[-1]))
+    return spans
+
+
+def coverage(texts: Sequence[str], tokenizer, trie: TermTrie | None, max_length: int | None = None) -> dict:
+    """How much of ``texts`` the teacher groups: texts with a term match, tokens in term / multi-token units, and
+    the mean length of multi-token units (tokens)."""
+    tags, covered = teacher_tags(texts, tokenizer, trie, max_length)
+    encoded = tokenizer(list(texts), truncation=True, max_length=max_length, return_special_tokens_mask=True)
+    tokens = in_term = in_multi = 0
+    lengths: list[int] = []
+    with_term = 0
+    for row_tags, row_covered, special in zip(tags, covered, encoded["special_tokens_mask"]):
+        usable = [not s for s in special]
+        tokens += sum(usable)
+        in_term += sum(row_covered)
+        with_term += any(row_covered)
+        spans = _multi_spans(row_tags, usable)
+        lengths.extend(sum(1 for i in range(s, e + 1) if usable[i]) for s, e in spans)
+        in_multi += sum(lengths[-len(spans):]) if spans else 0
+    return {"texts": len(texts), "texts_with_term_match": with_term / max(len(texts), 1),
+            "tokens": tokens, "token_share_in_terms": in_term / max(tokens, 1),
+            "token_share_in_multi_token_units": in_multi / max(tokens, 1),
+            "mean_multi_token_unit_length": sum(lengths) / max(len(lengths), 1)}
+
+
+__all__ = ["TermTrie", "boundary_f1", "build_trie", "coverage", "hpo_terms", "icd10_terms", "override_tags",
+           "tags_for_offsets", "teacher_spans", "teacher_tags", "unit_boundaries"]

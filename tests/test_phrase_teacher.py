@@ -1,0 +1,93 @@
+"""The offline BIO teacher: terminology trie matching, tag alignment to WordPiece tokens, the inference-time
+override, boundary F1, and coverage on real ICD-10-CM text."""
+
+from __future__ import annotations
+
+import torch
+
+from hyte.modeling_hyte_phrase import units_from_tags
+from hyte.phrase.teacher import (
+    TAG_B,
+    TAG_I,
+    TAG_O,
+    TermTrie,
+    boundary_f1,
+    build_trie,
+    coverage,
+    override_tags,
+    teacher_tags,
+    unit_boundaries,
+)
+
+
+def test_trie_matches_leftmost_longest_on_word_boundaries_ignoring_case():
+    trie = TermTrie().update(["diabetes mellitus", "Type 2 diabetes mellitus", "atrial septal defect", "heart",
+                              "septal defect of the heart wall muscle layer"])  # one word / six words: not added
+    assert trie.size == 3
+    text = "TYPE 2 Diabetes mellitus and an atrial septal defects; prediabetes mellitus"
+    spans = trie.find(text)
+    assert [text[s:e] for s, e in spans] == ["TYPE 2 Diabetes mellitus"]  # "defects" / "prediabetes" are no match
+
+
+def test_teacher_tags_group_terms_numbers_and_split_words(bert_tokenizer):
+    trie = TermTrie().update(["type 2 diabetes mellitus"])
+    text = "Type 2 diabetes mellitus with nephropathy, stage 3, HbA1c 7.5 %"
+    (tags,), (covered,) = teacher_tags([text], bert_tokenizer, trie)
+    tokens = bert_tokenizer.convert_ids_to_tokens(bert_tokenizer(text)["input_ids"])
+    labelled = list(zip(tokens, "".join("OBI"[t] for t in tags)))
+    assert labelled[0] == ("[CLS]", "O") and labelled[-1] == ("[SEP]", "O")
+    units = " | ".join(" ".join(t for t, _ in group) for group in _units(labelled))
+    assert "type 2 diabetes mel ##lit ##us" in units  # the term
+    assert "7 . 5 %" in units  # the number
+    assert "h ##ba ##1 ##c" in units and "ne ##ph ##rop ##athy" in units  # words split into sub-words
+    assert "3" in units.split(" | ") and "with" in units.split(" | ")  # singletons
+    assert sum(covered) == 6  # type 2 diabetes mel ##lit ##us
+
+
+def _units(labelled):
+    groups = []
+    for token, tag in labelled[1:-1]:
+        if tag == "I" and groups:
+            groups[-1].append((token, tag))
+        else:
+            groups.append([(token, tag)])
+    return groups
+
+
+def test_unit_boundaries_agree_with_the_models_units():
+    torch.manual_seed(0)
+    tags = torch.randint(0, 3, (20, 9))
+    usable = torch.rand(20, 9) > 0.2
+    ids = units_from_tags(tags, usable)
+    for row in range(20):
+        starts = {i for i in range(9) if usable[row, i] and (i == 0 or ids[row, i] != ids[row, i - 1]
+                                                              or not usable[row, i - 1])}
+        assert unit_boundaries(tags[row].tolist(), usable[row].tolist()) == starts
+
+
+def test_override_keeps_trie_units_and_cuts_a_model_unit_running_into_them():
+    model = [TAG_O, TAG_B, TAG_I, TAG_I, TAG_I, TAG_O]
+    trie = [TAG_O, TAG_B, TAG_I, TAG_O, TAG_O, TAG_O]
+    covered = [False, True, True, False, False, False]
+    assert override_tags(model, trie, covered) == [TAG_O, TAG_B, TAG_I, TAG_B, TAG_I, TAG_O]
+
+
+def test_boundary_f1():
+    usable = [[False, True, True, True, True, False]]
+    gold = [[TAG_O, TAG_B, TAG_I, TAG_O, TAG_O, TAG_O]]  # units {1,2} {3} {4}: boundaries 3, 4
+    assert boundary_f1(gold, gold, usable)["f1"] == 1.0
+    tokens = [[TAG_O] * 6]  # units {1} {2} {3} {4}: boundaries 2, 3, 4
+    scores = boundary_f1(tokens, gold, usable)
+    assert (scores["precision"], scores["recall"]) == (2 / 3, 1.0) and scores["span_f1"] == 0.0
+
+
+def test_icd10_trie_covers_real_icd10_text(bert_tokenizer):
+    from hyte.data.icd10 import inclusion_pairs
+
+    trie = build_trie(("icd10",))
+    assert trie.size > 10000  # 19,884 terms of 2-5 words in the 2026 tabular list
+    texts = [pair["query"] for pair in inclusion_pairs()[:300]]
+    stats = coverage(texts, bert_tokenizer, trie)
+    assert stats["texts_with_term_match"] > 0.3
+    assert 0.0 < stats["token_share_in_terms"] < 1.0
+    assert stats["mean_multi_token_unit_length"] >= 2.0
