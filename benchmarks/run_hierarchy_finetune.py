@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import shlex
-import statistics
 import sys
 import time
 from pathlib import Path
 
-from hyte.provenance import portable_command
+from hyte.evaluation.heldout import aggregate_seeds
+from hyte.provenance import portable_command, write_result
 from hyte.training.recipes import VARIANTS, hierarchy_finetune
 from hyte.training.stages import remove_checkpoints
 
@@ -63,33 +62,6 @@ def _scores(name: str, model_dir: Path | None, runs: Path, evaluation: dict) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(scores, indent=2))
     return scores
-
-
-def _aggregate(per_seed: list[dict]) -> dict:
-    """Mean and standard deviation over seeds of every numeric score, per ontology (nested scores such as
-    ``top1_by_type`` flattened to ``top1_by_type.parent``)."""
-    def flat(scores: dict) -> dict:
-        out = {}
-        for key, value in scores.items():
-            if isinstance(value, dict):
-                out.update({f"{key}.{inner}": v for inner, v in value.items()})
-            elif isinstance(value, (int, float)):
-                out[key] = value
-        return out
-
-    summary = {}
-    for ontology in per_seed[0]:
-        if ontology == "training":
-            continue
-        rows = [flat(s[ontology]) for s in per_seed]
-        summary[ontology] = {}
-        for key in rows[0]:
-            values = [row[key] for row in rows if row.get(key) is not None]
-            if values:
-                summary[ontology][key] = {"mean": statistics.fmean(values),
-                                          "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-                                          "values": values}
-    return summary
 
 
 def main() -> None:
@@ -134,7 +106,7 @@ def main() -> None:
                  if "icd10" in scores else ""), flush=True)
         if args.clean:
             remove_checkpoints(runs / name)
-    summary = {variant: _aggregate(list(by_run.values())) for variant, by_run in results.items()
+    summary = {variant: aggregate_seeds(list(by_run.values())) for variant, by_run in results.items()
                if not args.sweep or variant == "base"}
     command = portable_command(shlex.join(["python", "benchmarks/run_hierarchy_finetune.py", *sys.argv[1:]]))
     payload = {"benchmark": "hierarchy_sweep" if args.sweep else "hierarchy_finetune", "command": command.strip(),
@@ -144,10 +116,7 @@ def main() -> None:
                "date": time.strftime("%Y-%m-%d"), "runs": results, "summary": summary}
     name = payload["benchmark"] + ("_validation" if args.validation else "")
     output = args.output or Path("benchmarks/results") / f"{name}.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(payload, indent=2, default=lambda v: None if isinstance(v, float) and
-                                 not math.isfinite(v) else v))
-    print(f"wrote {output}")
+    write_result(output, payload)
 
 
 if __name__ == "__main__":

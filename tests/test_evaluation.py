@@ -556,6 +556,23 @@ def test_result_writers_record_no_absolute_paths(tmp_path, minilm_path, monkeypa
         "hyte eval radius --model bundled:all-MiniLM-L6-v2 --output-dir=out")
 
 
+def test_write_result_is_valid_json_without_machine_paths_and_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
+    from hyte.provenance import write_result
+
+    path = tmp_path / "results" / "bench.json"
+    write_result(path, {"score": float("nan"), "rows": [float("inf"), 0.5], "cache": "/elsewhere/cache"})
+    assert json.loads(path.read_text()) == {"score": None, "rows": [None, 0.5], "cache": "cache"}
+    assert "NaN" not in path.read_text()
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("hyte.provenance.os.replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        write_result(path, {"score": 1.0})
+    assert json.loads(path.read_text())["rows"] == [None, 0.5]
+
+
 def test_committed_results_record_no_absolute_paths():
     root = Path(__file__).resolve().parents[1]
     for path in [*sorted((root / "benchmarks" / "results").glob("*.json")), root / "BENCHMARKS.md"]:

@@ -52,7 +52,11 @@ class HyteEncoder:
                                  show_progress_bar=show_progress_bar)
 
     def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
-        """(Q, D) encoded queries x (N, D) encoded documents -> (Q, N) similarities (Lorentz inner products)."""
+        """(Q, D) encoded queries x (N, D) encoded documents -> (Q, N) similarities: Lorentz inner products, or for
+        the Euclidean twin (EucBERT) cosines, the similarity it trains with (its vectors keep their norms, which
+        ``radii`` reads)."""
+        if not self.model.is_hyperbolic:
+            queries, documents = _unit_rows(queries), _unit_rows(documents)
         return queries @ documents.T
 
     def radii(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
@@ -62,6 +66,11 @@ class HyteEncoder:
 
 
 POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len_tokens", "lasttoken")  # sentence-transformers' names
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """(N, D) -> (N, D) rows scaled to norm 1 (a zero row stays zero)."""
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
 def _pool(tokens: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
@@ -129,7 +138,7 @@ class EuclideanEncoder:
         vectors = self._pooled(texts, batch_size, show_progress_bar)
         if not self.normalize:
             return vectors
-        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return _unit_rows(vectors)
 
     def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
         return queries @ documents.T

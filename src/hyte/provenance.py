@@ -8,12 +8,14 @@ other absolute path (``/tmp/...``) by its last component only.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["portable_command", "portable_path", "portable_paths"]
+__all__ = ["portable_command", "portable_path", "portable_paths", "write_result"]
 
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
 
@@ -68,3 +70,23 @@ def portable_paths(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [portable_paths(item) for item in value]
     return portable_path(value) if isinstance(value, str) else value
+
+
+def _finite_or_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _finite_or_none(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_none(item) for item in value]
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def write_result(path: str | os.PathLike, payload: dict) -> Path:
+    """Write a benchmark's result JSON: paths made portable, NaN / Inf written as null (JSON has neither), the
+    file replaced only once complete; returns its path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(path.name + ".tmp")
+    staging.write_text(json.dumps(_finite_or_none(portable_paths(payload)), indent=2))
+    os.replace(staging, path)
+    print(f"wrote {path}")
+    return path

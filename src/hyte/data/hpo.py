@@ -243,8 +243,11 @@ def write_beir_folder(directory: str | os.PathLike, queries: dict[str, str], cor
     return directory
 
 
-def mlm_corpus(ontology: Ontology, term_ids: Iterable[str] | None = None) -> list[str]:
-    """Definition texts for masked-language-model training, first occurrence kept, in term-id order."""
+def mlm_corpus(ontology: Ontology, term_ids: Iterable[str] | None = None, names: bool = False) -> list[str]:
+    """Definition texts for masked-language-model training, first occurrence kept, in term-id order; with
+    ``names``, every selected term's name and exact synonyms follow the definitions (also of undefined terms)."""
     selected = ontology.terms if term_ids is None else term_ids
-    definitions = (ontology.terms[term_id].definition for term_id in _defined_terms(ontology, selected, 0))
-    return list(dict.fromkeys(definitions))
+    texts = [ontology.terms[term_id].definition for term_id in _defined_terms(ontology, selected, 0)]
+    if names:
+        texts += [text for term_id in sorted(set(selected)) for text in _queries_for(ontology, term_id, "all")]
+    return list(dict.fromkeys(texts))

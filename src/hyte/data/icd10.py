@@ -81,6 +81,16 @@ def split_by_chapters(pairs, test_fraction: float = 0.2, seed: int = 0) -> tuple
     return train, test
 
 
+def mlm_corpus(test_fraction: float = 0.2, seed: int = 0) -> list[str]:
+    """The titles of every code, block and chapter in the training chapters of :func:`split_chapters`, then their
+    inclusion terms; first occurrence kept, in tabular order. Masked-language-model text that never shows a held-out
+    chapter."""
+    train_chapters, _ = split_chapters(test_fraction, seed)
+    titles = [title(code) for code in all_codes() if chapter_of(code) in train_chapters]
+    terms = [pair["query"] for pair in inclusion_pairs() if pair["chapter"] in train_chapters]
+    return list(dict.fromkeys(titles + terms))
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # The code hierarchy
 # ----------------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ chosen there, never on the test branches.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 
 RETRIEVAL_KEYS = ("ndcg@10", "recall@10", "mrr@10")
@@ -104,3 +105,31 @@ def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test", ont
             raise ValueError(f"unknown ontology {ontology!r}; known: hpo, icd10, manpages")
     return {name: {ontology: _score(encoder, data) for ontology, data in sets.items()}
             for name, encoder in encoders.items()}
+
+
+def aggregate_seeds(per_seed: list[dict]) -> dict:
+    """{ontology: {score: {"mean", "std", "values"}}} over seeds' ``evaluate_heldout`` scores: mean and sample
+    standard deviation of every numeric score, nested ones flattened (``top1_by_type.parent``); the key "training"
+    (a run's own record, not an ontology) is skipped."""
+    def flat(scores: dict) -> dict:
+        out = {}
+        for key, value in scores.items():
+            if isinstance(value, dict):
+                out.update({f"{key}.{inner}": v for inner, v in value.items()})
+            elif isinstance(value, (int, float)):
+                out[key] = value
+        return out
+
+    summary = {}
+    for ontology in per_seed[0]:
+        if ontology == "training":
+            continue
+        rows = [flat(s[ontology]) for s in per_seed]
+        summary[ontology] = {}
+        for key in rows[0]:
+            values = [row[key] for row in rows if row.get(key) is not None]
+            if values:
+                summary[ontology][key] = {"mean": statistics.fmean(values),
+                                          "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                                          "values": values}
+    return summary

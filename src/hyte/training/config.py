@@ -63,6 +63,9 @@ class DataSpec:
     hpo_test_fraction: float = 0.2  # share of whole HPO branches (ICD-10-CM chapters) held out for evaluation
     hpo_seed: int = 0  # seed of that split
     min_depth: int = 1  # HPO: only terms at least this deep
+    # Stage mlm on hpo / hpo+icd10: also the terms' names and exact synonyms, not only definitions (ICD-10-CM
+    # always gives titles and inclusion terms). Sources "icd10" and "hpo+icd10" work for mlm too.
+    mlm_names: bool = False
 
 
 @dataclass

@@ -135,13 +135,10 @@ def contrastive_examples(spec: DataSpec, seed: int = 0) -> list[dict]:
 
 def mlm_texts(spec: DataSpec, seed: int = 0) -> list[str]:
     """Texts for masked-language modelling; raises ConfigError when there are none."""
-    if spec.source == "hpo":
-        from ..data.hpo import load_hpo, mlm_corpus, split_by_branches
-
-        ontology = load_hpo()
-        train_ids, _ = split_by_branches(ontology, test_fraction=spec.hpo_test_fraction, seed=spec.hpo_seed)
-        texts = mlm_corpus(ontology, train_ids)
-    elif spec.source == "jsonl":
+    if spec.source in ("hpo", "icd10", "hpo+icd10"):
+        parts = [_ontology_mlm_texts(spec, name) for name in spec.source.split("+")]
+        return _nonempty(_mixed(parts, spec, seed) if len(parts) > 1 else _subsample(parts[0], spec, seed), spec)
+    if spec.source == "jsonl":
         path = Path(spec.path)
         texts = [string_field(path, number, record, spec.text_field) for number, record in iter_jsonl(path)]
     elif spec.source == "hf_dataset":
@@ -149,8 +146,25 @@ def mlm_texts(spec: DataSpec, seed: int = 0) -> list[str]:
 
         texts = [r[spec.text_field] for r in load_from_disk(spec.path)]
     else:
-        raise ConfigError("stage mlm reads data.source hpo, jsonl or hf_dataset")
-    texts = _subsample(texts, spec, seed)
+        raise ConfigError("stage mlm reads data.source hpo, icd10, hpo+icd10, jsonl or hf_dataset")
+    return _nonempty(_subsample(texts, spec, seed), spec)
+
+
+def _ontology_mlm_texts(spec: DataSpec, ontology: str) -> list[str]:
+    """MLM text of the training side of the branch / chapter split: HPO definitions (with ``spec.mlm_names`` also
+    names and exact synonyms), ICD-10-CM titles and inclusion terms."""
+    if ontology == "icd10":
+        from ..data import icd10
+
+        return icd10.mlm_corpus(spec.hpo_test_fraction, spec.hpo_seed)
+    from ..data.hpo import load_hpo, mlm_corpus, split_by_branches
+
+    hpo = load_hpo()
+    train_ids, _ = split_by_branches(hpo, test_fraction=spec.hpo_test_fraction, seed=spec.hpo_seed)
+    return mlm_corpus(hpo, train_ids, names=spec.mlm_names)
+
+
+def _nonempty(texts: list[str], spec: DataSpec) -> list[str]:
     if not texts:
         raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) holds no texts")
     return texts

@@ -63,3 +63,63 @@ def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: i
         "mining": {"num_negatives": 1, "candidates": 30, "margin": 0.95, "miner": "base", "cache_dir": mining_cache},
         "evaluation": {"enabled": False},
     }, f"recipe {variant}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# From scratch: HyTE-FH vs its Euclidean twin EucBERT (issue 11), all three stages
+# ----------------------------------------------------------------------------------------------------------------
+
+SCRATCH_MODELS = {"hyte-fh": "hyte_fh", "eucbert": "eucbert"}
+# "tiny" trains in about 10 minutes per model and seed on one CPU core; "quick" checks the pipeline in seconds.
+# hidden_size counts HyTE-FH's time coordinate (127 space coordinates; EucBERT has 128 of its own).
+SCRATCH_SIZES = {
+    "tiny": {"shape": {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512},
+             "steps": {"mlm": 400, "contrastive": 150, "finetune": 100}, "batch": 32, "examples": 3200},
+    "quick": {"shape": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64},
+              "steps": {"mlm": 6, "contrastive": 6, "finetune": 6}, "batch": 8, "examples": 48},
+}
+# One value per stage, for both models; not tuned for either (the same zero tuning budget on both sides).
+SCRATCH_LEARNING_RATES = {"mlm": 5e-4, "contrastive": 1e-4, "finetune": 5e-5}
+
+
+def from_scratch(model: str, stage: str, output_dir: str, *, seed: int = 0, size: str = "tiny",
+                 init: str | None = None, mining_cache: str | None = None) -> RunConfig:
+    """The RunConfig of one stage of the from-scratch comparison; everything but the geometry is identical.
+
+    ``model``: "hyte-fh" or "eucbert" (same shape, tokenizer: the bundled MiniLM's WordPiece, data and order,
+    steps, batch, learning rate and schedule). ``stage``: "mlm" builds the model new (seeded) and trains it on
+    HPO definitions, names and exact synonyms of the training branches plus ICD-10-CM titles and inclusion terms of
+    the training chapters (all of it, shuffled; 400 steps of 32 see a sixth); "contrastive" (in-batch negatives)
+    and "finetune" (+ one hard negative per query) continue from ``init``, the previous stage's final folder, on (name / synonym -> definition) and
+    (inclusion term -> title) pairs. The hard negatives come from one fixed miner for both models, the bundled
+    all-MiniLM-L6-v2 with the package's positive-aware miner, so both fine-tune on identical triples; with
+    ``mining_cache`` they are mined once per seed. Held out from every stage: 20 % of HPO branches and of
+    ICD-10-CM chapters (the evaluation's split).
+    """
+    if model not in SCRATCH_MODELS:
+        raise ValueError(f"model must be one of {sorted(SCRATCH_MODELS)}; got {model!r}")
+    if size not in SCRATCH_SIZES:
+        raise ValueError(f"size must be one of {sorted(SCRATCH_SIZES)}; got {size!r}")
+    if (stage == "mlm") != (init is None):
+        raise ValueError("stage mlm builds a new model (no init); contrastive and finetune need init")
+    recipe = SCRATCH_SIZES[size]
+    steps = recipe["steps"][stage]
+    if stage == "mlm":
+        spec = {"build": SCRATCH_MODELS[model], "options": {**recipe["shape"], "sparse_prediction": True}}
+    else:
+        spec = {"build": "load", "path": init}
+    return parse_config({
+        "stage": stage,
+        "model": spec,
+        "data": {"source": "hpo+icd10", "max_examples": None if stage == "mlm" else recipe["examples"], "hpo_query": "all", "mlm_names": True,
+                 "hpo_test_fraction": 0.2},
+        "training": {"output_dir": output_dir, "max_steps": steps, "per_device_train_batch_size": recipe["batch"],
+                     "learning_rate": SCRATCH_LEARNING_RATES[stage], "warmup_steps": max(1, steps // 10),
+                     "logging_steps": max(1, steps // 10), "save_steps": max(2, steps // 2), "seed": seed},
+        "mlm": {"mlm_probability": 0.15, "max_length": 64},
+        "loss": {"similarity": "geodesic", "temperature": 0.05, "learn_temperature": True,
+                 "temperature_from_radius": True, "max_query_length": 32, "max_document_length": 64},
+        "mining": {"num_negatives": 1, "candidates": 30, "margin": 0.95, "miner": BUNDLED_MINILM,
+                   "cache_dir": mining_cache},
+        "evaluation": {"enabled": False},
+    }, f"from-scratch recipe {model} {stage}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shutil
 import sys
@@ -150,7 +151,10 @@ def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluat
                      "config": portable_paths(config.to_dict()),
                      "final_loss": next((e["loss"] for e in reversed(trainer.state.log_history) if "loss" in e), None),
                      "final_logit_scale": final_logit_scale,
-                     "nonfinite_values": sum(e.get("nonfinite_values", 0) for e in trainer.state.log_history)},
+                     "nonfinite_values": sum(e.get("nonfinite_values", 0) for e in trainer.state.log_history),
+                     # Logged losses / gradient norms that were NaN or Inf (any stage; MLM logs no embeddings).
+                     "nonfinite_logs": sum(not math.isfinite(value) for e in trainer.state.log_history
+                                           for key, value in e.items() if key in ("loss", "grad_norm"))},
     }
     (staging / "hyte_card.json").write_text(json.dumps(card, indent=2, default=str))
     if evaluation is not None:
@@ -212,8 +216,6 @@ def _initial_logit_scale(built: BuiltModel, config: RunConfig, examples: list[di
 
 def _set_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict], resuming: bool) -> None:
     """Initialise the logit scale (fresh runs; resumed runs get theirs from the checkpoint) and its upper bound."""
-    import math
-
     import torch
 
     parameter = log_logit_scale_parameter(built.model)

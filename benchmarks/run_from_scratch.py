@@ -1,0 +1,205 @@
+"""Recorded comparison (issue 11): HyTE-FH vs its Euclidean twin EucBERT, trained from scratch through the paper's
+three stages with everything but the geometry identical (recipe: hyte.training.recipes.from_scratch), scored on
+HPO branches and ICD-10-CM chapters that no stage saw.
+
+    python benchmarks/run_from_scratch.py                   # 3 seeds x 2 models, tiny shape (~70 min, one core)
+    python benchmarks/run_from_scratch.py --quick           # the same pipeline at a toy size (a few minutes)
+
+Per seed and model: stage 1 MLM -> stage 2 contrastive -> stage 3 fine-tuning with hard negatives, then the held-out
+suite (retrieval nDCG@10 / R@10, the hierarchy benchmark, radius-depth Spearman with a bootstrap interval). HyTE-FH
+is also scored with every pooling of the paper's Table 7 swapped in at inference (OEM p = 0, 1, 2, tangent mean,
+CLS; trained with OEM p = 1). Before the runs, the cost of the geometry: MLM step time and peak memory of HyTE-FH
+as a ratio to EucBERT, each measured in fresh processes, alternating, in the same run.
+
+Each finished stage and score is kept under RUNS_DIR, so an interrupted benchmark continues where it stopped
+(training itself resumes from its last checkpoint). Output: benchmarks/results/from_scratch.json (quick:
+from_scratch_quick.json) with every seed's scores, the mean and standard deviation over seeds, the non-finite
+counts of every stage's training log, and the cost ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hyte.evaluation.heldout import aggregate_seeds
+from hyte.provenance import portable_command, write_result
+from hyte.training.recipes import SCRATCH_MODELS, SCRATCH_SIZES, from_scratch
+from hyte.training.stages import remove_checkpoints
+
+STAGES = ("mlm", "contrastive", "finetune")
+# The paper's Table 7 poolings: (HyTEFHConfig.pooling, oem_p).
+POOLINGS = {"oem-p1": ("oem", 1.0), "oem-p0": ("oem", 0.0), "oem-p2": ("oem", 2.0), "tangent-mean": ("mean", 1.0),
+            "cls": ("cls", 1.0)}
+EVALUATION = {"tiny": {"queries": 500, "documents": 2000, "hierarchy_queries": 500, "per_depth": 50},
+              "quick": {"queries": 40, "documents": 200, "hierarchy_queries": 40, "per_depth": 10}}
+
+
+def _train_stages(model: str, seed: int, size: str, run_dir: Path, mining_cache: str) -> dict:
+    """Run (or finish) the three stages of one model and seed; returns {stage: its card's training record}."""
+    from hyte.training import run
+
+    records, init = {}, None
+    for stage in STAGES:
+        config = from_scratch(model, stage, str(run_dir / stage), seed=seed, size=size, init=init,
+                              mining_cache=mining_cache)
+        final = run_dir / stage / "final"
+        if not final.is_dir():
+            started = time.perf_counter()
+            run(config, resume=True)
+            (run_dir / stage / "train_seconds.txt").write_text(f"{time.perf_counter() - started:.1f}\n")
+            remove_checkpoints(run_dir / stage)
+        card = json.loads((final / "hyte_card.json").read_text())["training"]
+        records[stage] = {"final_loss": card["final_loss"], "nonfinite_values": card["nonfinite_values"],
+                          "nonfinite_logs": card.get("nonfinite_logs", 0),
+                          "train_seconds": float((run_dir / stage / "train_seconds.txt").read_text())}
+        init = str(final)
+    return records
+
+
+def _encoder(model_dir: Path, pooling: tuple[str, float] | None = None):
+    """The final model as an encoder; for HyTE-FH optionally with another pooling swapped in."""
+    from hyte.encoders import load_encoder
+    from hyte.modeling_hyte import HyperbolicPooler
+
+    encoder = load_encoder(model_dir, max_length=64)
+    if pooling is not None:
+        mode, p = pooling
+        encoder.model.config.pooling, encoder.model.config.oem_p = mode, p
+        encoder.model.pooler = HyperbolicPooler(mode, p)
+    return encoder
+
+
+def _scores(model: str, seed: int, run_dir: Path, evaluation: dict) -> dict:
+    """Held-out scores of the finished model ({name: {ontology: scores}}, one name per pooling for HyTE-FH),
+    kept in run_dir/scores.json."""
+    from hyte.evaluation.heldout import evaluate_heldout
+
+    path = run_dir / "scores.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    final = run_dir / "finetune" / "final"
+    encoders = ({name: _encoder(final, pooling) for name, pooling in POOLINGS.items()} if model == "hyte-fh"
+                else {"mean": _encoder(final)})
+    scores = evaluate_heldout(encoders, ontologies=("hpo", "icd10"), seed=seed, **evaluation)
+    path.write_text(json.dumps(scores, indent=2))
+    return scores
+
+
+# ---- the cost of the geometry: one MLM step of each model, measured in fresh processes ---------------------------
+
+def _cost_child(model: str, size: str, steps: int) -> None:
+    """Print {"step_seconds": median, "step_mb": peak RSS above the loaded model and batches} of MLM steps."""
+    import torch
+    from transformers import DataCollatorForLanguageModeling
+
+    from hyte.training.data import mlm_texts
+    from hyte.training.models import build_model
+
+    torch.set_num_threads(1)
+    config = from_scratch(model, "mlm", "unused", size=size)
+    torch.manual_seed(0)
+    built = build_model(config.model, for_mlm=True)
+    texts = mlm_texts(config.data, seed=0)
+    batch_size = config.training.per_device_train_batch_size
+    collator = DataCollatorForLanguageModeling(built.tokenizer, mlm_probability=0.15, seed=0)
+    batches = [collator([built.tokenizer(text, truncation=True, max_length=config.mlm.max_length)
+                         for text in texts[i * batch_size:(i + 1) * batch_size]]) for i in range(steps)]
+    optimizer = torch.optim.AdamW(built.model.parameters(), lr=config.training.learning_rate)
+    loaded_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports kilobytes
+    seconds = []
+    for batch in batches:
+        started = time.perf_counter()
+        built.model(**batch).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        seconds.append(time.perf_counter() - started)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"step_seconds": statistics.median(seconds[1:]), "step_mb": peak_mb - loaded_mb}))
+
+
+def _measure_cost(size: str, steps: int, rounds: int) -> dict:
+    """HyTE-FH / EucBERT ratios of MLM step time and peak step memory: ``rounds`` fresh processes per model,
+    alternating (EucBERT, HyTE-FH, EucBERT, ...), one thread each; medians over rounds."""
+    measured = {model: [] for model in SCRATCH_MODELS}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    for _ in range(rounds):
+        for model in ("eucbert", "hyte-fh"):
+            out = subprocess.run([sys.executable, __file__, "--cost-child", model, "--size", size,
+                                  "--cost-steps", str(steps)], capture_output=True, text=True, env=env, check=True)
+            measured[model].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    median = {model: {key: statistics.median(r[key] for r in runs) for key in ("step_seconds", "step_mb")}
+              for model, runs in measured.items()}
+    return {"shape": SCRATCH_SIZES[size]["shape"], "batch": SCRATCH_SIZES[size]["batch"], "steps": steps,
+            "rounds": rounds, "median": median, "runs": measured,
+            "step_time_ratio": median["hyte-fh"]["step_seconds"] / median["eucbert"]["step_seconds"],
+            "step_memory_ratio": median["hyte-fh"]["step_mb"] / max(median["eucbert"]["step_mb"], 1e-9)}
+
+
+def _summary(results: dict) -> dict:
+    """Mean and spread over seeds per (model, pooling); and the finished stages' non-finite counts in total."""
+    summary = {}
+    for model, by_seed in results.items():
+        for name in next(iter(by_seed.values()))["scores"]:
+            label = model if model == "eucbert" else f"{model} {name}"
+            summary[label] = aggregate_seeds([seed_run["scores"][name] for seed_run in by_seed.values()])
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="toy size and step counts: checks the pipeline")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="default: 0 1 2 (quick: 0)")
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs/from-scratch"))
+    parser.add_argument("--output", type=Path, help="default: benchmarks/results/from_scratch[_quick].json")
+    parser.add_argument("--cost-steps", type=int, default=None, help="MLM steps timed per process (default 12)")
+    parser.add_argument("--cost-child", choices=sorted(SCRATCH_MODELS), help=argparse.SUPPRESS)
+    parser.add_argument("--size", choices=sorted(SCRATCH_SIZES), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    size = args.size or ("quick" if args.quick else "tiny")
+    if args.cost_child:
+        _cost_child(args.cost_child, size, args.cost_steps)
+        return
+    seeds = args.seeds if args.seeds is not None else [0] if args.quick else [0, 1, 2]
+    runs = args.runs_dir / size
+    runs.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    cost_steps = args.cost_steps or (4 if args.quick else 12)
+    cost = _measure_cost(size, cost_steps, rounds=1 if args.quick else 3)
+    print(f"MLM step HyTE-FH / EucBERT: time x{cost['step_time_ratio']:.2f}, memory x{cost['step_memory_ratio']:.2f}",
+          flush=True)
+    results = {model: {} for model in SCRATCH_MODELS}
+    for seed in seeds:
+        for model in SCRATCH_MODELS:
+            run_dir = runs / f"{model}-s{seed}"
+            training = _train_stages(model, seed, size, run_dir, str(runs / "mining-cache"))
+            scores = _scores(model, seed, run_dir, EVALUATION[size])
+            results[model][f"s{seed}"] = {"training": training, "scores": scores}
+            main_scores = scores["oem-p1" if model == "hyte-fh" else "mean"]
+            print(f"{model:8} seed {seed}: " + " | ".join(
+                f"{ontology} nDCG@10 {s['ndcg@10']:.4f} SpecHR {s['spechr']:.4f} "
+                f"rho {s['radius_depth_spearman']['spearman']:.3f}" for ontology, s in main_scores.items()), flush=True)
+    command = portable_command(shlex.join(["python", "benchmarks/run_from_scratch.py", *sys.argv[1:]]))
+    payload = {"benchmark": "from_scratch", "command": command.strip(), "size": size, "recipe": {
+                   **SCRATCH_SIZES[size], "learning_rates": "hyte.training.recipes.SCRATCH_LEARNING_RATES"},
+               "seeds": seeds, "evaluation": EVALUATION[size], "cost": cost,
+               "nonfinite": sum(stage["nonfinite_values"] + stage["nonfinite_logs"] for model in results.values()
+                                for seed_run in model.values() for stage in seed_run["training"].values()),
+               "wall_seconds": round(time.perf_counter() - started), "machine": platform.platform(),
+               "date": time.strftime("%Y-%m-%d"), "runs": results, "summary": _summary(results)}
+    output = args.output or Path("benchmarks/results") / ("from_scratch_quick.json" if args.quick
+                                                          else "from_scratch.json")
+    write_result(output, payload)
+
+
+if __name__ == "__main__":
+    main()

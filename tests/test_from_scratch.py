@@ -1,0 +1,114 @@
+"""The from-scratch comparison of HyTE-FH and EucBERT (issue 11): its data never shows a held-out branch or chapter,
+its two sides differ only in the geometry, EucBERT is scored with the similarity it trains with, and the recorded
+benchmark's --quick variant runs end to end (slow)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_mlm_text_of_both_ontologies_never_shows_held_out_text():
+    pytest.importorskip("simple_icd_10_cm")
+    from hyte.data import icd10
+    from hyte.data.hpo import _queries_for, load_hpo, split_by_branches
+    from hyte.training.config import DataSpec
+    from hyte.training.data import mlm_texts
+
+    texts = set(mlm_texts(DataSpec(source="hpo+icd10", mlm_names=True)))
+    hpo = load_hpo()
+    train_ids, test_ids = split_by_branches(hpo, test_fraction=0.2, seed=0)
+
+    def hpo_texts(ids):
+        return {text for i in ids for text in [hpo.terms[i].definition, *_queries_for(hpo, i, "all")] if text}
+
+    train_chapters, _ = icd10.split_chapters(0.2, 0)
+    icd_train = {icd10.title(c) for c in icd10.all_codes() if icd10.chapter_of(c) in train_chapters}
+    icd_train |= {p["query"] for p in icd10.inclusion_pairs() if p["chapter"] in train_chapters}
+    # Every text comes from a training branch or chapter; the same string may also occur on the held-out side
+    # (a held-out HPO name such as "Hernia" is an ICD-10-CM training title), which is text, not a held-out term.
+    assert texts <= hpo_texts(train_ids) | icd_train
+    # Both sources and the names are in.
+    assert hpo.terms[sorted(train_ids)[0]].name in texts
+    assert len(texts & icd_train) > 0.9 * len(icd_train) and len(texts & hpo_texts(train_ids)) > 20_000
+
+
+@pytest.mark.parametrize("stage", ["mlm", "contrastive", "finetune"])
+def test_from_scratch_sides_differ_only_in_the_geometry(stage):
+    from hyte.training.recipes import from_scratch
+
+    init = None if stage == "mlm" else "runs/previous/final"
+    hyperbolic = from_scratch("hyte-fh", stage, "out", seed=1, init=init).to_dict()
+    euclidean = from_scratch("eucbert", stage, "out", seed=1, init=init).to_dict()
+    assert hyperbolic["model"].pop("build") in ("hyte_fh", "load")
+    assert euclidean["model"].pop("build") in ("eucbert", "load")
+    assert hyperbolic == euclidean
+    if stage == "finetune":  # one fixed miner: identical hard negatives on both sides
+        assert hyperbolic["mining"]["miner"] == "bundled:all-MiniLM-L6-v2"
+    with pytest.raises(ValueError, match="init"):
+        from_scratch("eucbert", stage, "out", init=None if init else "x")
+
+
+def test_eucbert_is_scored_with_cosine_and_keeps_its_norms():
+    from transformers import AutoTokenizer
+
+    from hyte.bundled import bundled_minilm_path
+    from hyte.configuration_hyte import EucBERTConfig
+    from hyte.encoders import HyteEncoder
+    from hyte.modeling_hyte import EucBERTModel
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(bundled_minilm_path())
+    model = EucBERTModel(EucBERTConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1,
+                                       num_attention_heads=2, intermediate_size=64))
+    encoder = HyteEncoder(model, tokenizer)
+    texts = ["Abnormality of the kidney", "Short stature", "A much longer text about the heart and its valves"]
+    queries, documents = encoder.encode(texts[:2], role="query"), encoder.encode(texts)
+    unit = documents / np.linalg.norm(documents, axis=1, keepdims=True)
+    expected = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ unit.T
+    np.testing.assert_allclose(encoder.scores(queries, documents), expected, rtol=1e-5, atol=1e-6)
+    radii = encoder.radii(texts)
+    assert np.ptp(radii) > 1e-3  # the norms, which the radius-depth analysis reads, are not normalised away
+
+
+@pytest.mark.slow
+def test_quick_from_scratch_benchmark_runs_end_to_end_and_resumes(tmp_path):
+    """The --quick variant of the recorded recipe: all three stages for both models, the held-out suite, the pooling
+    ablation and the cost ratios; a second invocation reuses every finished stage and score."""
+    command = [sys.executable, str(ROOT / "benchmarks" / "run_from_scratch.py"), "--quick",
+               "--runs-dir", str(tmp_path / "runs"), "--output", str(tmp_path / "out.json")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    first = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
+    assert first.returncode == 0, first.stderr[-3000:]
+    payload = json.loads((tmp_path / "out.json").read_text())
+    assert payload["nonfinite"] == 0 and payload["seeds"] == [0]
+    for model in ("hyte-fh", "eucbert"):
+        training = payload["runs"][model]["s0"]["training"]
+        assert list(training) == ["mlm", "contrastive", "finetune"]
+        assert all(math.isfinite(stage["final_loss"]) and stage["train_seconds"] > 0 for stage in training.values())
+    assert set(payload["summary"]) == {"eucbert", *(f"hyte-fh {p}" for p in
+                                                    ("oem-p1", "oem-p0", "oem-p2", "tangent-mean", "cls"))}
+    for label, by_ontology in payload["summary"].items():
+        assert set(by_ontology) == {"hpo", "icd10"}
+        for scores in by_ontology.values():
+            assert 0 <= scores["ndcg@10"]["mean"] <= 1 and 0 <= scores["spechr"]["mean"] <= 1
+            assert -1 <= scores["radius_depth_spearman.spearman"]["mean"] <= 1
+    # Swapping the pooling changes the scores (the ablation scores different models).
+    pooled = {p: payload["summary"][f"hyte-fh {p}"]["hpo"]["mrr"]["mean"] for p in ("oem-p1", "cls")}
+    assert pooled["oem-p1"] != pooled["cls"]
+    cost = payload["cost"]
+    assert cost["step_time_ratio"] > 0 and cost["step_memory_ratio"] > 0
+    second = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
+    assert second.returncode == 0, second.stderr[-3000:]
+    again = json.loads((tmp_path / "out.json").read_text())
+    assert again["summary"] == payload["summary"] and again["runs"] == payload["runs"]
