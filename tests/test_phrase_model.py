@@ -11,15 +11,14 @@ import numpy as np
 import pytest
 import torch
 from conftest import run_without_hyte
+from phrase_helpers import TEXTS, tiny_backbone, tiny_phrase_model
 
-import hyte
 from hyte import lorentz as L
 from hyte.modeling_hyte_phrase import (
     SEGMENTERS,
     TAG_B,
     TAG_I,
     TAG_O,
-    HyTEPhraseModel,
     LinearChainCRF,
     Units,
     pool_units,
@@ -32,9 +31,6 @@ from hyte.modeling_hyte_phrase import (
 
 torch.set_num_threads(1)
 
-TEXTS = ["Abnormality of the left ventricular outflow tract",
-         "Type 2 diabetes mellitus with diabetic nephropathy, stage 3",
-         "HbA1c 7.5 %"]
 
 
 def _random_crf(seed: int) -> LinearChainCRF:
@@ -185,32 +181,12 @@ def test_lorentz_unit_vectors_are_oem_of_their_spans():
 
 @pytest.fixture(scope="module")
 def tiny_backbones(bert_tokenizer):
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    bert = BertModel(BertConfig(vocab_size=bert_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                                num_attention_heads=2, intermediate_size=64, max_position_embeddings=64))
-    config = hyte.HyTEHConfig(encoder_config=bert.config.to_dict(), hidden_size=17)
-    hybrid = hyte.HyTEHModel(config)
-    hybrid.encoder.load_state_dict({k: v for k, v in bert.state_dict().items() if not k.startswith("pooler.")})
-    return {"euclidean": bert, "lorentz": hybrid}
-
-
-def _phrase_model(backbone, tokenizer, seed=0):
-    model = HyTEPhraseModel.from_backbone(backbone, special_token_ids=tokenizer.all_special_ids, query_budget=3,
-                                          document_budget=4).eval()
-    torch.manual_seed(seed)
-    with torch.no_grad():  # random heads, so the CRF produces multi-token units and importances differ
-        for module in (model.boundary, model.importance):
-            module.weight.normal_(std=0.5)
-        for parameter in model.crf.parameters():
-            parameter.normal_()
-    return model
+    return {geometry: tiny_backbone(geometry, bert_tokenizer) for geometry in ("euclidean", "lorentz")}
 
 
 @pytest.mark.parametrize("geometry", ["euclidean", "lorentz"])
 def test_units_do_not_depend_on_batch_padding(geometry, tiny_backbones, bert_tokenizer):
-    model = _phrase_model(tiny_backbones[geometry], bert_tokenizer)
+    model = tiny_phrase_model(tiny_backbones[geometry], bert_tokenizer)
     together = model.encode_phrases(TEXTS, bert_tokenizer)
     for text, batched in zip(TEXTS, together):
         alone = model.encode_phrases([text], bert_tokenizer)[0]
@@ -222,7 +198,7 @@ def test_units_do_not_depend_on_batch_padding(geometry, tiny_backbones, bert_tok
 def test_remote_code_load_in_a_fresh_process_gives_identical_unit_vectors(tmp_path, tiny_backbones, bert_tokenizer):
     expected = {}
     for geometry in ("euclidean", "lorentz"):
-        model = _phrase_model(tiny_backbones[geometry], bert_tokenizer)
+        model = tiny_phrase_model(tiny_backbones[geometry], bert_tokenizer)
         model.save_pretrained(tmp_path / geometry)
         bert_tokenizer.save_pretrained(tmp_path / geometry)
         encoded = model.encode_phrases(TEXTS, bert_tokenizer, role="query")

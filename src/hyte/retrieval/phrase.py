@@ -1,0 +1,507 @@
+"""Phrase-level reranking beside the global index: ``PhraseStore`` and ``PhraseIndex`` (H+, seed 001 section 3.6).
+
+Serving follows the paper's candidate-constrained protocol: the global vector of each document sits in a global
+index (a ``LorentzIndex`` for a lorentz model, exact or approximate; a FAISS inner-product index for a euclidean
+one) that returns the top ``k_candidates``; the candidates are then rescored by
+
+* ``rerank="phrase"``: importance-weighted MaxSim over the query's and the documents' top-B units;
+* ``rerank="lexical"``: the lexical view, sum_t w_q(t) w_d(t);
+* ``rerank="hybrid"``: a weighted sum of the global, phrase and lexical scores, each z-normalised over the query's
+  candidates first (the three views live on unrelated scales: a cosine, a sum of importance-weighted cosines or
+  distances, a sum of products of importances). Weights default to the model config's ``fusion_*`` fields.
+
+Global scores are reported on the phrase scale: cosines (euclidean) or minus geodesic distances (lorentz), so a
+bigger score is always better.
+
+``PhraseStore`` keeps each document's unit vectors and lexical entries in contiguous arrays (float32 or float16),
+keyed by the same int64 ids as the global index. For a lorentz model it keeps the **space coordinates only** and
+re-derives the time coordinate x_0 = sqrt(||x_s||^2 + c) when scoring: in float16 the stored time coordinate and
+the space part would disagree (the Lorentz norm is a difference of large numbers), while re-deriving keeps every
+point exactly on the hyperboloid. ``PhraseIndex.save`` writes the global index and the store together into one
+directory, atomically (``atomic_directory``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import uuid
+import warnings
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+import torch
+
+from .. import lorentz
+from .index import LorentzIndex
+
+__all__ = ["RERANK_MODES", "PhraseIndex", "PhraseStore", "atomic_directory", "fuse", "load_directory"]
+
+RERANK_MODES = ("phrase", "lexical", "hybrid")
+STORE_FORMAT_VERSION = 1
+STORE_ARRAYS = ("ids", "unit_offsets", "units", "lexical_offsets", "lexical_ids", "lexical_weights")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Atomic directory writes
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file or directory to disk (directories: the entries; not supported everywhere, hence suppress)."""
+    with suppress(OSError):
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def atomic_directory(target: str | os.PathLike, write: Callable[[Path], None], marker: str) -> None:
+    """Replace directory ``target`` by what ``write(staging)`` puts into a fresh staging directory, atomically.
+
+    ``marker`` is a file every saved directory of this kind holds: an existing ``target`` without it (and not
+    empty) is refused, so a typo cannot replace an unrelated folder. Sequence: write and fsync a sibling staging
+    directory; rename ``target`` to the backup ``.<name>.previous``; rename staging to ``target``; delete the
+    backup. A failure leaves the previous directory in place; a crash between the two renames leaves it as the
+    backup, which ``load_directory`` falls back to. Staging directories left by a killed save are deleted by the
+    next save (so two processes must not save to the same target at once).
+    """
+    target = Path(target).absolute()
+    if target.exists() and not (target / marker).is_file() and (not target.is_dir() or any(target.iterdir())):
+        raise FileExistsError(f"refusing to replace {target}: it exists and holds no {marker}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    backup = target.parent / f".{target.name}.previous"
+    for stale in target.parent.glob(f".{target.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    staging = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
+    staging.mkdir()
+    try:
+        write(staging)
+        for path in [*staging.rglob("*"), staging]:
+            _fsync(path)
+        if target.exists():
+            if backup.exists():  # left by a save stopped before its cleanup; target is newer
+                shutil.rmtree(backup)
+            os.replace(target, backup)
+        try:
+            os.replace(staging, target)
+        except BaseException:
+            if backup.exists() and not target.exists():
+                os.replace(backup, target)
+            raise
+        _fsync(target.parent)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    shutil.rmtree(backup, ignore_errors=True)
+
+
+def load_directory(directory: str | os.PathLike, marker: str) -> Path:
+    """The directory to load: ``directory``, or its backup (with a warning) if a save was interrupted mid-swap."""
+    target = Path(directory).absolute()
+    backup = target.parent / f".{target.name}.previous"
+    if not target.exists() and backup.is_dir():
+        warnings.warn(f"{target} is missing: a save was interrupted; loading the previous copy from {backup}",
+                      stacklevel=3)
+        target = backup
+    if not (target / marker).is_file():
+        raise FileNotFoundError(f"nothing saved at {target} ({marker} missing)")
+    return target
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The store
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class PhraseStore:
+    """Unit vectors and lexical entries per document id (int64), in contiguous arrays.
+
+    Args:
+        dim: width D of the model's unit vectors (time coordinate included for lorentz).
+        geometry: "euclidean" or "lorentz".
+        curvature: c of the hyperboloid (lorentz).
+        dtype: "float32" or "float16" for the stored unit vectors and lexical weights.
+    """
+
+    def __init__(self, dim: int, geometry: str, curvature: float = 1.0, dtype: str = "float32") -> None:
+        if geometry not in ("euclidean", "lorentz"):
+            raise ValueError(f"geometry must be 'euclidean' or 'lorentz'; got {geometry!r}")
+        if dtype not in ("float32", "float16"):
+            raise ValueError(f"dtype must be 'float32' or 'float16'; got {dtype!r}")
+        self.dim, self.geometry, self.curvature, self.dtype = int(dim), geometry, float(curvature), dtype
+        width = self.dim - 1 if geometry == "lorentz" else self.dim
+        self._ids = np.empty(0, np.int64)  # row -> id, in insertion order
+        self._unit_offsets = np.zeros(1, np.int64)
+        self._units = np.empty((0, width), dtype)
+        self._lexical_offsets = np.zeros(1, np.int64)
+        self._lexical_ids = np.empty(0, np.int32)
+        self._lexical_weights = np.empty(0, dtype)
+        self._row_of: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return int(doc_id) in self._row_of
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._ids.copy()
+
+    def stats(self) -> dict[str, float]:
+        """Stored unit vectors per document (mean) and bytes per document (units + lexical entries + offsets)."""
+        count = max(len(self), 1)
+        arrays = (self._units, self._lexical_ids, self._lexical_weights, self._unit_offsets, self._lexical_offsets,
+                  self._ids)
+        return {"documents": len(self), "vectors_per_document": len(self._units) / count,
+                "lexical_entries_per_document": len(self._lexical_ids) / count,
+                "unit_bytes_per_document": self._units.nbytes / count,
+                "bytes_per_document": sum(a.nbytes for a in arrays) / count}
+
+    def add(self, ids: Sequence[int], encoded: Sequence[dict]) -> None:
+        """Add documents: ids (N,) and their ``HyTEPhraseModel.encode_phrases(role="document")`` dicts."""
+        ids = np.asarray(ids, dtype=np.int64).ravel()
+        if len(ids) != len(encoded):
+            raise ValueError(f"{len(ids)} ids for {len(encoded)} encoded documents")
+        clash = [int(i) for i in ids if int(i) in self._row_of]
+        if clash or len(set(ids.tolist())) != len(ids):
+            raise ValueError(f"ids already stored or repeated (first: {clash[:3] or 'repeated in the batch'}); remove "
+                             "them first")
+        units, lexical_ids, lexical_weights = [], [], []
+        for entry in encoded:
+            vectors = np.asarray(entry["units"], dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[1] != self.dim:
+                raise ValueError(f"unit vectors must have shape (u, {self.dim}); got {vectors.shape}")
+            units.append(vectors[:, 1:] if self.geometry == "lorentz" else vectors)
+            lexical_ids.append(np.asarray(entry["lexical_ids"], dtype=np.int32))
+            lexical_weights.append(np.asarray(entry["lexical_weights"], dtype=np.float32))
+        first = len(self._ids)
+        self._units = np.concatenate([self._units, *[u.astype(self.dtype) for u in units]])
+        self._unit_offsets = np.concatenate([self._unit_offsets, self._unit_offsets[-1]
+                                             + np.cumsum([len(u) for u in units], dtype=np.int64)])
+        self._lexical_ids = np.concatenate([self._lexical_ids, *lexical_ids])
+        self._lexical_weights = np.concatenate([self._lexical_weights, *[w.astype(self.dtype)
+                                                                         for w in lexical_weights]])
+        self._lexical_offsets = np.concatenate([self._lexical_offsets, self._lexical_offsets[-1]
+                                                + np.cumsum([len(i) for i in lexical_ids], dtype=np.int64)])
+        self._ids = np.concatenate([self._ids, ids])
+        self._row_of.update({int(doc_id): first + k for k, doc_id in enumerate(ids)})
+
+    def remove(self, ids: Sequence[int]) -> int:
+        """Remove documents by id (unknown ids are ignored); returns how many were removed. Compacts the arrays."""
+        rows = sorted({self._row_of[int(i)] for i in np.asarray(ids, dtype=np.int64).ravel() if int(i) in self._row_of})
+        if not rows:
+            return 0
+        keep = np.ones(len(self._ids), bool)
+        keep[rows] = False
+        self._units, self._unit_offsets = _keep_rows(self._units, self._unit_offsets, keep)
+        lexical_offsets = self._lexical_offsets
+        self._lexical_ids, self._lexical_offsets = _keep_rows(self._lexical_ids, lexical_offsets, keep)
+        self._lexical_weights, _ = _keep_rows(self._lexical_weights, lexical_offsets, keep)
+        self._ids = self._ids[keep]
+        self._row_of = {int(doc_id): row for row, doc_id in enumerate(self._ids)}
+        return len(rows)
+
+    def _rows(self, ids: np.ndarray) -> np.ndarray:
+        try:
+            return np.fromiter((self._row_of[int(i)] for i in ids), dtype=np.int64, count=len(ids))
+        except KeyError as error:
+            raise KeyError(f"document id {error.args[0]} is in the global index but not in the phrase store; "
+                           "add and remove documents through PhraseIndex so both stay in step") from None
+
+    def gather_units(self, ids: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Unit vectors of documents ``ids`` (N,): flat (M, D) float32 points/vectors and their document (M,) in
+        0..N-1. Lorentz points get their time coordinate re-derived from the stored space part."""
+        rows = self._rows(ids)
+        starts, ends = self._unit_offsets[rows], self._unit_offsets[rows + 1]
+        lengths = ends - starts
+        flat_index = np.repeat(ends - lengths.cumsum(), lengths) + np.arange(lengths.sum())
+        vectors = torch.from_numpy(self._units[flat_index].astype(np.float32))
+        if self.geometry == "lorentz":
+            vectors = lorentz.add_time(vectors, self.curvature)
+        return vectors, torch.from_numpy(np.repeat(np.arange(len(ids)), lengths))
+
+    def lexical_scores(self, query: dict, ids: np.ndarray) -> np.ndarray:
+        """S_L(q, d) = sum_t w_q(t) w_d(t) for documents ``ids``: (N,) float32."""
+        rows = self._rows(ids)
+        starts, ends = self._lexical_offsets[rows], self._lexical_offsets[rows + 1]
+        lengths = ends - starts
+        flat_index = np.repeat(ends - lengths.cumsum(), lengths) + np.arange(lengths.sum())
+        query_ids = np.asarray(query["lexical_ids"], dtype=np.int64)
+        dense = np.zeros(max(int(query_ids.max(initial=-1)) + 1, int(self._lexical_ids.max(initial=-1)) + 1),
+                         np.float32)
+        dense[query_ids] = query["lexical_weights"]
+        products = dense[self._lexical_ids[flat_index]] * self._lexical_weights[flat_index].astype(np.float32)
+        return np.bincount(np.repeat(np.arange(len(ids)), lengths), weights=products, minlength=len(ids)
+                           ).astype(np.float32)
+
+    def phrase_scores(self, query: dict, ids: np.ndarray) -> np.ndarray:
+        """S_P(q, d) = sum_s a_q(s) max_t s(p_s, p_t) for documents ``ids``: (N,) float32 (-inf: no units).
+
+        The same score as ``modeling_hyte_phrase.weighted_maxsim`` without padding: the max runs per document
+        over its own units (a segment max), so there is nothing to mask.
+        """
+        flat, segment = self.gather_units(ids)
+        return segment_maxsim(torch.as_tensor(np.asarray(query["units"], np.float32)),
+                              torch.as_tensor(np.asarray(query["weights"], np.float32)), flat, segment, len(ids),
+                              self.geometry, self.curvature).numpy()
+
+    # ---------------------------------------------------------------- persistence
+
+    def write(self, directory: Path) -> None:
+        """Write the arrays (``.npy``) and ``store.json`` into an existing directory (not atomic by itself)."""
+        arrays = dict(zip(STORE_ARRAYS, (self._ids, self._unit_offsets, self._units, self._lexical_offsets,
+                                         self._lexical_ids, self._lexical_weights)))
+        for name, array in arrays.items():
+            np.save(directory / f"{name}.npy", array)
+        metadata = {"format_version": STORE_FORMAT_VERSION, "dim": self.dim, "geometry": self.geometry,
+                    "curvature": self.curvature, "dtype": self.dtype, "count": len(self)}
+        (directory / "store.json").write_text(json.dumps(metadata, indent=2) + "\n")
+
+    @classmethod
+    def read(cls, directory: Path) -> PhraseStore:
+        metadata = json.loads((directory / "store.json").read_text())
+        if metadata.get("format_version") != STORE_FORMAT_VERSION:
+            raise ValueError(f"{directory}: phrase store format {metadata.get('format_version')!r} is not supported")
+        store = cls(metadata["dim"], metadata["geometry"], metadata["curvature"], metadata["dtype"])
+        arrays = {name: np.load(directory / f"{name}.npy") for name in STORE_ARRAYS}
+        (store._ids, store._unit_offsets, store._units, store._lexical_offsets, store._lexical_ids,
+         store._lexical_weights) = (arrays[name] for name in STORE_ARRAYS)
+        if len(store._ids) != metadata["count"] or len(store._unit_offsets) != len(store._ids) + 1:
+            raise ValueError(f"{directory}: the phrase store's arrays do not match its metadata (count "
+                             f"{metadata['count']}); the store is damaged, rebuild it")
+        store._row_of = {int(doc_id): row for row, doc_id in enumerate(store._ids)}
+        return store
+
+
+def _keep_rows(values: np.ndarray, offsets: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Drop the rows of a ragged array (values + offsets) where ``keep`` is False."""
+    lengths = np.diff(offsets)
+    mask = np.repeat(keep, lengths)
+    return values[mask], np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
+
+
+def segment_maxsim(query_units: torch.Tensor, query_weights: torch.Tensor, flat: torch.Tensor,
+                   segment: torch.Tensor, count: int, geometry: str, curvature: float) -> torch.Tensor:
+    """Weighted MaxSim of one query against ``count`` documents whose units are concatenated.
+
+    query_units (A, D), query_weights (A,), flat (M, D) document units, segment (M,) their document in 0..count-1
+    -> (count,). The max over a document's units is a segment max starting from -inf, so a document without units
+    scores -inf and nothing else needs masking; lorentz maxima go through -arccosh afterwards (monotone map).
+    """
+    queries = lorentz.flip_time(query_units) if geometry == "lorentz" else query_units
+    raw = queries.float() @ flat.float().T  # (A, M)
+    best = torch.full((len(query_units), count), -math.inf)
+    best = best.scatter_reduce(1, segment.unsqueeze(0).expand(len(query_units), -1), raw, "amax")
+    if geometry == "lorentz":
+        finite = torch.isfinite(best)
+        best = torch.where(finite, -lorentz.distance_from_inner(torch.where(finite, best, -1e30), curvature), best)
+    return (query_weights.float().unsqueeze(1) * best).sum(0)
+
+
+def fuse(views: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
+    """Weighted sum of per-view scores over one query's candidates, each view z-normalised first.
+
+    A view that is constant over the candidates contributes 0; -inf scores (a document without units) stay the
+    worst candidates.
+    """
+    total = np.zeros(len(next(iter(views.values()))), np.float64)
+    for name, scores in views.items():
+        scores = np.asarray(scores, np.float64)
+        finite = np.isfinite(scores)
+        if not finite.any():
+            continue
+        mean, std = scores[finite].mean(), scores[finite].std()
+        z = np.where(finite, (scores - mean) / std if std > 0 else 0.0, -np.inf)
+        total += weights.get(name, 0.0) * z if weights.get(name, 0.0) else 0.0
+    return total
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Global index for Euclidean models
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class EuclideanFlatIndex:
+    """Exact inner-product search over normalised vectors (the euclidean model's global view), FAISS with ids."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = int(dim)
+        self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+
+    def __len__(self) -> int:
+        return self._index.ntotal
+
+    def add(self, vectors: Any, ids: Any) -> None:
+        self._index.add_with_ids(np.ascontiguousarray(vectors, np.float32), np.asarray(ids, np.int64))
+
+    def remove(self, ids: Any) -> int:
+        return int(self._index.remove_ids(np.asarray(ids, np.int64)))
+
+    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+        scores, labels = self._index.search(np.ascontiguousarray(queries, np.float32), k)
+        scores[labels < 0] = -np.inf
+        return scores, labels
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir()
+        faiss.write_index(self._index, str(directory / "index.faiss"))
+        (directory / "metadata.json").write_text(json.dumps({"dim": self.dim, "kind": "euclidean-flat"}) + "\n")
+
+    @classmethod
+    def load(cls, directory: Path) -> EuclideanFlatIndex:
+        metadata = json.loads((directory / "metadata.json").read_text())
+        index = cls(metadata["dim"])
+        index._index = faiss.read_index(str(directory / "index.faiss"))
+        return index
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Global index + phrase store
+# ----------------------------------------------------------------------------------------------------------------
+
+PHRASE_INDEX_FILE = "phrase_index.json"
+
+
+class PhraseIndex:
+    """A global index (candidate generation) and a ``PhraseStore`` (reranking) over the same document ids.
+
+    Build with ``PhraseIndex.create`` (empty) and ``add_texts`` / ``add``; ``search`` takes query dicts from
+    ``HyTEPhraseModel.encode_phrases(role="query")`` (``search_texts`` encodes for you).
+    """
+
+    def __init__(self, global_index: LorentzIndex | EuclideanFlatIndex, store: PhraseStore,
+                 fusion: dict[str, float] | None = None, model_name: str | None = None) -> None:
+        self.global_index, self.store = global_index, store
+        self.fusion = dict(fusion or {"global": 1.0, "phrase": 1.0, "lexical": 0.2})
+        self.model_name = model_name
+
+    @classmethod
+    def create(cls, model, kind: str = "flat", dtype: str = "float32", model_name: str | None = None,
+               **index_options) -> PhraseIndex:
+        """An empty index for ``model`` (a HyTEPhraseModel): its geometry, width, curvature and fusion weights."""
+        config = model.config
+        geometry = config.geometry
+        dim = model.backbone.config.hidden_size
+        curvature = float(model.curvature)
+        if geometry == "lorentz":
+            global_index = LorentzIndex(dim, curvature, kind=kind, model_name=model_name, **index_options)
+        elif kind != "flat":
+            raise ValueError(f"euclidean phrase models support kind 'flat' only; got {kind!r}")
+        else:
+            global_index = EuclideanFlatIndex(dim)
+        fusion = {"global": config.fusion_global, "phrase": config.fusion_phrase, "lexical": config.fusion_lexical}
+        return cls(global_index, PhraseStore(dim, geometry, curvature, dtype), fusion, model_name)
+
+    @property
+    def geometry(self) -> str:
+        return self.store.geometry
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def add(self, ids: Sequence[int], encoded: Sequence[dict]) -> None:
+        """Add encoded documents (``encode_phrases(role="document")``) under ``ids`` to both parts."""
+        ids = np.asarray(ids, np.int64)
+        self.store.add(ids, encoded)  # validates first: a rejected batch touches neither part
+        try:
+            self.global_index.add(np.stack([e["global"] for e in encoded]).astype(np.float32), ids)
+        except BaseException:
+            self.store.remove(ids)
+            raise
+
+    def add_texts(self, model, tokenizer, texts: Sequence[str], ids: Sequence[int] | None = None,
+                  batch_size: int = 32, **encode_options) -> np.ndarray:
+        """Encode documents with ``model`` and add them; ids default to (largest stored id + 1) onwards."""
+        if ids is None:
+            start = int(self.store.ids.max()) + 1 if len(self.store) else 0
+            ids = np.arange(start, start + len(texts))
+        self.add(ids, model.encode_phrases(list(texts), tokenizer, role="document", batch_size=batch_size,
+                                           **encode_options))
+        return np.asarray(ids, np.int64)
+
+    def remove(self, ids: Sequence[int]) -> int:
+        """Remove documents from both parts; returns how many the store held."""
+        self.global_index.remove(np.asarray(ids, np.int64))
+        return self.store.remove(ids)
+
+    def _global_scores(self, scores: np.ndarray) -> np.ndarray:
+        """Global index scores on the phrase scale: cosines, or minus geodesic distances (lorentz)."""
+        if self.geometry == "lorentz":
+            return -lorentz.distance_from_inner(torch.as_tensor(scores, dtype=torch.float64),
+                                                self.store.curvature).numpy().astype(np.float32)
+        return scores
+
+    def search(self, queries: Sequence[dict], k: int = 10, rerank: str | None = None, k_candidates: int = 100,
+               fusion: dict[str, float] | None = None, **search_options) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` documents per query: (scores (Q, k) float32, ids (Q, k) int64), padded with -inf / -1.
+
+        ``rerank`` None ranks by the global view alone (the first ``k`` of the candidates); "phrase", "lexical" or
+        "hybrid" rescore the global top ``k_candidates`` (module docstring). ``fusion`` overrides the hybrid
+        weights ({"global", "phrase", "lexical"}). ``search_options`` go to the global index (nprobe, ef_search).
+        """
+        if rerank is not None and rerank not in RERANK_MODES:
+            raise ValueError(f"rerank must be None or one of {RERANK_MODES}; got {rerank!r}")
+        pool = k if rerank is None else max(k, k_candidates)
+        global_queries = np.stack([q["global"] for q in queries]).astype(np.float32)
+        raw, candidates = self.global_index.search(global_queries, pool, **search_options)
+        out_scores = np.full((len(queries), k), -np.inf, np.float32)
+        out_ids = np.full((len(queries), k), -1, np.int64)
+        for row, query in enumerate(queries):
+            found = candidates[row] >= 0
+            ids = candidates[row][found]
+            views = {"global": self._global_scores(raw[row][found])}
+            if rerank in ("phrase", "hybrid"):
+                views["phrase"] = self.store.phrase_scores(query, ids)
+            if rerank in ("lexical", "hybrid"):
+                views["lexical"] = self.store.lexical_scores(query, ids)
+            scores = (fuse(views, fusion or self.fusion) if rerank == "hybrid"
+                      else views[rerank or "global"]).astype(np.float32)
+            # Stable: equal scores keep the global order.
+            order = np.argsort(-scores, kind="stable")[:k]
+            out_scores[row, : len(order)], out_ids[row, : len(order)] = scores[order], ids[order]
+        return out_scores, out_ids
+
+    def search_texts(self, model, tokenizer, texts: Sequence[str], k: int = 10, **options):
+        """``search`` for query texts, encoded with ``model`` (which must be the model that built the index)."""
+        encode_keys = ("budget", "unit", "tags", "max_length")
+        encode = {key: options.pop(key) for key in encode_keys if key in options}
+        return self.search(model.encode_phrases(list(texts), tokenizer, role="query", **encode), k, **options)
+
+    # ---------------------------------------------------------------- persistence
+
+    def save(self, directory: str | os.PathLike) -> None:
+        """Save the global index (``global/``), the store (``phrase/``) and ``phrase_index.json`` together,
+        atomically (``atomic_directory``): a crash at any point leaves the previous complete save loadable."""
+        def write(staging: Path) -> None:
+            self.global_index.save(staging / "global")
+            (staging / "phrase").mkdir()
+            self.store.write(staging / "phrase")
+            kind = "lorentz" if isinstance(self.global_index, LorentzIndex) else "euclidean-flat"
+            (staging / PHRASE_INDEX_FILE).write_text(json.dumps(
+                {"global_kind": kind, "fusion": self.fusion, "model_name": self.model_name,
+                 "count": len(self.store)}, indent=2) + "\n")
+
+        atomic_directory(directory, write, PHRASE_INDEX_FILE)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> PhraseIndex:
+        target = load_directory(directory, PHRASE_INDEX_FILE)
+        metadata = json.loads((target / PHRASE_INDEX_FILE).read_text())
+        if metadata["global_kind"] == "lorentz":
+            global_index = LorentzIndex.load(target / "global")
+        else:
+            global_index = EuclideanFlatIndex.load(target / "global")
+        store = PhraseStore.read(target / "phrase")
+        if len(global_index) != len(store) or len(store) != metadata["count"]:
+            raise ValueError(f"{target}: the global index holds {len(global_index)} documents and the phrase store "
+                             f"{len(store)} (metadata: {metadata['count']}); the save is damaged, rebuild it")
+        return cls(global_index, store, metadata["fusion"], metadata["model_name"])

@@ -1,0 +1,174 @@
+"""Phrase store and PhraseIndex: reranking equals the model's weighted MaxSim, add/remove keep the global index and
+the store in step, float16 storage, save/load, and saves that are interrupted (an exception, or a killed process)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+from phrase_helpers import TEXTS, tiny_backbone, tiny_phrase_model
+
+from hyte import lorentz as L
+from hyte.modeling_hyte_phrase import Units, weighted_maxsim
+from hyte.retrieval.phrase import PhraseIndex, fuse, segment_maxsim
+
+torch.set_num_threads(1)
+
+DOCUMENTS = TEXTS + ["Short stature", "Congenital heart defect with atrial septal defect", "Ventricular septal defect",
+                     "Chronic kidney disease, stage 3 (moderate)", "Type 1 diabetes mellitus without complications"]
+QUERIES = ["diabetic kidney disease", "hole in the heart wall", "left ventricle outflow"]
+
+
+@pytest.mark.parametrize("geometry", ["euclidean", "lorentz"])
+def test_segment_maxsim_equals_padded_weighted_maxsim(geometry):
+    torch.manual_seed(0)
+    make = (lambda *shape: L.expmap0(torch.randn(*shape, 6), 1.0)) if geometry == "lorentz" else \
+        (lambda *shape: torch.nn.functional.normalize(torch.randn(*shape, 7), dim=-1))
+    query = Units(make(1, 3), torch.rand(1, 3), torch.ones(1, 3, dtype=torch.bool))
+    counts = [2, 5, 1, 3]
+    documents = Units(make(4, 5), torch.ones(4, 5), torch.arange(5).unsqueeze(0) < torch.tensor(counts).view(4, 1))
+    flat = torch.cat([documents.vectors[i, :c] for i, c in enumerate(counts)])
+    segment = torch.cat([torch.full((c,), i) for i, c in enumerate(counts)])
+    expected = weighted_maxsim(query, documents, geometry, 1.0)[0]
+    torch.testing.assert_close(segment_maxsim(query.vectors[0], query.weights[0], flat, segment, 4, geometry, 1.0),
+                               expected)
+
+
+def test_fusion_z_normalises_each_view_and_keeps_documents_without_units_last():
+    views = {"global": np.array([1.0, 2.0, 3.0]), "phrase": np.array([30.0, 10.0, -np.inf])}
+    fused = fuse(views, {"global": 1.0, "phrase": 1.0})
+    assert fused[2] == -np.inf and fused[0] > fused[1]
+    np.testing.assert_allclose(fuse({"global": np.array([5.0, 5.0])}, {"global": 1.0}), [0.0, 0.0])
+
+
+@pytest.fixture(scope="module", params=["euclidean", "lorentz"])
+def model(request, bert_tokenizer):
+    return tiny_phrase_model(tiny_backbone(request.param, bert_tokenizer), bert_tokenizer)
+
+
+def _index(model, tokenizer, dtype="float32"):
+    index = PhraseIndex.create(model, dtype=dtype, model_name="tiny")
+    index.add_texts(model, tokenizer, DOCUMENTS, ids=np.arange(100, 100 + len(DOCUMENTS)))
+    return index
+
+
+def test_rerank_scores_are_the_models_weighted_maxsim_and_lexical_scores(model, bert_tokenizer):
+    index = _index(model, bert_tokenizer)
+    queries = model.encode_phrases(QUERIES, bert_tokenizer, role="query")
+    documents = model.encode_phrases(DOCUMENTS, bert_tokenizer, role="document")
+    scores, ids = index.search(queries, k=len(DOCUMENTS), rerank="phrase", k_candidates=len(DOCUMENTS))
+    geometry = model.config.geometry
+    for row, query in enumerate(queries):
+        q = Units(torch.as_tensor(query["units"]).unsqueeze(0), torch.as_tensor(query["weights"]).unsqueeze(0),
+                  torch.ones(1, len(query["units"]), dtype=torch.bool))
+        for score, doc_id in zip(scores[row], ids[row]):
+            d = documents[doc_id - 100]
+            units = Units(torch.as_tensor(d["units"]).unsqueeze(0), torch.ones(1, len(d["units"])),
+                          torch.ones(1, len(d["units"]), dtype=torch.bool))
+            assert score == pytest.approx(float(weighted_maxsim(q, units, geometry, model.curvature)), rel=1e-4,
+                                          abs=1e-5)
+        assert list(scores[row]) == sorted(scores[row], reverse=True)
+    lexical, lexical_ids = index.search(queries, k=3, rerank="lexical", k_candidates=len(DOCUMENTS))
+    first = documents[lexical_ids[0, 0] - 100]
+    q_weights = dict(zip(queries[0]["lexical_ids"].tolist(), queries[0]["lexical_weights"].tolist()))
+    expected = sum(q_weights.get(t, 0.0) * w for t, w in zip(first["lexical_ids"].tolist(),
+                                                             first["lexical_weights"].tolist()))
+    assert lexical[0, 0] == pytest.approx(expected, rel=1e-5)
+
+
+def test_global_search_is_the_plain_global_ranking_and_hybrid_reranks_the_same_candidates(model, bert_tokenizer):
+    index = _index(model, bert_tokenizer)
+    queries = model.encode_phrases(QUERIES, bert_tokenizer, role="query")
+    documents = model.encode_phrases(DOCUMENTS, bert_tokenizer, role="document")
+    scores, ids = index.search(queries, k=4)
+    global_q = np.stack([q["global"] for q in queries])
+    global_d = np.stack([d["global"] for d in documents])
+    expected = np.argsort(-(global_q @ global_d.T), axis=1, kind="stable")[:, :4] + 100
+    np.testing.assert_array_equal(ids, expected)
+    _, candidates = index.search(queries, k=4)
+    _, hybrid = index.search(queries, k=4, rerank="hybrid", k_candidates=4)
+    assert all(set(h) == set(c) for h, c in zip(hybrid, candidates))  # reranking never leaves the pool
+
+
+def test_add_remove_keep_both_parts_in_step_and_float16_stays_close(model, bert_tokenizer):
+    index = _index(model, bert_tokenizer)
+    stats32 = index.store.stats()
+    assert index.remove([101, 104, 999]) == 2
+    assert len(index) == len(index.global_index) == len(DOCUMENTS) - 2
+    queries = model.encode_phrases(QUERIES, bert_tokenizer, role="query")
+    _, ids = index.search(queries, k=len(DOCUMENTS), rerank="hybrid", k_candidates=20)
+    assert not ({101, 104} & set(ids.ravel().tolist()))
+    with pytest.raises(ValueError, match="already stored"):
+        index.add([100], model.encode_phrases(DOCUMENTS[:1], bert_tokenizer))
+    half = _index(model, bert_tokenizer, dtype="float16")
+    assert half.store.stats()["unit_bytes_per_document"] == pytest.approx(stats32["unit_bytes_per_document"] / 2)
+    full_scores, full_ids = _index(model, bert_tokenizer).search(queries, k=5, rerank="phrase", k_candidates=8)
+    half_scores, _ = half.search(queries, k=5, rerank="phrase", k_candidates=8)
+    np.testing.assert_allclose(half_scores, full_scores, rtol=2e-2, atol=2e-2)
+
+
+def test_save_load_round_trip_gives_identical_results(model, bert_tokenizer, tmp_path):
+    index = _index(model, bert_tokenizer)
+    queries = model.encode_phrases(QUERIES, bert_tokenizer, role="query")
+    expected = index.search(queries, k=5, rerank="hybrid", k_candidates=8)
+    index.save(tmp_path / "idx")
+    loaded = PhraseIndex.load(tmp_path / "idx")
+    for got, want in zip(loaded.search(queries, k=5, rerank="hybrid", k_candidates=8), expected):
+        np.testing.assert_array_equal(got, want)
+    assert loaded.fusion == index.fusion and loaded.model_name == "tiny"
+
+
+def test_an_interrupted_save_leaves_the_previous_index_loadable(model, bert_tokenizer, tmp_path, monkeypatch):
+    import os
+
+    index = _index(model, bert_tokenizer)
+    queries = model.encode_phrases(QUERIES, bert_tokenizer, role="query")
+    index.save(tmp_path / "idx")
+    before = index.search(queries, k=5, rerank="phrase", k_candidates=8)
+    index.remove([100, 102])
+
+    # 1. An exception while the new copy is moved into place: the old one is put back.
+    real_replace = os.replace
+
+    def failing_replace(source, destination):
+        if os.path.basename(source).startswith(".idx.tmp-"):  # the new copy -> idx (idx is already the backup)
+            raise OSError("disk full (simulated)")
+        return real_replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError, match="simulated"):
+        index.save(tmp_path / "idx")
+    monkeypatch.setattr(os, "replace", real_replace)
+    for got, want in zip(PhraseIndex.load(tmp_path / "idx").search(queries, k=5, rerank="phrase", k_candidates=8),
+                         before):
+        np.testing.assert_array_equal(got, want)
+    assert [p.name for p in tmp_path.iterdir()] == ["idx"]  # no staging or backup left behind
+
+    # 2. The process is killed between the two renames: the backup is what load finds.
+    script = tmp_path / "killed_save.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, torch
+        from hyte.retrieval.phrase import PhraseIndex
+        index = PhraseIndex.load({str(tmp_path / 'idx')!r})
+        index.remove([100, 102])
+        real_replace = os.replace
+        def replace(source, destination):
+            if os.path.basename(source).startswith(".idx.tmp-"):  # idx is already the backup; the new copy waits
+                os._exit(9)
+            real_replace(source, destination)
+        os.replace = replace
+        index.save({str(tmp_path / 'idx')!r})
+    """))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 9, result.stderr
+    assert not (tmp_path / "idx").exists() and (tmp_path / ".idx.previous").is_dir()
+    with pytest.warns(UserWarning, match="interrupted"):
+        recovered = PhraseIndex.load(tmp_path / "idx")
+    for got, want in zip(recovered.search(queries, k=5, rerank="phrase", k_candidates=8), before):
+        np.testing.assert_array_equal(got, want)
+    recovered.save(tmp_path / "idx")  # the next save completes and cleans up
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["idx"]
