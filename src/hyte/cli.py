@@ -7,6 +7,7 @@
     hyte index search --index DIR --model M --query TEXT [--k 10]
     hyte rag "QUESTION" --index DIR [--model M] [--k 4] [--generator PATH_OR_ID]   answer with citations, offline
     hyte train mlm|contrastive|finetune --config FILE [--resume]
+    hyte train compatible --old OLD_MODEL --config FILE    a new model whose queries search OLD_MODEL's index
     hyte eval retrieval|hierarchy|build-hierarchy|radius|report|mteb ...
     hyte bench [--quick]                        speed and ANN benchmarks -> benchmarks/results, BENCHMARKS.md
     hyte push MODEL_DIR --repo-id ORG/NAME [--private] [--revision R] [--dry-run DIR] [--adapter]
@@ -92,8 +93,11 @@ def _index_build(args: argparse.Namespace) -> int:
     if not texts:
         raise UserError(f"{args.input} holds no texts")
     encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
+    from .lineage import weights_fingerprint
+
     vectors = encoder.encode(texts, role="document", batch_size=args.batch_size, show_progress_bar=True)
-    index = LorentzIndex(encoder.dim, encoder.curvature, kind=args.kind, model_name=str(args.model))
+    index = LorentzIndex(encoder.dim, encoder.curvature, kind=args.kind, model_name=str(args.model),
+                         model_fingerprint=weights_fingerprint(encoder.model))
     index.add(vectors)
     index.save(args.output)
     # The texts travel with the index so that search and `hyte rag` can show them; row i has index id i.
@@ -109,8 +113,13 @@ def _index_search(args: argparse.Namespace) -> int:
     from .encoders import load_encoder
     from .retrieval import LorentzIndex
 
-    index = LorentzIndex.load(args.index, expected_model=str(args.model) if args.check_model else None)
+    from .lineage import compatible_with, weights_fingerprint
+
+    index = LorentzIndex.load(args.index)
     encoder = load_encoder(args.model, kind="hyte")
+    # The query model must be the index's model or declared compatible with it (hyte.lineage); then the shapes.
+    index.check_query_model(str(args.model), weights_fingerprint(encoder.model), compatible_with(encoder.model),
+                            allow_incompatible=not args.check_model)
     index.check_compatible(dim=encoder.dim, curvature=encoder.curvature)
     store = Path(args.index) / "documents.jsonl"
     documents = [json.loads(line) for line in store.open(encoding="utf-8")] if store.is_file() else None
@@ -258,7 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--queries", help=".txt or .jsonl of queries")
     search.add_argument("--k", type=int, default=10)
     search.add_argument("--no-check-model", dest="check_model", action="store_false",
-                        help="allow a model other than the one the index was built with (same dimension)")
+                        help="experts: allow a query model that is neither the index's model nor declared "
+                             "compatible with it (hyte train compatible); same dimension and curvature still "
+                             "required")
     search.set_defaults(func=_index_search)
 
     rag = sub.add_parser("rag", help="answer a question from an index with a local generator, with citations")

@@ -178,6 +178,8 @@ class LorentzIndex:
         curvature: c > 0 of the hyperboloid <x,x>_L = -c.
         kind: "flat" (exact, default), "ivf" or "hnsw" (approximate; see the module docstring).
         model_name: the model whose embeddings this holds; saved with the index and checked on load.
+        model_fingerprint: ``hyte.lineage.weights_fingerprint`` of that model; saved with the index, and
+            ``check_query_model`` admits only queries from this model or from one declared compatible with it.
         metric: "inner_product" for flat/ivf, "l2" for hnsw (the defaults). "inner_product" with "hnsw" raises.
         nlist: IVF list count; None picks ~4 sqrt(N) from the first ``add`` (the IVF is trained on that batch).
         nprobe: IVF lists searched per query (default ``DEFAULT_NPROBE``).
@@ -196,6 +198,7 @@ class LorentzIndex:
         kind: str = "flat",
         model_name: str | None = None,
         *,
+        model_fingerprint: str | None = None,
         metric: str | None = None,
         nlist: int | None = None,
         nprobe: int = DEFAULT_NPROBE,
@@ -214,6 +217,7 @@ class LorentzIndex:
         self.kind = kind
         self.metric = _check_metric(kind, metric)
         self.model_name = model_name
+        self.model_fingerprint = model_fingerprint
         if threads is not None:
             faiss.omp_set_num_threads(_check_positive_int("threads", threads))
 
@@ -248,7 +252,7 @@ class LorentzIndex:
 
     def __repr__(self) -> str:
         return (f"LorentzIndex(kind={self.kind!r}, dim={self.dim}, curvature={self.curvature}, "
-                f"model_name={self.model_name!r}, count={len(self)}, options={self.options})")
+                f"model_name={self.model_name!r}, model_fingerprint={self.model_fingerprint!r}, count={len(self)}, options={self.options})")
 
     # ------------------------------------------------------------------ validation
 
@@ -332,6 +336,40 @@ class LorentzIndex:
                 "this index cannot be used with these embeddings: " + "; ".join(problems)
                 + ". Rebuild the index with the model you query with; vectors of different models are not comparable."
             )
+
+    def check_query_model(self, model_name: str | None, fingerprint: str | None,
+                          compatible_with: list[dict] | None = None, *, allow_incompatible: bool = False) -> str:
+        """Refuse (``IncompatibleIndexError``) queries from a model that may not search this index.
+
+        Admitted: the model that built the index (same weights fingerprint), or a model whose config declares
+        compatibility with it (``compatible_with`` holds an entry with this index's fingerprint; see
+        ``hyte.lineage``). An index saved without a fingerprint falls back to comparing model names.
+        ``allow_incompatible=True`` (experts: you know the two spaces agree) skips the check. Returns how the
+        query model was admitted: "same model", "declared compatible", "same name" or "not checked".
+        """
+        if allow_incompatible:
+            return "not checked"
+        if self.model_fingerprint is None:
+            if model_name is None or self.model_name is None or model_name == self.model_name:
+                return "same name"
+            raise IncompatibleIndexError(
+                f"this index was built by model {self.model_name!r}, not by the query model {model_name!r} (the "
+                f"index records no weights fingerprint, so only the name can be compared). Rebuild the index with "
+                f"the query model, or pass allow_incompatible=True (hyte index search --no-check-model) if you "
+                f"know the two models share one embedding space.")
+        if fingerprint == self.model_fingerprint:
+            return "same model"
+        declared = [e for e in compatible_with or [] if e.get("fingerprint") == self.model_fingerprint]
+        if declared:
+            return "declared compatible"
+        listed = ", ".join(f"{e.get('model')!r} ({e.get('fingerprint')})" for e in compatible_with or []) or "none"
+        raise IncompatibleIndexError(
+            f"this index was built by model {self.model_name!r} (weights fingerprint {self.model_fingerprint}); "
+            f"the query model {model_name!r} (fingerprint {fingerprint}) is neither that model nor declared "
+            f"compatible with it (its config's compatible_with lists: {listed}). Its query vectors would be "
+            f"compared with documents of another embedding space. Re-encode the corpus with the query model, or "
+            f"train the query model with `hyte train compatible --old <the index's model>`; experts who know the "
+            f"spaces agree can pass allow_incompatible=True (hyte index search --no-check-model).")
 
     # ------------------------------------------------------------------ add / remove
 
@@ -521,6 +559,7 @@ class LorentzIndex:
             "hyte_version": _hyte_version,
             "faiss_version": faiss.__version__,
             "model_name": self.model_name,
+            "model_fingerprint": self.model_fingerprint,
             "curvature": self.curvature,
             "dim": self.dim,
             "kind": self.kind,
@@ -587,8 +626,10 @@ class LorentzIndex:
         if metadata.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{target}: index format version {metadata.get('format_version')!r} is not supported "
                              f"(this hyte reads version {FORMAT_VERSION})")
+        # model_fingerprint is absent from indexes saved before lineage was recorded (same format otherwise).
         index = cls(metadata["dim"], metadata["curvature"], metadata["kind"], metadata["model_name"],
-                    metric=metadata["metric"], threads=threads, **metadata["options"])
+                    model_fingerprint=metadata.get("model_fingerprint"), metric=metadata["metric"], threads=threads,
+                    **metadata["options"])
         index.check_compatible(expected_model, expected_dim, expected_curvature)
         index._index = faiss.read_index(str(target / INDEX_FILE))
         expected_width = index.dim + 1 if index.kind == "hnsw" else index.dim

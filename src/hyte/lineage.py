@@ -1,0 +1,56 @@
+"""Model lineage: which model built an index, and which models may search it.
+
+A model is identified by a **fingerprint of its weights** (``weights_fingerprint``): a hash of every tensor of its
+``state_dict`` (names, dtypes, shapes and bytes), so a model renamed, copied or pushed to the Hub keeps its
+fingerprint, and a model fine-tuned by one step gets a new one.
+
+A model trained for backward compatibility (``hyte train compatible --old OLD``) declares it in its config, as the
+extra config attribute ``compatible_with`` (saved in ``config.json``, read back by ``from_pretrained``)::
+
+    "compatible_with": [{"model": "runs/old/final", "fingerprint": "3f9c...", "relation": "queries->documents"}]
+
+meaning: *this model's query vectors may search an index of documents embedded by the model with that fingerprint*.
+The relation is not transitive and not symmetric: an old model's queries do not search a new model's index.
+
+``LorentzIndex`` stores the fingerprint of the model that built it and refuses queries from a model that is neither
+that model nor declared compatible with it (``LorentzIndex.check_query_model``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import torch
+
+# Relation recorded in a compatible_with entry: this model's queries search the named model's document index.
+QUERIES_SEARCH_DOCUMENTS = "queries->documents"
+
+
+def weights_fingerprint(model: torch.nn.Module) -> str:
+    """First 16 hex digits of a SHA-256 over the model's state_dict, in name order (names, dtypes, shapes, bytes).
+
+    Deterministic across processes and save/load round trips (safetensors stores the same bytes); independent of
+    the device. A DDP or PEFT wrapper must be unwrapped first (its state_dict names differ).
+    """
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        tensor = tensor.detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        # A byte view works for every dtype (numpy has no bfloat16).
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return digest.hexdigest()[:16]
+
+
+def compatible_with(model: torch.nn.Module) -> list[dict[str, Any]]:
+    """The lineage entries a model's config declares (``[]`` for a model trained without an old model)."""
+    entries = getattr(getattr(model, "config", None), "compatible_with", None) or []
+    return [dict(entry) for entry in entries]
+
+
+def declare_compatible(model: torch.nn.Module, old_name: str, old_fingerprint: str) -> None:
+    """Record in ``model.config`` that its queries search indexes built by the old model (replaces an entry with
+    the same fingerprint)."""
+    entries = [e for e in compatible_with(model) if e.get("fingerprint") != old_fingerprint]
+    entries.append({"model": old_name, "fingerprint": old_fingerprint, "relation": QUERIES_SEARCH_DOCUMENTS})
+    model.config.compatible_with = entries
