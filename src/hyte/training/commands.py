@@ -1,4 +1,5 @@
-"""``hyte train mlm | contrastive | finetune --config FILE [--resume] [--set section.field=value ...]``."""
+"""``hyte train mlm | contrastive | finetune | compatible --config FILE [--resume] [--set section.field=value ...]``
+(``compatible`` also takes ``--old OLD_MODEL``, the same as ``--set compatible.old_model=OLD_MODEL``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ def _train(args: argparse.Namespace) -> int:
     from .stages import run
 
     overrides = dict(_parse_override(item) for item in args.set)
+    if getattr(args, "old", None):
+        overrides["compatible.old_model"] = args.old
     config = load_config(args.config, overrides)
     if config.stage != args.stage:
         raise ConfigError(f"{args.config} is a '{config.stage}' config; run it with `hyte train {config.stage}`")
@@ -37,10 +40,15 @@ def add_commands(subparsers) -> None:
     stages = train.add_subparsers(dest="stage", required=True)
     for stage, description in (("mlm", "masked-language modelling of HyTE-FH / EucBERT"),
                                ("contrastive", "contrastive pairs, in-batch negatives"),
-                               ("finetune", "contrastive fine-tuning with mined hard negatives")):
+                               ("finetune", "contrastive fine-tuning with mined hard negatives"),
+                               ("compatible", "a new model whose queries search an old model's index (HBCT)")):
         parser = stages.add_parser(stage, help=description)
         parser.add_argument("--config", required=True, help="YAML or JSON run configuration")
         parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
         parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                             help="override a config field, e.g. --set training.max_steps=20")
+        if stage == "compatible":
+            parser.add_argument("--old", default=None, metavar="OLD_MODEL",
+                                help="the old HyTE model whose index the new model must search (frozen; its "
+                                     "document embeddings are computed once); overrides compatible.old_model")
         parser.set_defaults(func=_train)

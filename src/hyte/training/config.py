@@ -23,7 +23,7 @@ from typing import Any
 
 from ..bundled import BUNDLED, BUNDLED_MINILM
 
-STAGES = ("mlm", "contrastive", "finetune")
+STAGES = ("mlm", "contrastive", "finetune", "compatible")
 
 
 class ConfigError(ValueError):
@@ -159,6 +159,31 @@ class EvaluationSpec:
 
 
 @dataclass
+class CompatibleSpec:
+    """Backward-compatible training (stage ``compatible``, hyte.training.compatible): the new model's task loss plus
+    weight x (cone term + alignment term) against a frozen old model whose document embeddings are cached once."""
+
+    old_model: str | None = None  # the old HyTE model (folder / hub id); `hyte train compatible --old` sets it
+    weight: float = 1.0  # lambda in L = L_task + lambda (L_cone + L_align)
+    # "rince": robust InfoNCE (Chuang et al. 2022) with exponent q per anchor (HBCT); "infonce": plain InfoNCE over
+    # the same new-anchor x old-document logits; "l2": the Euclidean BCT baseline, squared L2 distance between the
+    # new anchor and its old positive in the tangent space at the origin (logmap0); "none": no alignment term.
+    alignment: str = "rince"
+    cone: bool = True  # entailment-cone term: each new document inside the cone of its old embedding
+    # Where the RINCE exponent (and the cone widening) comes from: "uncertainty" = q(h_old) = 1 - tanh(d(o, h_old) /
+    # sqrt(c)) of the old positive document; "fixed" = q_fixed for all; "permuted" = the uncertainty values
+    # shuffled across the cached documents (same distribution, random assignment: the reviewers' control).
+    q: str = "uncertainty"
+    q_fixed: float = 0.5
+    rince_lambda: float = 0.01  # RINCE's density weight lambda
+    # Cone half-aperture arcsin(2 K_i sqrt(c) / ||x_s||) at the old point with K_i = cone_min_radius (1 + q_i) when
+    # cone_widening (uncertain old embeddings get wider cones), else K_i = cone_min_radius.
+    cone_min_radius: float = 0.1
+    cone_widening: bool = True
+    permutation_seed: int = 0  # seed of the "permuted" control
+
+
+@dataclass
 class RunConfig:
     stage: str
     model: ModelSpec = field(default_factory=ModelSpec)
@@ -169,13 +194,14 @@ class RunConfig:
     mining: MiningSpec = field(default_factory=MiningSpec)
     lora: LoraSpec = field(default_factory=LoraSpec)
     evaluation: EvaluationSpec = field(default_factory=EvaluationSpec)
+    compatible: CompatibleSpec = field(default_factory=CompatibleSpec)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
 SECTIONS = {"model": ModelSpec, "data": DataSpec, "training": TrainingSpec, "mlm": MLMSpec, "loss": LossSpec,
-            "mining": MiningSpec, "lora": LoraSpec, "evaluation": EvaluationSpec}
+            "mining": MiningSpec, "lora": LoraSpec, "evaluation": EvaluationSpec, "compatible": CompatibleSpec}
 
 
 # How errors describe the value a field's annotated type wants.
@@ -312,3 +338,21 @@ def validate(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: loss.hierarchy_weight > 0 needs data.hierarchy: true (the parent pairs)")
     if config.stage == "finetune" and config.mining.num_negatives < 1:
         raise ConfigError(f"{source}: stage finetune needs mining.num_negatives >= 1")
+    if config.stage == "compatible":
+        _validate_compatible(config, source)
+
+
+def _validate_compatible(config: RunConfig, source: str) -> None:
+    spec = config.compatible
+    if not spec.old_model:
+        raise ConfigError(f"{source}: stage compatible needs the old model: compatible.old_model or --old OLD_MODEL")
+    if spec.alignment not in ("rince", "infonce", "l2", "none"):
+        raise ConfigError(f"{source}: compatible.alignment must be rince, infonce, l2 or none; got {spec.alignment!r}")
+    if spec.q not in ("uncertainty", "fixed", "permuted"):
+        raise ConfigError(f"{source}: compatible.q must be uncertainty, fixed or permuted; got {spec.q!r}")
+    if not 0 < spec.q_fixed <= 1:
+        raise ConfigError(f"{source}: compatible.q_fixed must lie in (0, 1] (RINCE's exponent); got {spec.q_fixed}")
+    if spec.weight < 0 or spec.rince_lambda <= 0 or spec.cone_min_radius <= 0:
+        raise ConfigError(f"{source}: compatible.weight must be >= 0, rince_lambda and cone_min_radius > 0")
+    if config.lora.r > 0:
+        raise ConfigError(f"{source}: stage compatible trains the whole model; set lora.r: 0")

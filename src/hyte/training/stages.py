@@ -234,15 +234,19 @@ def _set_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict],
 
 
 def _train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, resume: bool,
-                 callbacks: list | None) -> Path:
+                 callbacks: list | None, trainer_class: type = ContrastiveTrainer,
+                 collator: ContrastiveCollator | None = None, trainer_options: dict | None = None) -> Path:
+    """Train on (query, document[, negatives, parent]) examples; ``trainer_class`` / ``collator`` /
+    ``trainer_options``: a ContrastiveTrainer subclass, its collator and its own arguments (stage compatible)."""
     before = _evaluate(built, config)
     checkpoint = _resume_checkpoint(config, resume)
     _set_logit_scale(built, config, examples, resuming=checkpoint is not None)
     _apply_lora(built, config)
     # After LoRA, which freezes everything but the adapters: the logit scale trains in either case.
     log_logit_scale_parameter(built.model).requires_grad_(config.loss.learn_temperature)
-    collator = ContrastiveCollator(built.tokenizer, config.loss.max_query_length, config.loss.max_document_length)
-    trainer = ContrastiveTrainer(model=built.model, args=_training_arguments(config), train_dataset=examples,
+    collator = collator or ContrastiveCollator(built.tokenizer, config.loss.max_query_length,
+                                               config.loss.max_document_length)
+    trainer = trainer_class(model=built.model, args=_training_arguments(config), train_dataset=examples,
                                  data_collator=collator, hyperbolic=built.hyperbolic,
                                  similarity=config.loss.similarity, max_logit_scale=config.loss.max_logit_scale,
                                  head_learning_rate=config.training.head_learning_rate,
@@ -250,7 +254,8 @@ def _train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, res
                                  hierarchy_weight=config.loss.hierarchy_weight,
                                  cone_min_radius=config.loss.cone_min_radius,
                                  gather_negatives=config.training.gather_negatives,
-                                 mini_batch_size=config.training.mini_batch_size, callbacks=callbacks)
+                                 mini_batch_size=config.training.mini_batch_size, callbacks=callbacks,
+                                 **(trainer_options or {}))
     trainer.train(resume_from_checkpoint=checkpoint)
     after = _evaluate(built, config)
     evaluation = {"before": before, "after": after} if after is not None else None
@@ -337,4 +342,8 @@ def run(config: RunConfig, resume: bool = False, callbacks: list | None = None) 
     The seed is set before the model is built, so new weights (HyTE-FH, the HyTE-H projection) are reproducible too.
     """
     set_seed(config.training.seed)
+    if config.stage == "compatible":  # imported here: hyte.training.compatible builds on this module
+        from .compatible import train_compatible
+
+        return train_compatible(config, resume=resume, callbacks=callbacks)
     return STAGE_FUNCTIONS[config.stage](config, resume=resume, callbacks=callbacks)

@@ -1,0 +1,349 @@
+"""Backward-compatible training (HBCT, arXiv 2506.05826, adapted to text retrieval): ``hyte train compatible``.
+
+A new HyTE model is trained so that its **query** vectors can search an index of documents embedded by a frozen
+**old** model, until the corpus is re-encoded. The loss is
+
+    L = L_task + weight * (L_cone + L_align)
+
+* ``L_task``: the fine-tuning loss of stage 3 (geodesic InfoNCE over in-batch and mined negatives, plus the
+  hierarchy term if configured), unchanged (``ContrastiveTrainer``).
+* ``L_cone``: each new document embedding must lie in the entailment cone of the old embedding of the same text,
+  ``lorentz.entailment_violation(old, new, c, K_i)`` with K_i = K (1 + q_i) (``cone_widening``): the new model may
+  move a text further out along its old direction (refine) but not sideways (contradict); uncertain old embeddings
+  (large q) get wider cones.
+* ``L_align``: anchors are the batch's new query vectors and new positive-document vectors (2B rows); each anchor's
+  positive is the **old** embedding of its positive document, its negatives the old embeddings of every other
+  document in the batch (positives, mined negatives, parents). Logits are the task's logit scale (detached: the
+  alignment does not move the temperature) x the task similarity (-geodesic distance). ``alignment`` chooses
+  ``rince_loss`` (q per anchor), plain InfoNCE, or the Euclidean BCT baseline ``l2_influence_loss``.
+
+The old model is run once, before training, over every distinct document text of the training data
+(``OldEmbeddingCache``, saved in ``output_dir/old_embeddings.safetensors``; a resumed run loads it); training steps
+only index into it.
+
+**Uncertainty.** q(h) = 1 - tanh(d(o, h) / sqrt(c)), d(o, h) = sqrt(c) asinh(||h_s|| / sqrt(c)) the distance to the
+origin, i.e. HBCT's Eq. (10) 1 - tanh(sqrt(|K|) ||z||) with z = logmap0(h), ||z|| = d(o, h), |K| = 1/c (the
+reviewers' corrected form, without the extra 1/sqrt(K) factor). q is in (0, 1]: 1 at the origin (a text the old
+model placed as generic / uncertain), -> 0 far out. It is clamped below at ``MIN_Q`` (RINCE divides by q).
+
+**How the old space is reached when the models differ.** The new model must emit points of the old model's
+hyperboloid: the same ambient dimension and curvature. A new HyTE-H built on any base encoder (``model.build:
+hyte_h``) gets ``hidden_size`` and ``curvature`` from the old model unless its options set them, so its learned
+projection Linear(d_base -> d_old) maps the new encoder's hidden size into the old space; other models must match
+already (checked, ``ConfigError``).
+
+The final model's config records its lineage (``hyte.lineage``): ``compatible_with`` names the old model and the
+fingerprint of its weights, which ``LorentzIndex.check_query_model`` checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .. import lorentz
+from ..data.jsonl import write_jsonl
+from .config import ConfigError, RunConfig
+from .losses import similarity_matrix
+from .models import logit_scale
+from .trainer import ContrastiveCollator, ContrastiveTrainer
+
+logger = logging.getLogger(__name__)
+
+# Smallest RINCE exponent used: the loss divides by q, and q -> 0 is InfoNCE anyway (rince_loss docstring); an old
+# point at distance 2.6 sqrt(c) from the origin already has q = 0.011.
+MIN_Q = 0.01
+
+CACHE_FILE = "old_embeddings.safetensors"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Pure functions: uncertainty and the alignment losses
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def uncertainty(points: Tensor, c: float = 1.0) -> Tensor:
+    """HBCT's uncertainty of hyperboloid points, (..., D) -> (...,) in (0, 1]: 1 - tanh(d(o, x) / sqrt(c)).
+
+    Decreasing in the distance to the origin; depends only on d(o, x) / sqrt(c), so a point and its rescaling to
+    another curvature (x sqrt(c'/c)) have the same uncertainty."""
+    return 1.0 - torch.tanh(lorentz.distance_to_origin(points, c) / c ** 0.5)
+
+
+def rince_loss(logits: Tensor, positives: Tensor, q: Tensor, lam: float = 0.01,
+               exclude: Tensor | None = None) -> Tensor:
+    """Robust InfoNCE (RINCE, Chuang et al. 2022), mean over anchors; logits (A, M), positives (A,), q (A,) -> ().
+
+    With s+ the positive's logit and S = sum over all candidates (positive included) of exp(s):
+
+        L_i = -exp(q_i s+) / q_i + (lam S)^{q_i} / q_i
+
+    q -> 0 gives InfoNCE + log(lam) (the same gradients); at q = 1 the gradient on s+ is scaled by exp(s+), so a
+    positive the anchor is far from (a hard, possibly wrong pair) pulls less: uncertain old embeddings get a large q.
+    Computed in float64 from log S (logsumexp), so neither exp(s) nor the 1/q terms overflow or cancel.
+    ``exclude`` (A, M) bool: candidates left out (copies of the positive), as in ``contrastive_loss``.
+    """
+    logits = logits.double()
+    if exclude is not None:
+        logits = logits.masked_fill(exclude, float("-inf"))
+    q = q.double().clamp_min(MIN_Q)
+    positive = logits.gather(1, positives[:, None])[:, 0]
+    log_total = torch.logsumexp(logits, dim=1)
+    # exp(q x) - 1 written as expm1 keeps the q -> 0 limit exact: (-expm1(q s+) + expm1(q (log lam + log S))) / q.
+    loss = (-torch.expm1(q * positive) + torch.expm1(q * (log_total + torch.log(torch.tensor(lam, dtype=q.dtype))))) / q
+    return loss.mean().float()
+
+
+def l2_influence_loss(anchors: Tensor, old_positives: Tensor, c: float = 1.0) -> Tensor:
+    """Euclidean BCT baseline: mean squared L2 distance between the tangent vectors at the origin (logmap0, the
+    Euclidean coordinates HyTE-H's projection produces before expmap0) of each anchor and its old positive,
+    (A, D), (A, D) -> (). No cone, no robust weighting, no hyperbolic distance."""
+    return (lorentz.logmap0(anchors, c) - lorentz.logmap0(old_positives, c)).pow(2).sum(-1).mean()
+
+
+def cone_loss(old: Tensor, new: Tensor, c: float, min_radius: float | Tensor) -> Tensor:
+    """Mean entailment-cone violation of new points in the cones of their old counterparts, (P, D), (P, D) -> ().
+    ``min_radius``: K of the half-aperture, a number or one per pair (P,) (the q-widened cones)."""
+    return lorentz.entailment_violation(old, new, c, min_radius).mean()
+
+
+def alignment_q(mode: str, uncertainties: Tensor, q_fixed: float = 0.5, seed: int = 0) -> Tensor:
+    """Per cached document, the RINCE exponent, (N,) -> (N,): the uncertainty itself ("uncertainty"), a constant
+    ("fixed"), or the uncertainties permuted across documents with ``seed`` ("permuted", the causal control)."""
+    if mode == "uncertainty":
+        return uncertainties.clone()
+    if mode == "fixed":
+        return torch.full_like(uncertainties, q_fixed)
+    if mode == "permuted":
+        generator = torch.Generator().manual_seed(seed)
+        return uncertainties[torch.randperm(len(uncertainties), generator=generator)]
+    raise ValueError(f"q mode must be uncertainty, fixed or permuted; got {mode!r}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The old model's embeddings, computed once
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _texts_digest(texts: list[str]) -> str:
+    return hashlib.sha256(json.dumps(texts).encode()).hexdigest()[:16]
+
+
+@dataclass
+class OldEmbeddingCache:
+    """The frozen old model's document embeddings of every training text: points (N, D) float32 on the old
+    hyperboloid, row ``rows[text]``; ``fingerprint`` of the old model's weights."""
+
+    texts: list[str]
+    points: Tensor
+    curvature: float
+    fingerprint: str
+
+    def __post_init__(self) -> None:
+        self.rows = {text: i for i, text in enumerate(self.texts)}
+
+    def row_of(self, texts: list[str]) -> Tensor:
+        """(M,) long rows of texts; a text missing from the cache is a programming error (KeyError)."""
+        return torch.tensor([self.rows[text] for text in texts], dtype=torch.long)
+
+    def save(self, path: str | Path) -> None:
+        from safetensors.torch import save_file
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        metadata = {"fingerprint": self.fingerprint, "curvature": repr(self.curvature),
+                    "texts_digest": _texts_digest(self.texts)}
+        temporary = path.with_name(f".{path.name}.tmp")
+        save_file({"points": self.points.contiguous()}, str(temporary), metadata=metadata)
+        write_jsonl(path.with_suffix(".texts.jsonl"), [{"text": t} for t in self.texts])
+        temporary.replace(path)  # last: a cache file exists only with its texts beside it
+
+    @classmethod
+    def load(cls, path: str | Path, expected_fingerprint: str, expected_texts: list[str]) -> OldEmbeddingCache | None:
+        """The saved cache if it was computed by the same old model over the same texts, else None."""
+        from safetensors import safe_open
+
+        path = Path(path)
+        if not path.is_file():
+            return None
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = handle.metadata()
+            points = handle.get_tensor("points")
+        if (metadata.get("fingerprint") != expected_fingerprint
+                or metadata.get("texts_digest") != _texts_digest(expected_texts)):
+            return None
+        return cls(list(expected_texts), points, float(metadata["curvature"]), expected_fingerprint)
+
+
+def build_old_cache(encoder, texts: list[str], fingerprint: str, batch_size: int = 64) -> OldEmbeddingCache:
+    """Embed ``texts`` as documents with the old encoder (a ``HyteEncoder``), once: (N, D) points."""
+    points = torch.from_numpy(encoder.encode(texts, role="document", batch_size=batch_size)).float()
+    return OldEmbeddingCache(list(texts), points, float(encoder.curvature), fingerprint)
+
+
+def document_texts(examples: list[dict]) -> list[str]:
+    """Every text ``ContrastiveCollator`` can put among a batch's documents (positives, negatives, parents),
+    distinct, in first-seen order."""
+    texts = []
+    for example in examples:
+        texts.append(example["document"])
+        texts.extend(example.get("negatives") or [])
+        if example.get("parent"):
+            texts.append(example["parent"])
+    return list(dict.fromkeys(texts))
+
+
+@dataclass
+class CompatibleCollator(ContrastiveCollator):
+    """``ContrastiveCollator`` plus ``old_rows`` (M,): each batch document's row in the old-embedding cache."""
+
+    cache_rows: dict | None = None
+
+    def __call__(self, examples: list[dict]) -> dict[str, Tensor]:
+        batch = super().__call__(examples)
+        # The collator's document order: the B positives, every example's negatives, then the parents.
+        documents = ([e["document"] for e in examples] + [n for e in examples for n in e.get("negatives") or []]
+                     + [e["parent"] for e in examples if e.get("parent")])
+        if len(documents) != batch["document_input_ids"].shape[0]:
+            raise RuntimeError("CompatibleCollator's document order no longer matches ContrastiveCollator's")
+        batch["old_rows"] = torch.tensor([self.cache_rows[text] for text in documents], dtype=torch.long)
+        return batch
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Trainer
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class CompatibleTrainer(ContrastiveTrainer):
+    """``ContrastiveTrainer`` whose loss adds weight x (cone + alignment) against cached old embeddings.
+
+    ``old_points`` (N, D) and ``q_values`` (N,) are tensors indexed by the collator's ``old_rows``; no old model is
+    held or run here."""
+
+    def __init__(self, *args, old_points: Tensor, q_values: Tensor, spec, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.old_points = old_points
+        self.q_values = q_values
+        self.spec = spec
+
+    def _loss(self, model, queries, documents, inputs):
+        loss = super()._loss(model, queries, documents, inputs)
+        spec = self.spec
+        if spec.weight == 0 or (spec.alignment == "none" and not spec.cone):
+            return loss
+        from .models import curvature_of
+
+        curvature = curvature_of(model)
+        batch = queries.shape[0]
+        rows = inputs["old_rows"].to("cpu")
+        old = self.old_points[rows].to(documents.device)  # (M, D)
+        q = self.q_values[rows[:batch]].to(documents.device)  # (B,) of each query's positive document
+        parts, total = {}, documents.new_zeros(())
+        if spec.cone:
+            radius = spec.cone_min_radius * (1 + q) if spec.cone_widening else spec.cone_min_radius
+            term = cone_loss(old[:batch], documents[:batch], curvature, radius)
+            parts["cone_loss"], total = float(term.detach()), total + term
+        if spec.alignment != "none":
+            anchors = torch.cat([queries, documents[:batch]])  # (2B, D): new queries and new positive documents
+            positives = torch.arange(batch, device=anchors.device).repeat(2)
+            if spec.alignment == "l2":
+                term = l2_influence_loss(anchors, old[positives], curvature)
+            else:
+                scale = logit_scale(model, self.max_logit_scale).detach()
+                logits = scale * similarity_matrix(anchors, old, hyperbolic=True, similarity=self.similarity,
+                                                   curvature=curvature)  # (2B, M)
+                exclude = inputs.get("duplicate_mask")
+                exclude = exclude.repeat(2, 1) if exclude is not None else None
+                if spec.alignment == "rince":
+                    term = rince_loss(logits, positives, q.repeat(2), spec.rince_lambda, exclude)
+                else:
+                    masked = logits.masked_fill(exclude, float("-inf")) if exclude is not None else logits
+                    term = F.cross_entropy(masked, positives)
+            parts["align_loss"], total = float(term.detach()), total + term
+        parts["mean_q"] = float(q.mean())
+        for key, value in parts.items():
+            self._sums[key] = self._sums.get(key, 0.0) + value
+        return loss + spec.weight * total
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The stage
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _new_model_spec(config: RunConfig, old_dim: int, old_curvature: float):
+    """The new model's ModelSpec; a new HyTE-H gets the old hidden size and curvature unless its options set them."""
+    import dataclasses
+
+    spec = config.model
+    if spec.build == "hyte_h":
+        options = {"hidden_size": old_dim, "curvature": old_curvature, **spec.options}
+        spec = dataclasses.replace(spec, options=options)
+    return spec
+
+
+def train_compatible(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
+    """Train a new model compatible with ``config.compatible.old_model`` (module docstring); returns output_dir/final.
+
+    Hard negatives are mined as in stage 3 (``mining``, cached under ``mining.cache_dir``) and kept in
+    output_dir/mined_negatives.jsonl, so a resumed run trains on the same examples and the same cached old
+    embeddings."""
+    from ..encoders import load_encoder
+    from ..lineage import declare_compatible, weights_fingerprint
+    from .data import contrastive_examples
+    from .models import build_model, unwrap
+    from .stages import _mined_negatives, _train_pairs
+
+    spec = config.compatible
+    old = load_encoder(spec.old_model, kind="hyte", max_length=config.loss.max_document_length)
+    if not old.model.is_hyperbolic:
+        raise ConfigError(f"compatible.old_model {spec.old_model} is not a hyperbolic HyTE model")
+    old_fingerprint = weights_fingerprint(old.model)
+    built = build_model(_new_model_spec(config, old.dim, old.curvature))
+    new = unwrap(built.model)
+    if not built.hyperbolic:
+        raise ConfigError("stage compatible trains a hyperbolic HyTE model (its queries search the old Lorentz "
+                          "index); model.build must be hyte_h / hyte_fh or load a HyTE model")
+    if new.config.hidden_size != old.dim or abs(float(new.config.curvature) - old.curvature) > 1e-9:
+        raise ConfigError(f"the new model emits points of dimension {new.config.hidden_size} and curvature "
+                          f"{float(new.config.curvature)}, the old index holds dimension {old.dim} and curvature "
+                          f"{old.curvature}: build the new model with model.build: hyte_h (its projection then maps "
+                          f"into the old space) or set model.options hidden_size / curvature to the old values")
+
+    output_dir = Path(config.training.output_dir)
+    examples = contrastive_examples(config.data, seed=config.training.seed)
+    mined_file = output_dir / "mined_negatives.jsonl"
+    if resume and mined_file.is_file():
+        examples = [json.loads(line) for line in mined_file.open(encoding="utf-8")]
+    elif config.mining.num_negatives > 0:
+        mined = _mined_negatives(built, config, [{"query": e["query"], "document": e["document"]} for e in examples])
+        examples = [{**e, "negatives": list(dict.fromkeys([*e.get("negatives", []), *m]))}
+                    for e, m in zip(examples, mined)]
+        built.model.train()
+        write_jsonl(mined_file, examples)
+    else:
+        write_jsonl(mined_file, examples)
+
+    texts = document_texts(examples)
+    cache = OldEmbeddingCache.load(output_dir / CACHE_FILE, old_fingerprint, texts)
+    if cache is None:
+        cache = build_old_cache(old, texts, old_fingerprint)
+        cache.save(output_dir / CACHE_FILE)
+        logger.info("cached the old model's embeddings of %d documents", len(texts))
+    del old  # the old model is not needed again: training reads the cache
+    q_values = alignment_q(spec.q, uncertainty(cache.points, cache.curvature), spec.q_fixed, spec.permutation_seed)
+    declare_compatible(new, spec.old_model, old_fingerprint)
+
+    collator = CompatibleCollator(built.tokenizer, config.loss.max_query_length, config.loss.max_document_length,
+                                  cache_rows=cache.rows)
+    return _train_pairs(config, examples, built, resume, callbacks, trainer_class=CompatibleTrainer,
+                        collator=collator, trainer_options={"old_points": cache.points, "q_values": q_values,
+                                                            "spec": spec})
