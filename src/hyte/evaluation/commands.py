@@ -5,6 +5,7 @@
     hyte eval build-hierarchy (--obo FILE | --hpo [--split test|all]) --output FILE.jsonl [--max-queries N] ...
     hyte eval radius --model M [--model M2 ...] --output-dir DIR [--name NAME]
     hyte eval mteb --model M (--task NAME ... | --data BEIR_DIR) [--output FILE.json]
+    hyte eval compatibility --old OLD --new NEW [--reference REF] [--data hpo icd10] [--output FILE.json]
     hyte eval rag --model HYTE_M [--baseline M] [--questions 50] [--k 4] [--generator G] [--output FILE.json]
     hyte eval report [--results-dir benchmarks/results] [--output BENCHMARKS.md]
     hyte bench [--quick] [--output-dir benchmarks/results] [--markdown BENCHMARKS.md]
@@ -392,6 +393,45 @@ def _eval_rag(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_compatibility(args: argparse.Namespace) -> int:
+    from ..encoders import load_encoder
+    from .compatibility import PAIRS, compatibility_gains, compatibility_matrix, heldout_sets, score_pair
+
+    models = {"old": args.old, "new": args.new, **({"reference": args.reference} if args.reference else {})}
+    encoders = {}
+    for role, model in models.items():
+        _check_model(model)
+        encoders[role] = load_encoder(model, kind="hyte", max_length=args.max_length)
+    sets = heldout_sets(args.data, queries=args.queries, documents=args.documents,
+                        hierarchy_queries=args.hierarchy_queries, test_fraction=args.test_fraction,
+                        split_seed=args.split_seed, seed=args.seed)
+    matrix = compatibility_matrix(encoders["old"], encoders["new"], sets)
+    reference = ({ontology: score_pair(encoders["reference"], data) for ontology, data in sets.items()}
+                 if "reference" in encoders else None)
+    gains = {ontology: {metric: compatibility_gains(matrix[ontology], reference and reference[ontology][metric],
+                                                    metric)
+                        for metric in matrix[ontology]["old->old"]}
+             for ontology in matrix}
+    for ontology, pairs in matrix.items():
+        metrics = list(pairs["old->old"])
+        print(f"{ontology} (held out): {len(sets[ontology]['retrieval'][0])} retrieval queries, "
+              f"{len(sets[ontology]['hierarchy'])} hierarchy queries")
+        print(f"  {'queries->index':16}" + "".join(f"{m:>20}" for m in metrics))
+        for pair in PAIRS:
+            print(f"  {pair:16}" + "".join(f"{_fmt(pairs[pair][m]):>20}" for m in metrics))
+        for name in ("p_com", "p_up"):
+            print(f"  {name:16}" + "".join(f"{_fmt(gains[ontology][m][name]):>20}" for m in metrics))
+    if args.output:
+        payload = {"benchmark": "compatibility", "models": {k: portable_path(str(v)) for k, v in models.items()},
+                   "matrix": matrix, "reference": reference, "gains": gains,
+                   "data": {"ontologies": list(args.data), "queries": args.queries, "documents": args.documents,
+                            "hierarchy_queries": args.hierarchy_queries, "test_fraction": args.test_fraction,
+                            "split_seed": args.split_seed, "seed": args.seed},
+                   "meta": {"command": _command_line(args, ["eval", "compatibility"]), **machine_info()}}
+        print(f"wrote {write_json(args.output, payload)}")
+    return 0
+
+
 def _eval_report(args: argparse.Namespace) -> int:
     from .report import write_benchmarks_md
 
@@ -552,6 +592,26 @@ def add_commands(subparsers) -> None:
     rag.add_argument("--seed", type=int, default=0)
     rag.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/rag_hpo.json)")
     rag.set_defaults(func=_eval_rag)
+
+    compatibility = sub.add_parser(
+        "compatibility", help="old->old, new->old, new->new retrieval and hierarchy metrics; P_com, P_up")
+    compatibility.add_argument("--old", required=True, help="the old model (the one that built the index)")
+    compatibility.add_argument("--new", required=True, help="the new model (its queries search the old index)")
+    compatibility.add_argument("--reference", default=None,
+                               help="the new model trained without compatibility, for P_com / P_up (default: the "
+                                    "new model itself)")
+    compatibility.add_argument("--data", nargs="+", choices=["hpo", "icd10"], default=["hpo", "icd10"],
+                               help="held-out HPO branches and/or ICD-10-CM chapters")
+    compatibility.add_argument("--queries", type=int, default=300)
+    compatibility.add_argument("--documents", type=int, default=2000)
+    compatibility.add_argument("--hierarchy-queries", type=int, default=300)
+    compatibility.add_argument("--test-fraction", type=float, default=0.2,
+                               help="the training runs' data.hpo_test_fraction")
+    compatibility.add_argument("--split-seed", type=int, default=0, help="the training runs' data.hpo_seed")
+    compatibility.add_argument("--seed", type=int, default=0, help="seed of the query / document sample")
+    compatibility.add_argument("--max-length", type=int, default=None)
+    compatibility.add_argument("--output", help="write the results as JSON")
+    compatibility.set_defaults(func=_eval_compatibility)
 
     report = sub.add_parser("report", help="regenerate BENCHMARKS.md from every JSON in the results folder")
     report.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR)

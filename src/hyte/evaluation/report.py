@@ -19,8 +19,8 @@ from pathlib import Path
 
 __all__ = ["load_results", "plot_index_tradeoff", "write_benchmarks_md"]
 
-SECTION_ORDER = ("hierarchy_finetune", "hierarchy_sweep", "hierarchy", "retrieval", "radius", "mteb", "rag",
-                 "forward", "encode", "index")
+SECTION_ORDER = ("from_scratch", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade", "compatibility", "hierarchy",
+                 "retrieval", "radius", "mteb", "rag", "forward", "encode", "index")
 CANDIDATE_TYPES = ("target", "sibling", "parent", "grandparent", "random")
 
 
@@ -326,6 +326,62 @@ def _hierarchy_finetune(items: list[tuple[Path, dict]]) -> list[str]:
     return lines
 
 
+def _paired_verdict(summary: dict, ontology: str, first: str, second: str, key: str, label: str) -> str | None:
+    """"label: first m ± s vs second m ± s, difference d (per seed ...): who is ahead" — "ahead" only when every
+    seed agrees on the sign (the runs share seeds: same data order, same negatives)."""
+    a, b = summary.get(first, {}).get(ontology, {}).get(key), summary.get(second, {}).get(ontology, {}).get(key)
+    if not a or not b:
+        return None
+    differences = [x - y for x, y in zip(a["values"], b["values"])]
+    if len(differences) < 2:
+        verdict = "one seed, no verdict"
+    elif all(d > 0 for d in differences):
+        verdict = f"{first} ahead on every seed"
+    elif all(d < 0 for d in differences):
+        verdict = f"{second} ahead on every seed"
+    else:
+        verdict = "no consistent difference"
+    return (f"- {label}: {first} {_mean_std(a)} vs {second} {_mean_std(b)}, difference {a['mean'] - b['mean']:+.4f} "
+            f"(per seed {', '.join(f'{d:+.4f}' for d in differences)}): {verdict}.")
+
+
+def _from_scratch(items: list[tuple[Path, dict]]) -> list[str]:
+    lines = ["## From scratch: HyTE-FH vs its Euclidean twin EucBERT (held-out branches and chapters)", "",
+             "`benchmarks/run_from_scratch.py` (recipe: `hyte.training.recipes.from_scratch`): both models built new "
+             "at the same shape, with the bundled MiniLM's WordPiece vocabulary, through the paper's three stages — "
+             "MLM on HPO definitions/names/synonyms + ICD-10-CM titles/inclusion terms, contrastive pairs, "
+             "fine-tuning with one hard negative per query from one fixed miner (the bundled MiniLM, so both see "
+             "identical triples) — with the same data and order, steps, batch, learning rates and schedule; neither "
+             "side was tuned. Scored only on HPO branches and ICD-10-CM chapters that no stage saw. HyTE-FH trains "
+             "with OEM p = 1; the other HyTE-FH rows swap another pooling in at inference on the same weights "
+             "(Table 7's poolings, not retrained). Mean ± standard deviation over seeds.", ""]
+    for path, payload in items:
+        summary, recipe = payload.get("summary", {}), payload.get("recipe", {})
+        lines += [f"### `{path.name}`: size {payload.get('size')} (shape {recipe.get('shape')}, steps "
+                  f"{recipe.get('steps')}, batch {recipe.get('batch')}), seeds {payload.get('seeds')}, "
+                  f"{payload.get('evaluation', {}).get('queries')} queries per set", ""]
+        for ontology in ("hpo", "icd10"):
+            rows = [[name, *(_mean_std(by.get(ontology, {}).get(key)) for key, _ in FINETUNE_COLUMNS)]
+                    for name, by in summary.items()]
+            lines += [f"{ONTOLOGY_TITLES[ontology]}:", "", *_table(["model", *(h for _, h in FINETUNE_COLUMNS)], rows)]
+            verdicts = [_paired_verdict(summary, ontology, "hyte-fh oem-p1", "eucbert", key, label)
+                        for key, label in (("spechr", "SpecHR"), ("ndcg@10", "nDCG@10"),
+                                           ("radius_depth_spearman.spearman", "radius~depth ρ"))]
+            lines += [v for v in verdicts if v] + [""]
+        cost = payload.get("cost")
+        if cost:
+            median = cost["median"]
+            lines += [f"Cost of the geometry (MLM step at this shape, batch {cost['batch']}, one thread, medians of "
+                      f"{cost['rounds']} fresh processes per model, alternating): HyTE-FH "
+                      f"{median['hyte-fh']['step_seconds']:.3f} s vs EucBERT {median['eucbert']['step_seconds']:.3f} s "
+                      f"per step (×{cost['step_time_ratio']:.2f}); peak step memory {median['hyte-fh']['step_mb']:.0f} "
+                      f"vs {median['eucbert']['step_mb']:.0f} MB (×{cost['step_memory_ratio']:.2f}).", ""]
+        lines += [f"Non-finite values or logged losses / gradient norms in any stage of any run: "
+                  f"{payload.get('nonfinite')}.", ""]
+        lines += _runs([(path, payload)])
+    return lines
+
+
 def _hierarchy_sweep(items: list[tuple[Path, dict]]) -> list[str]:
     lines = ["## Tuning budget of the fine-tuning comparison (validation branches)", "",
              "Each side's one geometry-specific knob, three values each, one seed, scored on HPO branches that are "
@@ -422,6 +478,18 @@ def _index(items: list[tuple[Path, dict]], markdown_dir: Path) -> list[str]:
     return lines
 
 
+def _compatibility_upgrade(items: list[tuple[Path, dict]]) -> list[str]:
+    from .compatibility import render_upgrade_section
+
+    return render_upgrade_section(items)
+
+
+def _compatibility(items: list[tuple[Path, dict]]) -> list[str]:
+    from .compatibility import render_matrix_section
+
+    return render_matrix_section(items)
+
+
 def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike = "BENCHMARKS.md") -> Path:
     """(Re)write ``path`` from every ``*.json`` in ``results_dir`` (see the module docstring); returns ``path``."""
     results_dir, path = Path(results_dir), Path(path)
@@ -436,9 +504,10 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
              "`hyte eval hierarchy|retrieval|radius|mteb|rag --output ...`, speed results from `hyte bench`.", ""]
     if not results:
         lines += ["No results yet.", ""]
-    builders = {"hierarchy_finetune": _hierarchy_finetune, "hierarchy_sweep": _hierarchy_sweep,
+    builders = {"from_scratch": _from_scratch, "hierarchy_finetune": _hierarchy_finetune, "hierarchy_sweep": _hierarchy_sweep,
                 "hierarchy": _hierarchy, "retrieval": _retrieval, "mteb": _mteb, "rag": _rag,
-                "forward": _forward, "encode": _encode}
+                "forward": _forward, "encode": _encode,
+                "compatibility_upgrade": _compatibility_upgrade, "compatibility": _compatibility}
     for kind in SECTION_ORDER:
         if kind not in results:
             continue

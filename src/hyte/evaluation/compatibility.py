@@ -1,0 +1,344 @@
+"""Compatibility of an upgraded model with an old one: ``hyte eval compatibility``.
+
+Notation (Shen et al. 2020, "Towards backward-compatible representation learning"): M(phi_q, phi_g) is a retrieval
+metric when the **queries** are embedded by model phi_q and the **documents** (the gallery, i.e. the index) by
+phi_g. For an old model phi_old and a new model phi_new the compatibility matrix is
+
+    old->old = M(phi_old, phi_old)   the system before the upgrade
+    new->old = M(phi_new, phi_old)   after the upgrade, before the corpus is re-encoded (cross-model search)
+    new->new = M(phi_new, phi_new)   after re-encoding
+
+The new model is *compatible* when new->old > old->old (searching the old index with it already helps) and the
+upgrade is *worth having* when new->new > old->old. The derived numbers, with phi_ref the reference new model
+trained **without** any compatibility objective (same recipe and seed; "the upper bound" of the BCT literature):
+
+    P_com = (M(new, old) - M(old, old)) / (M(ref, ref) - M(old, old))
+            the share of the independent upgrade's gain that cross-model search already delivers; > 0 compatible,
+            1 = as good as re-encoding with the unconstrained new model.
+    P_up  = M(new, new) / M(ref, ref) - 1
+            what compatibility costs (< 0) or gives (> 0) the new model on its own index.
+
+Without a reference model, ``ref = new`` (P_up = 0 by construction). As the reviewers of HBCT point out, P_com
+depends on the old model through M(old, old) in both terms: compare methods only with the **same** old model, and
+read the raw matrix beside it.
+
+Metrics: retrieval on held-out branches / chapters (nDCG@10, R@1 = recall@1) and the hierarchy benchmark (SpecHR,
+R@1, MRR), for each of the three pairs. Encodings are memoised, so the old documents are embedded once for old->old
+and new->old.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from .. import lorentz
+
+PAIRS = ("old->old", "new->old", "new->new")
+RETRIEVAL_METRICS = ("ndcg@10", "recall@1")
+HIERARCHY_METRICS = ("spechr", "recall@1", "mrr")
+
+
+class MemoEncoder:
+    """An encoder whose ``encode`` results are remembered per (role, texts), so repeated scoring of the same texts
+    (old documents for old->old and new->old) embeds them once. Same interface as ``HyteEncoder``."""
+
+    def __init__(self, encoder):
+        self.encoder = encoder
+        self.kind, self.dim, self.curvature = encoder.kind, encoder.dim, encoder.curvature
+        self.model = getattr(encoder, "model", None)
+        self._memo: dict = {}
+
+    def encode(self, texts, role: str = "document", batch_size: int = 32, show_progress_bar=None) -> np.ndarray:
+        key = (role, tuple(texts))
+        if key not in self._memo:
+            self._memo[key] = self.encoder.encode(list(texts), role=role, batch_size=batch_size,
+                                                  show_progress_bar=show_progress_bar)
+        return self._memo[key]
+
+    def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
+        return self.encoder.scores(queries, documents)
+
+
+class CrossModelEncoder:
+    """Queries embedded by ``query_encoder``, documents by ``document_encoder`` (the index's model), scored by the
+    Lorentz inner product of the flipped query and the document point; both must share dimension and curvature.
+    Plugs into ``evaluate_retrieval`` and ``evaluate_hierarchy`` like a single encoder."""
+
+    kind = "hyperbolic"
+
+    def __init__(self, query_encoder, document_encoder):
+        for encoder in (query_encoder, document_encoder):
+            if encoder.kind != "hyperbolic":
+                raise ValueError("cross-model search compares Lorentz points: both models must be HyTE models")
+        if query_encoder.dim != document_encoder.dim or abs(query_encoder.curvature - document_encoder.curvature) > 1e-9:
+            raise ValueError(f"the query model emits dimension {query_encoder.dim}, curvature "
+                             f"{query_encoder.curvature}; the document model dimension {document_encoder.dim}, "
+                             f"curvature {document_encoder.curvature}: no cross-model search is possible")
+        self.query_encoder, self.document_encoder = query_encoder, document_encoder
+        self.dim, self.curvature = document_encoder.dim, document_encoder.curvature
+
+    def encode(self, texts, role: str = "document", batch_size: int = 32, show_progress_bar=None) -> np.ndarray:
+        encoder = self.query_encoder if role == "query" else self.document_encoder
+        return encoder.encode(texts, role=role, batch_size=batch_size, show_progress_bar=show_progress_bar)
+
+    def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
+        return queries @ documents.T  # flipped query . point = <q, x>_L, larger = nearer
+
+    def radii(self, texts, batch_size: int = 32) -> np.ndarray:
+        return self.document_encoder.encode(texts, batch_size=batch_size)[:, 0]
+
+
+def pair_encoders(old, new) -> dict[str, CrossModelEncoder]:
+    """The three (query model, document model) pairs of the compatibility matrix, with memoised encoders."""
+    old, new = (e if isinstance(e, MemoEncoder) else MemoEncoder(e) for e in (old, new))
+    return {"old->old": CrossModelEncoder(old, old), "new->old": CrossModelEncoder(new, old),
+            "new->new": CrossModelEncoder(new, new)}
+
+
+def score_pair(encoder, sets: Mapping) -> dict[str, float]:
+    """Retrieval (nDCG@10, R@1) and, where the set has one, hierarchy (SpecHR, R@1, MRR) metrics of one pair.
+    ``sets``: {"retrieval": (queries, corpus, qrels), "hierarchy": records} as built by ``heldout``."""
+    from .hierarchy import evaluate_hierarchy
+    from .retrieval import evaluate_retrieval
+
+    retrieval = evaluate_retrieval(encoder, *sets["retrieval"], k_values=(1, 10))
+    scores = {key: retrieval[key] for key in RETRIEVAL_METRICS}
+    if sets.get("hierarchy"):
+        hierarchy = evaluate_hierarchy(encoder, sets["hierarchy"])
+        scores.update({f"hierarchy_{key}": hierarchy[key] for key in HIERARCHY_METRICS})
+    return scores
+
+
+def compatibility_matrix(old, new, sets_by_ontology: Mapping[str, Mapping]) -> dict[str, dict[str, dict]]:
+    """{ontology: {pair: metrics}} for the pairs old->old, new->old, new->new (module docstring)."""
+    pairs = pair_encoders(old, new)
+    return {ontology: {name: score_pair(encoder, sets) for name, encoder in pairs.items()}
+            for ontology, sets in sets_by_ontology.items()}
+
+
+def compatibility_gains(matrix: Mapping[str, Mapping[str, float]], reference: float | None = None,
+                        metric: str = "ndcg@10") -> dict[str, float | None]:
+    """P_com and P_up of one metric from one ontology's matrix ({pair: metrics}); ``reference`` = M(ref, ref) of
+    the model trained without compatibility (None: the new model's own new->new, module docstring). P_com is None
+    when the reference is no better than the old model (the ratio has no meaning then)."""
+    old_old, new_old, new_new = (matrix[pair][metric] for pair in PAIRS)
+    ref = new_new if reference is None else reference
+    gain = ref - old_old
+    return {"p_com": (new_old - old_old) / gain if gain > 1e-12 else None,
+            "p_up": new_new / ref - 1 if ref > 0 else None}
+
+
+def heldout_sets(ontologies=("hpo", "icd10"), *, queries: int = 300, documents: int = 2000,
+                 hierarchy_queries: int = 300, test_fraction: float = 0.2, split_seed: int = 0,
+                 seed: int = 0) -> dict[str, dict]:
+    """The held-out retrieval and hierarchy sets (HPO test branches, ICD-10-CM test chapters), as the fine-tuning
+    benchmark builds them (``heldout``)."""
+    from .heldout import _hpo_sets, _icd10_sets
+
+    sizes = {"queries": queries, "documents": documents, "hierarchy_queries": hierarchy_queries, "per_depth": 1}
+    builders = {"hpo": lambda: _hpo_sets("test", sizes, test_fraction, test_fraction, split_seed, seed),
+                "icd10": lambda: _icd10_sets(sizes, test_fraction, split_seed, seed)}
+    unknown = sorted(set(ontologies) - set(builders))
+    if unknown:
+        raise ValueError(f"unknown data {unknown}; known: hpo, icd10")
+    sets = {}
+    for ontology in ontologies:
+        built = builders[ontology]()
+        sets[ontology] = {"retrieval": built["retrieval"], "hierarchy": built["hierarchy"]}
+    return sets
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The reviewers' calibration test: does the old embedding's uncertainty track the old model's errors?
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def positive_ranks(query_points: np.ndarray, document_points: np.ndarray, positives: list[list[int]],
+                   curvature: float) -> np.ndarray:
+    """Rank (1 = first) of the best-ranked relevant document per query under exact geodesic search,
+    (Q, D) points, (N, D) points, Q lists of relevant rows -> (Q,) int. Ties count against the query (the positive
+    is placed after every document with the same score)."""
+    scores = lorentz.flip_time(query_points) @ document_points.T  # <q, x>_L, (Q, N)
+    ranks = []
+    for row, relevant in enumerate(positives):
+        best = scores[row, relevant].max()
+        ranks.append(int((scores[row] >= best).sum() - (scores[row, relevant] == best).sum() + 1))
+    return np.asarray(ranks)
+
+
+def calibration(q: np.ndarray, errors: np.ndarray, permutations: int = 1000, bootstrap: int = 1000,
+                seed: int = 0) -> dict[str, float]:
+    """Spearman rho between per-query uncertainty q and error (rank of the positive), with a 95 % bootstrap
+    interval, and the permuted-q control: rho of ``permutations`` random reassignments of q (mean, sd) and the
+    two-sided permutation p-value (share of permuted |rho| >= the observed |rho|). (Q,), (Q,) -> dict."""
+    from scipy.stats import rankdata, spearmanr
+
+    rng = np.random.default_rng(seed)
+    rho = float(spearmanr(q, errors).statistic)
+    ranked_q, ranked_e = rankdata(q), rankdata(errors)
+
+    def pearson(a, b):  # Spearman = Pearson of ranks; vectorised over rows
+        a, b = a - a.mean(-1, keepdims=True), b - b.mean(-1, keepdims=True)
+        return (a * b).sum(-1) / np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
+
+    permuted = pearson(np.stack([rng.permutation(ranked_q) for _ in range(permutations)]), ranked_e[None, :])
+    rows = rng.integers(0, len(q), size=(bootstrap, len(q)))
+    boot = np.array([spearmanr(q[r], errors[r]).statistic for r in rows])
+    boot = boot[np.isfinite(boot)]
+    return {"spearman": rho, "ci95": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
+            "permuted_mean": float(permuted.mean()), "permuted_sd": float(permuted.std()),
+            "permutation_p": float((np.abs(permuted) >= abs(rho)).mean()), "n": int(len(q))}
+
+
+def uncertainty_calibration(old_encoder, retrieval_set, permutations: int = 1000, seed: int = 0) -> dict:
+    """The calibration test on one held-out retrieval set (queries, corpus, qrels) for the old model: Spearman of
+    the old model's per-query error (rank of the positive) with q(h_old) of the query and of its positive
+    document (the q training uses), each with the permuted-q control; plus the error rate at rank 1."""
+    import torch
+
+    from ..training.compatible import uncertainty
+
+    queries, corpus, qrels = retrieval_set
+    query_ids, doc_ids = list(queries), sorted(corpus)
+    position = {d: i for i, d in enumerate(doc_ids)}
+    documents = old_encoder.encode([corpus[d] for d in doc_ids], role="document")
+    query_points = lorentz.flip_time(old_encoder.encode([queries[q] for q in query_ids], role="query"))
+    relevant = [[position[d] for d, grade in qrels[q].items() if grade > 0 and d in position] for q in query_ids]
+    keep = [i for i, rows in enumerate(relevant) if rows]
+    query_points, relevant = query_points[keep], [relevant[i] for i in keep]
+    c = float(old_encoder.curvature)
+    ranks = positive_ranks(query_points, documents, relevant, c)
+    q_query = uncertainty(torch.from_numpy(query_points).double(), c).numpy()
+    q_positive = np.array([uncertainty(torch.from_numpy(documents[rows]).double(), c).mean().item()
+                           for rows in relevant])
+    return {"queries": len(ranks), "error_rate_at_1": float((ranks > 1).mean()),
+            "median_rank": float(np.median(ranks)),
+            "q_query": {"mean": float(q_query.mean()), "sd": float(q_query.std()),
+                        **calibration(q_query, ranks, permutations, seed=seed)},
+            "q_positive": {"mean": float(q_positive.mean()), "sd": float(q_positive.std()),
+                           **calibration(q_positive, ranks, permutations, seed=seed + 1)}}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# BENCHMARKS.md section (registered in ``report.py``)
+# ----------------------------------------------------------------------------------------------------------------
+
+ONTOLOGY_NAMES = {"hpo": "HPO held-out branches", "icd10": "ICD-10-CM held-out chapters"}
+
+
+def _ms(entry: dict | None, digits: int = 4) -> str:
+    if not entry or entry.get("mean") is None:
+        return "–"
+    if entry.get("n", 1) > 1:
+        return f"{entry['mean']:.{digits}f} ± {entry['sd']:.{digits}f}"
+    return f"{entry['mean']:.{digits}f}"
+
+
+def _verdict(summary: dict, ontology: str) -> list[str]:
+    """The issue's two conditions per method, counted over seeds, and HBCT minus the Euclidean BCT baseline."""
+    lines = []
+    for name in ("hbct", "l2-bct", "independent"):
+        block = summary.get(name, {}).get(ontology, {}).get("ndcg@10")
+        if not block:
+            continue
+        n = block["seeds"]
+        lines.append(f"- {name}: new->old > old->old (compatible) in {block['compatible_seeds']}/{n} seeds; "
+                     f"new->new > old->old (upgrade worth having) in {block['upgrade_seeds']}/{n} seeds (nDCG@10).")
+    hbct, l2 = (summary.get(name, {}).get(ontology, {}).get("ndcg@10") for name in ("hbct", "l2-bct"))
+    if hbct and l2:
+        for pair in ("new->old", "new->new"):
+            gap = hbct[pair]["mean"] - l2[pair]["mean"]
+            lines.append(f"- {pair} nDCG@10, HBCT minus Euclidean BCT: {gap:+.4f} (sd over seeds "
+                         f"{hbct[pair]['sd']:.4f} / {l2[pair]['sd']:.4f}).")
+    return lines + [""] if lines else []
+
+
+def render_upgrade_section(items: list) -> list[str]:
+    """Markdown lines for ``compatibility_upgrade`` results (benchmarks/run_compatibility.py)."""
+    lines = ["## Backward-compatible upgrades: HBCT vs Euclidean BCT (held-out branches and chapters)", "",
+             "`benchmarks/run_compatibility.py`: one OLD HyTE-H (bundled all-MiniLM-L6-v2, HPO training branches "
+             "only, `configs/compat_old_hyte_h.yaml`) is trained once and held fixed; every NEW model (HPO + "
+             "ICD-10-CM training data, more steps, a fresh projection; `configs/compat_new_hbct.yaml`) must "
+             "search its index. `a->b` = queries embedded by a, documents (the index) by b. `independent` = the "
+             "new model without compatibility objective (the reference of P_com / P_up); `hbct` = cone + RINCE "
+             "with q = q(h_old); `l2-bct` = the Euclidean BCT baseline (squared L2 between the new embedding and "
+             "the old one in the tangent space at the origin, no cone); `hbct-*` = ablations. P_com = (M(new,old) "
+             "- M(old,old)) / (M(ref,ref) - M(old,old)), P_up = M(new,new) / M(ref,ref) - 1, ref = the same seed's "
+             "independent run (`hyte.evaluation.compatibility`). Mean ± sd over seeds.", ""]
+    for path, payload in items:
+        summary = payload.get("summary", {})
+        lines += [f"### `{path.name}`", ""]
+        for ontology, title in ONTOLOGY_NAMES.items():
+            if not any(ontology in by for by in summary.values()):
+                continue
+            header = ["variant", "seeds", "old->old nDCG@10", "new->old nDCG@10", "new->new nDCG@10",
+                      "new->old R@1", "new->new R@1", "P_com (nDCG)", "P_up (nDCG)"]
+            rows = []
+            for name, by in summary.items():
+                block = by.get(ontology, {})
+                ndcg, r1 = block.get("ndcg@10", {}), block.get("recall@1", {})
+                rows.append([name, ndcg.get("seeds", "–"), _ms(ndcg.get("old->old")), _ms(ndcg.get("new->old")),
+                             _ms(ndcg.get("new->new")), _ms(r1.get("new->old")), _ms(r1.get("new->new")),
+                             _ms(ndcg.get("p_com"), 3), _ms(ndcg.get("p_up"), 3)])
+            lines += [f"{title}, retrieval:", "", *_table(header, rows)]
+            header = ["variant", "SpecHR old->old", "SpecHR new->old", "SpecHR new->new", "R@1 old->old",
+                      "R@1 new->old", "R@1 new->new"]
+            rows = []
+            for name, by in summary.items():
+                block = by.get(ontology, {})
+                spechr, r1 = block.get("hierarchy_spechr", {}), block.get("hierarchy_recall@1", {})
+                rows.append([name, *(_ms(spechr.get(p)) for p in PAIRS), *(_ms(r1.get(p)) for p in PAIRS)])
+            lines += [f"{title}, hierarchy benchmark:", "", *_table(header, rows)]
+            lines += _verdict(summary, ontology)
+        calibration = payload.get("calibration")
+        if calibration:
+            header = ["held-out set", "queries", "old error rate @1", "q of", "mean q ± sd", "Spearman(q, rank)",
+                      "95% CI", "permuted-q rho (mean ± sd)", "permutation p"]
+            rows = []
+            for ontology, result in calibration.items():
+                for which in ("q_query", "q_positive"):
+                    entry = result[which]
+                    rows.append([ONTOLOGY_NAMES.get(ontology, ontology), result["queries"],
+                                 f"{result['error_rate_at_1']:.3f}", which.replace("q_", ""),
+                                 f"{entry['mean']:.3f} ± {entry['sd']:.3f}", f"{entry['spearman']:+.3f}",
+                                 f"[{entry['ci95'][0]:+.3f}, {entry['ci95'][1]:+.3f}]",
+                                 f"{entry['permuted_mean']:+.3f} ± {entry['permuted_sd']:.3f}",
+                                 f"{entry['permutation_p']:.3f}"])
+            lines += ["Calibration (the reviewers' test): Spearman correlation between q(h_old) = 1 - tanh(d(o, "
+                      "h_old)) and the old model's per-query error (rank of the positive, 1 = right), for q of the "
+                      "query's own old embedding and of its positive document's (the q that training uses); "
+                      "control: q permuted across queries.", "", *_table(header, rows)]
+        lines += _run_lines(path, payload)
+    return lines
+
+
+def render_matrix_section(items: list) -> list[str]:
+    """Markdown lines for single ``hyte eval compatibility --output`` results."""
+    lines = ["## Compatibility matrices (`hyte eval compatibility`)", ""]
+    for path, payload in items:
+        models = payload.get("models", {})
+        lines += [f"### `{path.name}`: old {models.get('old')}, new {models.get('new')}", ""]
+        for ontology, pairs in payload.get("matrix", {}).items():
+            metrics = list(pairs.get("old->old", {}))
+            rows = [[pair, *(f"{pairs[pair][m]:.4f}" for m in metrics)] for pair in PAIRS]
+            gains = payload.get("gains", {}).get(ontology, {})
+            for name in ("p_com", "p_up"):
+                rows.append([name, *("–" if gains.get(m, {}).get(name) is None else f"{gains[m][name]:.3f}"
+                                     for m in metrics)])
+            lines += [f"{ONTOLOGY_NAMES.get(ontology, ontology)}:", "", *_table(["queries->index", *metrics], rows)]
+        lines += _run_lines(path, payload)
+    return lines
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    from .report import _table as table
+
+    return table(header, rows)
+
+
+def _run_lines(path, payload) -> list[str]:
+    from .report import _runs
+
+    return _runs([(path, payload)])

@@ -1,0 +1,352 @@
+"""Backward-compatible training (HBCT): uncertainty, RINCE, the cone term with widened apertures, the cached old
+embeddings, resume, lineage recorded in the model and enforced by the index, and the compatibility metrics."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import TrainerCallback
+
+from hyte import lorentz as L
+from hyte.training import parse_config, run
+from hyte.training.compatible import (MIN_Q, alignment_q, cone_loss, document_texts, l2_influence_loss,
+                                      rince_loss, uncertainty)
+
+TINY_FH = {"hidden_size": 33, "num_hidden_layers": 1, "num_attention_heads": 3, "intermediate_size": 65,
+           "max_position_embeddings": 128}
+
+
+def random_points(seed: int, n: int, dim: int, c: float, max_radius: float, dtype=torch.float64) -> torch.Tensor:
+    """n points of H^dim_c at geodesic radii in (0, max_radius) sqrt(c), random directions, (n, dim + 1)."""
+    generator = torch.Generator().manual_seed(seed)
+    direction = torch.nn.functional.normalize(torch.randn(n, dim, generator=generator, dtype=torch.float64), dim=-1)
+    radius = torch.rand(n, 1, generator=generator, dtype=torch.float64) * max_radius * math.sqrt(c)
+    return L.expmap0(direction * radius, c).to(dtype)
+
+
+# ------------------------------------------------------------------ uncertainty, RINCE, cones
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), c=st.sampled_from([0.5, 1.0, 2.0]))
+def test_uncertainty_is_in_unit_interval_decreasing_in_radius_and_scale_invariant(seed, c):
+    points = random_points(seed, 64, 8, c, max_radius=12.0)
+    q = uncertainty(points, c)
+    assert ((q > 0) | (q == 0)).all() and (q <= 1).all() and torch.isfinite(q).all()
+    order = torch.argsort(L.distance_to_origin(points, c))
+    assert (q[order].diff() <= 1e-12).all()  # further out = more certain
+    torch.testing.assert_close(q, uncertainty(points / math.sqrt(c), 1.0))
+    assert float(uncertainty(L.origin(8, c, dtype=torch.float64), c)) == pytest.approx(1.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_rince_tends_to_infonce_plus_log_lambda_and_down_weights_hard_positives_at_q_one(seed):
+    generator = torch.Generator().manual_seed(seed)
+    logits = -5 * torch.rand(6, 9, generator=generator, dtype=torch.float64)  # -scale x distance <= 0
+    positives = torch.arange(6)
+    lam = 0.01
+    infonce = torch.nn.functional.cross_entropy(logits, positives)
+    small_q = rince_loss(logits, positives, torch.full((6,), MIN_Q), lam).double()
+    # At q = MIN_Q the loss is within O(q) of its q -> 0 limit.
+    assert float(small_q) == pytest.approx(float(infonce) + math.log(lam), abs=0.1)
+    # q = 1: the pull on the positive logit is (1 - lam) exp(s+): the farther the positive (a hard, possibly wrong
+    # pair), the weaker the pull. InfoNCE's pull, 1 - softmax share, is strongest for the hardest pairs.
+    pulled = logits.clone().requires_grad_(True)
+    rince_loss(pulled, positives, torch.ones(6), lam).backward()
+    pull = -pulled.grad[positives, positives] * 6
+    torch.testing.assert_close(pull, (1 - lam) * logits[positives, positives].exp(), rtol=1e-5, atol=1e-7)
+
+
+def test_rince_pull_on_the_positive_is_exp_q_s_minus_the_softmax_share():
+    logits = torch.tensor([[-0.2, -1.0, -3.0], [-2.5, -0.1, -0.4]], dtype=torch.float64, requires_grad=True)
+    positives, q, lam = torch.tensor([0, 0]), torch.tensor([0.3, 0.9]), 0.05
+    rince_loss(logits, positives, q, lam).backward()
+    s = logits.detach()
+    total = s.exp().sum(1)
+    # dL_i/ds+ = -exp(q s+) + (lam S)^q exp(s+) / S  (mean over 2 anchors)
+    expected = (-(q * s[:, 0]).exp() + (lam * total) ** q * s[:, 0].exp() / total) / 2
+    torch.testing.assert_close(logits.grad[:, 0], expected.to(logits.grad.dtype))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), c=st.sampled_from([0.5, 1.0, 2.0]))
+def test_widened_cones_contain_the_narrow_ones_and_a_point_further_out_on_the_axis_is_inside(seed, c):
+    old = random_points(seed, 32, 8, c, max_radius=8.0)
+    q = uncertainty(old, c)
+    narrow, wide = L.half_aperture(old, c, 0.1), L.half_aperture(old, c, 0.1 * (1 + q))
+    assert (wide >= narrow - 1e-12).all() and (wide <= math.pi / 2).all()
+    further = L.expmap0(L.logmap0(old, c) * 1.5, c)  # same direction, 1.5 x the distance to the origin
+    assert float(cone_loss(old, further, c, 0.1 * (1 + q))) < 1e-3
+    # Pulled back towards the origin: outside every cone (exterior angle pi).
+    closer = L.expmap0(L.logmap0(old, c) * 0.5, c)
+    assert float(cone_loss(old, closer, c, 0.1 * (1 + q))) > 1.0
+
+
+def test_l2_influence_loss_is_zero_for_the_same_points_and_grows_with_the_tangent_gap():
+    old = random_points(3, 16, 8, 1.0, max_radius=3.0)
+    assert float(l2_influence_loss(old, old)) == pytest.approx(0.0, abs=1e-12)
+    moved = L.expmap0(L.logmap0(old) + 0.1, 1.0)
+    assert float(l2_influence_loss(moved, old)) == pytest.approx(8 * 0.01, rel=1e-6)
+
+
+def test_permuted_q_keeps_the_distribution_and_fixed_q_is_constant():
+    values = torch.linspace(0.05, 0.95, 50)
+    permuted = alignment_q("permuted", values, seed=1)
+    assert torch.equal(permuted.sort().values, values.sort().values) and not torch.equal(permuted, values)
+    assert torch.equal(alignment_q("permuted", values, seed=1), permuted)  # seeded
+    assert (alignment_q("fixed", values, q_fixed=0.3) == 0.3).all()
+    with pytest.raises(ValueError, match="uncertainty, fixed or permuted"):
+        alignment_q("random", values)
+
+
+def test_document_texts_cover_positives_negatives_and_parents_once():
+    examples = [{"query": "a", "document": "A", "negatives": ["B"], "parent": "P"},
+                {"query": "b", "document": "B", "negatives": ["A", "C"], "parent": None}]
+    assert document_texts(examples) == ["A", "B", "P", "C"]
+
+
+# ------------------------------------------------------------------ the stage: cache, resume, lineage
+
+
+@pytest.fixture(scope="module")
+def old_model(tmp_path_factory, bert_tokenizer):
+    """A tiny HyTE-FH (random weights) saved with the real MiniLM tokenizer: the frozen old model."""
+    from hyte.training.config import ModelSpec
+    from hyte.training.models import build_model
+
+    path = tmp_path_factory.mktemp("old-model")
+    torch.manual_seed(1)
+    built = build_model(ModelSpec(build="hyte_fh", options=TINY_FH, tokenizer="bundled:all-MiniLM-L6-v2"))
+    built.model.save_pretrained(path)
+    bert_tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def compatible_config(output_dir, old_model, max_steps=8, **compatible):
+    return parse_config({
+        "stage": "compatible",
+        "model": {"build": "hyte_fh", "options": TINY_FH},
+        "data": {"source": "hpo", "max_examples": 48, "min_depth": 3},
+        "training": {"output_dir": str(output_dir), "max_steps": max_steps, "per_device_train_batch_size": 8,
+                     "learning_rate": 3e-3, "warmup_steps": 1, "logging_steps": 1, "save_steps": 4, "seed": 0},
+        "loss": {"temperature": 0.1, "max_query_length": 16, "max_document_length": 32},
+        "mining": {"num_negatives": 1, "candidates": 8},
+        "evaluation": {"enabled": False},
+        "compatible": {"old_model": old_model, **compatible},
+    })
+
+
+class CountOldForwards:
+    """Counts forward passes of every HyTE-FH model whose weights fingerprint is ``fingerprint`` (the old one)."""
+
+    def __init__(self, monkeypatch, fingerprint):
+        from hyte.lineage import weights_fingerprint
+        from hyte.modeling_hyte import HyTEFHModel
+
+        self.calls = 0
+        original = HyTEFHModel.forward
+        known = {}
+
+        def forward(model, *args, **kwargs):
+            if id(model) not in known:
+                known[id(model)] = weights_fingerprint(model) == fingerprint
+            self.calls += known[id(model)]
+            return original(model, *args, **kwargs)
+
+        monkeypatch.setattr(HyTEFHModel, "forward", forward)
+
+
+def logged(output_dir, key="loss"):
+    state = json.loads(sorted(output_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))[-1]
+                       .joinpath("trainer_state.json").read_text())
+    return {e["step"]: e[key] for e in state["log_history"] if key in e}
+
+
+def test_old_embeddings_are_computed_once_not_per_step_and_lineage_is_recorded(tmp_path, old_model, monkeypatch):
+    from transformers import AutoModel
+
+    from hyte.lineage import compatible_with, weights_fingerprint
+
+    fingerprint = weights_fingerprint(AutoModel.from_pretrained(old_model))
+    counter = CountOldForwards(monkeypatch, fingerprint)
+    final = run(compatible_config(tmp_path / "short", old_model, max_steps=4))
+    short_calls = counter.calls
+    assert short_calls > 0  # the cache was built with the old model
+    counter.calls = 0
+    run(compatible_config(tmp_path / "long", old_model, max_steps=12))
+    assert counter.calls == short_calls  # 3x the steps, the same old forward passes: only the caching ones
+    assert (tmp_path / "long" / "old_embeddings.safetensors").is_file()
+    # Every logged step has both compatibility terms.
+    assert set(logged(tmp_path / "long", "align_loss")) == set(range(1, 13))
+    assert all(math.isfinite(v) for v in logged(tmp_path / "long", "cone_loss").values())
+    new = AutoModel.from_pretrained(final)
+    assert compatible_with(new) == [{"model": old_model, "fingerprint": fingerprint,
+                                     "relation": "queries->documents"}]
+
+
+class StopAfter(TrainerCallback):
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise KeyboardInterrupt("simulated kill")
+
+
+def test_resumed_run_reuses_the_cache_and_repeats_the_losses(tmp_path, old_model, monkeypatch):
+    from transformers import AutoModel
+
+    from hyte.lineage import weights_fingerprint
+
+    run(compatible_config(tmp_path / "straight", old_model))
+    with pytest.raises(KeyboardInterrupt):
+        run(compatible_config(tmp_path / "killed", old_model), callbacks=[StopAfter(6)])
+    assert (tmp_path / "killed" / "checkpoint-4").is_dir() and not (tmp_path / "killed" / "final").exists()
+    counter = CountOldForwards(monkeypatch, weights_fingerprint(AutoModel.from_pretrained(old_model)))
+    run(compatible_config(tmp_path / "killed", old_model), resume=True)
+    assert counter.calls == 0  # the resumed run read the cached old embeddings
+    straight, resumed = logged(tmp_path / "straight"), logged(tmp_path / "killed")
+    for step in range(5, 9):
+        assert resumed[step] == pytest.approx(straight[step], rel=1e-4, abs=1e-5), step
+
+
+@pytest.mark.parametrize("alignment, q", [("l2", "uncertainty"), ("infonce", "fixed"), ("rince", "permuted")])
+def test_variants_train_with_finite_terms(tmp_path, old_model, alignment, q):
+    final = run(compatible_config(tmp_path, old_model, max_steps=2, alignment=alignment, q=q,
+                                  cone=alignment != "l2"))
+    card = json.loads((final / "hyte_card.json").read_text())
+    assert math.isfinite(card["training"]["final_loss"]) and card["training"]["nonfinite_values"] == 0
+    assert card["training"]["config"]["compatible"]["alignment"] == alignment
+
+
+def test_config_errors_name_the_problem(tmp_path, old_model):
+    from hyte.training import ConfigError
+
+    with pytest.raises(ConfigError, match="needs the old model"):
+        compatible_config(tmp_path, None)
+    with pytest.raises(ConfigError, match="alignment must be"):
+        compatible_config(tmp_path, old_model, alignment="cosine")
+    with pytest.raises(ConfigError, match="dimension 17"):
+        run(parse_config({**json.loads(json.dumps(compatible_config(tmp_path, old_model).to_dict())),
+                          "model": {"build": "hyte_fh", "options": {**TINY_FH, "hidden_size": 17,
+                                                                    "num_attention_heads": 1,
+                                                                    "intermediate_size": 33}}}))
+
+
+# ------------------------------------------------------------------ lineage: the index refuses undeclared models
+
+
+@pytest.fixture(scope="module")
+def compatible_model(tmp_path_factory, old_model):
+    """A new model trained (2 steps) with `hyte train compatible --old old_model`."""
+    return str(run(compatible_config(tmp_path_factory.mktemp("compatible"), old_model, max_steps=2)))
+
+
+@pytest.fixture(scope="module")
+def unrelated_model(tmp_path_factory, bert_tokenizer):
+    """Another tiny HyTE-FH of the same shape (different weights), declaring nothing."""
+    from hyte.training.config import ModelSpec
+    from hyte.training.models import build_model
+
+    path = tmp_path_factory.mktemp("unrelated")
+    torch.manual_seed(2)
+    build_model(ModelSpec(build="hyte_fh", options=TINY_FH, tokenizer="bundled:all-MiniLM-L6-v2")
+                ).model.save_pretrained(path)
+    bert_tokenizer.save_pretrained(path)
+    return str(path)
+
+
+DOCUMENTS = ["Abnormally long and slender fingers.", "A short stature for age.",
+             "An abnormal rhythm of the heart.", "Increased size of the liver."]
+
+
+def test_index_admits_its_model_and_declared_compatible_ones_and_refuses_others(
+        tmp_path, old_model, compatible_model, unrelated_model):
+    from transformers import AutoModel
+
+    from hyte.lineage import compatible_with, weights_fingerprint
+    from hyte.retrieval import IncompatibleIndexError, LorentzIndex
+
+    old, new, other = (AutoModel.from_pretrained(p) for p in (old_model, compatible_model, unrelated_model))
+    index = LorentzIndex(33, 1.0, model_name=old_model, model_fingerprint=weights_fingerprint(old))
+    index.save(tmp_path / "index")
+    index = LorentzIndex.load(tmp_path / "index")  # the fingerprint survives saving
+    assert index.model_fingerprint == weights_fingerprint(old)
+    assert index.check_query_model("renamed copy", weights_fingerprint(old), []) == "same model"
+    assert index.check_query_model(compatible_model, weights_fingerprint(new), compatible_with(new)) \
+        == "declared compatible"
+    with pytest.raises(IncompatibleIndexError, match="neither that model nor declared compatible"):
+        index.check_query_model(unrelated_model, weights_fingerprint(other), compatible_with(other))
+    assert index.check_query_model(unrelated_model, weights_fingerprint(other), [], allow_incompatible=True) \
+        == "not checked"
+    # Declarations are one-way: the old model's queries may not search an index built by the new model.
+    new_index = LorentzIndex(33, 1.0, model_name="new", model_fingerprint=weights_fingerprint(new))
+    with pytest.raises(IncompatibleIndexError):
+        new_index.check_query_model(old_model, weights_fingerprint(old), compatible_with(old))
+    # An index saved before fingerprints were recorded compares names only.
+    legacy = LorentzIndex(33, 1.0, model_name="a")
+    assert legacy.check_query_model("a", "anything", []) == "same name"
+    with pytest.raises(IncompatibleIndexError, match="records no weights fingerprint"):
+        legacy.check_query_model("b", "anything", [])
+
+
+def test_cli_search_of_an_old_index_refuses_an_undeclared_model(tmp_path, old_model, compatible_model,
+                                                                unrelated_model, capsys):
+    from hyte.cli import main
+
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(DOCUMENTS) + "\n")
+    index_dir = tmp_path / "index"
+    assert main(["index", "build", "--model", old_model, "--input", str(docs), "--output", str(index_dir)]) == 0
+    search = ["index", "search", "--index", str(index_dir), "--query", "heart rhythm", "--k", "2"]
+    assert main([*search, "--model", compatible_model]) == 0
+    assert "1. d=" in capsys.readouterr().out
+    assert main([*search, "--model", unrelated_model]) == 2
+    error = capsys.readouterr().err
+    assert "neither that model nor declared compatible" in error and "hyte train compatible" in error
+    assert main([*search, "--model", unrelated_model, "--no-check-model"]) == 0
+
+
+# ------------------------------------------------------------------ evaluation: the matrix, P_com, P_up, calibration
+
+
+def test_compatibility_gains_follow_their_definitions():
+    from hyte.evaluation.compatibility import compatibility_gains
+
+    matrix = {"old->old": {"ndcg@10": 0.40}, "new->old": {"ndcg@10": 0.45}, "new->new": {"ndcg@10": 0.54}}
+    gains = compatibility_gains(matrix, reference=0.60)
+    assert gains["p_com"] == pytest.approx(0.05 / 0.20) and gains["p_up"] == pytest.approx(0.54 / 0.60 - 1)
+    assert compatibility_gains(matrix)["p_up"] == 0.0  # reference = the new model itself
+    assert compatibility_gains(matrix, reference=0.40)["p_com"] is None  # no gain to share
+
+
+def test_cross_model_pairs_use_the_query_model_for_queries_only(old_model, compatible_model):
+    from hyte.encoders import load_encoder
+    from hyte.evaluation.compatibility import pair_encoders
+
+    old, new = load_encoder(old_model), load_encoder(compatible_model)
+    pairs = pair_encoders(old, new)
+    cross = pairs["new->old"]
+    np.testing.assert_array_equal(cross.encode(DOCUMENTS, role="document"), old.encode(DOCUMENTS))
+    np.testing.assert_array_equal(cross.encode(DOCUMENTS, role="query"), new.encode(DOCUMENTS, role="query"))
+    assert cross.encode(DOCUMENTS) is pairs["old->old"].encode(DOCUMENTS)  # the old documents are embedded once
+
+
+def test_calibration_reports_rho_and_a_permutation_control():
+    from hyte.evaluation.compatibility import calibration, positive_ranks
+
+    rng = np.random.default_rng(0)
+    errors = rng.integers(1, 50, size=200).astype(float)
+    aligned = calibration(errors + rng.normal(0, 1, 200), errors, permutations=200, bootstrap=100)
+    assert aligned["spearman"] > 0.9 and aligned["permutation_p"] == 0.0 and abs(aligned["permuted_mean"]) < 0.05
+    unrelated = calibration(rng.normal(size=200), errors, permutations=200, bootstrap=100)
+    assert unrelated["ci95"][0] < unrelated["spearman"] < unrelated["ci95"][1]
+    points = random_points(0, 5, 4, 1.0, 2.0).numpy()
+    assert positive_ranks(points, points, [[i] for i in range(5)], 1.0).tolist() == [1] * 5
