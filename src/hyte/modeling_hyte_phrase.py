@@ -124,6 +124,11 @@ class LinearChainCRF(nn.Module):
         """log p(tags | emissions), (B,): the segmentation loss is its negative mean."""
         return self.sequence_score(emissions, tags, mask) - self.log_partition(emissions, mask)
 
+    def forward(self, emissions: Tensor, mask: Tensor, tags: Tensor | None = None) -> Tensor:
+        """``log_likelihood`` (B,) when ``tags`` are given, else ``decode`` (B, T). Going through forward lets
+        wrappers that replace the module (peft's modules_to_save) reach the trained copy."""
+        return self.decode(emissions, mask) if tags is None else self.log_likelihood(emissions, tags, mask)
+
     @torch.no_grad()
     def decode(self, emissions: Tensor, mask: Tensor) -> Tensor:
         """Viterbi: the best tag sequence, (B, T, K), (B, T) -> (B, T) long; masked positions get O."""
@@ -491,7 +496,7 @@ class HyTEPhraseModel(PreTrainedModel):
 
     def decode_tags(self, output: PhraseModelOutput, attention_mask: Tensor) -> Tensor:
         """Viterbi BIO tags (B, T); tokens outside units are set to O."""
-        tags = self.crf.decode(output.emissions, attention_mask.bool())
+        tags = self.crf(output.emissions, attention_mask.bool())
         return tags.masked_fill(~output.unit_mask, TAG_O)
 
     def units(self, output: PhraseModelOutput, unit_ids: Tensor, budget: int | Tensor | None) -> Units:

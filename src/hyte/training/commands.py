@@ -1,4 +1,5 @@
-"""``hyte train mlm | contrastive | finetune | compatible --config FILE [--resume] [--set section.field=value ...]``
+"""``hyte train mlm | contrastive | finetune | compatible | phrase --config FILE [--resume]
+[--set section.field=value ...]``
 (``compatible`` also takes ``--old OLD_MODEL``, the same as ``--set compatible.old_model=OLD_MODEL``)."""
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def add_commands(subparsers) -> None:
     stages = train.add_subparsers(dest="stage", required=True)
     for stage, description in (("mlm", "masked-language modelling of HyTE-FH / EucBERT"),
                                ("contrastive", "contrastive pairs, in-batch negatives"),
+                               ("phrase", "H+ phrase heads: CRF units, importance, lexical view (joint loss)"),
                                ("finetune", "contrastive fine-tuning with mined hard negatives"),
                                ("compatible", "a new model whose queries search an old model's index (HBCT)")):
         parser = stages.add_parser(stage, help=description)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..bundled import BUNDLED, BUNDLED_MINILM
 
-STAGES = ("mlm", "contrastive", "finetune", "compatible")
+STAGES = ("mlm", "contrastive", "finetune", "compatible", "phrase")
 
 
 class ConfigError(ValueError):
@@ -184,6 +184,34 @@ class CompatibleSpec:
 
 
 @dataclass
+class PhraseSpec:
+    """H+ phrase heads (stage ``phrase``, hyte.training.phrase): the seed's stage-2 joint loss
+    lambda_G L_G + lambda_T L_T + lambda_L L_L + lambda_seg L_seg (+ lambda_P L_P, not in the paper), InfoNCE per
+    view over in-batch (and given) negatives; no KL term (there is no teacher scorer offline). BIO labels come from
+    the terminology trie (hyte.phrase.teacher). The geometry follows the model: lorentz on HyTE-H (model.build
+    hyte_h, or a saved HyTE-H), euclidean on a plain encoder."""
+
+    query_budget: int = 32  # B_q: units kept per query (saved in the model's config, used at inference)
+    document_budget: int = 32  # B_d: units kept per document
+    global_weight: float = 1.0  # lambda_G: InfoNCE on the global vectors (cosine, or -geodesic distance)
+    token_weight: float = 1.0  # lambda_T: InfoNCE on token-level MaxSim (mean over query tokens)
+    lexical_weight: float = 0.1  # lambda_L: InfoNCE on the summed-importance lexical score (trains u_i)
+    segmentation_weight: float = 1.0  # lambda_seg: CRF negative log-likelihood of the trie labels (query + doc)
+    # lambda_P: InfoNCE on weighted MaxSim over the teacher's units, top-B (an extension: the paper trains the
+    # phrase view only through L_T, L_L and L_seg).
+    phrase_weight: float = 0.0
+    temperature: float = 0.05  # tau of the global, token and phrase views
+    lexical_temperature: float = 1.0  # tau of the lexical view (its scores are sums of products of importances)
+    token_projection_size: int | None = 128  # euclidean: width of the training-only head z = norm(W_T h + b_T)
+    vocabularies: list[str] = field(default_factory=lambda: ["hpo", "icd10"])  # the trie's term lists
+    max_term_words: int = 5  # longest trie term, in words
+    head_learning_rate: float | None = 1e-3  # the new heads (CRF, boundary, importance, projections); None = same
+    fusion_global: float = 1.0  # hybrid fusion weights saved in the model config (hyte.retrieval.phrase)
+    fusion_phrase: float = 1.0
+    fusion_lexical: float = 0.2
+
+
+@dataclass
 class RunConfig:
     stage: str
     model: ModelSpec = field(default_factory=ModelSpec)
@@ -194,6 +222,7 @@ class RunConfig:
     mining: MiningSpec = field(default_factory=MiningSpec)
     lora: LoraSpec = field(default_factory=LoraSpec)
     evaluation: EvaluationSpec = field(default_factory=EvaluationSpec)
+    phrase: PhraseSpec = field(default_factory=PhraseSpec)
     compatible: CompatibleSpec = field(default_factory=CompatibleSpec)
 
     def to_dict(self) -> dict[str, Any]:
@@ -201,7 +230,8 @@ class RunConfig:
 
 
 SECTIONS = {"model": ModelSpec, "data": DataSpec, "training": TrainingSpec, "mlm": MLMSpec, "loss": LossSpec,
-            "mining": MiningSpec, "lora": LoraSpec, "evaluation": EvaluationSpec, "compatible": CompatibleSpec}
+            "mining": MiningSpec, "lora": LoraSpec, "evaluation": EvaluationSpec,
+            "phrase": PhraseSpec, "compatible": CompatibleSpec}
 
 
 # How errors describe the value a field's annotated type wants.
@@ -338,6 +368,8 @@ def validate(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: loss.hierarchy_weight > 0 needs data.hierarchy: true (the parent pairs)")
     if config.stage == "finetune" and config.mining.num_negatives < 1:
         raise ConfigError(f"{source}: stage finetune needs mining.num_negatives >= 1")
+    if config.stage == "phrase":
+        _validate_phrase(config, source)
     if config.stage == "compatible":
         _validate_compatible(config, source)
 
@@ -356,3 +388,21 @@ def _validate_compatible(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: compatible.weight must be >= 0, rince_lambda and cone_min_radius > 0")
     if config.lora.r > 0:
         raise ConfigError(f"{source}: stage compatible trains the whole model; set lora.r: 0")
+
+
+def _validate_phrase(config: RunConfig, source: str) -> None:
+    spec = config.phrase
+    if spec.query_budget < 1 or spec.document_budget < 1:
+        raise ConfigError(f"{source}: phrase.query_budget and phrase.document_budget must be >= 1")
+    weights = (spec.global_weight, spec.token_weight, spec.lexical_weight, spec.segmentation_weight,
+               spec.phrase_weight)
+    if min(weights) < 0 or sum(weights) == 0:
+        raise ConfigError(f"{source}: the phrase.*_weight values must be >= 0 and not all 0")
+    if spec.temperature <= 0 or spec.lexical_temperature <= 0:
+        raise ConfigError(f"{source}: phrase.temperature and phrase.lexical_temperature must be > 0")
+    unknown = sorted(set(spec.vocabularies) - {"hpo", "icd10"})
+    if unknown:
+        raise ConfigError(f"{source}: phrase.vocabularies may hold hpo and icd10; got {unknown}")
+    if config.model.build not in ("load", "hyte_h"):
+        raise ConfigError(f"{source}: stage phrase puts heads on a pretrained encoder or HyTE-H (model.build load "
+                          f"or hyte_h); got {config.model.build!r}")

@@ -342,6 +342,10 @@ def run(config: RunConfig, resume: bool = False, callbacks: list | None = None) 
     The seed is set before the model is built, so new weights (HyTE-FH, the HyTE-H projection) are reproducible too.
     """
     set_seed(config.training.seed)
+    if config.stage == "phrase":  # imported here: hyte.training.phrase builds on this module
+        from .phrase import train_phrase
+
+        return train_phrase(config, resume=resume, callbacks=callbacks)
     if config.stage == "compatible":  # imported here: hyte.training.compatible builds on this module
         from .compatible import train_compatible
 
