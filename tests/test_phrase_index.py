@@ -172,3 +172,21 @@ def test_an_interrupted_save_leaves_the_previous_index_loadable(model, bert_toke
         np.testing.assert_array_equal(got, want)
     recovered.save(tmp_path / "idx")  # the next save completes and cleans up
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["idx"]
+
+
+def test_index_build_phrase_and_search_rerank_from_the_command_line(model, bert_tokenizer, tmp_path, capsys):
+    from hyte.cli import main
+
+    model.save_pretrained(tmp_path / "model")
+    bert_tokenizer.save_pretrained(tmp_path / "model")
+    (tmp_path / "docs.txt").write_text("\n".join(DOCUMENTS) + "\n")
+    assert main(["index", "build", "--phrase", "--model", str(tmp_path / "model"), "--input",
+                 str(tmp_path / "docs.txt"), "--output", str(tmp_path / "idx"), "--phrase-dtype", "float16"]) == 0
+    assert "phrase store" in capsys.readouterr().out
+    assert PhraseIndex.load(tmp_path / "idx").store.dtype == "float16"
+    for rerank in (None, "phrase", "hybrid"):
+        argv = ["index", "search", "--index", str(tmp_path / "idx"), "--model", str(tmp_path / "model"),
+                "--query", QUERIES[0], "--k", "3"] + (["--rerank", rerank, "--k-candidates", "6"] if rerank else [])
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert out.count("\n") == 4 and f"{rerank or 'global'}=" in out

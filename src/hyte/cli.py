@@ -3,10 +3,10 @@
     hyte quickstart                             build, fine-tune, evaluate, save, index, search (the main job)
     hyte demo                                   build HyTE-H on the bundled MiniLM, index HPO definitions, search
     hyte encode --model M --input F --output O  texts (.txt one per line, or .jsonl with "text") -> .npy/.safetensors
-    hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw]
-    hyte index search --index DIR --model M --query TEXT [--k 10]
+    hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw] [--phrase]
+    hyte index search --index DIR --model M --query TEXT [--k 10] [--rerank phrase|hybrid|lexical]
     hyte rag "QUESTION" --index DIR [--model M] [--k 4] [--generator PATH_OR_ID]   answer with citations, offline
-    hyte train mlm|contrastive|finetune --config FILE [--resume]
+    hyte train mlm|contrastive|finetune|phrase --config FILE [--resume]
     hyte train compatible --old OLD_MODEL --config FILE    a new model whose queries search OLD_MODEL's index
     hyte eval retrieval|hierarchy|build-hierarchy|radius|report|mteb ...
     hyte bench [--quick]                        speed and ANN benchmarks -> benchmarks/results, BENCHMARKS.md
@@ -85,6 +85,10 @@ def _encode(args: argparse.Namespace) -> int:
 
 
 def _index_build(args: argparse.Namespace) -> int:
+    if args.phrase:  # global index + phrase store (H+, hyte.phrase)
+        from .phrase.commands import index_build
+
+        return index_build(args)
     from .encoders import load_encoder
     from .rag import write_documents
     from .retrieval import LorentzIndex
@@ -110,6 +114,14 @@ def _index_build(args: argparse.Namespace) -> int:
 
 
 def _index_search(args: argparse.Namespace) -> int:
+    from .retrieval.phrase import PHRASE_INDEX_FILE
+
+    if (Path(args.index) / PHRASE_INDEX_FILE).is_file():  # built with --phrase
+        from .phrase.commands import index_search
+
+        return index_search(args)
+    if args.rerank is not None:
+        raise UserError(f"--rerank needs a phrase index (hyte index build --phrase); {args.index} is a plain one")
     from .encoders import load_encoder
     from .retrieval import LorentzIndex
 
@@ -125,15 +137,19 @@ def _index_search(args: argparse.Namespace) -> int:
     documents = [json.loads(line) for line in store.open(encoding="utf-8")] if store.is_file() else None
     queries = [args.query] if args.query is not None else read_texts(args.queries)[0]
     scores, found = index.search(encoder.encode(queries, role="query"), k=args.k)
-    distances = index.to_distances(scores)
-    for query, row_ids, row_distances in zip(queries, found, distances):
+    print_hits(queries, found, index.to_distances(scores), documents, "d")
+    return 0
+
+
+def print_hits(queries: list[str], found, values, documents: list[dict] | None, name: str) -> None:
+    """Print each query's hits: rank, ``name=value``, the document's id and text (ids -1 = no more hits)."""
+    for query, row_ids, row_values in zip(queries, found, values):
         print(f"query: {query}")
-        for rank, (doc_id, distance) in enumerate(zip(row_ids, row_distances), start=1):
+        for rank, (doc_id, value) in enumerate(zip(row_ids, row_values), start=1):
             if doc_id < 0:
                 break
             shown = documents[doc_id] if documents is not None else {"id": int(doc_id), "text": ""}
-            print(f"  {rank:2d}. d={distance:.4f}  [{shown['id']}] {shown['text'][:100]}")
-    return 0
+            print(f"  {rank:2d}. {name}={value:.4f}  [{shown['id']}] {shown['text'][:100]}")
 
 
 def _rag(args: argparse.Namespace) -> int:
@@ -258,6 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="flat is exact; ivf/hnsw are approximate and report their measured recall")
     build.add_argument("--batch-size", type=int, default=32)
     build.add_argument("--max-length", type=int, default=None)
+    build.add_argument("--phrase", action="store_true",
+                       help="phrase model (hyte train phrase): also store each document's top-B phrase vectors "
+                            "and lexical weights, for search --rerank")
+    build.add_argument("--phrase-dtype", choices=["float32", "float16"], default="float32",
+                       help="with --phrase: storage type of the phrase vectors")
     build.set_defaults(func=_index_build)
     search = index_sub.add_parser("search", help="search an index with query texts")
     search.add_argument("--index", required=True)
@@ -270,6 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="experts: allow a query model that is neither the index's model nor declared "
                              "compatible with it (hyte train compatible); same dimension and curvature still "
                              "required")
+    search.add_argument("--rerank", choices=["phrase", "hybrid", "lexical"], default=None,
+                        help="phrase indexes: rescore the global top --k-candidates by weighted MaxSim over phrase "
+                             "units, the lexical view, or the fusion of global, phrase and lexical scores")
+    search.add_argument("--k-candidates", type=int, default=100, help="with --rerank: the global candidate pool")
     search.set_defaults(func=_index_search)
 
     rag = sub.add_parser("rag", help="answer a question from an index with a local generator, with citations")

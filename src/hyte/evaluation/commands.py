@@ -124,6 +124,10 @@ def _fmt(value) -> str:
 
 
 def _eval_retrieval(args: argparse.Namespace) -> int:
+    if args.rerank is not None:  # a phrase model reranking the global top K (H+, hyte.phrase)
+        from ..phrase.commands import eval_retrieval
+
+        return eval_retrieval(args)
     from .beir import evaluate_beir, load_beir
 
     if any(k < 1 for k in args.k):
@@ -528,6 +532,18 @@ def add_commands(subparsers) -> None:
     retrieval.add_argument("--split", default="test")
     retrieval.add_argument("--k", type=int, nargs="+", default=[1, 3, 5, 10, 100])
     retrieval.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/retrieval_NAME.json)")
+    retrieval.add_argument("--rerank", choices=["phrase", "hybrid", "token", "bigram", "random"], default=None,
+                           help="phrase models: rerank the global top --k-candidates with CRF phrases, a fusion of "
+                                "global + phrase + lexical, or token / fixed-bigram / random-span units (nDCG@10, "
+                                "R@10 beside global)")
+    retrieval.add_argument("--budget", type=int, default=None,
+                           help="with --rerank: units kept per query and per document (default: the model's)")
+    retrieval.add_argument("--k-candidates", type=int, default=100, help="with --rerank: the global candidate pool")
+    retrieval.add_argument("--count", choices=["exact", "cap"], default="exact",
+                           help="with --rerank: 'exact' keeps min(B, the smallest natural unit count over crf, "
+                                "token, bigram and random) units per text under every unit kind, so runs with "
+                                "different --rerank compare at identical vector counts (the H+ paper's control); "
+                                "'cap' keeps min(B, the kind's own count)")
     retrieval.set_defaults(func=_eval_retrieval)
 
     hierarchy = sub.add_parser("hierarchy", help="hierarchy-sensitive retrieval: SpecHR, R@1, R@5, MRR, top-1 types")
