@@ -180,11 +180,11 @@ def test_old_embeddings_are_computed_once_not_per_step_and_lineage_is_recorded(t
     short_calls = counter.calls
     assert short_calls > 0  # the cache was built with the old model
     counter.calls = 0
-    run(compatible_config(tmp_path / "long", old_model, max_steps=12))
-    assert counter.calls == short_calls  # 3x the steps, the same old forward passes: only the caching ones
+    run(compatible_config(tmp_path / "long", old_model, max_steps=8))
+    assert counter.calls == short_calls  # twice the steps, the same old forward passes: only the caching ones
     assert (tmp_path / "long" / "old_embeddings.safetensors").is_file()
     # Every logged step has both compatibility terms.
-    assert set(logged(tmp_path / "long", "align_loss")) == set(range(1, 13))
+    assert set(logged(tmp_path / "long", "align_loss")) == set(range(1, 9))
     assert all(math.isfinite(v) for v in logged(tmp_path / "long", "cone_loss").values())
     new = AutoModel.from_pretrained(final)
     assert compatible_with(new) == [{"model": old_model, "fingerprint": fingerprint,

@@ -260,7 +260,7 @@ def render_upgrade_section(items: list) -> list[str]:
     lines = ["## Backward-compatible upgrades: HBCT vs Euclidean BCT (held-out branches and chapters)", "",
              "`benchmarks/run_compatibility.py`: one OLD HyTE-H (bundled all-MiniLM-L6-v2, HPO training branches "
              "only, `configs/compat_old_hyte_h.yaml`) is trained once and held fixed; every NEW model (HPO + "
-             "ICD-10-CM training data, more steps, a fresh projection; `configs/compat_new_hbct.yaml`) must "
+             "ICD-10-CM training data, 3x the steps, a fresh projection; `configs/compat_new_hbct.yaml`) must "
              "search its index. `a->b` = queries embedded by a, documents (the index) by b. `independent` = the "
              "new model without compatibility objective (the reference of P_com / P_up); `hbct` = cone + RINCE "
              "with q = q(h_old); `l2-bct` = the Euclidean BCT baseline (squared L2 between the new embedding and "
@@ -292,6 +292,8 @@ def render_upgrade_section(items: list) -> list[str]:
                 rows.append([name, *(_ms(spechr.get(p)) for p in PAIRS), *(_ms(r1.get(p)) for p in PAIRS)])
             lines += [f"{title}, hierarchy benchmark:", "", *_table(header, rows)]
             lines += _verdict(summary, ontology)
+        if payload.get("notes"):  # the reading, written into the JSON after looking at the numbers
+            lines += ["Reading:", "", *(f"- {note}" for note in payload["notes"]), ""]
         calibration = payload.get("calibration")
         if calibration:
             header = ["held-out set", "queries", "old error rate @1", "q of", "mean q ± sd", "Spearman(q, rank)",
