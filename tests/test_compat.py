@@ -217,6 +217,7 @@ def test_resumed_run_reuses_the_cache_and_repeats_the_losses(tmp_path, old_model
         assert resumed[step] == pytest.approx(straight[step], rel=1e-4, abs=1e-5), step
 
 
+@pytest.mark.slow  # three short runs, ~10 s
 @pytest.mark.parametrize("alignment, q", [("l2", "uncertainty"), ("infonce", "fixed"), ("rince", "permuted")])
 def test_variants_train_with_finite_terms(tmp_path, old_model, alignment, q):
     final = run(compatible_config(tmp_path, old_model, max_steps=2, alignment=alignment, q=q,
@@ -350,3 +351,35 @@ def test_calibration_reports_rho_and_a_permutation_control():
     assert unrelated["ci95"][0] < unrelated["spearman"] < unrelated["ci95"][1]
     points = random_points(0, 5, 4, 1.0, 2.0).numpy()
     assert positive_ranks(points, points, [[i] for i in range(5)], 1.0).tolist() == [1] * 5
+
+
+@pytest.mark.slow  # a second base encoder, ~10 s
+def test_new_hyte_h_on_another_base_and_hidden_size_is_projected_into_the_old_space(tmp_path, old_model,
+                                                                                  bert_tokenizer):
+    """Old: HyTE-FH with 33 ambient coordinates. New: HyTE-H on a 32-wide BERT; its projection maps into R^33."""
+    from transformers import AutoModel, BertConfig, BertModel
+
+    base = tmp_path / "tiny-bert"
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(base)
+    bert_tokenizer.save_pretrained(base)
+    config = compatible_config(tmp_path / "run", old_model, max_steps=2)
+    config.model.build, config.model.path, config.model.options = "hyte_h", str(base), {}
+    new = AutoModel.from_pretrained(run(config))
+    assert new.config.hidden_size == 33 and new.projection.in_features == 32
+
+
+def test_eval_compatibility_command_writes_the_matrix(tmp_path, old_model, compatible_model, capsys):
+    from hyte.cli import main
+
+    output = tmp_path / "compat.json"
+    assert main(["eval", "compatibility", "--old", old_model, "--new", compatible_model, "--data", "hpo",
+                 "--queries", "8", "--documents", "40", "--hierarchy-queries", "8", "--output", str(output)]) == 0
+    printed = capsys.readouterr().out
+    assert "new->old" in printed and "p_com" in printed
+    payload = json.loads(output.read_text())
+    assert payload["benchmark"] == "compatibility"
+    assert set(payload["matrix"]["hpo"]) == {"old->old", "new->old", "new->new"}
+    assert {"ndcg@10", "recall@1", "hierarchy_spechr"} <= set(payload["matrix"]["hpo"]["new->old"])
+    assert payload["gains"]["hpo"]["ndcg@10"]["p_up"] == 0.0  # no reference: the new model's own new->new
