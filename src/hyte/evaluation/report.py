@@ -20,7 +20,7 @@ from pathlib import Path
 __all__ = ["load_results", "plot_index_tradeoff", "write_benchmarks_md"]
 
 SECTION_ORDER = ("from_scratch", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade", "compatibility", "hierarchy",
-                 "retrieval", "radius", "mteb", "rag", "forward", "encode", "index")
+                 "phrase", "retrieval", "radius", "mteb", "rag", "forward", "encode", "index")
 CANDIDATE_TYPES = ("target", "sibling", "parent", "grandparent", "random")
 
 
@@ -490,6 +490,12 @@ def _compatibility(items: list[tuple[Path, dict]]) -> list[str]:
     return render_matrix_section(items)
 
 
+def _phrase(items: list[tuple[Path, dict]]) -> list[str]:
+    from ..phrase.report import render_section
+
+    return render_section(items)
+
+
 def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike = "BENCHMARKS.md") -> Path:
     """(Re)write ``path`` from every ``*.json`` in ``results_dir`` (see the module docstring); returns ``path``."""
     results_dir, path = Path(results_dir), Path(path)
@@ -507,7 +513,8 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     builders = {"from_scratch": _from_scratch, "hierarchy_finetune": _hierarchy_finetune, "hierarchy_sweep": _hierarchy_sweep,
                 "hierarchy": _hierarchy, "retrieval": _retrieval, "mteb": _mteb, "rag": _rag,
                 "forward": _forward, "encode": _encode,
-                "compatibility_upgrade": _compatibility_upgrade, "compatibility": _compatibility}
+                "compatibility_upgrade": _compatibility_upgrade, "compatibility": _compatibility,
+                "phrase": _phrase}
     for kind in SECTION_ORDER:
         if kind not in results:
             continue

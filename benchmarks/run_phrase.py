@@ -1,0 +1,190 @@
+"""H+ phrase-level reranking on HyTE: units at matched budgets, storage and rerank latency (issue 13).
+
+For each trained phrase model (a HyTE-H one, lorentz, and a MiniLM one, euclidean; ``hyte train phrase --config
+configs/phrase_hyte_h.yaml`` / ``configs/phrase_euclidean.yaml``) and each held-out set (HPO test branches, ICD-10-CM
+test chapters):
+
+* nDCG@10 / R@10 of global, crf (phrase), token, bigram, random and hybrid at budgets B, all reranking the same
+  global top-K (K = 100 and 1000), exact-count control (``hyte.phrase.evaluation``), paired-bootstrap intervals;
+* boundary F1 of the CRF against the trie teacher's labels on the held-out texts, and the teacher's coverage;
+* stored vectors and bytes per document of each unit kind (float32 / float16) at B = 32 and natural counts;
+* per-query rerank latency (median, p95) at K = 100 and 1000 through ``PhraseIndex.search``, as a ratio to
+  global-only search in the same run.
+
+    OMP_NUM_THREADS=1 python benchmarks/run_phrase.py --model lorentz=runs/phrase-hyte-h/final \
+        --model euclidean=runs/phrase-euclidean/final --output benchmarks/results/phrase.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hyte.evaluation.commands import machine_info
+from hyte.phrase.commands import load_phrase_model
+from hyte.phrase.evaluation import UNIT_KINDS, encode_texts, evaluate_reranking, paired_bootstrap, summarize
+from hyte.phrase.teacher import boundary_f1, build_trie, coverage, teacher_tags
+from hyte.provenance import portable_path
+from hyte.retrieval.phrase import PhraseIndex, PhraseStore
+
+CONTRASTS = (("crf", "global"), ("crf", "token"), ("crf", "bigram"), ("crf", "random"), ("hybrid", "global"),
+             ("hybrid", "crf"))
+
+
+def heldout_sets(queries: int, documents: int) -> dict:
+    from hyte.evaluation.hpo import heldout_retrieval_set
+    from hyte.evaluation.icd10 import icd10_heldout_retrieval_set
+
+    return {"hpo": heldout_retrieval_set(queries, documents, seed=0),
+            "icd10": icd10_heldout_retrieval_set(queries, documents, seed=0)}
+
+
+def crf_boundary_f1(model, tokenizer, texts: list[str], trie) -> dict:
+    """Boundary F1 of the model's CRF units against the trie teacher's units on ``texts``."""
+    gold, _ = teacher_tags(texts, tokenizer, trie)
+    predicted, usable = [], []
+    for start in range(0, len(texts), 64):
+        batch = tokenizer(texts[start:start + 64], padding=True, truncation=True, return_tensors="pt")
+        with torch.no_grad():
+            out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+            tags = model.decode_tags(out, batch["attention_mask"])
+        for row in range(len(tags)):
+            length = int(batch["attention_mask"][row].sum())
+            predicted.append(tags[row, :length].tolist())
+            usable.append(out.unit_mask[row, :length].tolist())
+    return boundary_f1(predicted, gold, usable)
+
+
+def storage(model, tokenizer, texts: list[str], budgets=(32, None)) -> dict:
+    """{kind: {B or "natural": {"vectors_per_document", "bytes_per_document" per dtype}}} from real stores."""
+    encoded = encode_texts(model, tokenizer, texts)
+    out = {}
+    for kind in UNIT_KINDS:
+        out[kind] = {}
+        for budget in budgets:
+            counts = encoded.natural[kind] if budget is None else np.minimum(budget, encoded.natural[kind])
+            entries = []
+            for row, n in enumerate(counts):
+                start = encoded.offsets[kind][row]
+                ids, weights = encoded.lexical[row]
+                entries.append({"units": encoded.units[kind][start:start + n], "lexical_ids": ids,
+                                "lexical_weights": weights})
+            row_stats = {}
+            for dtype in ("float32", "float16"):
+                store = PhraseStore(encoded.units[kind].shape[1], model.config.geometry, float(model.curvature), dtype)
+                store.add(np.arange(len(texts)), entries)
+                stats = store.stats()
+                row_stats[dtype] = {"bytes_per_document": stats["bytes_per_document"],
+                                    "unit_bytes_per_document": stats["unit_bytes_per_document"]}
+                row_stats["vectors_per_document"] = stats["vectors_per_document"]
+            out[kind]["natural" if budget is None else str(budget)] = row_stats
+    dim = encoded.globals.shape[1]
+    out["global"] = {"1": {"vectors_per_document": 1.0, "float32": {"bytes_per_document": 4.0 * dim}}}
+    return out
+
+
+def latency(model, tokenizer, queries: list[str], corpus: list[str], ks=(100, 1000), repeats: int = 1) -> dict:
+    """Median / p95 milliseconds per query of PhraseIndex.search (query encoding excluded, reported apart)."""
+    index = PhraseIndex.create(model, model_name="bench")
+    index.add_texts(model, tokenizer, corpus)
+    encoded = model.encode_phrases(queries, tokenizer, role="query")
+    started = time.perf_counter()
+    for text in queries:
+        model.encode_phrases([text], tokenizer, role="query")
+    encode_ms = 1000 * (time.perf_counter() - started) / len(queries)
+    out = {"query_encoding_ms_mean": encode_ms, "documents": len(corpus), "queries": len(queries)}
+    settings = [("global", None, 10)] + [(mode, mode, k) for k in ks for mode in ("phrase", "hybrid")]
+    for name, rerank, k in settings:
+        times = []
+        for _ in range(repeats):
+            for query in encoded:
+                started = time.perf_counter()
+                index.search([query], k=10, rerank=rerank, k_candidates=k)
+                times.append(1000 * (time.perf_counter() - started))
+        key = name if rerank is None else f"{name}@{k}"
+        out[key] = {"median_ms": float(np.median(times)), "p95_ms": float(np.percentile(times, 95))}
+    for key, value in list(out.items()):
+        if isinstance(value, dict) and key != "global":
+            value["median_ratio_to_global"] = value["median_ms"] / out["global"]["median_ms"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", action="append", required=True, metavar="NAME=PATH",
+                        help="a phrase model, named (e.g. lorentz=runs/phrase-hyte-h/final); repeatable")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--documents", type=int, default=2000)
+    parser.add_argument("--budgets", type=int, nargs="+", default=[4, 8, 16, 32, 64])
+    parser.add_argument("--k-candidates", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--count", choices=["exact", "cap"], default="exact")
+    parser.add_argument("--latency-queries", type=int, default=100)
+    parser.add_argument("--bootstrap", type=int, default=2000)
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+
+    sets = heldout_sets(args.queries, args.documents)
+    trie = build_trie(("hpo", "icd10"))
+    payload = {"benchmark": "phrase", "setup": {
+        "queries": args.queries, "documents": args.documents, "budgets": args.budgets,
+        "k_candidates": args.k_candidates, "count": args.count, "bootstrap_samples": args.bootstrap,
+        "sets": {name: {"queries": len(s[0]), "documents": len(s[1])} for name, s in sets.items()}},
+        "models": {}, "runs": {}, "boundary_f1": {}, "coverage": {}, "storage": {}, "latency": {}}
+    for spec in args.model:
+        name, _, path = spec.partition("=")
+        model, tokenizer = load_phrase_model(path)
+        card_path = Path(path) / "hyte_card.json"
+        card = json.loads(card_path.read_text()) if card_path.is_file() else {}
+        payload["models"][name] = {"path": portable_path(path), "geometry": model.config.geometry,
+                                   "training_steps": card.get("training", {}).get("steps")}
+        for set_name, (queries, corpus, qrels) in sets.items():
+            started = time.perf_counter()
+            result = evaluate_reranking(model, tokenizer, queries, corpus, qrels, budgets=args.budgets,
+                                        k_candidates=args.k_candidates, count=args.count)
+            per_query = result["per_query"]
+            intervals = {}
+            for k in args.k_candidates:
+                for budget in args.budgets:
+                    for first, second in CONTRASTS:
+                        a = per_query[k][first][budget]["ndcg@10"]
+                        b = per_query[k][second][0 if second == "global" else budget]["ndcg@10"]
+                        intervals[f"{k}/{budget}/{first}-{second}"] = paired_bootstrap(a, b, args.bootstrap)
+            payload["runs"].setdefault(set_name, {})[name] = {
+                "summary": summarize(result), "intervals": intervals,
+                "candidate_recall": result["candidate_recall"],
+                "vectors_per_document": result["vectors_per_document"],
+                "natural_units_per_document": result["natural_units_per_document"],
+                "natural_units_per_query": result["natural_units_per_query"],
+                "seconds": time.perf_counter() - started}
+            texts = list(corpus.values())[:1000] + list(queries.values())
+            payload["boundary_f1"].setdefault(set_name, {})[name] = crf_boundary_f1(model, tokenizer, texts, trie)
+            print(f"{name} {set_name}: done in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        hpo_queries, hpo_corpus, _ = sets["hpo"]
+        payload["storage"][name] = storage(model, tokenizer, list(hpo_corpus.values()))
+        payload["latency"][name] = latency(model, tokenizer, list(hpo_queries.values())[: args.latency_queries],
+                                           list(hpo_corpus.values()), args.k_candidates)
+    for set_name, (queries, corpus, _) in sets.items():
+        payload["coverage"][set_name] = {"documents": coverage(list(corpus.values()), tokenizer, trie),
+                                         "queries": coverage(list(queries.values()), tokenizer, trie)}
+    payload["meta"] = {"command": "python benchmarks/run_phrase.py " + " ".join(
+        shlex.quote(portable_path(a)) for a in (argv if argv is not None else sys.argv[1:])), **machine_info()}
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=output.parent, delete=False, suffix=".tmp") as handle:
+        json.dump(payload, handle, indent=1, default=float)
+    Path(handle.name).replace(output)
+    print(f"wrote {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,148 @@
+"""The BENCHMARKS.md section of the phrase benchmark (``benchmarks/run_phrase.py``, payload ``"benchmark": "phrase"``).
+
+Called by ``hyte.evaluation.report`` (``hyte eval report``). Tables: nDCG@10 / R@10 per unit kind and budget for
+each held-out set, geometry and candidate pool; paired-bootstrap contrasts; a verdict computed from the intervals
+(a difference counts only when its 95 % interval excludes 0); boundary F1; teacher coverage; storage; latency.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SET_NAMES = {"hpo": "HPO held-out branches", "icd10": "ICD-10-CM held-out chapters"}
+ROWS = (("global", "global (no rerank)"), ("token", "token (every sub-word)"), ("bigram", "fixed bigram"),
+        ("random", "random spans"), ("crf", "CRF phrase"), ("hybrid", "hybrid (global + phrase + lexical)"))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def _ci(interval: dict) -> str:
+    return f"{interval['mean']:+.3f} [{interval['low']:+.3f}, {interval['high']:+.3f}]"
+
+
+def _significant(interval: dict) -> int:
+    """+1 / -1 when the 95 % interval lies above / below 0, else 0."""
+    return 1 if interval["low"] > 0 else -1 if interval["high"] < 0 else 0
+
+
+def _list(budgets: list) -> str:
+    return ", ".join(str(b) for b in budgets) if budgets else "none"
+
+
+def _from(chosen: list, budgets: list) -> str:
+    """The smallest B from which every larger budget is in ``chosen`` ("never" if the largest is not)."""
+    start = None
+    for b in reversed(budgets):
+        if b not in chosen:
+            break
+        start = b
+    return "never" if start is None else f"B = {start}"
+
+
+def _verdict(run: dict, budgets: list, ks: list) -> list[str]:
+    lines = []
+    for k in ks:
+        intervals = run["intervals"]
+        vs_global = [b for b in budgets if _significant(intervals[f"{k}/{b}/crf-global"]) > 0]
+        below_global = [b for b in budgets if _significant(intervals[f"{k}/{b}/crf-global"]) < 0]
+        beats = {other: [b for b in budgets if _significant(intervals[f"{k}/{b}/crf-{other}"]) > 0]
+                 for other in ("bigram", "random", "token")}
+        loses = {other: [b for b in budgets if _significant(intervals[f"{k}/{b}/crf-{other}"]) < 0]
+                 for other in ("bigram", "random", "token")}
+        both = [b for b in budgets if b in beats["bigram"] and b in beats["random"]]  # significant over both
+        text = f"K = {k}: phrase above global at B = {_list(vs_global)}"
+        if below_global:
+            text += f", below it at B = {_list(below_global)}"
+        text += (f"; above bigram at B = {_list(beats['bigram'])}, random at {_list(beats['random'])}, token at "
+                 f"{_list(beats['token'])}; above both bigram and random at every B from "
+                 f"{_from(both, budgets)}")
+        worse = {other: b for other, b in loses.items() if b}
+        if worse:
+            text += "; below " + ", ".join(f"{o} at B = {_list(b)}" for o, b in worse.items())
+        lines.append(f"- {text}.")
+    return lines
+
+
+def render_section(items: list[tuple[Path, dict]]) -> list[str]:
+    lines = ["## Phrase-level reranking (H+ on HyTE): unit kinds at matched budgets", ""]
+    for path, payload in items:
+        setup = payload["setup"]
+        ks, budgets = [str(k) for k in setup["k_candidates"]], [str(b) for b in setup["budgets"]]
+        models = ", ".join(f"{name} ({m['geometry']}, {m.get('training_steps')} steps, `{m['path']}`)"
+                           for name, m in payload["models"].items())
+        lines += [f"### `{path.name}`: {models}", "",
+                  "Held-out sets: " + "; ".join(f"{SET_NAMES.get(n, n)} {s['queries']} queries / {s['documents']} "
+                                                 f"documents" for n, s in setup["sets"].items())
+                  + f". Every system reranks the same global top K (K = {', '.join(ks)}), {setup['count']} unit "
+                  f"counts (every kind keeps min(B, the smallest natural count of the four kinds) units per text, "
+                  f"queries and documents alike), one training seed; intervals: paired bootstrap over queries "
+                  f"({setup['bootstrap_samples']} samples), 95 %. Command: `{payload['meta']['command']}`.", ""]
+        for set_name, runs in payload["runs"].items():
+            for model_name, run in runs.items():
+                lines += [f"**{SET_NAMES.get(set_name, set_name)}, {model_name}** (natural units per document: "
+                          + ", ".join(f"{kind} {n:.1f}" for kind, n in run["natural_units_per_document"].items())
+                          + "; per query: " + ", ".join(f"{kind} {n:.1f}" for kind, n in
+                                                        run["natural_units_per_query"].items()) + ")", ""]
+                for k in ks:
+                    summary = run["summary"][k]
+                    rows = []
+                    for key, label in ROWS:
+                        if key == "global":
+                            cell = summary["global"]["0"]
+                            rows.append([label, *[f"{cell['ndcg@10']:.4f} / {cell['recall@10']:.3f}"] * len(budgets)])
+                        else:
+                            rows.append([label, *(f"{summary[key][b]['ndcg@10']:.4f} / {summary[key][b]['recall@10']:.3f}"
+                                                  for b in budgets)])
+                    vectors = run["vectors_per_document"]["crf"]
+                    rows.append(["vectors per document (every kind)", *(f"{vectors[b]:.1f}" for b in budgets)])
+                    lines += [f"K = {k} (global recall@{k}: {run['candidate_recall'][k]:.3f}); cells nDCG@10 / R@10:",
+                              ""]
+                    lines += _table(["system", *(f"B = {b}" for b in budgets)], rows) + [""]
+                contrast_rows = []
+                for k in ks:
+                    for pair in ("crf-global", "crf-token", "crf-bigram", "crf-random", "hybrid-global", "hybrid-crf"):
+                        contrast_rows.append([f"K={k} {pair}", *(_ci(run["intervals"][f"{k}/{b}/{pair}"])
+                                                                for b in budgets)])
+                lines += ["nDCG@10 differences, mean [95 % interval]:", ""]
+                lines += _table(["contrast", *(f"B = {b}" for b in budgets)], contrast_rows) + [""]
+                lines += ["Verdict (from the intervals):", ""] + _verdict(run, budgets, ks) + [""]
+        lines += ["**CRF boundary F1 against the trie teacher** (held-out texts: up to 1000 documents + the queries; a "
+                  "boundary = a unit start other than the text's first token; span F1 = exact multi-token units):", ""]
+        rows = [[SET_NAMES.get(s, s), name, f"{f['f1']:.3f}", f"{f['precision']:.3f}", f"{f['recall']:.3f}",
+                 f"{f['span_f1']:.3f}"] for s, by_model in payload["boundary_f1"].items()
+                for name, f in by_model.items()]
+        lines += _table(["set", "model", "boundary F1", "precision", "recall", "span F1"], rows) + [""]
+        lines += ["**Teacher coverage** (terminology trie HPO + ICD-10-CM, 2-5 word terms; plus numbers and words "
+                  "split into sub-words):", ""]
+        rows = [[SET_NAMES.get(s, s), side, f"{c['texts_with_term_match']:.3f}", f"{c['token_share_in_terms']:.3f}",
+                 f"{c['token_share_in_multi_token_units']:.3f}", f"{c['mean_multi_token_unit_length']:.2f}"]
+                for s, sides in payload["coverage"].items() for side, c in sides.items()]
+        lines += _table(["set", "texts", "with a term match", "tokens in terms", "tokens in multi-token units",
+                         "multi-token unit length"], rows) + [""]
+        lines += ["**Storage per document** (HPO held-out corpus; phrase store arrays: unit vectors, lexical ids and "
+                  "weights, offsets; lorentz stores space coordinates only):", ""]
+        rows = []
+        for name, kinds in payload["storage"].items():
+            for kind, by_budget in kinds.items():
+                for budget, stats in by_budget.items():
+                    half = stats.get("float16", {}).get("bytes_per_document")
+                    rows.append([name, kind, budget, f"{stats['vectors_per_document']:.1f}",
+                                 f"{stats['float32']['bytes_per_document']:.0f}",
+                                 "-" if half is None else f"{half:.0f}"])
+        lines += _table(["model", "unit", "B", "vectors", "bytes float32", "bytes float16"], rows) + [""]
+        lines += ["**Latency per query** (`PhraseIndex.search`, one query at a time, exact global index over the HPO "
+                  "held-out corpus, query encoding excluded and shown apart; ratio = median / global-only median):", ""]
+        rows = []
+        for name, lat in payload["latency"].items():
+            for key, value in lat.items():
+                if isinstance(value, dict):
+                    rows.append([name, key, f"{value['median_ms']:.2f}", f"{value['p95_ms']:.2f}",
+                                 f"{value.get('median_ratio_to_global', 1.0):.1f}"])
+            rows.append([name, "query encoding (mean)", f"{lat['query_encoding_ms_mean']:.2f}", "-", "-"])
+        lines += _table(["model", "search", "median ms", "p95 ms", "ratio"], rows) + [""]
+    return lines
+
+
+__all__ = ["render_section"]
