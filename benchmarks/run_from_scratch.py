@@ -8,8 +8,9 @@ HPO branches and ICD-10-CM chapters that no stage saw.
 Per seed and model: stage 1 MLM -> stage 2 contrastive -> stage 3 fine-tuning with hard negatives, then the held-out
 suite (retrieval nDCG@10 / R@10, the hierarchy benchmark, radius-depth Spearman with a bootstrap interval). HyTE-FH
 is also scored with every pooling of the paper's Table 7 swapped in at inference (OEM p = 0, 1, 2, tangent mean,
-CLS; trained with OEM p = 1). Before the runs, the cost of the geometry: MLM step time and peak memory of HyTE-FH
-as a ratio to EucBERT, each measured in fresh processes, alternating, in the same run.
+CLS; trained with OEM p = 1), on the first seed unless --ablation-seeds says otherwise. Before the runs, the cost
+of the geometry: MLM step time and peak memory of HyTE-FH as a ratio to EucBERT, each measured in fresh processes,
+alternating, in the same run (kept in RUNS_DIR/cost.json like the scores).
 
 Each finished stage and score is kept under RUNS_DIR, so an interrupted benchmark continues where it stopped
 (training itself resumes from its last checkpoint). Output: benchmarks/results/from_scratch.json (quick:
@@ -79,16 +80,17 @@ def _encoder(model_dir: Path, pooling: tuple[str, float] | None = None):
     return encoder
 
 
-def _scores(model: str, seed: int, run_dir: Path, evaluation: dict) -> dict:
-    """Held-out scores of the finished model ({name: {ontology: scores}}, one name per pooling for HyTE-FH),
-    kept in run_dir/scores.json."""
+def _scores(model: str, seed: int, run_dir: Path, evaluation: dict, ablation: bool) -> dict:
+    """Held-out scores of the finished model ({name: {ontology: scores}}; with ``ablation``, one name per pooling
+    for HyTE-FH), kept in run_dir/scores.json."""
     from hyte.evaluation.heldout import evaluate_heldout
 
     path = run_dir / "scores.json"
     if path.is_file():
         return json.loads(path.read_text())
     final = run_dir / "finetune" / "final"
-    encoders = ({name: _encoder(final, pooling) for name, pooling in POOLINGS.items()} if model == "hyte-fh"
+    poolings = POOLINGS if ablation else {"oem-p1": POOLINGS["oem-p1"]}
+    encoders = ({name: _encoder(final, pooling) for name, pooling in poolings.items()} if model == "hyte-fh"
                 else {"mean": _encoder(final)})
     scores = evaluate_heldout(encoders, ontologies=("hpo", "icd10"), seed=seed, **evaluation)
     path.write_text(json.dumps(scores, indent=2))
@@ -146,12 +148,14 @@ def _measure_cost(size: str, steps: int, rounds: int) -> dict:
 
 
 def _summary(results: dict) -> dict:
-    """Mean and spread over seeds per (model, pooling); and the finished stages' non-finite counts in total."""
+    """Mean and spread over seeds per (model, pooling); a pooling of the ablation over the seeds that scored it."""
     summary = {}
     for model, by_seed in results.items():
-        for name in next(iter(by_seed.values()))["scores"]:
+        names = dict.fromkeys(name for seed_run in by_seed.values() for name in seed_run["scores"])
+        for name in names:
             label = model if model == "eucbert" else f"{model} {name}"
-            summary[label] = aggregate_seeds([seed_run["scores"][name] for seed_run in by_seed.values()])
+            summary[label] = aggregate_seeds([seed_run["scores"][name] for seed_run in by_seed.values()
+                                              if name in seed_run["scores"]])
     return summary
 
 
@@ -159,6 +163,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="toy size and step counts: checks the pipeline")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="default: 0 1 2 (quick: 0)")
+    parser.add_argument("--ablation-seeds", type=int, nargs="*", default=None,
+                        help="seeds whose HyTE-FH is also scored with every pooling (default: the first seed)")
     parser.add_argument("--runs-dir", type=Path, default=Path("runs/from-scratch"))
     parser.add_argument("--output", type=Path, help="default: benchmarks/results/from_scratch[_quick].json")
     parser.add_argument("--cost-steps", type=int, default=None, help="MLM steps timed per process (default 12)")
@@ -174,7 +180,10 @@ def main() -> None:
     runs.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     cost_steps = args.cost_steps or (4 if args.quick else 12)
-    cost = _measure_cost(size, cost_steps, rounds=1 if args.quick else 3)
+    cost_path = runs / "cost.json"
+    if not cost_path.is_file():
+        cost_path.write_text(json.dumps(_measure_cost(size, cost_steps, rounds=1 if args.quick else 3), indent=2))
+    cost = json.loads(cost_path.read_text())
     print(f"MLM step HyTE-FH / EucBERT: time x{cost['step_time_ratio']:.2f}, memory x{cost['step_memory_ratio']:.2f}",
           flush=True)
     results = {model: {} for model in SCRATCH_MODELS}
@@ -182,7 +191,8 @@ def main() -> None:
         for model in SCRATCH_MODELS:
             run_dir = runs / f"{model}-s{seed}"
             training = _train_stages(model, seed, size, run_dir, str(runs / "mining-cache"))
-            scores = _scores(model, seed, run_dir, EVALUATION[size])
+            ablation = seed in (seeds[:1] if args.ablation_seeds is None else args.ablation_seeds)
+            scores = _scores(model, seed, run_dir, EVALUATION[size], ablation)
             results[model][f"s{seed}"] = {"training": training, "scores": scores}
             main_scores = scores["oem-p1" if model == "hyte-fh" else "mean"]
             print(f"{model:8} seed {seed}: " + " | ".join(
@@ -192,6 +202,8 @@ def main() -> None:
     payload = {"benchmark": "from_scratch", "command": command.strip(), "size": size, "recipe": {
                    **SCRATCH_SIZES[size], "learning_rates": "hyte.training.recipes.SCRATCH_LEARNING_RATES"},
                "seeds": seeds, "evaluation": EVALUATION[size], "cost": cost,
+               "pooling_ablation_seeds": [seed for seed in seeds
+                                          if "cls" in results["hyte-fh"][f"s{seed}"]["scores"]],
                "nonfinite": sum(stage["nonfinite_values"] + stage["nonfinite_logs"] for model in results.values()
                                 for seed_run in model.values() for stage in seed_run["training"].values()),
                "wall_seconds": round(time.perf_counter() - started), "machine": platform.platform(),
