@@ -45,7 +45,8 @@ def _random_crf(seed: int) -> LinearChainCRF:
 def _brute_force_score(crf: LinearChainCRF, emissions: torch.Tensor, tags: tuple[int, ...]) -> float:
     """Path score written out with Python loops from the CRF's definition, BIO constraints included."""
     forbidden = -1e4
-    score = float(crf.start_transitions.detach()[tags[0]]) + (forbidden if tags[0] == TAG_I else 0.0)
+    crf = crf.requires_grad_(False)
+    score = float(crf.start_transitions[tags[0]]) + (forbidden if tags[0] == TAG_I else 0.0)
     score += float(emissions[0, tags[0]])
     for t in range(1, len(tags)):
         score += float(crf.transitions[tags[t - 1], tags[t]]) + float(emissions[t, tags[t]])
@@ -60,7 +61,7 @@ def test_crf_decode_and_partition_equal_brute_force_on_short_sequences(seed):
     emissions = torch.randn(len(lengths), max(lengths), 3)
     mask = torch.arange(max(lengths)).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
     decoded = crf.decode(emissions, mask)
-    log_z = crf.log_partition(emissions, mask)
+    log_z = crf.log_partition(emissions, mask).detach()
     for row, length in enumerate(lengths):
         paths = list(itertools.product(range(3), repeat=length))
         scores = [_brute_force_score(crf, emissions[row], path) for path in paths]
@@ -70,7 +71,7 @@ def test_crf_decode_and_partition_equal_brute_force_on_short_sequences(seed):
         assert math.isclose(float(log_z[row]), float(torch.logsumexp(torch.tensor(scores, dtype=torch.float64), 0)),
                             rel_tol=1e-5, abs_tol=1e-4)
         gold = torch.tensor(best + (0,) * (max(lengths) - length)).unsqueeze(0)
-        assert math.isclose(float(crf.sequence_score(emissions[row:row + 1], gold, mask[row:row + 1])),
+        assert math.isclose(float(crf.sequence_score(emissions[row:row + 1], gold, mask[row:row + 1]).detach()),
                             max(scores), rel_tol=1e-5, abs_tol=1e-4)
 
 
@@ -80,7 +81,7 @@ def test_crf_probabilities_sum_to_one_and_decode_obeys_bio():
     mask = torch.ones(1, 4, dtype=torch.bool)
     paths = torch.tensor(list(itertools.product(range(3), repeat=4)))
     likelihood = crf.log_likelihood(emissions.expand(len(paths), -1, -1), paths, mask.expand(len(paths), -1))
-    assert math.isclose(float(likelihood.exp().sum()), 1.0, rel_tol=1e-4)
+    assert math.isclose(float(likelihood.detach().exp().sum()), 1.0, rel_tol=1e-4)
     for seed in range(20):
         torch.manual_seed(seed)
         tags = crf.decode(torch.randn(3, 6, 3) * 4, torch.ones(3, 6, dtype=torch.bool))
