@@ -32,9 +32,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import uuid
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +42,7 @@ from faiss.contrib.inspect_tools import get_flat_data, get_invlist
 
 from .. import __version__ as _hyte_version
 from .. import lorentz
+from .atomic import atomic_directory, saved_directory
 
 __all__ = ["IncompatibleIndexError", "LorentzIndex"]
 
@@ -132,17 +130,6 @@ def _default_nlist(n: int) -> int:
     """IVF list count for n training points: the usual 4 sqrt(n), capped at n / 39 because FAISS's k-means wants
     at least 39 points per centroid."""
     return max(1, min(round(4 * math.sqrt(n)), n // 39))
-
-
-def _fsync(path: Path) -> None:
-    # Directories are fsynced too (so renames inside them are durable); opening a directory is POSIX-only.
-    if path.is_dir() and os.name != "posix":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _check_positive_int(name: str, value: Any) -> int:
@@ -572,57 +559,25 @@ class LorentzIndex:
         """Save atomically to ``directory`` (``index.faiss`` + ``metadata.json``), replacing a previous save.
 
         The new files are written and fsynced in a temporary sibling directory; then the previous directory is
-        renamed to a backup sibling ``.<name>.previous``, the new one renamed into place, and the backup deleted.
-        A failure at any step leaves the previous index in place; a crash between the two renames leaves it as
-        the backup, which ``load`` falls back to.
+        renamed to a backup sibling ``.<name>.previous``, the new one renamed into place, and the backup deleted
+        (``hyte.retrieval.atomic``). A failure at any step leaves the previous index in place; a crash between the
+        two renames leaves it as the backup, which ``load`` falls back to.
         """
         if self._index is None:
             raise ValueError("nothing to save: an IVF index is created and trained by its first add()")
-        target = Path(directory).absolute()
-        is_index = (target / METADATA_FILE).is_file()
-        if target.exists() and not is_index and (not target.is_dir() or any(target.iterdir())):
-            raise FileExistsError(f"refusing to replace {target}: it exists and is not a saved LorentzIndex")
-        parent = target.parent
-        parent.mkdir(parents=True, exist_ok=True)
-        backup = parent / f".{target.name}.previous"
-        staging = parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
-        staging.mkdir()  # not tempfile.mkdtemp: its mode 0700 would become the saved directory's
-        try:
+        def write(staging: Path) -> None:
             faiss.write_index(self._index, str(staging / INDEX_FILE))
             (staging / METADATA_FILE).write_text(json.dumps(self._metadata(), indent=2) + "\n")
-            for path in (staging / INDEX_FILE, staging / METADATA_FILE, staging):
-                _fsync(path)
-            if target.exists():
-                if backup.exists():  # left by an earlier save that was stopped before its cleanup; target is newer
-                    shutil.rmtree(backup)
-                os.replace(target, backup)
-            try:
-                os.replace(staging, target)
-            except BaseException:
-                if backup.exists() and not target.exists():
-                    os.replace(backup, target)
-                raise
-            _fsync(parent)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        shutil.rmtree(backup, ignore_errors=True)
+
+        atomic_directory(directory, write, METADATA_FILE, "LorentzIndex")
 
     @classmethod
     def load(cls, directory: str | os.PathLike, *, expected_model: str | None = None,
              expected_dim: int | None = None, expected_curvature: float | None = None,
              threads: int | None = None) -> LorentzIndex:
         """Load a ``save``d index. ``expected_*`` are checked with ``check_compatible`` (IncompatibleIndexError)."""
-        target = Path(directory).absolute()
-        backup = target.parent / f".{target.name}.previous"
-        if not target.exists() and backup.is_dir():
-            warnings.warn(f"{target} is missing: a save was interrupted; loading the previous index from {backup}",
-                          stacklevel=2)
-            target = backup
-        metadata_path = target / METADATA_FILE
-        if not metadata_path.is_file():
-            raise FileNotFoundError(f"no saved LorentzIndex at {target} ({METADATA_FILE} missing)")
-        metadata = json.loads(metadata_path.read_text())
+        target = saved_directory(directory, METADATA_FILE, "LorentzIndex")
+        metadata = json.loads((target / METADATA_FILE).read_text())
         if metadata.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{target}: index format version {metadata.get('format_version')!r} is not supported "
                              f"(this hyte reads version {FORMAT_VERSION})")

@@ -18,7 +18,7 @@ keyed by the same int64 ids as the global index. For a lorentz model it keeps th
 re-derives the time coordinate x_0 = sqrt(||x_s||^2 + c) when scoring: in float16 the stored time coordinate and
 the space part would disagree (the Lorentz norm is a difference of large numbers), while re-deriving keeps every
 point exactly on the hyperboloid. ``PhraseIndex.save`` writes the global index and the store together into one
-directory, atomically (``atomic_directory``).
+directory, atomically (``hyte.retrieval.atomic``).
 """
 
 from __future__ import annotations
@@ -26,11 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import uuid
-import warnings
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,81 +35,14 @@ import numpy as np
 import torch
 
 from .. import lorentz
+from .atomic import atomic_directory, saved_directory
 from .index import LorentzIndex
 
-__all__ = ["RERANK_MODES", "PhraseIndex", "PhraseStore", "atomic_directory", "fuse", "load_directory"]
+__all__ = ["RERANK_MODES", "EuclideanFlatIndex", "PhraseIndex", "PhraseStore", "fuse", "segment_maxsim"]
 
 RERANK_MODES = ("phrase", "lexical", "hybrid")
 STORE_FORMAT_VERSION = 1
 STORE_ARRAYS = ("ids", "unit_offsets", "units", "lexical_offsets", "lexical_ids", "lexical_weights")
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Atomic directory writes
-# ----------------------------------------------------------------------------------------------------------------
-
-
-def _fsync(path: Path) -> None:
-    """Flush a file or directory to disk (directories: the entries; not supported everywhere, hence suppress)."""
-    with suppress(OSError):
-        descriptor = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-
-
-def atomic_directory(target: str | os.PathLike, write: Callable[[Path], None], marker: str) -> None:
-    """Replace directory ``target`` by what ``write(staging)`` puts into a fresh staging directory, atomically.
-
-    ``marker`` is a file every saved directory of this kind holds: an existing ``target`` without it (and not
-    empty) is refused, so a typo cannot replace an unrelated folder. Sequence: write and fsync a sibling staging
-    directory; rename ``target`` to the backup ``.<name>.previous``; rename staging to ``target``; delete the
-    backup. A failure leaves the previous directory in place; a crash between the two renames leaves it as the
-    backup, which ``load_directory`` falls back to. Staging directories left by a killed save are deleted by the
-    next save (so two processes must not save to the same target at once).
-    """
-    target = Path(target).absolute()
-    if target.exists() and not (target / marker).is_file() and (not target.is_dir() or any(target.iterdir())):
-        raise FileExistsError(f"refusing to replace {target}: it exists and holds no {marker}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    backup = target.parent / f".{target.name}.previous"
-    for stale in target.parent.glob(f".{target.name}.tmp-*"):
-        shutil.rmtree(stale, ignore_errors=True)
-    staging = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
-    staging.mkdir()
-    try:
-        write(staging)
-        for path in [*staging.rglob("*"), staging]:
-            _fsync(path)
-        if target.exists():
-            if backup.exists():  # left by a save stopped before its cleanup; target is newer
-                shutil.rmtree(backup)
-            os.replace(target, backup)
-        try:
-            os.replace(staging, target)
-        except BaseException:
-            if backup.exists() and not target.exists():
-                os.replace(backup, target)
-            raise
-        _fsync(target.parent)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    shutil.rmtree(backup, ignore_errors=True)
-
-
-def load_directory(directory: str | os.PathLike, marker: str) -> Path:
-    """The directory to load: ``directory``, or its backup (with a warning) if a save was interrupted mid-swap."""
-    target = Path(directory).absolute()
-    backup = target.parent / f".{target.name}.previous"
-    if not target.exists() and backup.is_dir():
-        warnings.warn(f"{target} is missing: a save was interrupted; loading the previous copy from {backup}",
-                      stacklevel=3)
-        target = backup
-    if not (target / marker).is_file():
-        raise FileNotFoundError(f"nothing saved at {target} ({marker} missing)")
-    return target
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -480,7 +409,7 @@ class PhraseIndex:
 
     def save(self, directory: str | os.PathLike) -> None:
         """Save the global index (``global/``), the store (``phrase/``) and ``phrase_index.json`` together,
-        atomically (``atomic_directory``): a crash at any point leaves the previous complete save loadable."""
+        atomically (``hyte.retrieval.atomic``): a crash at any point leaves the previous complete save loadable."""
         def write(staging: Path) -> None:
             self.global_index.save(staging / "global")
             (staging / "phrase").mkdir()
@@ -490,11 +419,11 @@ class PhraseIndex:
                 {"global_kind": kind, "fusion": self.fusion, "model_name": self.model_name,
                  "count": len(self.store)}, indent=2) + "\n")
 
-        atomic_directory(directory, write, PHRASE_INDEX_FILE)
+        atomic_directory(directory, write, PHRASE_INDEX_FILE, "PhraseIndex")
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> PhraseIndex:
-        target = load_directory(directory, PHRASE_INDEX_FILE)
+        target = saved_directory(directory, PHRASE_INDEX_FILE, "PhraseIndex")
         metadata = json.loads((target / PHRASE_INDEX_FILE).read_text())
         if metadata["global_kind"] == "lorentz":
             global_index = LorentzIndex.load(target / "global")

@@ -209,7 +209,7 @@ def _apply_lora(model, config: RunConfig):
 
 def _write_final(model, tokenizer, config: RunConfig, trainer: Trainer, base_model: str | None) -> Path:
     """output_dir/final, written in a staging folder and swapped in (an interrupted save leaves the previous)."""
-    from ..retrieval.phrase import atomic_directory
+    from ..retrieval.atomic import atomic_directory
 
     output_dir = Path(config.training.output_dir)
     if hasattr(model, "merge_and_unload"):
@@ -233,7 +233,7 @@ def _write_final(model, tokenizer, config: RunConfig, trainer: Trainer, base_mod
     final = output_dir / "final"
     if final.exists() and not (final / "hyte_card.json").is_file():
         shutil.rmtree(final)  # an incomplete folder left by older code; nothing of value
-    atomic_directory(final, write, "config.json")
+    atomic_directory(final, write, "config.json", "model folder")
     return final
 
 
