@@ -30,7 +30,7 @@ import torch
 
 from hyte.evaluation.commands import machine_info
 from hyte.phrase.commands import load_phrase_model
-from hyte.phrase.evaluation import UNIT_KINDS, encode_texts, evaluate_reranking, paired_bootstrap, summarize
+from hyte.phrase.evaluation import UNIT_KINDS, as_phrase_dicts, evaluate_reranking, paired_bootstrap, summarize
 from hyte.phrase.teacher import boundary_f1, build_trie, coverage, teacher_tags
 from hyte.provenance import portable_path
 from hyte.retrieval.phrase import PhraseIndex, PhraseStore
@@ -47,12 +47,13 @@ def heldout_sets(queries: int, documents: int) -> dict:
             "icd10": icd10_heldout_retrieval_set(queries, documents, seed=0)}
 
 
-def crf_boundary_f1(model, tokenizer, texts: list[str], trie) -> dict:
+def crf_boundary_f1(model, tokenizer, texts: list[str], trie, max_length: int) -> dict:
     """Boundary F1 of the model's CRF units against the trie teacher's units on ``texts``."""
-    gold, _ = teacher_tags(texts, tokenizer, trie)
+    gold, _ = teacher_tags(texts, tokenizer, trie, max_length)
     predicted, usable = [], []
     for start in range(0, len(texts), 64):
-        batch = tokenizer(texts[start:start + 64], padding=True, truncation=True, return_tensors="pt")
+        batch = tokenizer(texts[start:start + 64], padding=True, truncation=True, max_length=max_length,
+                          return_tensors="pt")
         with torch.no_grad():
             out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
             tags = model.decode_tags(out, batch["attention_mask"])
@@ -63,24 +64,17 @@ def crf_boundary_f1(model, tokenizer, texts: list[str], trie) -> dict:
     return boundary_f1(predicted, gold, usable)
 
 
-def storage(model, tokenizer, texts: list[str], budgets=(32, None)) -> dict:
+def storage(model, encoded, budgets=(32, None)) -> dict:
     """{kind: {B or "natural": {"vectors_per_document", "bytes_per_document" per dtype}}} from real stores."""
-    encoded = encode_texts(model, tokenizer, texts)
     out = {}
     for kind in UNIT_KINDS:
         out[kind] = {}
         for budget in budgets:
-            counts = encoded.natural[kind] if budget is None else np.minimum(budget, encoded.natural[kind])
-            entries = []
-            for row, n in enumerate(counts):
-                start = encoded.offsets[kind][row]
-                ids, weights = encoded.lexical[row]
-                entries.append({"units": encoded.units[kind][start:start + n], "lexical_ids": ids,
-                                "lexical_weights": weights})
+            entries = as_phrase_dicts(encoded, 10**9 if budget is None else budget, kind)
             row_stats = {}
             for dtype in ("float32", "float16"):
                 store = PhraseStore(encoded.units[kind].shape[1], model.config.geometry, float(model.curvature), dtype)
-                store.add(np.arange(len(texts)), entries)
+                store.add(np.arange(len(entries)), entries)
                 stats = store.stats()
                 row_stats[dtype] = {"bytes_per_document": stats["bytes_per_document"],
                                     "unit_bytes_per_document": stats["unit_bytes_per_document"]}
@@ -91,26 +85,25 @@ def storage(model, tokenizer, texts: list[str], budgets=(32, None)) -> dict:
     return out
 
 
-def latency(model, tokenizer, queries: list[str], corpus: list[str], ks=(100, 1000), repeats: int = 1) -> dict:
-    """Median / p95 milliseconds per query of PhraseIndex.search (query encoding excluded, reported apart)."""
+def latency(model, tokenizer, query_texts: list[str], queries, documents, ks=(100, 1000)) -> dict:
+    """Median / p95 milliseconds per query of PhraseIndex.search over the documents (crf units, the model's
+    budgets), one query at a time; query encoding is timed apart on the query texts."""
     index = PhraseIndex.create(model, model_name="bench")
-    index.add_texts(model, tokenizer, corpus)
-    encoded = model.encode_phrases(queries, tokenizer, role="query")
+    index.add(np.arange(len(documents.globals)), as_phrase_dicts(documents, model.config.document_budget))
+    encoded = as_phrase_dicts(queries, model.config.query_budget, flip_globals=model.config.geometry == "lorentz")
     started = time.perf_counter()
-    for text in queries:
+    for text in query_texts:
         model.encode_phrases([text], tokenizer, role="query")
-    encode_ms = 1000 * (time.perf_counter() - started) / len(queries)
-    out = {"query_encoding_ms_mean": encode_ms, "documents": len(corpus), "queries": len(queries)}
-    settings = [("global", None, 10)] + [(mode, mode, k) for k in ks for mode in ("phrase", "hybrid")]
-    for name, rerank, k in settings:
+    out = {"query_encoding_ms_mean": 1000 * (time.perf_counter() - started) / len(query_texts),
+           "documents": len(documents.globals), "queries": len(encoded)}
+    for name, rerank, k in [("global", None, 10)] + [(mode, mode, k) for k in ks for mode in ("phrase", "hybrid")]:
         times = []
-        for _ in range(repeats):
-            for query in encoded:
-                started = time.perf_counter()
-                index.search([query], k=10, rerank=rerank, k_candidates=k)
-                times.append(1000 * (time.perf_counter() - started))
-        key = name if rerank is None else f"{name}@{k}"
-        out[key] = {"median_ms": float(np.median(times)), "p95_ms": float(np.percentile(times, 95))}
+        for query in encoded:
+            started = time.perf_counter()
+            index.search([query], k=10, rerank=rerank, k_candidates=k)
+            times.append(1000 * (time.perf_counter() - started))
+        out[name if rerank is None else f"{name}@{k}"] = {"median_ms": float(np.median(times)),
+                                                          "p95_ms": float(np.percentile(times, 95))}
     for key, value in list(out.items()):
         if isinstance(value, dict) and key != "global":
             value["median_ratio_to_global"] = value["median_ms"] / out["global"]["median_ms"]
@@ -126,7 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budgets", type=int, nargs="+", default=[4, 8, 16, 32, 64])
     parser.add_argument("--k-candidates", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--count", choices=["exact", "cap"], default="exact")
-    parser.add_argument("--latency-queries", type=int, default=100)
+    parser.add_argument("--latency-queries", type=int, default=20, help="queries whose encoding time is measured")
+    parser.add_argument("--max-length", type=int, default=128, help="texts are cut to this many tokens")
+    parser.add_argument("--boundary-documents", type=int, default=500,
+                        help="held-out documents (with every query) on which CRF boundary F1 is measured")
     parser.add_argument("--bootstrap", type=int, default=2000)
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)
@@ -146,10 +142,13 @@ def main(argv: list[str] | None = None) -> int:
         card = json.loads(card_path.read_text()) if card_path.is_file() else {}
         payload["models"][name] = {"path": portable_path(path), "geometry": model.config.geometry,
                                    "training_steps": card.get("training", {}).get("steps")}
+        encoded = {}
         for set_name, (queries, corpus, qrels) in sets.items():
             started = time.perf_counter()
             result = evaluate_reranking(model, tokenizer, queries, corpus, qrels, budgets=args.budgets,
-                                        k_candidates=args.k_candidates, count=args.count)
+                                        k_candidates=args.k_candidates, count=args.count,
+                                        max_length=args.max_length)
+            encoded[set_name] = result.pop("encoded")
             per_query = result["per_query"]
             intervals = {}
             for k in args.k_candidates:
@@ -165,13 +164,14 @@ def main(argv: list[str] | None = None) -> int:
                 "natural_units_per_document": result["natural_units_per_document"],
                 "natural_units_per_query": result["natural_units_per_query"],
                 "seconds": time.perf_counter() - started}
-            texts = list(corpus.values())[:1000] + list(queries.values())
-            payload["boundary_f1"].setdefault(set_name, {})[name] = crf_boundary_f1(model, tokenizer, texts, trie)
+            texts = list(corpus.values())[: args.boundary_documents] + list(queries.values())
+            payload["boundary_f1"].setdefault(set_name, {})[name] = crf_boundary_f1(model, tokenizer, texts, trie,
+                                                                                      args.max_length)
             print(f"{name} {set_name}: done in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-        hpo_queries, hpo_corpus, _ = sets["hpo"]
-        payload["storage"][name] = storage(model, tokenizer, list(hpo_corpus.values()))
-        payload["latency"][name] = latency(model, tokenizer, list(hpo_queries.values())[: args.latency_queries],
-                                           list(hpo_corpus.values()), args.k_candidates)
+        hpo_queries = list(sets["hpo"][0].values())
+        payload["storage"][name] = storage(model, encoded["hpo"][1])
+        payload["latency"][name] = latency(model, tokenizer, hpo_queries[: args.latency_queries], *encoded["hpo"],
+                                           ks=args.k_candidates)
     for set_name, (queries, corpus, _) in sets.items():
         payload["coverage"][set_name] = {"documents": coverage(list(corpus.values()), tokenizer, trie),
                                          "queries": coverage(list(queries.values()), tokenizer, trie)}

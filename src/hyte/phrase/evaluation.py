@@ -160,12 +160,15 @@ def evaluate_reranking(model, tokenizer, queries: Mapping[str, str], corpus: Map
                        qrels: Mapping[str, Mapping[str, float]], *, systems: Sequence[str] = SYSTEMS,
                        budgets: Sequence[int] = (4, 8, 16, 32, 64), k_candidates: Sequence[int] = (100, 1000),
                        count: str = "exact", fusion: Mapping[str, float] | None = None, seed: int = 0,
-                       batch_size: int = 32, max_length: int | None = None) -> dict:
+                       batch_size: int = 32, max_length: int | None = None,
+                       encoded: tuple[EncodedTexts, EncodedTexts] | None = None) -> dict:
     """Per-query nDCG@10 / R@10 of each system at each budget and candidate pool size (module docstring).
 
     Returns {"per_query": {K: {system: {B: {"ndcg@10": [...], "recall@10": [...]}}}} ("global" has B = 0),
     "query_ids", "candidate_recall": {K: share of queries with a relevant document among the candidates},
-    "vectors_per_document": {kind: {B: mean kept units}}, "natural_units_per_document": {kind: mean}}.
+    "vectors_per_document": {kind: {B: mean kept units}}, "natural_units_per_document": {kind: mean},
+    "encoded": (queries, documents) as ``EncodedTexts``}. ``encoded``: reuse an earlier call's encodings of the
+    same texts.
     """
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown:
@@ -176,10 +179,12 @@ def evaluate_reranking(model, tokenizer, queries: Mapping[str, str], corpus: Map
     fusion = dict(fusion or {"global": model.config.fusion_global, "phrase": model.config.fusion_phrase,
                              "lexical": model.config.fusion_lexical})
     query_ids, doc_ids = list(queries), list(corpus)
-    q = encode_texts(model, tokenizer, [queries[i] for i in query_ids], seed=seed, batch_size=batch_size,
-                     max_length=max_length)
-    d = encode_texts(model, tokenizer, [corpus[i] for i in doc_ids], seed=seed + 10**6, batch_size=batch_size,
-                     max_length=max_length)
+    if encoded is None:
+        encoded = (encode_texts(model, tokenizer, [queries[i] for i in query_ids], seed=seed, batch_size=batch_size,
+                                max_length=max_length),
+                   encode_texts(model, tokenizer, [corpus[i] for i in doc_ids], seed=seed + 10**6,
+                                batch_size=batch_size, max_length=max_length))
+    q, d = encoded
     from ..retrieval.phrase import fuse
 
     glob = global_scores(q, d, geometry, curvature)
@@ -220,7 +225,24 @@ def evaluate_reranking(model, tokenizer, queries: Mapping[str, str], corpus: Map
             "vectors_per_document": {kind: {b: float(d.counts(b, kind, count).mean()) for b in budgets}
                                      for kind in kinds},
             "natural_units_per_document": {kind: float(d.natural[kind].mean()) for kind in kinds},
-            "natural_units_per_query": {kind: float(q.natural[kind].mean()) for kind in kinds}}
+            "natural_units_per_query": {kind: float(q.natural[kind].mean()) for kind in kinds},
+            "encoded": (q, d)}
+
+
+def as_phrase_dicts(encoded: EncodedTexts, budget: int, kind: str = "crf", flip_globals: bool = False) -> list[dict]:
+    """``encode_phrases``-style dicts (global, top-``budget`` units and weights, lexical) from ``EncodedTexts``, for
+    ``PhraseIndex.add`` / ``search`` without encoding again. ``flip_globals``: lorentz queries (sign-flipped)."""
+    out = []
+    for row in range(len(encoded.globals)):
+        start, end = encoded.offsets[kind][row], encoded.offsets[kind][row + 1]
+        keep = slice(start, min(end, start + budget))
+        vector = encoded.globals[row].copy()
+        if flip_globals:
+            vector[0] = -vector[0]
+        ids, weights = encoded.lexical[row]
+        out.append({"global": vector, "units": encoded.units[kind][keep], "weights": encoded.weights[kind][keep],
+                    "lexical_ids": ids, "lexical_weights": weights, "num_units": int(end - start)})
+    return out
 
 
 def paired_bootstrap(a: Sequence[float], b: Sequence[float], samples: int = 2000, seed: int = 0) -> dict:
@@ -238,5 +260,5 @@ def summarize(result: dict) -> dict:
                 for system, by_budget in systems.items()} for k, systems in result["per_query"].items()}
 
 
-__all__ = ["SYSTEMS", "UNIT_KINDS", "EncodedTexts", "encode_texts", "evaluate_reranking", "global_scores",
+__all__ = ["SYSTEMS", "UNIT_KINDS", "EncodedTexts", "as_phrase_dicts", "encode_texts", "evaluate_reranking", "global_scores",
            "lexical_scores", "paired_bootstrap", "summarize", "unit_scores"]
