@@ -260,7 +260,7 @@ def render_upgrade_section(items: list) -> list[str]:
     lines = ["## Backward-compatible upgrades: HBCT vs Euclidean BCT (held-out branches and chapters)", "",
              "`benchmarks/run_compatibility.py`: one OLD HyTE-H (bundled all-MiniLM-L6-v2, HPO training branches "
              "only, `configs/compat_old_hyte_h.yaml`) is trained once and held fixed; every NEW model (HPO + "
-             "ICD-10-CM training data, 3x the steps, a fresh projection; `configs/compat_new_hbct.yaml`) must "
+             "ICD-10-CM training data, 3x the steps; `configs/compat_new_hbct.yaml`) must "
              "search its index. `a->b` = queries embedded by a, documents (the index) by b. `independent` = the "
              "new model without compatibility objective (the reference of P_com / P_up); `hbct` = cone + RINCE "
              "with q = q(h_old); `l2-bct` = the Euclidean BCT baseline (squared L2 between the new embedding and "
@@ -269,7 +269,11 @@ def render_upgrade_section(items: list) -> list[str]:
              "independent run (`hyte.evaluation.compatibility`). Mean ± sd over seeds.", ""]
     for path, payload in items:
         summary = payload.get("summary", {})
-        lines += [f"### `{path.name}`", ""]
+        start = payload.get("new_model", {}).get("start", "fresh")
+        seeds = sorted({int(seed) for by in payload.get("per_seed", {}).values() for seed in by})
+        origin = ("the old model's weights (continued training)" if start == "old"
+                  else "a fresh HyTE-H on the base encoder (a new random projection)")
+        lines += [f"### `{path.name}`: new models start from {origin}; seeds {seeds}", ""]
         for ontology, title in ONTOLOGY_NAMES.items():
             if not any(ontology in by for by in summary.values()):
                 continue

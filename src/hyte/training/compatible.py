@@ -13,8 +13,9 @@ A new HyTE model is trained so that its **query** vectors can search an index of
   (large q) get wider cones.
 * ``L_align``: anchors are the batch's new query vectors and new positive-document vectors (2B rows); each anchor's
   positive is the **old** embedding of its positive document, its negatives the old embeddings of every other
-  document in the batch (positives, mined negatives, parents). Logits are the task's logit scale (detached: the
-  alignment does not move the temperature) x the task similarity (-geodesic distance). ``alignment`` chooses
+  document in the batch (positives, mined negatives, parents). Logits are the task similarity (-geodesic distance)
+  divided by ``compatible.temperature``, or times the task's logit scale (detached: the alignment does not move the
+  temperature) when that is null. ``alignment`` chooses
   ``rince_loss`` (q per anchor), plain InfoNCE, or the Euclidean BCT baseline ``l2_influence_loss``.
 
 The old model is run once, before training, over every distinct document text of the training data
@@ -257,7 +258,8 @@ class CompatibleTrainer(ContrastiveTrainer):
             if spec.alignment == "l2":
                 term = l2_influence_loss(anchors, old[positives], curvature)
             else:
-                scale = logit_scale(model, self.max_logit_scale).detach()
+                scale = (1.0 / spec.temperature if spec.temperature is not None
+                         else logit_scale(model, self.max_logit_scale).detach())
                 logits = scale * similarity_matrix(anchors, old, hyperbolic=True, similarity=self.similarity,
                                                    curvature=curvature)  # (2B, M)
                 exclude = inputs.get("duplicate_mask")

@@ -176,6 +176,11 @@ class CompatibleSpec:
     q: str = "uncertainty"
     q_fixed: float = 0.5
     rince_lambda: float = 0.01  # RINCE's density weight lambda
+    # Temperature of the alignment logits (rince / infonce): logits = -d(new anchor, old document) / temperature.
+    # None = the task's learned logit scale (detached). RINCE is not shift-invariant like InfoNCE: its pull on a
+    # positive is exp(q s+), and with s+ = -d x 20 for unrelated points (d ~ 2) that is ~1e-4: no signal at all when
+    # the new model starts in another space (measured, BENCHMARKS.md). 0.5 keeps it ~0.4 there.
+    temperature: float | None = None
     # Cone half-aperture arcsin(2 K_i sqrt(c) / ||x_s||) at the old point with K_i = cone_min_radius (1 + q_i) when
     # cone_widening (uncertain old embeddings get wider cones), else K_i = cone_min_radius.
     cone_min_radius: float = 0.1
@@ -384,6 +389,8 @@ def _validate_compatible(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: compatible.q must be uncertainty, fixed or permuted; got {spec.q!r}")
     if not 0 < spec.q_fixed <= 1:
         raise ConfigError(f"{source}: compatible.q_fixed must lie in (0, 1] (RINCE's exponent); got {spec.q_fixed}")
+    if spec.temperature is not None and not 0 < spec.temperature <= 10:
+        raise ConfigError(f"{source}: compatible.temperature must lie in (0, 10] or be null; got {spec.temperature}")
     if spec.weight < 0 or spec.rince_lambda <= 0 or spec.cone_min_radius <= 0:
         raise ConfigError(f"{source}: compatible.weight must be >= 0, rince_lambda and cone_min_radius > 0")
     if config.lora.r > 0:

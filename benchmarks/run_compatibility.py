@@ -1,0 +1,231 @@
+"""Recorded benchmark of issue 14: backward-compatible upgrades of a HyTE model (HBCT) against the Euclidean BCT
+baseline, with ablations and the reviewers' calibration test, on HPO branches and ICD-10-CM chapters never seen in
+training.
+
+    python benchmarks/run_compatibility.py --seeds 1 2 3 --ablation-seeds 1    # the recorded run
+    python benchmarks/run_compatibility.py --seeds 1 --variants hbct independent   # a subset
+
+1. The OLD model (configs/compat_old_hyte_h.yaml, seed 0) is trained once and held fixed for every method. New
+   models use other seeds, so their HyTE-H projection starts from another random rotation than the old one's.
+2. For each seed and variant, a NEW model is trained from configs/compat_new_hbct.yaml (more data, more steps, a
+   fresh projection) with the variant's ``compatible`` section (VARIANTS). "independent" (weight 0) is the new model
+   trained without compatibility: the reference of P_com / P_up, and the check that compatibility needs training.
+3. Every new model is scored on the compatibility matrix (old->old, new->old, new->new; retrieval nDCG@10, R@1 and
+   the hierarchy benchmark); the old model's documents are embedded once for all of them.
+4. Calibration: Spearman of q(h_old) with the old model's per-query error (rank of the positive), permuted-q control.
+
+Each run keeps its scores in RUNS_DIR/<name>/scores.json, so an interrupted benchmark continues where it stopped.
+Output: benchmarks/results/compatibility_upgrade.json (per seed, mean and sd), rendered by ``hyte eval report``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hyte.provenance import portable_command
+
+OLD_CONFIG = Path("configs/compat_old_hyte_h.yaml")
+NEW_CONFIG = Path("configs/compat_new_hbct.yaml")
+
+# name: overrides of the `compatible` section (the rest comes from NEW_CONFIG: rince, cone, q = uncertainty).
+VARIANTS = {
+    "independent": {"weight": 0.0},  # no compatibility objective: the reference new model
+    "hbct": {},  # cone + RINCE with q = q(h_old)
+    "l2-bct": {"alignment": "l2", "cone": False},  # Euclidean BCT baseline: L2 influence loss in the tangent space
+    # Ablations, the reviewers' controls of the uncertainty mechanism first.
+    "hbct-task-scale": {"temperature": None},  # alignment at the task's learned logit scale (~20) instead of 1/0.5
+    "hbct-permuted-q": {"q": "permuted"},
+    "hbct-fixed-q": {"q": "fixed", "q_fixed": 0.5},
+    "hbct-no-cone": {"cone": False},
+    "hbct-infonce": {"alignment": "infonce"},  # plain InfoNCE alignment (cones still widened by q(h_old))
+}
+
+
+def _load(path: Path, overrides: dict):
+    from hyte.training import load_config
+
+    return load_config(path, overrides)
+
+
+def _train(config, resume: bool = True) -> Path:
+    from hyte.training import run
+    from hyte.training.stages import remove_checkpoints
+
+    final = Path(config.training.output_dir) / "final"
+    if not final.is_dir():
+        started = time.perf_counter()
+        run(config, resume=resume)
+        (Path(config.training.output_dir) / "train_seconds.txt").write_text(f"{time.perf_counter() - started:.1f}\n")
+        remove_checkpoints(config.training.output_dir)
+    return final
+
+
+def _share_cache(runs: Path, target: Path, seed: int) -> None:
+    """Copy the old-embedding cache of an earlier run with the same seed (the same training texts): the stage
+    checks the old model's fingerprint and the texts before using it, and recomputes it otherwise."""
+    from hyte.training.compatible import CACHE_FILE
+
+    if (target / CACHE_FILE).is_file():
+        return
+    for source in sorted(runs.glob(f"*-seed{seed}")):
+        if (source / CACHE_FILE).is_file() and (source / "mined_negatives.jsonl").is_file():
+            target.mkdir(parents=True, exist_ok=True)
+            for name in (CACHE_FILE, CACHE_FILE.replace(".safetensors", ".texts.jsonl")):
+                shutil.copy2(source / name, target / name)
+            return
+
+
+def _scores(path: Path, compute) -> dict:
+    if path.is_file():
+        return json.loads(path.read_text())
+    scores = compute()
+    path.write_text(json.dumps(scores, indent=2))
+    return scores
+
+
+def _mean_sd(values: list[float]) -> dict:
+    values = [v for v in values if v is not None]
+    if not values:
+        return {"mean": None, "sd": None, "n": 0}
+    return {"mean": float(np.mean(values)), "sd": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
+            "n": len(values)}
+
+
+def summarise(per_seed: dict[str, dict[int, dict]]) -> dict:
+    """Mean and sd over seeds of every matrix entry, P_com and P_up (against the same seed's independent run), and
+    how many seeds satisfy new->old > old->old and new->new > old->old."""
+    from hyte.evaluation.compatibility import PAIRS, compatibility_gains
+
+    summary = {}
+    for variant, seeds in per_seed.items():
+        entry = {}
+        ontologies = next(iter(seeds.values()))["matrix"].keys()
+        for ontology in ontologies:
+            metrics = list(next(iter(seeds.values()))["matrix"][ontology]["old->old"])
+            block = {}
+            for metric in metrics:
+                values = {pair: [s["matrix"][ontology][pair][metric] for s in seeds.values()] for pair in PAIRS}
+                gains = []
+                for seed, scores in seeds.items():
+                    reference = per_seed.get("independent", {}).get(seed)
+                    ref_value = reference["matrix"][ontology]["new->new"][metric] if reference else None
+                    gains.append(compatibility_gains(scores["matrix"][ontology], ref_value, metric))
+                old_old = values["old->old"]
+                block[metric] = {
+                    **{pair: _mean_sd(values[pair]) for pair in PAIRS},
+                    "p_com": _mean_sd([g["p_com"] for g in gains]), "p_up": _mean_sd([g["p_up"] for g in gains]),
+                    "compatible_seeds": sum(n > o for n, o in zip(values["new->old"], old_old)),
+                    "upgrade_seeds": sum(n > o for n, o in zip(values["new->new"], old_old)),
+                    "seeds": len(old_old)}
+            entry[ontology] = block
+        summary[variant] = entry
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3],
+                        help="new-model seeds; not the old model's seed (0): the same seed gives the new HyTE-H the "
+                             "old one's initial projection, and same-init models start out compatible")
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--ablation-seeds", type=int, nargs="+", default=None,
+                        help="seeds for the hbct-* ablations (default: --seeds)")
+    parser.add_argument("--queries", type=int, default=200, help="retrieval and hierarchy queries per ontology")
+    parser.add_argument("--documents", type=int, default=1000)
+    parser.add_argument("--permutations", type=int, default=1000)
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs/compat"))
+    parser.add_argument("--old-dir", type=Path, default=None,
+                        help="the old model's run folder (default RUNS_DIR/old; trained there if it has no final)")
+    parser.add_argument("--start", choices=["fresh", "old"], default="fresh",
+                        help="fresh: every new model is a new HyTE-H on the base encoder (a new random projection); "
+                             "old: every new model starts from the old model's weights (continued training)")
+    parser.add_argument("--output", type=Path, default=Path("benchmarks/results/compatibility_upgrade.json"))
+    args = parser.parse_args()
+    torch.set_num_threads(1)  # a shared machine; also what the recorded timings mean
+
+    from hyte.encoders import load_encoder
+    from hyte.evaluation.compatibility import (MemoEncoder, compatibility_matrix, heldout_sets,
+                                               uncertainty_calibration)
+
+    runs = args.runs_dir
+    old_config = _load(OLD_CONFIG, {"training.output_dir": str(args.old_dir or runs / "old")})
+    if old_config.training.seed in set(args.seeds) | set(args.ablation_seeds or []):
+        raise SystemExit(f"seed {old_config.training.seed} is the old model's: its new model would start from the "
+                         f"old model's initial weights (see --seeds)")
+    old_dir = _train(old_config)
+    old = MemoEncoder(load_encoder(old_dir, max_length=64))
+    sets = heldout_sets(("hpo", "icd10"), queries=args.queries, documents=args.documents,
+                        hierarchy_queries=args.queries)
+
+    per_seed: dict[str, dict[int, dict]] = {}
+    train_seconds = {}
+    ablation_seeds = args.seeds if args.ablation_seeds is None else args.ablation_seeds
+    # The main comparison (independent, hbct, l2-bct) for every seed first, seeds outer; then the ablations.
+    main_variants = [v for v in args.variants if not v.startswith("hbct-")]
+    ablations = [v for v in args.variants if v.startswith("hbct-")]
+    plan = [(seed, v) for seed in args.seeds for v in main_variants] + [(seed, v) for seed in ablation_seeds
+                                                                         for v in ablations]
+    calibration = _scores(Path(old_config.training.output_dir) / "calibration.json", lambda: {
+        ontology: uncertainty_calibration(old, data["retrieval"], permutations=args.permutations)
+        for ontology, data in sets.items()})
+    for seed, variant in plan:
+        name = f"{variant}-seed{seed}"
+        output_dir = runs / name
+        overrides = {"training.output_dir": str(output_dir), "training.seed": seed,
+                     "compatible.old_model": str(old_dir),
+                     **{f"compatible.{key}": value for key, value in VARIANTS[variant].items()}}
+        if args.start == "old":  # the old weights as the starting point; negatives mined by the base encoder
+            overrides.update({"model.build": "load", "model.path": str(old_dir),
+                              "mining.miner": "bundled:all-MiniLM-L6-v2"})
+        config = _load(NEW_CONFIG, overrides)
+        _share_cache(runs, output_dir, seed)
+        new_dir = _train(config)
+        scores = _scores(output_dir / "scores.json", lambda: {
+            "matrix": compatibility_matrix(old, load_encoder(new_dir, max_length=64), sets)})
+        per_seed.setdefault(variant, {})[seed] = scores
+        seconds = output_dir / "train_seconds.txt"
+        train_seconds[name] = float(seconds.read_text()) if seconds.is_file() else None
+        hpo = scores["matrix"]["hpo"]
+        print(f"{name}: HPO nDCG@10 old->old {hpo['old->old']['ndcg@10']:.4f}  new->old "
+              f"{hpo['new->old']['ndcg@10']:.4f}  new->new {hpo['new->new']['ndcg@10']:.4f}", flush=True)
+        _write(args, old_config, per_seed, calibration, train_seconds)  # after every run: partial results count
+
+
+def _write(args, old_config, per_seed, calibration, train_seconds) -> None:
+    payload = {
+        "benchmark": "compatibility_upgrade",
+        "old_model": {"config": str(OLD_CONFIG), "seed": old_config.training.seed,
+                      "steps": old_config.training.max_steps, "data": old_config.data.source},
+        "new_model": {"config": str(NEW_CONFIG), "data": "hpo+icd10", "start": args.start},
+        "variants": {name: VARIANTS[name] for name in args.variants},
+        "data": {"queries": args.queries, "documents": args.documents, "hierarchy_queries": args.queries,
+                 "test_fraction": 0.2, "split_seed": 0, "sample_seed": 0},
+        "per_seed": {variant: {str(seed): s for seed, s in seeds.items()} for variant, seeds in per_seed.items()},
+        "summary": summarise(per_seed),
+        "calibration": calibration,
+        "train_seconds": train_seconds,
+        "meta": {"command": portable_command(shlex.join(["python", *sys.argv])), "date": time.strftime("%Y-%m-%d %H:%M"),
+                 "machine": platform.platform(), "torch_threads": torch.get_num_threads()},
+    }
+    if args.output.is_file():  # the hand-written reading of an earlier run stays until it is edited
+        notes = json.loads(args.output.read_text()).get("notes")
+        if notes:
+            payload["notes"] = notes
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    temporary = args.output.with_name(f".{args.output.name}.tmp")
+    temporary.write_text(json.dumps(payload, indent=2) + "\n")
+    temporary.replace(args.output)
+
+
+if __name__ == "__main__":
+    main()
