@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     payload = {"benchmark": "phrase", "setup": {
         "queries": args.queries, "documents": args.documents, "budgets": args.budgets,
         "k_candidates": args.k_candidates, "count": args.count, "bootstrap_samples": args.bootstrap,
+        "max_length": args.max_length, "boundary_documents": args.boundary_documents,
         "sets": {name: {"queries": len(s[0]), "documents": len(s[1])} for name, s in sets.items()}},
         "models": {}, "runs": {}, "boundary_f1": {}, "coverage": {}, "storage": {}, "latency": {}}
     for spec in args.model:

@@ -110,8 +110,10 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                 lines += ["nDCG@10 differences, mean [95 % interval]:", ""]
                 lines += _table(["contrast", *(f"B = {b}" for b in budgets)], contrast_rows) + [""]
                 lines += ["Verdict (from the intervals):", ""] + _verdict(run, budgets, ks) + [""]
-        lines += ["**CRF boundary F1 against the trie teacher** (held-out texts: up to 1000 documents + the queries; a "
-                  "boundary = a unit start other than the text's first token; span F1 = exact multi-token units):", ""]
+        lines += [f"**CRF boundary F1 against the trie teacher** (held-out texts: the first "
+                  f"{setup.get('boundary_documents', 500)} documents of each set + its queries, cut at "
+                  f"{setup.get('max_length', 128)} tokens; a boundary = a unit start other than the text's first "
+                  "token; span F1 = exact multi-token units):", ""]
         rows = [[SET_NAMES.get(s, s), name, f"{f['f1']:.3f}", f"{f['precision']:.3f}", f"{f['recall']:.3f}",
                  f"{f['span_f1']:.3f}"] for s, by_model in payload["boundary_f1"].items()
                 for name, f in by_model.items()]
