@@ -80,7 +80,8 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                   f"queries and documents alike), one training seed; intervals: paired bootstrap over queries "
                   f"({setup['bootstrap_samples']} samples), 95 %. Command: `{payload['meta']['command']}`.", ""]
         # Reading notes added to the JSON by hand after the run (what the tables mean, caveats), kept on regeneration.
-        lines += [*payload.get("notes", []), ""] if payload.get("notes") else []
+        for note in payload.get("notes", []):
+            lines += [note, ""]
         for set_name, runs in payload["runs"].items():
             for model_name, run in runs.items():
                 lines += [f"**{SET_NAMES.get(set_name, set_name)}, {model_name}** (natural units per document: "
