@@ -190,3 +190,24 @@ def test_index_build_phrase_and_search_rerank_from_the_command_line(model, bert_
         assert main(argv) == 0
         out = capsys.readouterr().out
         assert out.count("\n") == 4 and f"{rerank or 'global'}=" in out
+
+
+@pytest.mark.parametrize("kind", ["ivf", "hnsw"])
+def test_approximate_global_indexes_serve_candidates_too(kind, bert_tokenizer, tmp_path):
+    model = tiny_phrase_model(tiny_backbone("lorentz", bert_tokenizer), bert_tokenizer)
+    index = PhraseIndex.create(model, kind=kind, model_name="tiny")
+    index.add_texts(model, bert_tokenizer, DOCUMENTS)
+    exact = _index(model, bert_tokenizer)
+    queries = model.encode_phrases(QUERIES, bert_tokenizer, role="query")
+    # On 8 documents the approximate index finds them all: the reranked lists equal the exact index's.
+    for rerank in ("phrase", "hybrid"):
+        got = index.search(queries, k=5, rerank=rerank, k_candidates=len(DOCUMENTS))
+        want = exact.search(queries, k=5, rerank=rerank, k_candidates=len(DOCUMENTS))
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)  # hnsw recomputes global in float64
+        np.testing.assert_array_equal(got[1], want[1] - 100)
+    index.remove([0, 3])
+    index.save(tmp_path / "idx")
+    loaded = PhraseIndex.load(tmp_path / "idx")
+    assert len(loaded) == len(DOCUMENTS) - 2 and loaded.global_index.kind == kind
+    _, ids = loaded.search(queries, k=len(DOCUMENTS), rerank="phrase", k_candidates=len(DOCUMENTS))
+    assert not ({0, 3} & set(ids.ravel().tolist()))
