@@ -181,12 +181,14 @@ def test_index_build_phrase_and_search_rerank_from_the_command_line(model, bert_
     bert_tokenizer.save_pretrained(tmp_path / "model")
     (tmp_path / "docs.txt").write_text("\n".join(DOCUMENTS) + "\n")
     assert main(["index", "build", "--phrase", "--model", str(tmp_path / "model"), "--input",
-                 str(tmp_path / "docs.txt"), "--output", str(tmp_path / "idx"), "--phrase-dtype", "float16"]) == 0
+                 str(tmp_path / "docs.txt"), "--output", str(tmp_path / "idx"), "--phrase-dtype", "float16",
+                 "--trie"]) == 0
     assert "phrase store" in capsys.readouterr().out
     assert PhraseIndex.load(tmp_path / "idx").store.dtype == "float16"
     for rerank in (None, "phrase", "hybrid"):
         argv = ["index", "search", "--index", str(tmp_path / "idx"), "--model", str(tmp_path / "model"),
-                "--query", QUERIES[0], "--k", "3"] + (["--rerank", rerank, "--k-candidates", "6"] if rerank else [])
+                "--query", QUERIES[0], "--k", "3", "--trie"] + (["--rerank", rerank, "--k-candidates", "6"]
+                                                                 if rerank else [])
         assert main(argv) == 0
         out = capsys.readouterr().out
         assert out.count("\n") == 4 and f"{rerank or 'global'}=" in out

@@ -3,6 +3,7 @@ override, boundary F1, and coverage on real ICD-10-CM text."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from hyte.modeling_hyte_phrase import units_from_tags
@@ -91,3 +92,28 @@ def test_icd10_trie_covers_real_icd10_text(bert_tokenizer):
     assert stats["texts_with_term_match"] > 0.3
     assert 0.0 < stats["token_share_in_terms"] < 1.0
     assert stats["mean_multi_token_unit_length"] >= 2.0
+
+
+def test_the_trie_override_reaches_encode_phrases(bert_tokenizer):
+    from phrase_helpers import tiny_backbone, tiny_phrase_model
+
+    from hyte.modeling_hyte_phrase import apply_override
+
+    model = tiny_phrase_model(tiny_backbone("euclidean", bert_tokenizer), bert_tokenizer)
+    trie = TermTrie().update(["type 2 diabetes mellitus", "diabetic nephropathy"])
+    texts = ["Type 2 diabetes mellitus with diabetic nephropathy", "HbA1c 7.5 %"]
+    tags, covered = teacher_tags(texts, bert_tokenizer, trie)
+    batch = bert_tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**batch)
+        crf = model.decode_tags(out, batch["attention_mask"])
+    width = crf.shape[1]
+    pad = [row + [0] * (width - len(row)) for row in tags]
+    merged = apply_override(crf, torch.tensor(pad), torch.tensor([c + [False] * (width - len(c)) for c in covered]))
+    expected = model.encode_phrases(texts, bert_tokenizer, tags=merged.tolist(), budget=100)
+    got = model.encode_phrases(texts, bert_tokenizer, override=list(zip(tags, covered)), budget=100)
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(e["units"], g["units"])
+    # "type 2 diabetes mel ##lit ##us" and "diabetic ne ##ph ##rop ##athy" are one unit each after the override.
+    units = units_from_tags(merged, out.unit_mask)[0]
+    assert len(set(units[1:7].tolist())) == 1 and len(set(units[8:13].tolist())) == 1

@@ -279,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "and lexical weights, for search --rerank")
     build.add_argument("--phrase-dtype", choices=["float32", "float16"], default="float32",
                        help="with --phrase: storage type of the phrase vectors")
+    build.add_argument("--trie", action="store_true",
+                       help="with --phrase: the HPO + ICD-10-CM terminology trie overrides the CRF's units inside "
+                            "its matches (use it at search time too)")
     build.set_defaults(func=_index_build)
     search = index_sub.add_parser("search", help="search an index with query texts")
     search.add_argument("--index", required=True)
@@ -295,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="phrase indexes: rescore the global top --k-candidates by weighted MaxSim over phrase "
                              "units, the lexical view, or the fusion of global, phrase and lexical scores")
     search.add_argument("--k-candidates", type=int, default=100, help="with --rerank: the global candidate pool")
+    search.add_argument("--trie", action="store_true",
+                        help="phrase indexes: the terminology trie overrides the CRF's query units in its matches")
     search.set_defaults(func=_index_search)
 
     rag = sub.add_parser("rag", help="answer a question from an index with a local generator, with citations")

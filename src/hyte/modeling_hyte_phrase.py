@@ -177,6 +177,16 @@ def units_from_tags(tags: Tensor, unit_mask: Tensor) -> Tensor:
     return ids.masked_fill(~unit_mask, -1)
 
 
+def apply_override(model_tags: Tensor, override_tags: Tensor, covered: Tensor) -> Tensor:
+    """The paper's inference-time override (e.g. by a terminology trie): (B, T) tags, (B, T) tags, (B, T) bool ->
+    (B, T): ``override_tags`` where ``covered``, ``model_tags`` elsewhere; a model I right after a covered span would
+    extend that span's unit, so it becomes B."""
+    covered = covered.bool()
+    out = torch.where(covered, override_tags, model_tags)
+    after_span = F.pad(covered[:, :-1], (1, 0), value=False) & ~covered & (out == TAG_I)
+    return out.masked_fill(after_span, TAG_B)
+
+
 def token_units(unit_mask: Tensor) -> Tensor:
     """Every unit token its own unit (the ColBERT unit): (B, T) bool -> (B, T) long, -1 outside."""
     unit_mask = unit_mask.bool()
@@ -509,7 +519,7 @@ class HyTEPhraseModel(PreTrainedModel):
     def encode_phrases(self, texts: Sequence[str] | str, tokenizer, role: str = "document",
                        budget: int | None = None, unit: str = "crf", batch_size: int = 32,
                        max_length: int | None = None, seed: int = 0, tags: Sequence[Sequence[int]] | None = None,
-                       ) -> list[dict]:
+                       override: Sequence[tuple[Sequence[int], Sequence[bool]]] | None = None) -> list[dict]:
         """Encode texts into the three H+ views; one dict per text (NumPy float32 unless stated):
 
         ``global`` (D,): the global vector, sign-flipped for a lorentz query (HyTE's retrieval convention, so it can
@@ -518,7 +528,9 @@ class HyTEPhraseModel(PreTrainedModel):
         lexical view's nonzero entries; ``num_units``: the text's unit count before the budget.
         ``budget`` defaults to the config's query/document budget. ``unit``: "crf" or a baseline of SEGMENTERS.
         ``tags``: per-text BIO tags over the tokenizer's tokens to use instead of the CRF (e.g. the terminology trie
-        override), padded or cut to each batch's length.
+        override), padded or cut to each batch's length. ``override``: per text (tags, covered) over the same
+        tokens: the CRF's tags stay where ``covered`` is False (``apply_override``; hyte.phrase.teacher.teacher_tags
+        gives both for the terminology trie).
         """
         if role not in ("document", "query"):
             raise ValueError(f"role must be 'document' or 'query'; got {role!r}.")
@@ -536,13 +548,16 @@ class HyTEPhraseModel(PreTrainedModel):
                 ids, attention = batch["input_ids"].to(device), batch["attention_mask"].to(device)
                 output = self(input_ids=ids, attention_mask=attention)
                 if tags is not None:
-                    given = torch.full(ids.shape, TAG_O, dtype=torch.long, device=device)
-                    for row, row_tags in enumerate(tags[start:start + batch_size]):
-                        row_tags = torch.as_tensor(list(row_tags)[: ids.shape[1]], dtype=torch.long)
-                        given[row, : len(row_tags)] = row_tags
-                    unit_ids = units_from_tags(given, output.unit_mask)
+                    unit_ids = units_from_tags(_padded(tags[start:start + batch_size], ids.shape, TAG_O, device),
+                                               output.unit_mask)
                 elif unit == "crf":
-                    unit_ids = units_from_tags(self.decode_tags(output, attention), output.unit_mask)
+                    decoded = self.decode_tags(output, attention)
+                    if override is not None:
+                        chunk_override = override[start:start + batch_size]
+                        decoded = apply_override(
+                            decoded, _padded([t for t, _ in chunk_override], ids.shape, TAG_O, device),
+                            _padded([c for _, c in chunk_override], ids.shape, False, device).bool())
+                    unit_ids = units_from_tags(decoded, output.unit_mask)
                 else:
                     unit_ids = segment(unit, output.unit_mask, seed=seed + start)
                 counts = unit_counts(unit_ids)
@@ -568,6 +583,15 @@ class HyTEPhraseModel(PreTrainedModel):
         return results
 
 
+def _padded(rows: Sequence[Sequence], shape: tuple[int, int], fill, device) -> Tensor:
+    """Per-text lists cut or padded with ``fill`` to ``shape`` (B, T), as a long tensor on ``device``."""
+    out = torch.full(shape, int(fill), dtype=torch.long, device=device)
+    for row, values in enumerate(rows):
+        values = torch.as_tensor([int(v) for v in list(values)[: shape[1]]], dtype=torch.long)
+        out[row, : len(values)] = values
+    return out
+
+
 HyTEPhraseConfig.register_for_auto_class()
 HyTEPhraseModel.register_for_auto_class("AutoModel")
 
@@ -580,6 +604,7 @@ __all__ = [
     "LinearChainCRF",
     "PhraseModelOutput",
     "Units",
+    "apply_override",
     "bigram_units",
     "lexical_scores",
     "lexical_vectors",

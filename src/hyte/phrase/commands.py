@@ -31,6 +31,17 @@ def load_phrase_model(path: str):
     return model.eval(), AutoTokenizer.from_pretrained(resolved, trust_remote_code=True)
 
 
+def _trie_override(args: argparse.Namespace, texts: list[str], tokenizer, max_length: int | None = None) -> dict:
+    """``{"override": ...}`` for encode_phrases when ``--trie`` was given (the HPO + ICD-10-CM terminology trie
+    overrides the CRF inside its matches, the paper's optional inference-time override), else ``{}``."""
+    if not getattr(args, "trie", False):
+        return {}
+    from .teacher import build_trie, teacher_tags
+
+    tags, covered = teacher_tags(texts, tokenizer, build_trie(), max_length)
+    return {"override": list(zip(tags, covered))}
+
+
 def index_build(args: argparse.Namespace) -> int:
     """``hyte index build --phrase``: global index + phrase store of the documents, saved together atomically."""
     from ..cli import UserError, read_texts
@@ -43,7 +54,7 @@ def index_build(args: argparse.Namespace) -> int:
     model, tokenizer = load_phrase_model(str(args.model))
     index = PhraseIndex.create(model, kind=args.kind, dtype=args.phrase_dtype, model_name=str(args.model))
     index.add_texts(model, tokenizer, texts, ids=list(range(len(texts))), batch_size=args.batch_size,
-                    max_length=args.max_length)
+                    max_length=args.max_length, **_trie_override(args, texts, tokenizer, args.max_length))
     index.save(args.output)
     write_documents(args.output, [{"id": i if ids is None else ids[i], "text": text} for i, text in enumerate(texts)])
     stats = index.store.stats()
@@ -68,7 +79,7 @@ def index_search(args: argparse.Namespace) -> int:
                  if documents_file.is_file() else None)
     queries = [args.query] if args.query is not None else read_texts(args.queries)[0]
     scores, found = index.search_texts(model, tokenizer, queries, k=args.k, rerank=args.rerank,
-                                       k_candidates=args.k_candidates)
+                                       k_candidates=args.k_candidates, **_trie_override(args, queries, tokenizer))
     print_hits(queries, found, scores, documents, "global" if args.rerank is None else args.rerank)
     return 0
 

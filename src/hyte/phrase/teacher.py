@@ -184,15 +184,16 @@ def teacher_tags(texts: Sequence[str], tokenizer, trie: TermTrie | None, max_len
 
 
 def override_tags(model_tags: Sequence[int], trie_tags: Sequence[int], covered: Sequence[bool]) -> list[int]:
-    """The paper's inference-time trie override: inside trie matches the trie's tags, elsewhere the model's.
+    """The paper's inference-time trie override for one text: inside trie matches the trie's tags, elsewhere the
+    model's; a model I right after a trie match becomes B (``modeling_hyte_phrase.apply_override``). For a batch
+    pass ``override=list(zip(*teacher_tags(...)))`` to ``HyTEPhraseModel.encode_phrases``."""
+    import torch
 
-    A model I right after a trie match would extend the trie's unit, so it becomes B.
-    """
-    out = [t if c else m for m, t, c in zip(model_tags, trie_tags, covered)]
-    for i in range(1, len(out)):
-        if covered[i - 1] and not covered[i] and out[i] == TAG_I:
-            out[i] = TAG_B
-    return out
+    from ..modeling_hyte_phrase import apply_override
+
+    out = apply_override(torch.tensor([list(model_tags)]), torch.tensor([list(trie_tags)]),
+                         torch.tensor([list(covered)]))
+    return out[0].tolist()
 
 
 def unit_boundaries(tags: Sequence[int], unit_positions: Sequence[bool]) -> set[int]:

@@ -401,7 +401,7 @@ class PhraseIndex:
 
     def search_texts(self, model, tokenizer, texts: Sequence[str], k: int = 10, **options):
         """``search`` for query texts, encoded with ``model`` (which must be the model that built the index)."""
-        encode_keys = ("budget", "unit", "tags", "max_length")
+        encode_keys = ("budget", "unit", "tags", "override", "max_length")
         encode = {key: options.pop(key) for key in encode_keys if key in options}
         return self.search(model.encode_phrases(list(texts), tokenizer, role="query", **encode), k, **options)
 
