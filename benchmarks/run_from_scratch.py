@@ -148,7 +148,8 @@ def _measure_cost(size: str, steps: int, rounds: int) -> dict:
 
 
 def _summary(results: dict) -> dict:
-    """Mean and spread over seeds per (model, pooling); a pooling of the ablation over the seeds that scored it."""
+    """Mean and spread over seeds per (model, pooling). The pooling ablation's rows are over the seeds that scored
+    it, labelled with them, beside the trained pooling (OEM p = 1) on the same seeds."""
     summary = {}
     for model, by_seed in results.items():
         names = dict.fromkeys(name for seed_run in by_seed.values() for name in seed_run["scores"])
@@ -156,6 +157,14 @@ def _summary(results: dict) -> dict:
             label = model if model == "eucbert" else f"{model} {name}"
             summary[label] = aggregate_seeds([seed_run["scores"][name] for seed_run in by_seed.values()
                                               if name in seed_run["scores"]])
+    ablated = [seed for seed, seed_run in results["hyte-fh"].items() if "cls" in seed_run["scores"]]
+    if ablated and len(ablated) < len(results["hyte-fh"]):
+        where = f" ({', '.join(ablated)})"
+        for name in POOLINGS:
+            rows = [results["hyte-fh"][seed]["scores"][name] for seed in ablated]
+            summary[f"hyte-fh {name}{where}"] = aggregate_seeds(rows)
+            if name != "oem-p1":
+                del summary[f"hyte-fh {name}"]
     return summary
 
 
@@ -206,6 +215,8 @@ def main() -> None:
                                           if "cls" in results["hyte-fh"][f"s{seed}"]["scores"]],
                "nonfinite": sum(stage["nonfinite_values"] + stage["nonfinite_logs"] for model in results.values()
                                 for seed_run in model.values() for stage in seed_run["training"].values()),
+               "train_seconds": round(sum(stage["train_seconds"] for model in results.values()
+                                          for seed_run in model.values() for stage in seed_run["training"].values())),
                "wall_seconds": round(time.perf_counter() - started), "machine": platform.platform(),
                "date": time.strftime("%Y-%m-%d"), "runs": results, "summary": _summary(results)}
     output = args.output or Path("benchmarks/results") / ("from_scratch_quick.json" if args.quick

@@ -378,6 +378,8 @@ def _from_scratch(items: list[tuple[Path, dict]]) -> list[str]:
                       f"vs {median['eucbert']['step_mb']:.0f} MB (×{cost['step_memory_ratio']:.2f}).", ""]
         lines += [f"Non-finite values or logged losses / gradient norms in any stage of any run: "
                   f"{payload.get('nonfinite')}.", ""]
+        if payload.get("reading"):
+            lines += [f"Reading (written by hand after seeing these numbers): {payload['reading']}", ""]
         lines += _runs([(path, payload)])
     return lines
 
