@@ -20,8 +20,6 @@ from hyte.phrase.evaluation import (
 )
 from hyte.retrieval.phrase import segment_maxsim
 
-torch.set_num_threads(1)
-
 CORPUS = {f"d{i}": text for i, text in enumerate([
     "Type 2 diabetes mellitus with diabetic nephropathy", "Atrial septal defect of the interatrial septum",
     "Chronic kidney disease, stage 3 (moderate)", "Ventricular septal defect", "Short stature",

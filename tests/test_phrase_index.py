@@ -16,8 +16,6 @@ from hyte import lorentz as L
 from hyte.modeling_hyte_phrase import Units, weighted_maxsim
 from hyte.retrieval.phrase import PhraseIndex, fuse, segment_maxsim
 
-torch.set_num_threads(1)
-
 DOCUMENTS = TEXTS + ["Short stature", "Congenital heart defect with atrial septal defect", "Ventricular septal defect",
                      "Chronic kidney disease, stage 3 (moderate)", "Type 1 diabetes mellitus without complications"]
 QUERIES = ["diabetic kidney disease", "hole in the heart wall", "left ventricle outflow"]

@@ -29,8 +29,6 @@ from hyte.modeling_hyte_phrase import (
     weighted_maxsim,
 )
 
-torch.set_num_threads(1)
-
 
 
 def _random_crf(seed: int) -> LinearChainCRF:

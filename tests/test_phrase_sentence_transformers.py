@@ -9,7 +9,6 @@ from phrase_helpers import TEXTS, tiny_backbone, tiny_phrase_model
 
 from hyte.modeling_hyte_phrase import Units, weighted_maxsim
 
-torch.set_num_threads(1)
 pytest.importorskip("sentence_transformers.multi_vector_encoder")
 
 QUERIES = ["diabetic kidney disease", "left ventricle outflow"]

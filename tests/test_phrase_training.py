@@ -15,8 +15,6 @@ from hyte.training import ConfigError, parse_config, run
 from hyte.training.config import PhraseSpec
 from hyte.training.phrase import PhraseCollator, PhraseTrainer
 
-torch.set_num_threads(1)
-
 EXAMPLES = [{"query": "type 2 diabetes mellitus", "document": "Type 2 diabetes mellitus with diabetic nephropathy"},
             {"query": "hole in the heart", "document": "Atrial septal defect, an opening in the interatrial septum"},
             {"query": "HbA1c 7.5 %", "document": "Glycated haemoglobin HbA1c above 6.5 % on two occasions"}]
