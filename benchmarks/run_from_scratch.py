@@ -147,6 +147,11 @@ def _measure_cost(size: str, steps: int, rounds: int) -> dict:
             "step_memory_ratio": median["hyte-fh"]["step_mb"] / max(median["eucbert"]["step_mb"], 1e-9)}
 
 
+def _ablated_seeds(results: dict) -> list[str]:
+    """The seed names ("s0", ...) whose HyTE-FH was scored with every pooling."""
+    return [seed for seed, seed_run in results["hyte-fh"].items() if "cls" in seed_run["scores"]]
+
+
 def _summary(results: dict) -> dict:
     """Mean and spread over seeds per (model, pooling). The pooling ablation's rows are over the seeds that scored
     it, labelled with them, beside the trained pooling (OEM p = 1) on the same seeds."""
@@ -157,7 +162,7 @@ def _summary(results: dict) -> dict:
             label = model if model == "eucbert" else f"{model} {name}"
             summary[label] = aggregate_seeds([seed_run["scores"][name] for seed_run in by_seed.values()
                                               if name in seed_run["scores"]])
-    ablated = [seed for seed, seed_run in results["hyte-fh"].items() if "cls" in seed_run["scores"]]
+    ablated = _ablated_seeds(results)
     if ablated and len(ablated) < len(results["hyte-fh"]):
         where = f" ({', '.join(ablated)})"
         for name in POOLINGS:
@@ -211,8 +216,7 @@ def main() -> None:
     payload = {"benchmark": "from_scratch", "command": command.strip(), "size": size, "recipe": {
                    **SCRATCH_SIZES[size], "learning_rates": "hyte.training.recipes.SCRATCH_LEARNING_RATES"},
                "seeds": seeds, "evaluation": EVALUATION[size], "cost": cost,
-               "pooling_ablation_seeds": [seed for seed in seeds
-                                          if "cls" in results["hyte-fh"][f"s{seed}"]["scores"]],
+               "pooling_ablation_seeds": [int(seed[1:]) for seed in _ablated_seeds(results)],
                "nonfinite": sum(stage["nonfinite_values"] + stage["nonfinite_logs"] for model in results.values()
                                 for seed_run in model.values() for stage in seed_run["training"].values()),
                "train_seconds": round(sum(stage["train_seconds"] for model in results.values()

@@ -261,6 +261,13 @@ def _mean_std(entry: dict | None) -> str:
     return f"{entry['mean']:.4f} ± {entry['std']:.4f}" if len(entry["values"]) > 1 else f"{entry['mean']:.4f}"
 
 
+def _seed_table(summary: dict, ontology: str) -> list[str]:
+    """The ontology's title and a table of mean ± std over seeds, one row per model of ``summary``."""
+    rows = [[name, *(_mean_std(by.get(ontology, {}).get(key)) for key, _ in FINETUNE_COLUMNS)]
+            for name, by in summary.items()]
+    return [f"{ONTOLOGY_TITLES[ontology]}:", "", *_table(["model", *(h for _, h in FINETUNE_COLUMNS)], rows)]
+
+
 def _finetune_verdict(summary: dict, ontology: str) -> list[str]:
     """The issue-10 targets, checked from the numbers: best HyTE-H vs best Euclidean fine-tune (by mean)."""
     def best(prefix: str, key: str) -> tuple[str, float] | None:
@@ -318,9 +325,7 @@ def _hierarchy_finetune(items: list[tuple[Path, dict]]) -> list[str]:
                   f"{evaluation.get('queries')} queries per set, {where}", ""]
         ontologies = [o for o in ONTOLOGY_TITLES if any(o in by for by in summary.values())]
         for ontology in ontologies:
-            rows = [[name, *(_mean_std(by.get(ontology, {}).get(key)) for key, _ in FINETUNE_COLUMNS)]
-                    for name, by in summary.items()]
-            lines += [f"{ONTOLOGY_TITLES[ontology]}:", "", *_table(["model", *(h for _, h in FINETUNE_COLUMNS)], rows)]
+            lines += _seed_table(summary, ontology)
             lines += _finetune_verdict(summary, ontology)
         lines += _runs([(path, payload)])
     return lines
@@ -361,9 +366,7 @@ def _from_scratch(items: list[tuple[Path, dict]]) -> list[str]:
                   f"{recipe.get('steps')}, batch {recipe.get('batch')}), seeds {payload.get('seeds')}, "
                   f"{payload.get('evaluation', {}).get('queries')} queries per set", ""]
         for ontology in ("hpo", "icd10"):
-            rows = [[name, *(_mean_std(by.get(ontology, {}).get(key)) for key, _ in FINETUNE_COLUMNS)]
-                    for name, by in summary.items()]
-            lines += [f"{ONTOLOGY_TITLES[ontology]}:", "", *_table(["model", *(h for _, h in FINETUNE_COLUMNS)], rows)]
+            lines += _seed_table(summary, ontology)
             verdicts = [_paired_verdict(summary, ontology, "hyte-fh oem-p1", "eucbert", key, label)
                         for key, label in (("spechr", "SpecHR"), ("ndcg@10", "nDCG@10"),
                                            ("radius_depth_spearman.spearman", "radius~depth ρ"))]
