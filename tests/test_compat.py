@@ -328,6 +328,39 @@ def test_compatibility_gains_follow_their_definitions():
     assert compatibility_gains(matrix, reference=0.40)["p_com"] is None  # no gain to share
 
 
+def test_benchmark_summary_counts_seeds_and_the_report_states_the_differences_and_the_changed_config():
+    import importlib.util
+    from pathlib import Path
+
+    from hyte.evaluation.compatibility import render_upgrade_section
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "run_compatibility.py"
+    spec = importlib.util.spec_from_file_location("run_compatibility", path)
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)
+
+    def seed(new_old, new_new):
+        pairs = {"old->old": 0.50, "new->old": new_old, "new->new": new_new}
+        return {"matrix": {"hpo": {pair: {"ndcg@10": value} for pair, value in pairs.items()}}}
+
+    per_seed = {"independent": {1: seed(0.49, 0.60), 2: seed(0.51, 0.62), 3: seed(0.52, 0.58)},
+                "hbct": {1: seed(0.55, 0.57), 2: seed(0.53, 0.49), 3: seed(0.54, 0.56)}}
+    summary = driver.summarise(per_seed)
+    hbct = summary["hbct"]["hpo"]["ndcg@10"]
+    assert (hbct["compatible_seeds"], hbct["upgrade_seeds"], hbct["seeds"]) == (3, 2, 3)
+    assert hbct["new->old"]["mean"] == pytest.approx(0.54) and hbct["new->old"]["sd"] == pytest.approx(0.01)
+    assert summary["independent"]["hpo"]["ndcg@10"]["compatible_seeds"] == 2
+    assert hbct["p_up"]["mean"] == pytest.approx(np.mean([0.57 / 0.60, 0.49 / 0.62, 0.56 / 0.58]) - 1)
+
+    payload = {"summary": summary, "per_seed": per_seed,
+               "new_model": {"start": "fresh", "overrides": {"training.head_learning_rate": 0.01}}}
+    text = "\n".join(render_upgrade_section([(Path("x.json"), payload)]))
+    assert "seeds [1, 2, 3]; new-model config changed: `training.head_learning_rate=0.01`" in text
+    assert "hbct: new->old > old->old (compatible) in 3/3 seeds (+0.0400 ± 0.0100)" in text
+    assert "upgrade worth having) in 2/3 seeds (+0.0400 ± 0.0436)" in text
+    assert "new->old nDCG@10, HBCT minus Euclidean BCT" not in text  # no baseline in this payload
+
+
 def test_cross_model_pairs_use_the_query_model_for_queries_only(old_model, compatible_model):
     from hyte.encoders import load_encoder
     from hyte.evaluation.compatibility import pair_encoders

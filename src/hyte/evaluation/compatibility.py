@@ -243,9 +243,12 @@ def _verdict(summary: dict, ontology: str) -> list[str]:
         block = summary.get(name, {}).get(ontology, {}).get("ndcg@10")
         if not block:
             continue
-        n = block["seeds"]
-        lines.append(f"- {name}: new->old > old->old (compatible) in {block['compatible_seeds']}/{n} seeds; "
-                     f"new->new > old->old (upgrade worth having) in {block['upgrade_seeds']}/{n} seeds (nDCG@10).")
+        n, base = block["seeds"], block["old->old"]["mean"]
+        lines.append(f"- {name}: new->old > old->old (compatible) in {block['compatible_seeds']}/{n} seeds "
+                     f"({block['new->old']['mean'] - base:+.4f} ± {block['new->old']['sd']:.4f}); new->new > "
+                     f"old->old (upgrade worth having) in {block['upgrade_seeds']}/{n} seeds "
+                     f"({block['new->new']['mean'] - base:+.4f} ± {block['new->new']['sd']:.4f}) (nDCG@10, "
+                     f"mean difference ± sd over seeds; old->old is one fixed model).")
     hbct, l2 = (summary.get(name, {}).get(ontology, {}).get("ndcg@10") for name in ("hbct", "l2-bct"))
     if hbct and l2:
         for pair in ("new->old", "new->new"):
@@ -273,7 +276,10 @@ def render_upgrade_section(items: list) -> list[str]:
         seeds = sorted({int(seed) for by in payload.get("per_seed", {}).values() for seed in by})
         origin = ("the old model's weights (continued training)" if start == "old"
                   else "a fresh HyTE-H on the base encoder (a new random projection)")
-        lines += [f"### `{path.name}`: new models start from {origin}; seeds {seeds}", ""]
+        overrides = payload.get("new_model", {}).get("overrides") or {}
+        changed = ", ".join(f"`{key}={value}`" for key, value in overrides.items())
+        changed = f"; new-model config changed: {changed}" if changed else ""
+        lines += [f"### `{path.name}`: new models start from {origin}; seeds {seeds}{changed}", ""]
         for ontology, title in ONTOLOGY_NAMES.items():
             if not any(ontology in by for by in summary.values()):
                 continue
