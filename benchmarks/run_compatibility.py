@@ -33,7 +33,7 @@ import numpy as np
 import torch
 import yaml
 
-from hyte.provenance import portable_command
+from hyte.provenance import portable_command, write_result
 
 OLD_CONFIG = Path("configs/compat_old_hyte_h.yaml")
 NEW_CONFIG = Path("configs/compat_new_hbct.yaml")
@@ -229,14 +229,7 @@ def _write(args, old_config, per_seed, calibration, train_seconds) -> None:
         "meta": {"command": portable_command(shlex.join(["python", *sys.argv])), "date": time.strftime("%Y-%m-%d %H:%M"),
                  "machine": platform.platform(), "torch_threads": torch.get_num_threads()},
     }
-    if args.output.is_file():  # the hand-written reading of an earlier run stays until it is edited
-        notes = json.loads(args.output.read_text()).get("notes")
-        if notes:
-            payload["notes"] = notes
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    temporary = args.output.with_name(f".{args.output.name}.tmp")
-    temporary.write_text(json.dumps(payload, indent=2) + "\n")
-    temporary.replace(args.output)
+    write_result(args.output, payload, keep=("notes",))  # the hand-written reading stays until it is edited
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ import argparse
 import json
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from hyte.evaluation.commands import machine_info
 from hyte.phrase.commands import load_phrase_model
 from hyte.phrase.evaluation import UNIT_KINDS, as_phrase_dicts, evaluate_reranking, paired_bootstrap, summarize
 from hyte.phrase.teacher import boundary_f1, build_trie, coverage, teacher_tags
-from hyte.provenance import portable_path
+from hyte.provenance import portable_path, write_result
 from hyte.retrieval.phrase import PhraseIndex, PhraseStore
 
 CONTRASTS = (("crf", "global"), ("crf", "token"), ("crf", "bigram"), ("crf", "random"), ("hybrid", "global"),
@@ -178,12 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                                          "queries": coverage(list(queries.values()), tokenizer, trie)}
     payload["meta"] = {"command": "python benchmarks/run_phrase.py " + " ".join(
         shlex.quote(portable_path(a)) for a in (argv if argv is not None else sys.argv[1:])), **machine_info()}
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=output.parent, delete=False, suffix=".tmp") as handle:
-        json.dump(payload, handle, indent=1, default=float)
-    Path(handle.name).replace(output)
-    print(f"wrote {output}")
+    write_result(args.output, payload, keep=("notes",))  # the hand-written reading stays until it is edited
     return 0
 
 

@@ -573,6 +573,18 @@ def test_write_result_is_valid_json_without_machine_paths_and_keeps_the_old_file
     assert json.loads(path.read_text())["rows"] == [None, 0.5]
 
 
+def test_write_result_keeps_hand_written_fields_of_the_earlier_file_and_writes_numpy_scalars(tmp_path):
+    from hyte.provenance import write_result
+
+    path = tmp_path / "bench.json"
+    write_result(path, {"score": 0.25})
+    path.write_text(json.dumps({**json.loads(path.read_text()), "reading": "level", "notes": ["by hand"]}))
+    write_result(path, {"score": np.float32(0.5), "count": np.int64(3), "notes": ["new"]}, keep=("reading", "notes"))
+    assert json.loads(path.read_text()) == {"score": 0.5, "count": 3, "notes": ["new"], "reading": "level"}
+    write_result(path, {"score": np.float64("nan")})  # nothing kept unless asked
+    assert json.loads(path.read_text()) == {"score": None}
+
+
 def test_committed_results_record_no_absolute_paths():
     root = Path(__file__).resolve().parents[1]
     for path in [*sorted((root / "benchmarks" / "results").glob("*.json")), root / "BENCHMARKS.md"]:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,13 +79,22 @@ def _finite_or_none(value: Any) -> Any:
         return {key: _finite_or_none(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_finite_or_none(item) for item in value]
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, int, float)):
+        value = value.item()  # numpy scalars: JSON knows Python numbers only
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def write_result(path: str | os.PathLike, payload: dict) -> Path:
+def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = ()) -> Path:
     """Write a benchmark's result JSON: paths made portable, NaN / Inf written as null (JSON has neither), the
-    file replaced only once complete; returns its path."""
+    file replaced only once complete; returns its path.
+
+    ``keep``: fields written by hand into the earlier file at ``path`` (the reading of its numbers) that
+    ``payload`` lacks; they are carried over, so rerunning a driver does not drop them.
+    """
     path = Path(path)
+    if keep and path.is_file():
+        earlier = json.loads(path.read_text())
+        payload = {**payload, **{key: earlier[key] for key in keep if key in earlier and key not in payload}}
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.with_name(path.name + ".tmp")
     staging.write_text(json.dumps(_finite_or_none(portable_paths(payload)), indent=2))
