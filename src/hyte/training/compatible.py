@@ -300,9 +300,8 @@ def train_compatible(config: RunConfig, resume: bool = False, callbacks: list | 
     embeddings."""
     from ..encoders import load_encoder
     from ..lineage import declare_compatible, weights_fingerprint
-    from .data import contrastive_examples
     from .models import build_model, unwrap
-    from .stages import _mined_negatives, _train_pairs
+    from .stages import _train_pairs, examples_with_mined_negatives
 
     spec = config.compatible
     old = load_encoder(spec.old_model, kind="hyte", max_length=config.loss.max_document_length)
@@ -321,19 +320,7 @@ def train_compatible(config: RunConfig, resume: bool = False, callbacks: list | 
                           f"into the old space) or set model.options hidden_size / curvature to the old values")
 
     output_dir = Path(config.training.output_dir)
-    examples = contrastive_examples(config.data, seed=config.training.seed)
-    mined_file = output_dir / "mined_negatives.jsonl"
-    if resume and mined_file.is_file():
-        examples = [json.loads(line) for line in mined_file.open(encoding="utf-8")]
-    elif config.mining.num_negatives > 0:
-        mined = _mined_negatives(built, config, [{"query": e["query"], "document": e["document"]} for e in examples])
-        examples = [{**e, "negatives": list(dict.fromkeys([*e.get("negatives", []), *m]))}
-                    for e, m in zip(examples, mined)]
-        built.model.train()
-        write_jsonl(mined_file, examples)
-    else:
-        write_jsonl(mined_file, examples)
-
+    examples = examples_with_mined_negatives(built, config, resume)
     texts = document_texts(examples)
     cache = OldEmbeddingCache.load(output_dir / CACHE_FILE, old_fingerprint, texts)
     if cache is None:

@@ -278,17 +278,23 @@ def train_finetune(config: RunConfig, resume: bool = False, callbacks: list | No
     output_dir/mined_negatives.jsonl, so a resumed run trains on exactly the same data as the interrupted one.
     """
     built = build_model(config.model)
-    examples = contrastive_examples(config.data, seed=config.training.seed)
+    return _train_pairs(config, examples_with_mined_negatives(built, config, resume), built, resume, callbacks)
+
+
+def examples_with_mined_negatives(built: BuiltModel, config: RunConfig, resume: bool) -> list[dict]:
+    """The data's examples with mined hard negatives added to their own (none when ``mining.num_negatives`` is 0),
+    kept in output_dir/mined_negatives.jsonl: a resumed run reads them back and trains on exactly the same data."""
     cache = Path(config.training.output_dir) / "mined_negatives.jsonl"
     if resume and cache.is_file():
-        examples = [json.loads(line) for line in cache.open(encoding="utf-8")]
-    else:
+        return [json.loads(line) for line in cache.open(encoding="utf-8")]
+    examples = contrastive_examples(config.data, seed=config.training.seed)
+    if config.mining.num_negatives > 0:
         mined = _mined_negatives(built, config, [{"query": e["query"], "document": e["document"]} for e in examples])
         examples = [{**e, "negatives": list(dict.fromkeys([*e.get("negatives", []), *m]))}
                     for e, m in zip(examples, mined)]
         built.model.train()
-        write_jsonl(cache, examples)
-    return _train_pairs(config, examples, built, resume, callbacks)
+    write_jsonl(cache, examples)
+    return examples
 
 
 def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict]) -> list[list[str]]:
