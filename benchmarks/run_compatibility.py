@@ -15,6 +15,8 @@ training.
 4. Calibration: Spearman of q(h_old) with the old model's per-query error (rank of the positive), permuted-q control.
 
 Each run keeps its scores in RUNS_DIR/<name>/scores.json, so an interrupted benchmark continues where it stopped.
+Runs of one RUNS_DIR may be trained by parallel processes (other --seeds / --variants, other --output) and
+collected into one file afterwards with --no-train.
 Output: benchmarks/results/compatibility_upgrade.json (per seed, mean and sd), rendered by ``hyte eval report``.
 """
 
@@ -126,7 +128,10 @@ def summarise(per_seed: dict[str, dict[int, dict]]) -> dict:
                 gains = []
                 for seed, scores in seeds.items():
                     reference = per_seed.get("independent", {}).get(seed)
-                    ref_value = reference["matrix"][ontology]["new->new"][metric] if reference else None
+                    if reference is None:  # no independent run of this seed: no reference, no P_com / P_up
+                        gains.append({"p_com": None, "p_up": None})
+                        continue
+                    ref_value = reference["matrix"][ontology]["new->new"][metric]
                     gains.append(compatibility_gains(scores["matrix"][ontology], ref_value, metric))
                 old_old = values["old->old"]
                 block[metric] = {
@@ -160,6 +165,9 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", metavar="KEY=VALUE", nargs="+", default=[], type=_override,
                         help="overrides of the new models' config, e.g. training.head_learning_rate=1e-2 (values "
                              "read as YAML; recorded in the output)")
+    parser.add_argument("--no-train", dest="train", action="store_false",
+                        help="train nothing: collect the runs of the plan that already finished (e.g. seeds trained "
+                             "by parallel processes) and skip the others")
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/compatibility_upgrade.json"))
     args = parser.parse_args()
     torch.set_num_threads(1)  # a shared machine; also what the recorded timings mean
@@ -198,6 +206,9 @@ def main() -> None:
         if args.start == "old":  # the old weights as the starting point; negatives mined by the base encoder
             overrides.update({"model.build": "load", "model.path": str(old_dir),
                               "mining.miner": "bundled:all-MiniLM-L6-v2"})
+        if not args.train and not (output_dir / "final").is_dir():
+            print(f"{name}: not trained, skipped (--no-train)", flush=True)
+            continue
         config = _load(NEW_CONFIG, overrides)
         _share_cache(runs, output_dir, seed)
         new_dir = _train(config)

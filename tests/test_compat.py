@@ -365,6 +365,10 @@ def test_benchmark_summary_counts_seeds_and_the_report_states_the_differences_an
     assert hbct["new->old"]["mean"] == pytest.approx(0.54) and hbct["new->old"]["sd"] == pytest.approx(0.01)
     assert summary["independent"]["hpo"]["ndcg@10"]["compatible_seeds"] == 2
     assert hbct["p_up"]["mean"] == pytest.approx(np.mean([0.57 / 0.60, 0.49 / 0.62, 0.56 / 0.58]) - 1)
+    del per_seed["independent"][3]  # a seed without its reference run has no P_com / P_up, not P_up = 0
+    p_up = driver.summarise(per_seed)["hbct"]["hpo"]["ndcg@10"]["p_up"]
+    assert p_up["n"] == 2 and p_up["mean"] == pytest.approx(np.mean([0.57 / 0.60, 0.49 / 0.62]) - 1)
+    per_seed["independent"][3] = seed(0.52, 0.58)
 
     payload = {"summary": summary, "per_seed": per_seed,
                "new_model": {"start": "fresh", "overrides": {"training.head_learning_rate": 0.01}}}
