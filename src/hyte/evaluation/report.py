@@ -276,11 +276,8 @@ def _finetune_verdict(summary: dict, ontology: str) -> list[str]:
         return max(found, key=lambda item: item[1]) if found else None
 
     def paired(first: str, second: str, key: str) -> str:
-        """Per-seed differences (the runs share seeds: same examples and negatives), where both have every seed."""
-        a, b = summary[first][ontology][key]["values"], summary[second][ontology][key]["values"]
-        if len(a) != len(b) or len(a) < 2:
-            return ""
-        return "; per seed " + ", ".join(f"{x - y:+.4f}" for x, y in zip(a, b))
+        differences = _seed_differences(summary, ontology, first, second, key)
+        return "; per seed " + ", ".join(f"{d:+.4f}" for d in differences) if len(differences or []) > 1 else ""
 
     lines = []
     if ontology == "manpages":  # the general-domain control: no regression against the base encoder
@@ -331,13 +328,22 @@ def _hierarchy_finetune(items: list[tuple[Path, dict]]) -> list[str]:
     return lines
 
 
+def _seed_differences(summary: dict, ontology: str, first: str, second: str, key: str) -> list[float] | None:
+    """``first`` minus ``second`` seed by seed (the runs share seeds: same data order, same negatives); None unless
+    both have the entry for the same number of seeds."""
+    a, b = (summary.get(name, {}).get(ontology, {}).get(key) for name in (first, second))
+    if not a or not b or len(a["values"]) != len(b["values"]):
+        return None
+    return [x - y for x, y in zip(a["values"], b["values"])]
+
+
 def _paired_verdict(summary: dict, ontology: str, first: str, second: str, key: str, label: str) -> str | None:
     """"label: first m ± s vs second m ± s, difference d (per seed ...): who is ahead" — "ahead" only when every
-    seed agrees on the sign (the runs share seeds: same data order, same negatives)."""
-    a, b = summary.get(first, {}).get(ontology, {}).get(key), summary.get(second, {}).get(ontology, {}).get(key)
-    if not a or not b:
+    seed agrees on the sign."""
+    differences = _seed_differences(summary, ontology, first, second, key)
+    if differences is None:
         return None
-    differences = [x - y for x, y in zip(a["values"], b["values"])]
+    a, b = summary[first][ontology][key], summary[second][ontology][key]
     if len(differences) < 2:
         verdict = "one seed, no verdict"
     elif all(d > 0 for d in differences):
