@@ -378,6 +378,13 @@ def test_benchmark_summary_counts_seeds_and_the_report_states_the_differences_an
     assert "upgrade worth having) in 2/3 seeds (+0.0400 ± 0.0436)" in text
     assert "new->old nDCG@10, HBCT minus Euclidean BCT" not in text  # no baseline in this payload
 
+    per_seed["l2-bct"] = {1: seed(0.50, 0.57), 2: seed(0.54, 0.50), 3: seed(0.52, 0.56)}
+    payload = {"summary": driver.summarise(per_seed), "per_seed": {v: {str(k): s for k, s in by.items()}
+                                                                  for v, by in per_seed.items()}}
+    text = "\n".join(render_upgrade_section([(Path("x.json"), payload)]))
+    assert "new->old nDCG@10, HBCT minus Euclidean BCT: +0.0200 (sd over seeds 0.0100 / 0.0200; seed by seed " \
+           "+0.0500, -0.0100, +0.0200)" in text
+
 
 def test_cross_model_pairs_use_the_query_model_for_queries_only(old_model, compatible_model):
     from hyte.encoders import load_encoder

@@ -236,8 +236,9 @@ def _ms(entry: dict | None, digits: int = 4) -> str:
     return f"{entry['mean']:.{digits}f}"
 
 
-def _verdict(summary: dict, ontology: str) -> list[str]:
-    """The issue's two conditions per method, counted over seeds, and HBCT minus the Euclidean BCT baseline."""
+def _verdict(summary: dict, per_seed: dict, ontology: str) -> list[str]:
+    """The issue's two conditions per method, counted over seeds, and HBCT minus the Euclidean BCT baseline (mean
+    and seed by seed: the two share each seed's data, negatives and initial weights)."""
     lines = []
     for name in ("hbct", "l2-bct", "independent"):
         block = summary.get(name, {}).get(ontology, {}).get("ndcg@10")
@@ -251,10 +252,14 @@ def _verdict(summary: dict, ontology: str) -> list[str]:
                      f"mean difference ± sd over seeds; old->old is one fixed model).")
     hbct, l2 = (summary.get(name, {}).get(ontology, {}).get("ndcg@10") for name in ("hbct", "l2-bct"))
     if hbct and l2:
+        seeds = sorted(set(per_seed.get("hbct", {})) & set(per_seed.get("l2-bct", {})), key=int)
         for pair in ("new->old", "new->new"):
             gap = hbct[pair]["mean"] - l2[pair]["mean"]
+            differences = [per_seed["hbct"][seed]["matrix"][ontology][pair]["ndcg@10"]
+                           - per_seed["l2-bct"][seed]["matrix"][ontology][pair]["ndcg@10"] for seed in seeds]
             lines.append(f"- {pair} nDCG@10, HBCT minus Euclidean BCT: {gap:+.4f} (sd over seeds "
-                         f"{hbct[pair]['sd']:.4f} / {l2[pair]['sd']:.4f}).")
+                         f"{hbct[pair]['sd']:.4f} / {l2[pair]['sd']:.4f}; seed by seed "
+                         f"{', '.join(f'{d:+.4f}' for d in differences)}).")
     return lines + [""] if lines else []
 
 
@@ -301,7 +306,7 @@ def render_upgrade_section(items: list) -> list[str]:
                 spechr, r1 = block.get("hierarchy_spechr", {}), block.get("hierarchy_recall@1", {})
                 rows.append([name, *(_ms(spechr.get(p)) for p in PAIRS), *(_ms(r1.get(p)) for p in PAIRS)])
             lines += [f"{title}, hierarchy benchmark:", "", *_table(header, rows)]
-            lines += _verdict(summary, ontology)
+            lines += _verdict(summary, payload.get("per_seed", {}), ontology)
         if payload.get("notes"):  # the reading, written into the JSON after looking at the numbers
             lines += ["Reading:", "", *(f"- {note}" for note in payload["notes"]), ""]
         calibration = payload.get("calibration")
