@@ -123,16 +123,12 @@ def _index_search(args: argparse.Namespace) -> int:
     if args.rerank is not None:
         raise UserError(f"--rerank needs a phrase index (hyte index build --phrase); {args.index} is a plain one")
     from .encoders import load_encoder
+    from .lineage import check_query_encoder
     from .retrieval import LorentzIndex
-
-    from .lineage import compatible_with, weights_fingerprint
 
     index = LorentzIndex.load(args.index)
     encoder = load_encoder(args.model, kind="hyte")
-    # The query model must be the index's model or declared compatible with it (hyte.lineage); then the shapes.
-    index.check_query_model(str(args.model), weights_fingerprint(encoder.model), compatible_with(encoder.model),
-                            allow_incompatible=not args.check_model)
-    index.check_compatible(dim=encoder.dim, curvature=encoder.curvature)
+    check_query_encoder(index, encoder, str(args.model), allow_incompatible=not args.check_model)
     store = Path(args.index) / "documents.jsonl"
     documents = [json.loads(line) for line in store.open(encoding="utf-8")] if store.is_file() else None
     queries = [args.query] if args.query is not None else read_texts(args.queries)[0]

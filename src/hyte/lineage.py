@@ -54,3 +54,14 @@ def declare_compatible(model: torch.nn.Module, old_name: str, old_fingerprint: s
     entries = [e for e in compatible_with(model) if e.get("fingerprint") != old_fingerprint]
     entries.append({"model": old_name, "fingerprint": old_fingerprint, "relation": QUERIES_SEARCH_DOCUMENTS})
     model.config.compatible_with = entries
+
+
+def check_query_encoder(index, encoder, model_name: str | None = None, *, allow_incompatible: bool = False) -> str:
+    """Refuse a ``HyteEncoder`` whose queries may not search ``index`` (a ``LorentzIndex``): first its lineage
+    (``check_query_model``: the index's model or one declared compatible with it, unless ``allow_incompatible``),
+    then the shape of its points (dimension and curvature, always). ``model_name`` (default ``encoder.name``) is
+    how the error names the query model. Returns how the model was admitted."""
+    admitted = index.check_query_model(model_name or encoder.name, weights_fingerprint(encoder.model),
+                                       compatible_with(encoder.model), allow_incompatible=allow_incompatible)
+    index.check_compatible(dim=encoder.dim, curvature=encoder.curvature)
+    return admitted

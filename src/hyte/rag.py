@@ -103,18 +103,16 @@ class HyteSearcher:
     ``documents[i]`` is ``{"id": ..., "text": ...}`` for index id i. Build one with ``from_folder`` (an index
     folder from ``hyte index build`` or ``save``) or ``from_texts``. The encoder must be the model that built the
     index or one declared compatible with it (``LorentzIndex.check_query_model``; ``check_model=False`` skips that
-    check for experts), and match its dimension and curvature.
+    check for experts), and match its dimension and curvature (``hyte.lineage.check_query_encoder``).
     """
 
     def __init__(self, encoder: HyteEncoder, index: LorentzIndex, documents: Sequence[dict], *,
                  check_model: bool = True):
         import numpy as np
 
-        from .lineage import compatible_with, weights_fingerprint
+        from .lineage import check_query_encoder
 
-        index.check_query_model(encoder.name, weights_fingerprint(encoder.model), compatible_with(encoder.model),
-                                allow_incompatible=not check_model)
-        index.check_compatible(dim=encoder.dim, curvature=encoder.curvature)
+        check_query_encoder(index, encoder, allow_incompatible=not check_model)
         ids, points = index.stored()
         if len(ids) and ids.max() >= len(documents):
             raise ValueError(f"the index holds id {ids.max()} but there are only {len(documents)} documents")
