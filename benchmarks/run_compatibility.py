@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 
 from hyte.provenance import portable_command, write_result
+from hyte.training.commands import parse_override
 
 OLD_CONFIG = Path("configs/compat_old_hyte_h.yaml")
 NEW_CONFIG = Path("configs/compat_new_hbct.yaml")
@@ -94,13 +94,6 @@ def _scores(path: Path, compute) -> dict:
     scores = compute()
     path.write_text(json.dumps(scores, indent=2))
     return scores
-
-
-def _override(text: str) -> tuple[str, object]:
-    key, separator, value = text.partition("=")
-    if not separator or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. training.max_steps=72), got {text!r}")
-    return key, yaml.safe_load(value)
 
 
 def _mean_sd(values: list[float]) -> dict:
@@ -162,14 +155,18 @@ def main() -> None:
     parser.add_argument("--start", choices=["fresh", "old"], default="fresh",
                         help="fresh: every new model is a new HyTE-H on the base encoder (a new random projection); "
                              "old: every new model starts from the old model's weights (continued training)")
-    parser.add_argument("--set", dest="overrides", metavar="KEY=VALUE", nargs="+", default=[], type=_override,
-                        help="overrides of the new models' config, e.g. training.head_learning_rate=1e-2 (values "
-                             "read as YAML; recorded in the output)")
+    parser.add_argument("--set", dest="overrides", metavar="SECTION.FIELD=VALUE", nargs="+", default=[],
+                        help="overrides of the new models' config, e.g. training.head_learning_rate=1e-2 (as `hyte "
+                             "train --set`; recorded in the output)")
     parser.add_argument("--no-train", dest="train", action="store_false",
                         help="train nothing: collect the runs of the plan that already finished (e.g. seeds trained "
                              "by parallel processes) and skip the others")
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/compatibility_upgrade.json"))
     args = parser.parse_args()
+    try:
+        args.overrides = dict(parse_override(item) for item in args.overrides)
+    except ValueError as error:
+        parser.error(str(error))
     torch.set_num_threads(1)  # a shared machine; also what the recorded timings mean
 
     from hyte.encoders import load_encoder
@@ -200,7 +197,7 @@ def main() -> None:
     for seed, variant in plan:
         name = f"{variant}-seed{seed}"
         output_dir = runs / name
-        overrides = {**dict(args.overrides), "training.output_dir": str(output_dir), "training.seed": seed,
+        overrides = {**args.overrides, "training.output_dir": str(output_dir), "training.seed": seed,
                      "compatible.old_model": str(old_dir),
                      **{f"compatible.{key}": value for key, value in VARIANTS[variant].items()}}
         if args.start == "old":  # the old weights as the starting point; negatives mined by the base encoder
@@ -229,7 +226,7 @@ def _write(args, old_config, per_seed, calibration, train_seconds) -> None:
         "old_model": {"config": str(OLD_CONFIG), "seed": old_config.training.seed,
                       "steps": old_config.training.max_steps, "data": old_config.data.source},
         "new_model": {"config": str(NEW_CONFIG), "data": "hpo+icd10", "start": args.start,
-                      "overrides": dict(args.overrides)},
+                      "overrides": args.overrides},
         "variants": {name: VARIANTS[name] for name in args.variants},
         "data": {"queries": args.queries, "documents": args.documents, "hierarchy_queries": args.queries,
                  "test_fraction": 0.2, "split_seed": 0, "sample_seed": 0},

@@ -8,7 +8,8 @@ import argparse
 import json
 
 
-def _parse_override(text: str) -> tuple[str, object]:
+def parse_override(text: str) -> tuple[str, object]:
+    """``"section.field=value"`` -> (key, value): the value read as JSON (numbers, booleans, lists), else a string."""
     key, sep, value = text.partition("=")
     if not sep or "." not in key:
         raise ValueError(f"--set expects section.field=value; got {text!r}")
@@ -22,7 +23,7 @@ def _train(args: argparse.Namespace) -> int:
     from .config import ConfigError, load_config
     from .stages import run
 
-    overrides = dict(_parse_override(item) for item in args.set)
+    overrides = dict(parse_override(item) for item in args.set)
     if getattr(args, "old", None):
         overrides["compatible.old_model"] = args.old
     config = load_config(args.config, overrides)
