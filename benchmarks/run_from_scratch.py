@@ -159,17 +159,15 @@ def _summary(results: dict) -> dict:
     for model, by_seed in results.items():
         names = dict.fromkeys(name for seed_run in by_seed.values() for name in seed_run["scores"])
         for name in names:
-            label = model if model == "eucbert" else f"{model} {name}"
-            summary[label] = aggregate_seeds([seed_run["scores"][name] for seed_run in by_seed.values()
-                                              if name in seed_run["scores"]])
+            rows = [seed_run["scores"][name] for seed_run in by_seed.values() if name in seed_run["scores"]]
+            if len(rows) == len(by_seed):  # a pooling only some seeds scored gets its labelled row below
+                summary[model if model == "eucbert" else f"{model} {name}"] = aggregate_seeds(rows)
     ablated = _ablated_seeds(results)
     if ablated and len(ablated) < len(results["hyte-fh"]):
         where = f" ({', '.join(ablated)})"
         for name in POOLINGS:
-            rows = [results["hyte-fh"][seed]["scores"][name] for seed in ablated]
-            summary[f"hyte-fh {name}{where}"] = aggregate_seeds(rows)
-            if name != "oem-p1":
-                del summary[f"hyte-fh {name}"]
+            summary[f"hyte-fh {name}{where}"] = aggregate_seeds([results["hyte-fh"][seed]["scores"][name]
+                                                                 for seed in ablated])
     return summary
 
 
