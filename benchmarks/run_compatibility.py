@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hyte.provenance import portable_command, write_result
-from hyte.training.commands import parse_override
+from hyte.results import portable_command, write_result
+from hyte.training.config import parse_override
 
 OLD_CONFIG = Path("configs/compat_old_hyte_h.yaml")
 NEW_CONFIG = Path("configs/compat_new_hbct.yaml")
@@ -61,8 +61,8 @@ def _load(path: Path, overrides: dict):
 
 
 def _train(config, resume: bool = True) -> Path:
-    from hyte.training import run
-    from hyte.training.stages import remove_checkpoints
+    from hyte.runner import run
+    from hyte.training.loop import remove_checkpoints
 
     final = Path(config.training.output_dir) / "final"
     if not final.is_dir():
@@ -76,7 +76,7 @@ def _train(config, resume: bool = True) -> Path:
 def _share_cache(runs: Path, target: Path, seed: int) -> None:
     """Copy the old-embedding cache of an earlier run with the same seed (the same training texts): the stage
     checks the old model's fingerprint and the texts before using it, and recomputes it otherwise."""
-    from hyte.training.compatible import CACHE_FILE
+    from hyte.compatibility.training import CACHE_FILE
 
     if (target / CACHE_FILE).is_file():
         return
@@ -107,7 +107,7 @@ def _mean_sd(values: list[float]) -> dict:
 def summarise(per_seed: dict[str, dict[int, dict]]) -> dict:
     """Mean and sd over seeds of every matrix entry, P_com and P_up (against the same seed's independent run), and
     how many seeds satisfy new->old > old->old and new->new > old->old."""
-    from hyte.evaluation.compatibility import PAIRS, compatibility_gains
+    from hyte.compatibility.evaluation import PAIRS, compatibility_gains
 
     summary = {}
     for variant, seeds in per_seed.items():
@@ -170,8 +170,7 @@ def main() -> None:
     torch.set_num_threads(1)  # a shared machine; also what the recorded timings mean
 
     from hyte.encoders import load_encoder
-    from hyte.evaluation.compatibility import (MemoEncoder, compatibility_matrix, heldout_sets,
-                                               uncertainty_calibration)
+    from hyte.compatibility.evaluation import MemoEncoder, compatibility_matrix, heldout_sets, uncertainty_calibration
 
     runs = args.runs_dir
     old_config = _load(OLD_CONFIG, {"training.output_dir": str(args.old_dir or runs / "old")})

@@ -33,9 +33,9 @@ import time
 from pathlib import Path
 
 from hyte.evaluation.heldout import aggregate_seeds
-from hyte.provenance import portable_command, write_result
+from hyte.results import portable_command, write_result
 from hyte.training.recipes import SCRATCH_MODELS, SCRATCH_SIZES, from_scratch
-from hyte.training.stages import remove_checkpoints
+from hyte.training.loop import remove_checkpoints
 
 STAGES = ("mlm", "contrastive", "finetune")
 # The paper's Table 7 poolings: (HyTEFHConfig.pooling, oem_p).
@@ -47,7 +47,7 @@ EVALUATION = {"tiny": {"queries": 500, "documents": 2000, "hierarchy_queries": 5
 
 def _train_stages(model: str, seed: int, size: str, run_dir: Path, mining_cache: str) -> dict:
     """Run (or finish) the three stages of one model and seed; returns {stage: its card's training record}."""
-    from hyte.training import run
+    from hyte.runner import run
 
     records, init = {}, None
     for stage in STAGES:

@@ -21,16 +21,16 @@ import time
 from pathlib import Path
 
 from hyte.evaluation.heldout import aggregate_seeds
-from hyte.provenance import portable_command, write_result
+from hyte.results import portable_command, write_result
 from hyte.training.recipes import VARIANTS, hierarchy_finetune
-from hyte.training.stages import remove_checkpoints
+from hyte.training.loop import remove_checkpoints
 
 SWEEP = {"hyte-h": ("token_radius", (1.0, 2.0, 3.0)), "euclidean": ("temperature", (0.02, 0.05, 0.1))}
 VALIDATION_FRACTION = 0.35
 
 
 def _train(name: str, config, runs: Path) -> Path:
-    from hyte.training import run
+    from hyte.runner import run
 
     final = Path(config.training.output_dir) / "final"
     if not final.is_dir():

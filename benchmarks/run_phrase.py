@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hyte.evaluation.commands import machine_info
-from hyte.phrase.commands import load_phrase_model
+from hyte.results import machine_info
+from hyte.phrase.loading import load_phrase_model
 from hyte.phrase.evaluation import UNIT_KINDS, as_phrase_dicts, evaluate_reranking, paired_bootstrap, summarize
 from hyte.phrase.teacher import boundary_f1, build_trie, coverage, teacher_tags
-from hyte.provenance import portable_path, write_result
+from hyte.results import portable_path, write_result
 from hyte.retrieval.phrase import PhraseIndex, PhraseStore
 
 CONTRASTS = (("crf", "global"), ("crf", "token"), ("crf", "bigram"), ("crf", "random"), ("hybrid", "global"),

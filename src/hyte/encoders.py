@@ -22,9 +22,11 @@ from transformers import AutoModel, AutoTokenizer
 
 from . import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
 from .bundled import resolve_model
+from .model_kinds import MODEL_KINDS, model_type_of
 from .modeling_hyte import HyTEPreTrainedModel
 
-HYTE_MODEL_TYPES = ("hyte_fh", "hyte_h", "hyte_euc")
+# The HyTE model kinds (hyte.model_kinds): loaded as HyteEncoder, or PhraseEncoder for a phrase model.
+HYTE_MODEL_TYPES = tuple(MODEL_KINDS)
 
 
 class HyteEncoder:
@@ -63,6 +65,35 @@ class HyteEncoder:
         """Specificity of texts as documents: x_0 (hyperbolic) or the vector norm (the Euclidean twin)."""
         documents = self.encode(texts, batch_size=batch_size)
         return documents[:, 0] if self.model.is_hyperbolic else np.linalg.norm(documents, axis=1)
+
+
+class PhraseEncoder(HyteEncoder):
+    """A phrase model (``HyTEPhraseModel``, H+) as a single-vector encoder: its global vector, which is what a
+    phrase index's global index holds (documents as points, queries sign-flipped for a lorentz model). Lets plain
+    search, ``hyte rag`` and the lineage check treat phrase index folders like plain ones."""
+
+    @property
+    def dim(self) -> int:
+        return self.model.backbone.config.hidden_size
+
+    @property
+    def curvature(self) -> float:
+        return float(self.model.curvature) if self.model.config.geometry == "lorentz" else 0.0
+
+    def encode(self, texts: list[str], role: str = "document", batch_size: int = 32,
+               show_progress_bar: bool | None = None) -> np.ndarray:
+        encoded = self.model.encode_phrases(list(texts), self.tokenizer, role=role, batch_size=batch_size,
+                                            max_length=self.max_length)
+        return np.stack([e["global"] for e in encoded]).astype(np.float32)
+
+    def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
+        if self.model.config.geometry != "lorentz":
+            return _unit_rows(queries) @ _unit_rows(documents).T
+        return queries @ documents.T
+
+    def radii(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        documents = self.encode(texts, batch_size=batch_size)
+        return documents[:, 0] if self.model.config.geometry == "lorentz" else np.linalg.norm(documents, axis=1)
 
 
 POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len_tokens", "lasttoken")  # sentence-transformers' names
@@ -200,14 +231,6 @@ def _json_or_empty(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
-def model_type_of(path: str | Path) -> str | None:
-    """The ``model_type`` in a local model folder's config.json (None if absent)."""
-    config = Path(path) / "config.json"
-    if not config.is_file():
-        return None
-    return json.loads(config.read_text()).get("model_type")
-
-
 def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = None) -> HyteEncoder | EuclideanEncoder:
     """Load a model folder, hub id or bundled alias (``hyte.bundled``) as a HyTE encoder or, for any other encoder,
     a Euclidean one.
@@ -229,6 +252,8 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=True)
     model = AutoModel.from_pretrained(path, trust_remote_code=True, dtype=torch.float32)
     if kind == "hyte":
+        if hasattr(model, "encode_phrases"):
+            return PhraseEncoder(model, tokenizer, name=name, max_length=max_length)
         if not isinstance(model, HyTEPreTrainedModel) and not hasattr(model, "encode"):
             raise ValueError(f"{path} is not a HyTE model (model_type {model.config.model_type!r}).")
         return HyteEncoder(model, tokenizer, name=name, max_length=max_length)

@@ -12,8 +12,8 @@ extra config attribute ``compatible_with`` (saved in ``config.json``, read back 
 meaning: *this model's query vectors may search an index of documents embedded by the model with that fingerprint*.
 The relation is not transitive and not symmetric: an old model's queries do not search a new model's index.
 
-``LorentzIndex`` stores the fingerprint of the model that built it and refuses queries from a model that is neither
-that model nor declared compatible with it (``LorentzIndex.check_query_model``).
+Every index (``LorentzIndex``, ``PhraseIndex``) stores the fingerprint of the model that built it and refuses queries
+from a model that is neither that model nor declared compatible with it (``check_lineage``, one rule for both).
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ import hashlib
 from typing import Any
 
 import torch
+
+class IncompatibleIndexError(ValueError):
+    """An index was used with another model, dimension or curvature than it was built for."""
+
 
 # Relation recorded in a compatible_with entry: this model's queries search the named model's document index.
 QUERIES_SEARCH_DOCUMENTS = "queries->documents"
@@ -56,8 +60,45 @@ def declare_compatible(model: torch.nn.Module, old_name: str, old_fingerprint: s
     model.config.compatible_with = entries
 
 
+def check_lineage(index_model: str | None, index_fingerprint: str | None, model_name: str | None,
+                  fingerprint: str | None, compatible_with: list[dict] | None = None, *,
+                  allow_incompatible: bool = False) -> str:
+    """Refuse (``IncompatibleIndexError``) queries from a model that may not search an index built by the model
+    named ``index_model`` with weights fingerprint ``index_fingerprint``.
+
+    Admitted: the model that built the index (same weights fingerprint), or a model whose config declares
+    compatibility with it (``compatible_with`` holds an entry with the index's fingerprint). An index saved without
+    a fingerprint falls back to comparing model names. ``allow_incompatible=True`` (experts: you know the two
+    spaces agree) skips the check. Returns how the query model was admitted: "same model", "declared compatible",
+    "same name" or "not checked".
+    """
+    if allow_incompatible:
+        return "not checked"
+    if index_fingerprint is None:
+        if model_name is None or index_model is None or model_name == index_model:
+            return "same name"
+        raise IncompatibleIndexError(
+            f"this index was built by model {index_model!r}, not by the query model {model_name!r} (the "
+            f"index records no weights fingerprint, so only the name can be compared). Rebuild the index with "
+            f"the query model, or pass allow_incompatible=True (hyte index search --no-check-model) if you "
+            f"know the two models share one embedding space.")
+    if fingerprint == index_fingerprint:
+        return "same model"
+    if any(e.get("fingerprint") == index_fingerprint for e in compatible_with or []):
+        return "declared compatible"
+    listed = ", ".join(f"{e.get('model')!r} ({e.get('fingerprint')})" for e in compatible_with or []) or "none"
+    raise IncompatibleIndexError(
+        f"this index was built by model {index_model!r} (weights fingerprint {index_fingerprint}); "
+        f"the query model {model_name!r} (fingerprint {fingerprint}) is neither that model nor declared "
+        f"compatible with it (its config's compatible_with lists: {listed}). Its query vectors would be "
+        f"compared with documents of another embedding space. Re-encode the corpus with the query model, or "
+        f"train the query model with `hyte train compatible --old <the index's model>`; experts who know the "
+        f"spaces agree can pass allow_incompatible=True (hyte index search --no-check-model).")
+
+
 def check_query_encoder(index, encoder, model_name: str | None = None, *, allow_incompatible: bool = False) -> str:
-    """Refuse a ``HyteEncoder`` whose queries may not search ``index`` (a ``LorentzIndex``): first its lineage
+    """Refuse an encoder (``hyte.encoders``) whose queries may not search ``index`` (a ``LorentzIndex``, or a
+    ``PhraseIndex``'s global index): first its lineage
     (``check_query_model``: the index's model or one declared compatible with it, unless ``allow_incompatible``),
     then the shape of its points (dimension and curvature, always). ``model_name`` (default ``encoder.name``) is
     how the error names the query model. Returns how the model was admitted."""

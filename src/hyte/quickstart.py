@@ -20,7 +20,6 @@ checkpoints of a finished run are deleted (a finished run is reused, never resum
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import time
@@ -50,7 +49,7 @@ def format_summary(results: dict) -> str:
     """The quickstart's comparison table, rendered from its results.json (``{"heldout": {model: {ontology:
     scores}}}``): one block per ontology, one row per model, each fine-tune's change against the base, and the
     radius-depth Spearman correlations with their intervals."""
-    from .evaluation.hierarchy import format_depth_correlation
+    from .evaluation.radius import format_depth_correlation
 
     lines = []
     heldout = results["heldout"]
@@ -82,12 +81,13 @@ def format_summary(results: dict) -> str:
 def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int = 60, examples: int = 4000,
                    with_euclidean: bool = False, queries: int = 300, documents: int = 2000,
                    per_depth: int = 40) -> Path:
-    from .data.jsonl import write_lines_atomically
-    from .demo import bundled_minilm_path
+    from .bundled import bundled_minilm_path
     from .encoders import load_encoder
     from .evaluation.heldout import evaluate_heldout
+    from .results import write_result
+    from .runner import run
+    from .training.loop import remove_checkpoints
     from .training.recipes import hierarchy_finetune
-    from .training.stages import remove_checkpoints, run
 
     started = time.perf_counter()
     output_dir = Path(output_dir)
@@ -117,7 +117,7 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
                                            documents=documents, hierarchy_queries=queries, per_depth=per_depth),
                "recipe": {name: variant for name, (variant, _) in trained.items()}, "steps": steps}
     results_path = output_dir / "results.json"
-    write_lines_atomically(results_path, [json.dumps(results, indent=2)])
+    write_result(results_path, results)
     print(format_summary(json.loads(results_path.read_text())))
     print("  radius~depth: Spearman correlation of the document radius (HyTE: distance to the origin; Euclidean: "
           "vector norm) with depth in the hierarchy")
@@ -128,7 +128,7 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     _step(5, f"building the exact Lorentz index over the held-out HPO definitions; {NUM_EXAMPLE_QUERIES} queries "
              "drawn at random (seed 0) from the held-out queries")
     index_dir = output_dir / "index"
-    _index_and_search(encoders[HYTE_NAME], index_dir, queries, documents)
+    _index_and_search(encoders[HYTE_NAME], index_dir, model_dir, queries, documents)
 
     _step(6, "done")
     print(f"  model:    {model_dir} (with its model card)\n  index:    {index_dir}\n  results:  {results_path}")
@@ -159,10 +159,10 @@ def _evaluation_sets() -> tuple[str, ...]:
 
 def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
     """Copy the trained model with eval_results.json, the comparison with the base in its card info and a rendered
-    README.md; swap the folder in atomically."""
-    staging = model_dir.with_name(f".{model_dir.name}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(trained, staging)
+    README.md; the folder is swapped in atomically."""
+    from .hub.card import render_model_card
+    from .io import atomic_directory
+
     names = {"hpo": "HPO held-out branches", "icd10": "ICD-10-CM held-out chapters",
              "manpages": "Linux man pages (general domain)"}
     ours, base = heldout[HYTE_NAME], heldout[BASE_NAME]
@@ -179,31 +179,30 @@ def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
                                          "metrics": {k: scores[k] for k in ("spechr", "recall@1", "mrr")}})
             text += f", SpecHR {scores['spechr']:.3f} vs {base[ontology]['spechr']:.3f}"
         comparison.append(text)
-    (staging / "eval_results.json").write_text(json.dumps(results, indent=2))
-    info_path = staging / "hyte_card.json"
-    info = json.loads(info_path.read_text())
-    info["training"]["measured against the untrained base (held-out)"] = "; ".join(comparison)
-    info_path.write_text(json.dumps(info, indent=2))
-    from .hub.card import render_model_card
 
-    render_model_card(staging, final_dir=model_dir).save(staging / "README.md")
-    backup = model_dir.with_name(f".{model_dir.name}.previous")
-    shutil.rmtree(backup, ignore_errors=True)
-    if model_dir.exists():
-        os.replace(model_dir, backup)
-    os.replace(staging, model_dir)
-    shutil.rmtree(backup, ignore_errors=True)
+    def write(staging: Path) -> None:
+        shutil.copytree(trained, staging, dirs_exist_ok=True)
+        (staging / "eval_results.json").write_text(json.dumps(results, indent=2))
+        info_path = staging / "hyte_card.json"
+        info = json.loads(info_path.read_text())
+        info["training"]["measured against the untrained base (held-out)"] = "; ".join(comparison)
+        info_path.write_text(json.dumps(info, indent=2))
+        render_model_card(staging, final_dir=model_dir).save(staging / "README.md")
+
+    atomic_directory(model_dir, write, "config.json", "model folder")
 
 
-def _index_and_search(encoder, index_dir: Path, queries: int, documents: int) -> None:
+def _index_and_search(encoder, index_dir: Path, model_dir: Path, queries: int, documents: int) -> None:
+    """The index folder of the held-out HPO definitions (texts and the model's fingerprint included, so
+    ``hyte index search`` and ``hyte rag`` take it as it is), and the example queries."""
     from .evaluation.hpo import heldout_retrieval_set
-    from .retrieval import LorentzIndex
+    from .retrieval.folder import build_index_folder
 
     held_out_queries, corpus, qrels = heldout_retrieval_set(queries, documents)
     doc_ids = sorted(corpus)
-    index = LorentzIndex(encoder.dim, encoder.curvature, kind="flat", model_name="quickstart")
-    index.add(encoder.encode([corpus[d] for d in doc_ids], role="document"))
-    index.save(index_dir)
+    # The index names the saved model folder (same weights as the trained one), absolute so it loads from anywhere.
+    index = build_index_folder(encoder, [corpus[d] for d in doc_ids], index_dir, ids=doc_ids,
+                               model_name=str(model_dir.absolute())).index
     chosen = random.Random(0).sample(sorted(held_out_queries), NUM_EXAMPLE_QUERIES)
     texts = [held_out_queries[q] for q in chosen]
     scores, found = index.search(encoder.encode(texts, role="query"), k=3)

@@ -18,7 +18,7 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 
-from .jsonl import write_lines_atomically
+from ..io import write_lines_atomically
 from .obo import Ontology, load_obo
 
 __all__ = [
@@ -251,3 +251,13 @@ def mlm_corpus(ontology: Ontology, term_ids: Iterable[str] | None = None, names:
     if names:
         texts += [text for term_id in sorted(set(selected)) for text in _queries_for(ontology, term_id, "all")]
     return list(dict.fromkeys(texts))
+
+
+def hpo_terms(split: str, test_fraction: float = 0.2, split_seed: int = 0):
+    """(ontology, the held-out branches' term ids) for ``split="test"``, (ontology, None) for ``split="all"``."""
+    if split not in ("test", "all"):
+        raise ValueError(f"split must be 'test' (held-out branches) or 'all'; got {split!r}")
+    ontology = load_hpo()
+    term_ids = None if split == "all" else split_by_branches(ontology, test_fraction=test_fraction,
+                                                             seed=split_seed)[1]
+    return ontology, term_ids

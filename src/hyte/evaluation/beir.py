@@ -12,23 +12,19 @@ non-integer score, a qrels id that is not in the corpus or the queries.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..io import DataFormatError, iter_jsonl
 from .metrics import retrieval_metrics
 from .retrieval import rank_documents
 
 __all__ = ["BEIRFormatError", "evaluate_beir", "load_beir"]
 
 
-class BEIRFormatError(ValueError):
-    """A malformed BEIR file; the message names the file and, when it applies, the 1-based line."""
-
-    def __init__(self, path: str | os.PathLike, line: int | None, message: str):
-        self.path, self.line = str(path), line
-        super().__init__(f"{self.path}, line {line}: {message}" if line is not None else f"{self.path}: {message}")
+# Malformed BEIR files raise the one data-file error of hyte.io (a ValueError naming the file and line).
+BEIRFormatError = DataFormatError
 
 
 def _require(path: Path) -> Path:
@@ -40,32 +36,23 @@ def _require(path: Path) -> Path:
 def _read_jsonl(path: Path, fields: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, dict]:
     """``{_id: record}`` from a JSONL file; each record must have string ``fields`` (ids may be JSON numbers)."""
     records: dict[str, dict] = {}
-    with _require(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise BEIRFormatError(path, number, f"not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise BEIRFormatError(path, number, f"expected a JSON object, got {type(record).__name__}")
-            record_id = record.get("_id")
-            if isinstance(record_id, (int, float)) and not isinstance(record_id, bool):
-                record_id = str(record_id)
-            if not isinstance(record_id, str) or not record_id:
-                raise BEIRFormatError(path, number, 'missing or empty "_id" field')
-            for field in fields:
-                if field not in record:
-                    raise BEIRFormatError(path, number, f'missing "{field}" field (id {record_id})')
-                if not isinstance(record[field], str):
-                    raise BEIRFormatError(path, number, f'"{field}" must be a string (id {record_id})')
-            for field in optional:
-                if record.get(field) is not None and not isinstance(record[field], str):
-                    raise BEIRFormatError(path, number, f'"{field}" must be a string (id {record_id})')
-            if record_id in records:
-                raise BEIRFormatError(path, number, f"duplicate id {record_id!r}")
-            records[record_id] = record
+    for number, record in iter_jsonl(_require(path), "BEIR file"):
+        record_id = record.get("_id")
+        if isinstance(record_id, (int, float)) and not isinstance(record_id, bool):
+            record_id = str(record_id)
+        if not isinstance(record_id, str) or not record_id:
+            raise BEIRFormatError(path, number, 'missing or empty "_id" field')
+        for field in fields:
+            if field not in record:
+                raise BEIRFormatError(path, number, f'missing "{field}" field (id {record_id})')
+            if not isinstance(record[field], str):
+                raise BEIRFormatError(path, number, f'"{field}" must be a string (id {record_id})')
+        for field in optional:
+            if record.get(field) is not None and not isinstance(record[field], str):
+                raise BEIRFormatError(path, number, f'"{field}" must be a string (id {record_id})')
+        if record_id in records:
+            raise BEIRFormatError(path, number, f"duplicate id {record_id!r}")
+        records[record_id] = record
     return records
 
 
@@ -137,7 +124,7 @@ def evaluate_beir(encoder, folder: str | os.PathLike, split: str = "test",
     results["num_queries"] = len(queries)
     results["num_documents"] = len(corpus)
     if hubness_k:
-        from .hierarchy import hubness
+        from .metrics import hubness
 
         results["hubness"] = hubness(rankings, k=hubness_k, corpus_ids=corpus)
     return results

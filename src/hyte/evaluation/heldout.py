@@ -23,7 +23,8 @@ HIERARCHY_KEYS = ("spechr", "recall@1", "mrr")
 def _hpo_sets(split: str, sizes: Mapping[str, int], test_fraction: float, validation_fraction: float,
               split_seed: int, seed: int) -> dict:
     from ..data.hpo import load_hpo, retrieval_split, split_by_branches
-    from .hierarchy import build_hierarchy_benchmark, hpo_hierarchy_benchmark, hpo_texts_by_depth
+    from .hierarchy_build import build_hierarchy_benchmark, hpo_hierarchy_benchmark
+    from .radius import hpo_texts_by_depth
     from .hpo import heldout_retrieval_set
 
     if split == "test":
@@ -63,7 +64,8 @@ def _manpages_sets(sizes: Mapping[str, int], seed: int) -> dict:
 
 
 def _score(encoder, sets: dict) -> dict:
-    from .hierarchy import evaluate_hierarchy, radius_by_depth
+    from .hierarchy import evaluate_hierarchy
+    from .radius import radius_by_depth
     from .retrieval import evaluate_retrieval
 
     retrieval = evaluate_retrieval(encoder, *sets["retrieval"], k_values=(1, 10))

@@ -19,7 +19,10 @@ numbers compare with it (the tests check that they are equal):
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
 
 __all__ = ["map_at_k", "mrr_at_k", "ndcg_at_k", "rank_by_score", "recall_at_k", "retrieval_metrics"]
 
@@ -115,3 +118,43 @@ def retrieval_metrics(rankings: Rankings, qrels: Qrels, k_values: Iterable[int] 
     """All four metrics at every k: ``{"ndcg@10": ..., "recall@10": ..., "mrr@10": ..., "map@10": ..., ...}``."""
     metrics = {"ndcg": ndcg_at_k, "recall": recall_at_k, "mrr": mrr_at_k, "map": map_at_k}
     return {f"{name}@{k}": metric(rankings, qrels, k) for k in k_values for name, metric in metrics.items()}
+
+
+def hubness(rankings: Mapping[str, Sequence[str]] | Sequence[Sequence[str]], k: int = 10,
+            corpus_ids: Iterable[str] | None = None) -> dict:
+    """Hubness of retrieved lists: statistics of the k-occurrence N_k(d), the number of top-k lists holding d.
+
+    ``rankings``: ranked document ids per query (a mapping or a list of lists); the first k distinct ids of each
+    count. With ``corpus_ids``, every corpus document counts (those never retrieved with N_k = 0) and
+    ``never_retrieved_fraction`` is given; without, only retrieved documents count and it is None. Returns
+    ``{"k", "skewness", "max_occurrence", "mean_occurrence", "never_retrieved_fraction", "num_documents",
+    "num_queries"}``. The skewness is the population skewness E[(N - mean)^3] / std^3 (0 when all N_k are equal);
+    large positive values mean a few "hub" documents appear in many result lists.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1; got {k}")
+    lists = list(rankings.values()) if isinstance(rankings, Mapping) else list(rankings)
+    counts: Counter = Counter()
+    for ranking in lists:
+        counts.update(list(dict.fromkeys(ranking))[:k])
+    if corpus_ids is not None:
+        corpus = list(dict.fromkeys(corpus_ids))
+        outside = set(counts) - set(corpus)
+        if outside:
+            raise ValueError(f"{len(outside)} retrieved id(s) are not in corpus_ids, e.g. {sorted(outside)[0]!r}")
+        occurrences = np.array([counts.get(doc_id, 0) for doc_id in corpus], dtype=np.float64)
+    else:
+        occurrences = np.array(list(counts.values()), dtype=np.float64)
+    if occurrences.size == 0:
+        raise ValueError("no documents: nothing was retrieved and no corpus_ids were given")
+    mean, std = occurrences.mean(), occurrences.std()
+    skewness = float(((occurrences - mean) ** 3).mean() / std**3) if std > 0 else 0.0
+    return {
+        "k": k,
+        "skewness": skewness if math.isfinite(skewness) else None,
+        "max_occurrence": int(occurrences.max()),
+        "mean_occurrence": float(mean),
+        "never_retrieved_fraction": float((occurrences == 0).mean()) if corpus_ids is not None else None,
+        "num_documents": int(occurrences.size),
+        "num_queries": len(lists),
+    }

@@ -28,10 +28,10 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from safetensors import safe_open
 
+from ..model_kinds import MODEL_KINDS
+
 __all__ = ["render_adapter_card", "render_model_card"]
 
-MODEL_KINDS = {"hyte_fh": "HyTE-FH", "hyte_h": "HyTE-H", "hyte_euc": "EucBERT"}
-HYPERBOLIC_MODEL_TYPES = ("hyte_fh", "hyte_h")
 CARD_INFO_FILE = "hyte_card.json"
 EVAL_RESULTS_FILE = "eval_results.json"
 DEFAULT_LICENSE = "apache-2.0"
@@ -71,9 +71,11 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
         )
     info = _read_card_info(model_dir)
     datasets = _as_list(info.get("datasets"))
-    is_hyperbolic = model_type in HYPERBOLIC_MODEL_TYPES
+    is_hyperbolic = MODEL_KINDS[model_type].is_hyperbolic(config)
     has_st = (model_dir / "modules.json").is_file()
-    kind = MODEL_KINDS[model_type]
+    kind = MODEL_KINDS[model_type].title
+    if model_type == "hyte_phrase":  # the phrase heads sit on a HyTE-H (or Euclidean) backbone, whose c it uses
+        config = {**(config.get("backbone_config") or {}), **config}
     model_name = repo_id.split("/")[-1] if repo_id else local_dir.resolve().name
     eval_results = _read_eval_results(model_dir)
     curvature = _curvature(model_dir, config) if is_hyperbolic else None
@@ -258,6 +260,10 @@ def _is_hub_id(name: str | None) -> bool:
 
 
 def _kind_description(model_type: str, config: dict[str, Any]) -> str:
+    if model_type == "hyte_phrase":
+        return (f"is an H+ phrase-level multi-vector model: a {config.get('geometry')} global vector and up to "
+                f"{config.get('document_budget')} importance-weighted phrase vectors per document (CRF units), with "
+                f"a lexical view, for reranking")
     if model_type == "hyte_fh":
         return "is a fully hyperbolic transformer encoder: every layer works on the hyperboloid"
     if model_type == "hyte_h":
@@ -273,6 +279,17 @@ def _architecture_rows(model_type: str, config: dict[str, Any], base_model: str 
         pooling_name = {"mean": "masked mean", "cls": "first token"}.get(pooling, pooling)
     else:
         pooling_name = _POOLING_NAMES.get(pooling, pooling).format(p=config.get("oem_p", 1.0))
+    if model_type == "hyte_phrase":
+        backbone = config.get("backbone_config") or {}
+        rows = [("Backbone", f"{base_model or backbone.get('model_type', '?')} ({config.get('geometry')} geometry)"),
+                ("Phrase units", f"BIO tags decoded by a linear-chain CRF; budget {config.get('query_budget')} per "
+                                 f"query, {config.get('document_budget')} per document"),
+                ("Scoring", f"global, importance-weighted MaxSim over phrases and lexical, fused "
+                            f"{config.get('fusion_global')} / {config.get('fusion_phrase')} / "
+                            f"{config.get('fusion_lexical')}")]
+        encoder = backbone.get("encoder_config") or backbone
+        return [(name, str(value)) for name, value in
+                rows + [("Maximum input length", f"{encoder.get('max_position_embeddings')} tokens")]]
     if model_type == "hyte_h":
         encoder = config.get("encoder_config") or {}
         rows = [
@@ -304,7 +321,7 @@ def _training_rows(training: Any) -> list[tuple[str, str]]:
 
 def _limitations(model_type: str, config: dict[str, Any], datasets: list[str], evaluated: bool) -> list[str]:
     notes = []
-    if model_type in HYPERBOLIC_MODEL_TYPES:
+    if MODEL_KINDS[model_type].is_hyperbolic(config):
         notes += [
             "The vectors are points on a hyperboloid, not directions: do not L2-normalise them, compare them by "
             "cosine, or truncate them (Matryoshka-style). Each of these destroys the geometry "

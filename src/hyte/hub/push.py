@@ -23,12 +23,12 @@ from pathlib import Path
 from huggingface_hub import HfApi, ModelCard, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-from .card import MODEL_KINDS, render_adapter_card, render_model_card
+from ..model_kinds import MODEL_KINDS
+from .card import render_adapter_card, render_model_card
 
 __all__ = ["check_adapter_dir", "check_model_dir", "check_repo_id", "push_adapter", "push_to_hub"]
 
 # The remote code that config.json's auto_map points at; without it the checkpoint only loads where hyte is installed.
-CODE_FILES = ("configuration_hyte.py", "modeling_hyte.py", "lorentz.py")
 # Pickle-based weight and state files: loading them can run arbitrary code, and the Hub flags them.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 # Never part of the repository: hidden files and folders (.git, .cache left by downloads), Python caches.
@@ -150,7 +150,8 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
         if missing:
             problems.append(f"config.json's auto_map lacks {', '.join(missing)} (save with the model's "
                             f"save_pretrained, which writes it)")
-    problems += [f"{name} is missing (save_pretrained copies it)" for name in CODE_FILES
+    kind = MODEL_KINDS.get((config or {}).get("model_type"))
+    problems += [f"{name} is missing (save_pretrained copies it)" for name in (kind.code_files if kind else ())
                  if not (model_dir / name).is_file()]
     problems += _weight_problems(model_dir, "model")
     if not (model_dir / "tokenizer_config.json").is_file():

@@ -1,6 +1,6 @@
 """The BENCHMARKS.md section of the phrase benchmark (``benchmarks/run_phrase.py``, payload ``"benchmark": "phrase"``).
 
-Called by ``hyte.evaluation.report`` (``hyte eval report``). Tables: nDCG@10 / R@10 per unit kind and budget for
+Called by ``hyte.report`` (``hyte eval report``). Tables: nDCG@10 / R@10 per unit kind and budget for
 each held-out set, geometry and candidate pool; paired-bootstrap contrasts; a verdict computed from the intervals
 (a difference counts only when its 95 % interval excludes 0); boundary F1; teacher coverage; storage; latency.
 """
@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..markdown import table
+
 SET_NAMES = {"hpo": "HPO held-out branches", "icd10": "ICD-10-CM held-out chapters"}
 ROWS = (("global", "global (no rerank)"), ("token", "token (every sub-word)"), ("bigram", "fixed bigram"),
         ("random", "random spans"), ("crf", "CRF phrase"), ("hybrid", "hybrid (global + phrase + lexical)"))
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
 
 
 def _ci(interval: dict) -> str:
@@ -102,14 +100,14 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                     rows.append(["vectors per document (every kind)", *(f"{vectors[b]:.1f}" for b in budgets)])
                     lines += [f"K = {k} (global recall@{k}: {run['candidate_recall'][k]:.3f}); cells nDCG@10 / R@10:",
                               ""]
-                    lines += _table(["system", *(f"B = {b}" for b in budgets)], rows) + [""]
+                    lines += table(["system", *(f"B = {b}" for b in budgets)], rows, rule="---")
                 contrast_rows = []
                 for k in ks:
                     for pair in ("crf-global", "crf-token", "crf-bigram", "crf-random", "hybrid-global", "hybrid-crf"):
                         contrast_rows.append([f"K={k} {pair}", *(_ci(run["intervals"][f"{k}/{b}/{pair}"])
                                                                 for b in budgets)])
                 lines += ["nDCG@10 differences, mean [95 % interval]:", ""]
-                lines += _table(["contrast", *(f"B = {b}" for b in budgets)], contrast_rows) + [""]
+                lines += table(["contrast", *(f"B = {b}" for b in budgets)], contrast_rows, rule="---")
                 lines += ["Verdict (from the intervals):", ""] + _verdict(run, budgets, ks) + [""]
         lines += [f"**CRF boundary F1 against the trie teacher** (held-out texts: the first "
                   f"{setup.get('boundary_documents', 500)} documents of each set + its queries, cut at "
@@ -118,14 +116,14 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
         rows = [[SET_NAMES.get(s, s), name, f"{f['f1']:.3f}", f"{f['precision']:.3f}", f"{f['recall']:.3f}",
                  f"{f['span_f1']:.3f}"] for s, by_model in payload["boundary_f1"].items()
                 for name, f in by_model.items()]
-        lines += _table(["set", "model", "boundary F1", "precision", "recall", "span F1"], rows) + [""]
+        lines += table(["set", "model", "boundary F1", "precision", "recall", "span F1"], rows, rule="---")
         lines += ["**Teacher coverage** (terminology trie HPO + ICD-10-CM, 2-5 word terms; plus numbers and words "
                   "split into sub-words):", ""]
         rows = [[SET_NAMES.get(s, s), side, f"{c['texts_with_term_match']:.3f}", f"{c['token_share_in_terms']:.3f}",
                  f"{c['token_share_in_multi_token_units']:.3f}", f"{c['mean_multi_token_unit_length']:.2f}"]
                 for s, sides in payload["coverage"].items() for side, c in sides.items()]
-        lines += _table(["set", "texts", "with a term match", "tokens in terms", "tokens in multi-token units",
-                         "multi-token unit length"], rows) + [""]
+        lines += table(["set", "texts", "with a term match", "tokens in terms", "tokens in multi-token units",
+                         "multi-token unit length"], rows, rule="---")
         lines += ["**Storage per document** (HPO held-out corpus; phrase store arrays: unit vectors, lexical ids and "
                   "weights, offsets; lorentz stores space coordinates only):", ""]
         rows = []
@@ -136,7 +134,7 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                     rows.append([name, kind, budget, f"{stats['vectors_per_document']:.1f}",
                                  f"{stats['float32']['bytes_per_document']:.0f}",
                                  "-" if half is None else f"{half:.0f}"])
-        lines += _table(["model", "unit", "B", "vectors", "bytes float32", "bytes float16"], rows) + [""]
+        lines += table(["model", "unit", "B", "vectors", "bytes float32", "bytes float16"], rows, rule="---")
         lines += ["**Latency per query** (`PhraseIndex.search`, one query at a time, exact global index over the HPO "
                   "held-out corpus, query encoding excluded and shown apart; ratio = median / global-only median):", ""]
         rows = []
@@ -146,7 +144,7 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                     rows.append([name, key, f"{value['median_ms']:.2f}", f"{value['p95_ms']:.2f}",
                                  f"{value.get('median_ratio_to_global', 1.0):.1f}"])
             rows.append([name, "query encoding (mean)", f"{lat['query_encoding_ms_mean']:.2f}", "-", "-"])
-        lines += _table(["model", "search", "median ms", "p95 ms", "ratio"], rows) + [""]
+        lines += table(["model", "search", "median ms", "p95 ms", "ratio"], rows, rule="---")
     return lines
 
 

@@ -42,7 +42,8 @@ from faiss.contrib.inspect_tools import get_flat_data, get_invlist
 
 from .. import __version__ as _hyte_version
 from .. import lorentz
-from .atomic import atomic_directory, saved_directory
+from ..io import atomic_directory, saved_directory
+from ..lineage import IncompatibleIndexError, check_lineage
 
 __all__ = ["IncompatibleIndexError", "LorentzIndex"]
 
@@ -66,9 +67,6 @@ DEFAULT_HNSW_M = 32
 DEFAULT_EF_CONSTRUCTION = 100
 DEFAULT_EF_SEARCH = 64
 
-
-class IncompatibleIndexError(ValueError):
-    """An index was used with another model, dimension or curvature than it was built for."""
 
 
 def _as_array(x: Any) -> np.ndarray:
@@ -326,37 +324,10 @@ class LorentzIndex:
 
     def check_query_model(self, model_name: str | None, fingerprint: str | None,
                           compatible_with: list[dict] | None = None, *, allow_incompatible: bool = False) -> str:
-        """Refuse (``IncompatibleIndexError``) queries from a model that may not search this index.
-
-        Admitted: the model that built the index (same weights fingerprint), or a model whose config declares
-        compatibility with it (``compatible_with`` holds an entry with this index's fingerprint; see
-        ``hyte.lineage``). An index saved without a fingerprint falls back to comparing model names.
-        ``allow_incompatible=True`` (experts: you know the two spaces agree) skips the check. Returns how the
-        query model was admitted: "same model", "declared compatible", "same name" or "not checked".
-        """
-        if allow_incompatible:
-            return "not checked"
-        if self.model_fingerprint is None:
-            if model_name is None or self.model_name is None or model_name == self.model_name:
-                return "same name"
-            raise IncompatibleIndexError(
-                f"this index was built by model {self.model_name!r}, not by the query model {model_name!r} (the "
-                f"index records no weights fingerprint, so only the name can be compared). Rebuild the index with "
-                f"the query model, or pass allow_incompatible=True (hyte index search --no-check-model) if you "
-                f"know the two models share one embedding space.")
-        if fingerprint == self.model_fingerprint:
-            return "same model"
-        declared = [e for e in compatible_with or [] if e.get("fingerprint") == self.model_fingerprint]
-        if declared:
-            return "declared compatible"
-        listed = ", ".join(f"{e.get('model')!r} ({e.get('fingerprint')})" for e in compatible_with or []) or "none"
-        raise IncompatibleIndexError(
-            f"this index was built by model {self.model_name!r} (weights fingerprint {self.model_fingerprint}); "
-            f"the query model {model_name!r} (fingerprint {fingerprint}) is neither that model nor declared "
-            f"compatible with it (its config's compatible_with lists: {listed}). Its query vectors would be "
-            f"compared with documents of another embedding space. Re-encode the corpus with the query model, or "
-            f"train the query model with `hyte train compatible --old <the index's model>`; experts who know the "
-            f"spaces agree can pass allow_incompatible=True (hyte index search --no-check-model).")
+        """Refuse (``IncompatibleIndexError``) queries from a model that may not search this index: see
+        ``hyte.lineage.check_lineage``. Returns how the query model was admitted."""
+        return check_lineage(self.model_name, self.model_fingerprint, model_name, fingerprint, compatible_with,
+                             allow_incompatible=allow_incompatible)
 
     # ------------------------------------------------------------------ add / remove
 
@@ -560,16 +531,18 @@ class LorentzIndex:
 
         The new files are written and fsynced in a temporary sibling directory; then the previous directory is
         renamed to a backup sibling ``.<name>.previous``, the new one renamed into place, and the backup deleted
-        (``hyte.retrieval.atomic``). A failure at any step leaves the previous index in place; a crash between the
+        (``hyte.io.atomic_directory``). A failure at any step leaves the previous index in place; a crash between the
         two renames leaves it as the backup, which ``load`` falls back to.
         """
+        atomic_directory(directory, self.write_files, METADATA_FILE, "LorentzIndex")
+
+    def write_files(self, directory: Path) -> None:
+        """Write ``index.faiss`` and ``metadata.json`` into an existing folder (not atomic by itself: ``save`` and
+        ``hyte.retrieval.folder`` call it on a staging folder)."""
         if self._index is None:
             raise ValueError("nothing to save: an IVF index is created and trained by its first add()")
-        def write(staging: Path) -> None:
-            faiss.write_index(self._index, str(staging / INDEX_FILE))
-            (staging / METADATA_FILE).write_text(json.dumps(self._metadata(), indent=2) + "\n")
-
-        atomic_directory(directory, write, METADATA_FILE, "LorentzIndex")
+        faiss.write_index(self._index, str(directory / INDEX_FILE))
+        (directory / METADATA_FILE).write_text(json.dumps(self._metadata(), indent=2) + "\n")
 
     @classmethod
     def load(cls, directory: str | os.PathLike, *, expected_model: str | None = None,

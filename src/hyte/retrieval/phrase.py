@@ -18,7 +18,7 @@ keyed by the same int64 ids as the global index. For a lorentz model it keeps th
 re-derives the time coordinate x_0 = sqrt(||x_s||^2 + c) when scoring: in float16 the stored time coordinate and
 the space part would disagree (the Lorentz norm is a difference of large numbers), while re-deriving keeps every
 point exactly on the hyperboloid. ``PhraseIndex.save`` writes the global index and the store together into one
-directory, atomically (``hyte.retrieval.atomic``).
+directory, atomically (``hyte.io.atomic_directory``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from .. import lorentz
-from .atomic import atomic_directory, saved_directory
+from ..io import atomic_directory, saved_directory
 from .index import LorentzIndex
 
 __all__ = ["RERANK_MODES", "EuclideanFlatIndex", "PhraseIndex", "PhraseStore", "fuse", "segment_maxsim"]
@@ -308,27 +308,33 @@ class PhraseIndex:
     """
 
     def __init__(self, global_index: LorentzIndex | EuclideanFlatIndex, store: PhraseStore,
-                 fusion: dict[str, float] | None = None, model_name: str | None = None) -> None:
+                 fusion: dict[str, float] | None = None, model_name: str | None = None,
+                 model_fingerprint: str | None = None) -> None:
         self.global_index, self.store = global_index, store
         self.fusion = dict(fusion or {"global": 1.0, "phrase": 1.0, "lexical": 0.2})
-        self.model_name = model_name
+        self.model_name, self.model_fingerprint = model_name, model_fingerprint
 
     @classmethod
     def create(cls, model, kind: str = "flat", dtype: str = "float32", model_name: str | None = None,
                **index_options) -> PhraseIndex:
-        """An empty index for ``model`` (a HyTEPhraseModel): its geometry, width, curvature and fusion weights."""
+        """An empty index for ``model`` (a HyTEPhraseModel): its geometry, width, curvature, fusion weights and
+        weights fingerprint (the lineage check, ``hyte.lineage``)."""
+        from ..lineage import weights_fingerprint
+
+        fingerprint = weights_fingerprint(model)
         config = model.config
         geometry = config.geometry
         dim = model.backbone.config.hidden_size
         curvature = float(model.curvature)
         if geometry == "lorentz":
-            global_index = LorentzIndex(dim, curvature, kind=kind, model_name=model_name, **index_options)
+            global_index = LorentzIndex(dim, curvature, kind=kind, model_name=model_name,
+                                        model_fingerprint=fingerprint, **index_options)
         elif kind != "flat":
             raise ValueError(f"euclidean phrase models support kind 'flat' only; got {kind!r}")
         else:
             global_index = EuclideanFlatIndex(dim)
         fusion = {"global": config.fusion_global, "phrase": config.fusion_phrase, "lexical": config.fusion_lexical}
-        return cls(global_index, PhraseStore(dim, geometry, curvature, dtype), fusion, model_name)
+        return cls(global_index, PhraseStore(dim, geometry, curvature, dtype), fusion, model_name, fingerprint)
 
     @property
     def geometry(self) -> str:
@@ -409,17 +415,23 @@ class PhraseIndex:
 
     def save(self, directory: str | os.PathLike) -> None:
         """Save the global index (``global/``), the store (``phrase/``) and ``phrase_index.json`` together,
-        atomically (``hyte.retrieval.atomic``): a crash at any point leaves the previous complete save loadable."""
-        def write(staging: Path) -> None:
-            self.global_index.save(staging / "global")
-            (staging / "phrase").mkdir()
-            self.store.write(staging / "phrase")
-            kind = "lorentz" if isinstance(self.global_index, LorentzIndex) else "euclidean-flat"
-            (staging / PHRASE_INDEX_FILE).write_text(json.dumps(
-                {"global_kind": kind, "fusion": self.fusion, "model_name": self.model_name,
-                 "count": len(self.store)}, indent=2) + "\n")
+        atomically (``hyte.io.atomic_directory``): a crash at any point leaves the previous complete save loadable."""
+        atomic_directory(directory, self.write_files, PHRASE_INDEX_FILE, "PhraseIndex")
 
-        atomic_directory(directory, write, PHRASE_INDEX_FILE, "PhraseIndex")
+    def write_files(self, directory: Path) -> None:
+        """Write ``global/``, ``phrase/`` and ``phrase_index.json`` into an existing folder (not atomic by itself:
+        ``save`` and ``hyte.retrieval.folder`` call it on a staging folder)."""
+        if isinstance(self.global_index, LorentzIndex):
+            (directory / "global").mkdir()
+            self.global_index.write_files(directory / "global")
+        else:
+            self.global_index.save(directory / "global")
+        (directory / "phrase").mkdir()
+        self.store.write(directory / "phrase")
+        kind = "lorentz" if isinstance(self.global_index, LorentzIndex) else "euclidean-flat"
+        (directory / PHRASE_INDEX_FILE).write_text(json.dumps(
+            {"global_kind": kind, "fusion": self.fusion, "model_name": self.model_name,
+             "model_fingerprint": self.model_fingerprint, "count": len(self.store)}, indent=2) + "\n")
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> PhraseIndex:
@@ -433,4 +445,13 @@ class PhraseIndex:
         if len(global_index) != len(store) or len(store) != metadata["count"]:
             raise ValueError(f"{target}: the global index holds {len(global_index)} documents and the phrase store "
                              f"{len(store)} (metadata: {metadata['count']}); the save is damaged, rebuild it")
-        return cls(global_index, store, metadata["fusion"], metadata["model_name"])
+        # model_fingerprint is absent from phrase indexes saved before lineage was recorded (names compared then).
+        return cls(global_index, store, metadata["fusion"], metadata["model_name"], metadata.get("model_fingerprint"))
+
+    def check_query_model(self, model_name: str | None, fingerprint: str | None,
+                          compatible_with: list[dict] | None = None, *, allow_incompatible: bool = False) -> str:
+        """The lineage check of ``LorentzIndex.check_query_model`` (``hyte.lineage.check_lineage``)."""
+        from ..lineage import check_lineage
+
+        return check_lineage(self.model_name, self.model_fingerprint, model_name, fingerprint, compatible_with,
+                             allow_incompatible=allow_incompatible)

@@ -1,8 +1,11 @@
-"""Training: the paper's three stages on transformers.Trainer, hard-negative mining, LoRA adaptation (peft)."""
+"""Training: the paper's three stages on transformers.Trainer, hard-negative mining, LoRA adaptation (peft).
+
+``hyte.runner.run(config)`` runs any stage, core or feature, by its config's ``stage``.
+"""
 
 from .config import ConfigError, RunConfig, load_config, parse_config
 
-_STAGES = ("run", "train_contrastive", "train_finetune", "train_mlm")
+_STAGES = ("train_contrastive", "train_finetune", "train_mlm")
 
 
 def __getattr__(name: str):
@@ -11,6 +14,13 @@ def __getattr__(name: str):
         from . import stages
 
         return getattr(stages, name)
+    if name == "run":  # its home before the stage registry; kept for one release
+        import warnings
+
+        from ..runner import run
+
+        warnings.warn("hyte.training.run moved to hyte.runner.run", DeprecationWarning, stacklevel=2)
+        return run
     raise AttributeError(f"module 'hyte.training' has no attribute {name!r}")
 
 

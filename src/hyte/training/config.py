@@ -413,3 +413,14 @@ def _validate_phrase(config: RunConfig, source: str) -> None:
     if config.model.build not in ("load", "hyte_h"):
         raise ConfigError(f"{source}: stage phrase puts heads on a pretrained encoder or HyTE-H (model.build load "
                           f"or hyte_h); got {config.model.build!r}")
+
+
+def parse_override(text: str) -> tuple[str, object]:
+    """``"section.field=value"`` -> (key, value): the value read as JSON (numbers, booleans, lists), else a string."""
+    key, sep, value = text.partition("=")
+    if not sep or "." not in key:
+        raise ValueError(f"--set expects section.field=value; got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value  # a bare string

@@ -11,7 +11,7 @@ import csv
 import random
 from pathlib import Path
 
-from ..data.jsonl import DataFormatError, iter_jsonl, string_field
+from ..io import DataFormatError, iter_jsonl, string_field
 from .config import ConfigError, DataSpec
 
 

@@ -1,4 +1,4 @@
-"""Hard-negative mining with the model being fine-tuned, through the exact Lorentz index.
+"""Hard-negative mining through the exact Lorentz index, and the mined examples of a stage-3 run (cached for resume).
 
 Why not sentence-transformers' ``mine_hard_negatives``: it L2-normalises the embeddings before scoring, which turns
 hyperboloid points into unrelated unit vectors, so its neighbours are not hyperbolic neighbours. This miner keeps
@@ -8,11 +8,18 @@ in the geometry the model is trained in.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 
+from ..io import read_jsonl, write_jsonl
 from ..retrieval import LorentzIndex
+from .config import RunConfig
+from .data import contrastive_examples
+from .models import BuiltModel
 
 
 def mine_hard_negatives(encoder, examples: list[dict], *, num_negatives: int = 1, candidates: int = 30,
@@ -56,3 +63,57 @@ def mine_hard_negatives(encoder, examples: list[dict], *, num_negatives: int = 1
                 break
         mined.append({**example, "negatives": existing + negatives})
     return mined
+
+
+def examples_with_mined_negatives(built: BuiltModel, config: RunConfig, resume: bool) -> list[dict]:
+    """The data's examples with mined hard negatives added to their own (none when ``mining.num_negatives`` is 0),
+    kept in output_dir/mined_negatives.jsonl: a resumed run reads them back and trains on exactly the same data."""
+    cache = Path(config.training.output_dir) / "mined_negatives.jsonl"
+    if resume and cache.is_file():
+        return read_jsonl(cache)
+    examples = contrastive_examples(config.data, seed=config.training.seed)
+    if config.mining.num_negatives > 0:
+        mined = _mined_negatives(built, config, [{"query": e["query"], "document": e["document"]} for e in examples])
+        examples = [{**e, "negatives": list(dict.fromkeys([*e.get("negatives", []), *m]))}
+                    for e, m in zip(examples, mined)]
+        built.model.train()
+    write_jsonl(cache, examples)
+    return examples
+
+
+def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict]) -> list[list[str]]:
+    """Each pair's mined negatives. With ``mining.cache_dir`` and a fixed miner (not "self"), the result is kept
+    under a hash of the pairs, the miner and the mining options, so runs that differ only in the model or the loss
+    (e.g. HyTE-H vs its Euclidean control) reuse it instead of mining again."""
+    spec = config.mining
+    shared = None
+    if spec.cache_dir and spec.miner != "self":
+        # What the miner is: the encoder at model.path (the base of a HyTE-H, or a loaded model itself), a new
+        # model described by its build (random weights: seeded, but never shared with a pretrained one), or a path.
+        model = config.model
+        miner = None if spec.miner != "base" else model.path if model.build in ("hyte_h", "load") else [
+            model.path, model.build, model.options, model.tokenizer, config.training.seed]
+        key = json.dumps([pairs, spec.miner, miner, spec.num_negatives, spec.candidates, spec.margin, spec.skip_top,
+                          config.loss.max_document_length])
+        shared = Path(spec.cache_dir) / f"mined-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
+        if shared.is_file():
+            return read_jsonl(shared)
+    mined = [e["negatives"] for e in mine_hard_negatives(
+        _miner(built, config), pairs, num_negatives=spec.num_negatives, candidates=spec.candidates,
+        margin=spec.margin, skip_top=spec.skip_top)]
+    if shared is not None:
+        write_jsonl(shared, mined)
+    return mined
+
+
+def _miner(built: BuiltModel, config: RunConfig):
+    """The encoder that mines hard negatives (``mining.miner``, see MiningSpec)."""
+    from ..encoders import EuclideanEncoder, HyteEncoder, load_encoder
+
+    miner, max_length = config.mining.miner, config.loss.max_document_length
+    if miner == "base" and config.model.build == "hyte_h":
+        return load_encoder(config.model.path, kind="euclidean", max_length=max_length)
+    if miner in ("base", "self"):
+        return (HyteEncoder if built.hyperbolic else EuclideanEncoder)(built.model, built.tokenizer,
+                                                                       max_length=max_length)
+    return load_encoder(miner, max_length=max_length)

@@ -2,172 +2,29 @@
 
 * ``train_mlm``: stage 1, masked-language modelling of HyTE-FH (LorentzMLR head) or its Euclidean twin.
 * ``train_contrastive``: stage 2, (query, document) pairs with in-batch negatives.
-* ``train_finetune``: stage 3, the same with hard negatives mined by the current model (``mining.py``).
+* ``train_finetune``: stage 3, the same with hard negatives mined before training (``mining.py``).
 
 Each writes checkpoints to ``training.output_dir`` (``resume=True`` continues from the last one) and, at the end,
-a complete model folder ``output_dir/final`` (weights, config, code files, tokenizer, ``hyte_card.json`` with the
+a complete model folder ``output_dir/final`` (``loop.py``) (weights, config, code files, tokenizer, ``hyte_card.json`` with the
 recipe, ``eval_results.json`` when evaluated), swapped in atomically. With ``lora.r > 0`` only LoRA adapters train
 (peft); the adapter is saved on its own in ``output_dir/adapter`` and merged into ``final``.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import math
-import os
-import shutil
-import sys
 from pathlib import Path
-from typing import Any
 
-import torch
-from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments, set_seed
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
+from transformers import DataCollatorForLanguageModeling, Trainer
 
-from ..data.jsonl import write_jsonl
-from ..provenance import portable_path, portable_paths
 from .config import RunConfig
 from .data import contrastive_examples, mlm_texts
-from .models import (BuiltModel, build_model, detach_plain_logit_scale, embed, log_logit_scale_parameter,
-                     logit_scale, unwrap)
-from .trainer import ContrastiveCollator, ContrastiveTrainer
+from .loop import apply_lora, resume_checkpoint, save_final, train_pairs, training_arguments
+from .mining import examples_with_mined_negatives
+from .models import build_model
 
-logger = logging.getLogger(__name__)
-
-# Card names of the built-in training sources.
-ONTOLOGY_DATASETS = {"hpo": ["HPO (Human Phenotype Ontology)"], "icd10": ["ICD-10-CM"],
-                     "hpo+icd10": ["HPO (Human Phenotype Ontology)", "ICD-10-CM"]}
+__all__ = ["train_contrastive", "train_finetune", "train_mlm"]
 
 
-def _training_arguments(config: RunConfig, **extra: Any) -> TrainingArguments:
-    spec = config.training
-    return TrainingArguments(
-        output_dir=spec.output_dir, max_steps=spec.max_steps, per_device_train_batch_size=spec.per_device_train_batch_size,
-        gradient_accumulation_steps=spec.gradient_accumulation_steps, learning_rate=spec.learning_rate,
-        weight_decay=spec.weight_decay, warmup_steps=spec.warmup_steps, lr_scheduler_type=spec.lr_scheduler_type,
-        max_grad_norm=spec.max_grad_norm, logging_steps=spec.logging_steps, save_strategy="steps",
-        save_steps=spec.save_steps, save_total_limit=spec.save_total_limit, seed=spec.seed, data_seed=spec.seed,
-        bf16=spec.bf16, activation_checkpointing=spec.gradient_checkpointing,
-        dataloader_num_workers=spec.dataloader_num_workers, dataloader_pin_memory=False, report_to="none",
-        remove_unused_columns=False, disable_tqdm=not sys.stderr.isatty(),  # no progress bars in a log file
-        # Several processes: every parameter takes part in each step (HyTE-H drops its backbone's unused pooler; the
-        # logit scale is averaged by ContrastiveTrainer), so DDP need not search the graph for unused ones.
-        ddp_find_unused_parameters=False,
-        # Without an accelerator, say so: accelerate then runs torchrun's processes as multi-CPU data parallel (gloo);
-        # left to detect it, it treats each process as a lone one and they would all write the same files.
-        use_cpu=not (torch.cuda.is_available() or torch.backends.mps.is_available()),
-        **extra,
-    )
-
-
-def remove_checkpoints(output_dir: str | os.PathLike) -> int:
-    """Delete the Trainer checkpoints (``checkpoint-*``) of a finished run; returns how many there were.
-
-    They are what ``resume=True`` continues from while a run is unfinished; once ``output_dir/final`` is written
-    they only take space (two copies of the model and its optimizer state)."""
-    checkpoints = sorted(Path(output_dir).glob(f"{PREFIX_CHECKPOINT_DIR}-*"))
-    for checkpoint in checkpoints:
-        shutil.rmtree(checkpoint)
-    return len(checkpoints)
-
-
-def _resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
-    output_dir = Path(config.training.output_dir)
-    if not resume or not output_dir.is_dir():
-        return None
-    checkpoint = get_last_checkpoint(str(output_dir))
-    if checkpoint:
-        logger.info("resuming from %s", checkpoint)
-    return checkpoint
-
-
-def _apply_lora(built: BuiltModel, config: RunConfig) -> None:
-    """Wrap the model with LoRA adapters (peft). A base that exists only in memory (e.g. a HyTE-H just built on an
-    encoder, whose projection is freshly initialised) is saved to output_dir/base first, so that the adapter can be
-    loaded onto exactly the model it was trained on."""
-    if config.lora.r <= 0:
-        return
-    from peft import LoraConfig, get_peft_model
-
-    if config.model.build != "load":
-        base_dir = Path(config.training.output_dir) / "base"
-        built.model.save_pretrained(base_dir)
-        built.tokenizer.save_pretrained(base_dir)
-        built.model.config.name_or_path = str(base_dir)
-    lora = LoraConfig(r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,
-                      target_modules=list(config.lora.target_modules),
-                      modules_to_save=list(config.lora.modules_to_save) or None)
-    built.model = get_peft_model(built.model, lora)
-
-
-def _evaluate(built: BuiltModel, config: RunConfig) -> dict[str, float] | None:
-    """nDCG@10 etc. on the held-out HPO branches (only meaningful for HPO-style training)."""
-    if not config.evaluation.enabled or config.stage == "mlm":
-        return None
-    from ..encoders import EuclideanEncoder, HyteEncoder
-    from ..evaluation.hpo import heldout_retrieval_set
-    from ..evaluation.retrieval import evaluate_retrieval
-
-    model = unwrap(built.model)
-    was_training = model.training
-    encoder = (HyteEncoder if built.hyperbolic else EuclideanEncoder)(model, built.tokenizer,
-                                                                      max_length=config.loss.max_document_length)
-    queries, corpus, qrels = heldout_retrieval_set(
-        config.evaluation.max_queries, config.evaluation.max_documents, seed=config.training.seed,
-        test_fraction=config.data.hpo_test_fraction, split_seed=config.data.hpo_seed)
-    metrics = evaluate_retrieval(encoder, queries, corpus, qrels, k_values=(1, 10, 100))
-    model.train(was_training)
-    return metrics
-
-
-def _save_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluation: dict | None) -> Path:
-    """Write output_dir/final completely, then swap it in (an interrupted save leaves the previous one). With
-    several processes the first writes it and the others wait for it."""
-    if trainer.is_world_process_zero():
-        _write_final(built, config, trainer, evaluation)
-    trainer.accelerator.wait_for_everyone()
-    return Path(config.training.output_dir) / "final"
-
-
-def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluation: dict | None) -> None:
-    output_dir = Path(config.training.output_dir)
-    final, staging = output_dir / "final", output_dir / ".final.tmp"
-    shutil.rmtree(staging, ignore_errors=True)
-    model = built.model
-    # The learned temperature: a HyTE model keeps its own parameter; a plain encoder's attached one is taken off
-    # (the checkpoint stays a plain encoder) and only recorded in the card.
-    final_logit_scale = float(logit_scale(model, config.loss.max_logit_scale).detach()) if config.stage != "mlm" else None
-    detach_plain_logit_scale(model)
-    if hasattr(model, "merge_and_unload"):
-        model.save_pretrained(output_dir / "adapter")  # the adapter alone (a few MB)
-        model = model.merge_and_unload()
-    model.save_pretrained(staging)
-    built.tokenizer.save_pretrained(staging)
-    card = {
-        "base_model": built.base_model and portable_path(built.base_model),
-        "datasets": ONTOLOGY_DATASETS.get(config.data.source, []), "license": "apache-2.0", "language": ["en"],
-        "training": {"stage": config.stage, "steps": trainer.state.global_step,
-                     "config": portable_paths(config.to_dict()),
-                     "final_loss": next((e["loss"] for e in reversed(trainer.state.log_history) if "loss" in e), None),
-                     "final_logit_scale": final_logit_scale,
-                     "nonfinite_values": sum(e.get("nonfinite_values", 0) for e in trainer.state.log_history),
-                     # Logged losses / gradient norms that were NaN or Inf (any stage; MLM logs no embeddings).
-                     "nonfinite_logs": sum(not math.isfinite(value) for e in trainer.state.log_history
-                                           for key, value in e.items() if key in ("loss", "grad_norm"))},
-    }
-    (staging / "hyte_card.json").write_text(json.dumps(card, indent=2, default=str))
-    if evaluation is not None:
-        results = {"retrieval": [{"dataset_name": "HPO held-out branches", "dataset_type": "hpo-heldout",
-                                  "split": "test", "metrics": evaluation["after"]}],
-                   "before_training": evaluation["before"]}
-        (staging / "eval_results.json").write_text(json.dumps(results, indent=2))
-    backup = output_dir / ".final.previous"
-    shutil.rmtree(backup, ignore_errors=True)
-    if final.exists():
-        os.replace(final, backup)
-    os.replace(staging, final)
-    shutil.rmtree(backup, ignore_errors=True)
 
 
 def train_mlm(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
@@ -182,93 +39,19 @@ def train_mlm(config: RunConfig, resume: bool = False, callbacks: list | None = 
         batched=True, remove_columns=["text"])
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=config.mlm.mlm_probability,
                                                seed=config.training.seed)
-    _apply_lora(built, config)
-    trainer = Trainer(model=built.model, args=_training_arguments(config), train_dataset=dataset,
+    apply_lora(built, config)
+    trainer = Trainer(model=built.model, args=training_arguments(config), train_dataset=dataset,
                       data_collator=collator, processing_class=tokenizer, callbacks=callbacks)
-    trainer.train(resume_from_checkpoint=_resume_checkpoint(config, resume))
+    trainer.train(resume_from_checkpoint=resume_checkpoint(config, resume))
     built.model = trainer.model
-    return _save_final(built, config, trainer, None)
-
-
-def _initial_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict]) -> float:
-    """1 / temperature, divided for hyperbolic models by the mean distance to the origin of (up to 256) training
-    documents under the initial model when ``loss.temperature_from_radius`` (see LossSpec); clamped to the bounds."""
-    import torch
-
-    from .. import lorentz
-
-    loss = config.loss
-    scale = 1.0 / loss.temperature
-    if built.hyperbolic and loss.temperature_from_radius:
-        texts = sorted({e["document"] for e in examples})[:256]
-        model = unwrap(built.model)
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            tokens = built.tokenizer(texts, padding=True, truncation=True, max_length=loss.max_document_length,
-                                     return_tensors="pt")
-            points = embed(model, tokens["input_ids"], tokens["attention_mask"], True)
-            radius = float(lorentz.distance_to_origin(points, float(model.curvature)).mean())
-        model.train(was_training)
-        scale /= max(radius, 1e-6)  # a model whose documents all sit at the origin gets the upper clamp
-    return min(max(scale, 1.0), loss.max_logit_scale)
-
-
-def _set_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict], resuming: bool) -> None:
-    """Initialise the logit scale (fresh runs; resumed runs get theirs from the checkpoint) and its upper bound."""
-    import torch
-
-    parameter = log_logit_scale_parameter(built.model)
-    model_config = getattr(unwrap(built.model), "config", None)
-    records = model_config is not None and hasattr(model_config, "max_logit_scale")  # HyTE models record both
-    if not resuming:
-        initial = _initial_logit_scale(built, config, examples)
-        with torch.no_grad():
-            parameter.fill_(math.log(initial))
-        if records:
-            # The starting value first: the config checks init <= max at every assignment.
-            model_config.logit_scale_init = min(initial, model_config.max_logit_scale)
-    if records:
-        model_config.logit_scale_init = min(model_config.logit_scale_init, config.loss.max_logit_scale)
-        model_config.max_logit_scale = config.loss.max_logit_scale
-
-
-def _train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, resume: bool,
-                 callbacks: list | None, trainer_class: type = ContrastiveTrainer,
-                 collator: ContrastiveCollator | None = None, trainer_options: dict | None = None) -> Path:
-    """Train on (query, document[, negatives, parent]) examples; ``trainer_class`` / ``collator`` /
-    ``trainer_options``: a ContrastiveTrainer subclass, its collator and its own arguments (stage compatible)."""
-    before = _evaluate(built, config)
-    checkpoint = _resume_checkpoint(config, resume)
-    _set_logit_scale(built, config, examples, resuming=checkpoint is not None)
-    _apply_lora(built, config)
-    # After LoRA, which freezes everything but the adapters: the logit scale trains in either case.
-    log_logit_scale_parameter(built.model).requires_grad_(config.loss.learn_temperature)
-    collator = collator or ContrastiveCollator(built.tokenizer, config.loss.max_query_length,
-                                               config.loss.max_document_length)
-    trainer = trainer_class(model=built.model, args=_training_arguments(config), train_dataset=examples,
-                                 data_collator=collator, hyperbolic=built.hyperbolic,
-                                 similarity=config.loss.similarity, max_logit_scale=config.loss.max_logit_scale,
-                                 head_learning_rate=config.training.head_learning_rate,
-                                 logit_scale_learning_rate=config.loss.logit_scale_learning_rate,
-                                 hierarchy_weight=config.loss.hierarchy_weight,
-                                 cone_min_radius=config.loss.cone_min_radius,
-                                 gather_negatives=config.training.gather_negatives,
-                                 mini_batch_size=config.training.mini_batch_size, callbacks=callbacks,
-                                 **(trainer_options or {}))
-    trainer.train(resume_from_checkpoint=checkpoint)
-    after = _evaluate(built, config)
-    evaluation = {"before": before, "after": after} if after is not None else None
-    if evaluation:
-        logger.info("held-out nDCG@10: %.4f -> %.4f", before["ndcg@10"], after["ndcg@10"])
-    return _save_final(built, config, trainer, evaluation)
+    return save_final(built, config, trainer, None)
 
 
 def train_contrastive(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
     """Stage 2: contrastive training on (query, document) pairs with in-batch negatives."""
     built = build_model(config.model)
     examples = contrastive_examples(config.data, seed=config.training.seed)
-    return _train_pairs(config, examples, built, resume, callbacks)
+    return train_pairs(config, examples, built, resume, callbacks)
 
 
 def train_finetune(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
@@ -278,82 +61,6 @@ def train_finetune(config: RunConfig, resume: bool = False, callbacks: list | No
     output_dir/mined_negatives.jsonl, so a resumed run trains on exactly the same data as the interrupted one.
     """
     built = build_model(config.model)
-    return _train_pairs(config, examples_with_mined_negatives(built, config, resume), built, resume, callbacks)
+    return train_pairs(config, examples_with_mined_negatives(built, config, resume), built, resume, callbacks)
 
 
-def examples_with_mined_negatives(built: BuiltModel, config: RunConfig, resume: bool) -> list[dict]:
-    """The data's examples with mined hard negatives added to their own (none when ``mining.num_negatives`` is 0),
-    kept in output_dir/mined_negatives.jsonl: a resumed run reads them back and trains on exactly the same data."""
-    cache = Path(config.training.output_dir) / "mined_negatives.jsonl"
-    if resume and cache.is_file():
-        return [json.loads(line) for line in cache.open(encoding="utf-8")]
-    examples = contrastive_examples(config.data, seed=config.training.seed)
-    if config.mining.num_negatives > 0:
-        mined = _mined_negatives(built, config, [{"query": e["query"], "document": e["document"]} for e in examples])
-        examples = [{**e, "negatives": list(dict.fromkeys([*e.get("negatives", []), *m]))}
-                    for e, m in zip(examples, mined)]
-        built.model.train()
-    write_jsonl(cache, examples)
-    return examples
-
-
-def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict]) -> list[list[str]]:
-    """Each pair's mined negatives. With ``mining.cache_dir`` and a fixed miner (not "self"), the result is kept
-    under a hash of the pairs, the miner and the mining options, so runs that differ only in the model or the loss
-    (e.g. HyTE-H vs its Euclidean control) reuse it instead of mining again."""
-    import hashlib
-
-    from .mining import mine_hard_negatives
-
-    spec = config.mining
-    shared = None
-    if spec.cache_dir and spec.miner != "self":
-        # What the miner is: the encoder at model.path (the base of a HyTE-H, or a loaded model itself), a new
-        # model described by its build (random weights: seeded, but never shared with a pretrained one), or a path.
-        model = config.model
-        miner = None if spec.miner != "base" else model.path if model.build in ("hyte_h", "load") else [
-            model.path, model.build, model.options, model.tokenizer, config.training.seed]
-        key = json.dumps([pairs, spec.miner, miner, spec.num_negatives, spec.candidates, spec.margin, spec.skip_top,
-                          config.loss.max_document_length])
-        shared = Path(spec.cache_dir) / f"mined-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
-        if shared.is_file():
-            return [json.loads(line) for line in shared.open(encoding="utf-8")]
-    mined = [e["negatives"] for e in mine_hard_negatives(
-        _miner(built, config), pairs, num_negatives=spec.num_negatives, candidates=spec.candidates,
-        margin=spec.margin, skip_top=spec.skip_top)]
-    if shared is not None:
-        write_jsonl(shared, mined)
-    return mined
-
-
-def _miner(built: BuiltModel, config: RunConfig):
-    """The encoder that mines hard negatives (``mining.miner``, see MiningSpec)."""
-    from ..encoders import EuclideanEncoder, HyteEncoder, load_encoder
-
-    miner, max_length = config.mining.miner, config.loss.max_document_length
-    if miner == "base" and config.model.build == "hyte_h":
-        return load_encoder(config.model.path, kind="euclidean", max_length=max_length)
-    if miner in ("base", "self"):
-        return (HyteEncoder if built.hyperbolic else EuclideanEncoder)(built.model, built.tokenizer,
-                                                                       max_length=max_length)
-    return load_encoder(miner, max_length=max_length)
-
-
-STAGE_FUNCTIONS = {"mlm": train_mlm, "contrastive": train_contrastive, "finetune": train_finetune}
-
-
-def run(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
-    """Run the stage named by the config; returns the final model folder. ``callbacks``: Trainer callbacks.
-
-    The seed is set before the model is built, so new weights (HyTE-FH, the HyTE-H projection) are reproducible too.
-    """
-    set_seed(config.training.seed)
-    if config.stage == "phrase":  # imported here: hyte.training.phrase builds on this module
-        from .phrase import train_phrase
-
-        return train_phrase(config, resume=resume, callbacks=callbacks)
-    if config.stage == "compatible":  # imported here: hyte.training.compatible builds on this module
-        from .compatible import train_compatible
-
-        return train_compatible(config, resume=resume, callbacks=callbacks)
-    return STAGE_FUNCTIONS[config.stage](config, resume=resume, callbacks=callbacks)

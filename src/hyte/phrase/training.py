@@ -41,12 +41,12 @@ from ..modeling_hyte_phrase import (
     units_from_tags,
     weighted_maxsim,
 )
-from ..phrase.teacher import TermTrie, build_trie, tags_for_offsets, teacher_spans
-from ..provenance import portable_path, portable_paths
-from .config import RunConfig
-from .data import contrastive_examples
-from .models import build_model, unwrap
-from .stages import ONTOLOGY_DATASETS, _resume_checkpoint, _training_arguments
+from .teacher import TermTrie, build_trie, tags_for_offsets, teacher_spans
+from ..results import portable_path, portable_paths
+from ..training.config import RunConfig
+from ..training.data import contrastive_examples
+from ..training.loop import ONTOLOGY_DATASETS, resume_checkpoint, training_arguments
+from ..training.models import build_model, unwrap
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ def build_phrase_model(config: RunConfig):
     return model, built.tokenizer, built.base_model
 
 
-def _apply_lora(model, config: RunConfig):
+def apply_lora(model, config: RunConfig):
     """LoRA adapters on the backbone (peft), the heads trained whole (modules_to_save); the model otherwise."""
     if config.lora.r <= 0:
         return model
@@ -209,7 +209,7 @@ def _apply_lora(model, config: RunConfig):
 
 def _write_final(model, tokenizer, config: RunConfig, trainer: Trainer, base_model: str | None) -> Path:
     """output_dir/final, written in a staging folder and swapped in (an interrupted save leaves the previous)."""
-    from ..retrieval.atomic import atomic_directory
+    from ..io import atomic_directory
 
     output_dir = Path(config.training.output_dir)
     if hasattr(model, "merge_and_unload"):
@@ -243,11 +243,11 @@ def train_phrase(config: RunConfig, resume: bool = False, callbacks: list | None
     examples = contrastive_examples(config.data, seed=config.training.seed)
     trie = build_trie(tuple(config.phrase.vocabularies), config.phrase.max_term_words)
     collator = PhraseCollator(tokenizer, trie, config.loss.max_query_length, config.loss.max_document_length)
-    model = _apply_lora(model, config)
-    trainer = PhraseTrainer(model=model, args=_training_arguments(config), train_dataset=examples,
+    model = apply_lora(model, config)
+    trainer = PhraseTrainer(model=model, args=training_arguments(config), train_dataset=examples,
                             data_collator=collator, phrase=config.phrase,
                             head_learning_rate=config.phrase.head_learning_rate, callbacks=callbacks)
-    trainer.train(resume_from_checkpoint=_resume_checkpoint(config, resume))
+    trainer.train(resume_from_checkpoint=resume_checkpoint(config, resume))
     final = Path(config.training.output_dir) / "final"
     if trainer.is_world_process_zero():
         final = _write_final(trainer.model, tokenizer, config, trainer, base_model)

@@ -3,7 +3,7 @@
     hyte push MODEL_DIR --repo-id ORG/NAME [--private] [--revision R] [--dry-run DIR]
     hyte push ADAPTER_DIR --repo-id ORG/NAME --adapter [--base-model ORG/BASE]
 
-User errors surface as ValueError / FileNotFoundError, which ``hyte.cli.main`` prints as one line.
+User errors surface as ValueError / FileNotFoundError, which ``hyte.cli.app.main`` prints as one line.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from .push import push_adapter, push_to_hub
+    from ..hub.push import push_adapter, push_to_hub
 
     options = dict(private=args.private, revision=args.revision, dry_run_dir=args.dry_run_dir,
                    commit_message=args.commit_message)

@@ -1,4 +1,4 @@
-"""``hyte eval ...`` and ``hyte bench``: evaluation and benchmark commands, added to ``hyte.cli`` by ``add_commands``.
+"""``hyte eval ...``: evaluation commands.
 
     hyte eval retrieval --model M --data BEIR_DIR [--split test] [--k 1 3 5 10 100] [--output FILE.json]
     hyte eval hierarchy --model M --data FILE.jsonl [--output FILE.json]
@@ -8,7 +8,6 @@
     hyte eval compatibility --old OLD --new NEW [--reference REF] [--data hpo icd10] [--output FILE.json]
     hyte eval rag --model HYTE_M [--baseline M] [--questions 50] [--k 4] [--generator G] [--output FILE.json]
     hyte eval report [--results-dir benchmarks/results] [--output BENCHMARKS.md]
-    hyte bench [--quick] [--output-dir benchmarks/results] [--markdown BENCHMARKS.md]
 
 ``--kind auto|hyte|euclidean`` chooses how a model folder is loaded (``hyte.encoders.load_encoder``): HyTE models
 score with the Lorentz inner product, any other encoder with mean pooling and cosine similarity. Every JSON written
@@ -21,17 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
-import shlex
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from ..provenance import portable_command, portable_path
+from ..results import command_line, file_digest, machine_info, portable_path, write_result
+from .common import check_model_path, fmt, label_of, load_model_encoder
 
-__all__ = ["add_commands", "machine_info", "write_json"]
+__all__ = ["add_commands"]
 
 DEFAULT_RESULTS_DIR = "benchmarks/results"
 DEFAULT_MARKDOWN = "BENCHMARKS.md"
@@ -42,82 +38,6 @@ DEFAULT_MARKDOWN = "BENCHMARKS.md"
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def machine_info() -> dict:
-    """Where and when a result was measured: platform, CPU, thread count, library versions, date."""
-    import torch
-
-    from .. import __version__
-
-    return {
-        "date": time.strftime("%Y-%m-%d %H:%M"),
-        "machine": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "hyte": __version__,
-    }
-
-
-def _command_line(args: argparse.Namespace, words: list[str]) -> str:
-    """The command as a user would type it, rebuilt from the parsed options (``words``: the sub-command path)."""
-    parts = ["hyte", *words]
-    skip = {"func", "command", "eval_command"}
-    for key, value in vars(args).items():
-        if key in skip or value is None or value is False:
-            continue
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            parts.append(flag)
-        elif isinstance(value, (list, tuple)):
-            if key in ("model", "label", "task"):  # repeatable options
-                for item in value:
-                    parts += [flag, shlex.quote(portable_path(str(item)))]
-            else:
-                parts += [flag, *(shlex.quote(portable_path(str(item))) for item in value)]
-        else:
-            parts += [flag, shlex.quote(portable_path(str(value)))]
-    return " ".join(parts)
-
-
-def write_json(path: str | os.PathLike, payload: dict) -> Path:
-    """Write ``payload`` as indented JSON, atomically (temporary file beside ``path``, then a rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-    return path
-
-
-def _label(model: str, label: str | None) -> str:
-    return label or Path(str(model).rstrip("/")).name or str(model)
-
-
-def _check_model(model: str) -> None:
-    """A missing local folder is a user error; anything shaped like a hub id ("org/name") is left to the loader."""
-    if not Path(model).exists() and (model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model):
-        raise FileNotFoundError(f"model folder not found: {model}")
-
-
-def _encoder(args: argparse.Namespace, model: str | None = None):
-    from ..encoders import load_encoder
-
-    model = str(model or args.model)
-    _check_model(model)
-    try:
-        return load_encoder(model, kind=args.kind, max_length=args.max_length)
-    except FileNotFoundError:
-        raise
-    except OSError as error:  # transformers' "not a local folder and not on the Hub (offline)" and the like
-        raise FileNotFoundError(f"could not load model {model}: {error}") from error
-
-
-def _fmt(value) -> str:
-    return "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # hyte eval retrieval | hierarchy | build-hierarchy | radius | mteb | report
 # ----------------------------------------------------------------------------------------------------------------
@@ -125,40 +45,32 @@ def _fmt(value) -> str:
 
 def _eval_retrieval(args: argparse.Namespace) -> int:
     if args.rerank is not None:  # a phrase model reranking the global top K (H+, hyte.phrase)
-        from ..phrase.commands import eval_retrieval
-
-        return eval_retrieval(args)
-    from .beir import evaluate_beir, load_beir
+        return _eval_rerank(args)
+    from ..evaluation.beir import evaluate_beir, load_beir
 
     if any(k < 1 for k in args.k):
         raise ValueError(f"--k values must be >= 1; got {args.k}")
     load_beir(args.data, args.split)  # format errors before the model is loaded
-    encoder = _encoder(args)
+    encoder = load_model_encoder(args)
     results = evaluate_beir(encoder, args.data, split=args.split, k_values=args.k, batch_size=args.batch_size,
                             show_progress_bar=True)
     ks = sorted(set(args.k))
-    print(f"{_label(args.model, args.label)} on {args.data} ({args.split}: {results['num_queries']} queries, "
+    print(f"{label_of(args.model, args.label)} on {args.data} ({args.split}: {results['num_queries']} queries, "
           f"{results['num_documents']} documents, {encoder.kind})")
     print(f"{'metric':8}" + "".join(f"{'@' + str(k):>9}" for k in ks))
     for name in ("ndcg", "recall", "mrr", "map"):
         print(f"{name:8}" + "".join(f"{results[f'{name}@{k}']:9.4f}" for k in ks))
     if "hubness" in results:
         h = results["hubness"]
-        print(f"hubness@{h['k']}: skewness {_fmt(h['skewness'])}, max occurrence {h['max_occurrence']}, "
-              f"never retrieved {_fmt(h['never_retrieved_fraction'])}")
+        print(f"hubness@{h['k']}: skewness {fmt(h['skewness'])}, max occurrence {h['max_occurrence']}, "
+              f"never retrieved {fmt(h['never_retrieved_fraction'])}")
     if args.output:
         payload = {"benchmark": "retrieval", "model": portable_path(args.model),
-                   "label": _label(args.model, args.label), "kind": encoder.kind, "data": portable_path(args.data),
+                   "label": label_of(args.model, args.label), "kind": encoder.kind, "data": portable_path(args.data),
                    "split": args.split, **results,
-                   "meta": {"command": _command_line(args, ["eval", "retrieval"]), **machine_info()}}
-        print(f"wrote {write_json(args.output, payload)}")
+                   "meta": {"command": command_line(args, ["eval", "retrieval"]), **machine_info()}}
+        print(f"wrote {write_result(args.output, payload)}")
     return 0
-
-
-def _file_digest(path: str | os.PathLike) -> str:
-    import hashlib
-
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
 
 
 def _build_info_path(data: str | os.PathLike) -> Path:
@@ -176,43 +88,44 @@ def _read_build_info(data: str | os.PathLike, digest: str) -> dict | None:
 
 
 def _print_hierarchy(results: dict) -> None:
-    from .hierarchy import CANDIDATE_TYPES
+    from ..evaluation.hierarchy import CANDIDATE_TYPES
 
-    print(f"queries {results['num_queries']}   SpecHR {_fmt(results['spechr'])}   R@1 {results['recall@1']:.4f}   "
+    print(f"queries {results['num_queries']}   SpecHR {fmt(results['spechr'])}   R@1 {results['recall@1']:.4f}   "
           f"R@5 {results['recall@5']:.4f}   MRR {results['mrr']:.4f}")
     print("top-1 by type: " + "   ".join(f"{kind} {results['top1_by_type'][kind]:.3f}" for kind in CANDIDATE_TYPES))
     print(f"{'depth':>5} {'queries':>8} {'SpecHR':>8} {'R@1':>8} {'R@5':>8} {'MRR':>8}")
     for depth, row in results["by_depth"].items():
-        print(f"{depth:>5} {row['num_queries']:>8} {_fmt(row['spechr']):>8} {row['recall@1']:8.4f} "
+        print(f"{depth:>5} {row['num_queries']:>8} {fmt(row['spechr']):>8} {row['recall@1']:8.4f} "
               f"{row['recall@5']:8.4f} {row['mrr']:8.4f}")
 
 
 def _eval_hierarchy(args: argparse.Namespace) -> int:
-    from .hierarchy import evaluate_hierarchy, read_hierarchy_jsonl
+    from ..evaluation.hierarchy import evaluate_hierarchy, read_hierarchy_jsonl
 
     records = read_hierarchy_jsonl(args.data)  # format errors before the model is loaded
-    encoder = _encoder(args)
+    encoder = load_model_encoder(args)
     started = time.perf_counter()
     results = evaluate_hierarchy(encoder, records, batch_size=args.batch_size)
     seconds = time.perf_counter() - started
-    print(f"{_label(args.model, args.label)} ({encoder.kind}) on {args.data}, {seconds:.0f} s")
+    print(f"{label_of(args.model, args.label)} ({encoder.kind}) on {args.data}, {seconds:.0f} s")
     _print_hierarchy(results)
     if args.output:
-        digest = _file_digest(args.data)
+        digest = file_digest(args.data)
         build = _read_build_info(args.data, digest)
         payload = {"benchmark": "hierarchy", "model": portable_path(args.model),
-                   "label": _label(args.model, args.label), "kind": encoder.kind, "data": portable_path(args.data),
+                   "label": label_of(args.model, args.label), "kind": encoder.kind, "data": portable_path(args.data),
                    "data_sha256": digest,
                    **({"data_build": build} if build else {}), **results, "seconds": seconds,
-                   "meta": {"command": _command_line(args, ["eval", "hierarchy"]), **machine_info()}}
-        print(f"wrote {write_json(args.output, payload)}")
+                   "meta": {"command": command_line(args, ["eval", "hierarchy"]), **machine_info()}}
+        print(f"wrote {write_result(args.output, payload)}")
     return 0
 
 
 def _build_hierarchy(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from .hierarchy import build_obo_hierarchy_benchmark, hpo_hierarchy_benchmark, write_hierarchy_jsonl
+    from ..evaluation.hierarchy import write_hierarchy_jsonl
+    from ..evaluation.hierarchy_build import build_obo_hierarchy_benchmark, hpo_hierarchy_benchmark
 
     options = dict(min_depth=args.min_depth, max_siblings=args.max_siblings, min_siblings=args.min_siblings,
                    num_random=args.num_random, max_queries=args.max_queries, seed=args.seed, query=args.query,
@@ -233,9 +146,9 @@ def _build_hierarchy(args: argparse.Namespace) -> int:
                          f">= {args.min_siblings} sibling(s))")
     write_hierarchy_jsonl(args.output, records)
     # Provenance beside the file (not inside it: the format is one record per line), read by `eval hierarchy`.
-    write_json(_build_info_path(args.output), {
-        "command": _command_line(args, ["eval", "build-hierarchy"]), "source": source, "options": options,
-        "num_queries": len(records), "sha256": _file_digest(args.output), "date": time.strftime("%Y-%m-%d %H:%M")})
+    write_result(_build_info_path(args.output), {
+        "command": command_line(args, ["eval", "build-hierarchy"]), "source": source, "options": options,
+        "num_queries": len(records), "sha256": file_digest(args.output), "date": time.strftime("%Y-%m-%d %H:%M")})
     types = Counter(c["type"] for record in records for c in record["candidates"])
     depths = Counter(record["depth"] for record in records)
     print(f"wrote {len(records)} queries from {source} to {args.output}")
@@ -249,21 +162,21 @@ def _safe_name(text: str) -> str:
 
 
 def _eval_radius(args: argparse.Namespace) -> int:
-    from .hierarchy import format_depth_correlation, hpo_texts_by_depth, plot_radius_by_depth, radius_by_depth
+    from ..evaluation.radius import format_depth_correlation, hpo_texts_by_depth, plot_radius_by_depth, radius_by_depth
 
     labels = args.label or []
     if labels and len(labels) != len(args.model):
         raise ValueError(f"give one --label per --model ({len(args.model)} models, {len(labels)} labels)")
     for model in args.model:
-        _check_model(model)
+        check_model_path(model)
     texts = hpo_texts_by_depth(per_depth=args.per_depth, min_depth=args.min_depth, max_depth=args.max_depth,
                                split=args.split, seed=args.seed)
-    names = [_label(model, labels[i] if labels else None) for i, model in enumerate(args.model)]
+    names = [label_of(model, labels[i] if labels else None) for i, model in enumerate(args.model)]
     if len(set(names)) != len(names):
         raise ValueError(f"models need distinct labels (got {names}); pass --label for each --model")
     results = {}
     for name, model in zip(names, args.model):
-        encoder = _encoder(args, model)
+        encoder = load_model_encoder(args, model)
         results[name] = {"model": portable_path(model), **radius_by_depth(encoder, texts, batch_size=args.batch_size)}
     depths = sorted(texts)
     columns = []  # (title, {depth: stats}): the radius, and the distance to the origin when hyperbolic
@@ -289,8 +202,8 @@ def _eval_radius(args: argparse.Namespace) -> int:
     payload = {"benchmark": "radius", "models": results, "plot": png.name,
                "texts": {"source": f"HPO {HPO_DATA_VERSION} definitions", "split": args.split,
                          "per_depth": args.per_depth, "counts": {d: len(texts[d]) for d in depths}},
-               "meta": {"command": _command_line(args, ["eval", "radius"]), **machine_info()}}
-    path = write_json(output_dir / f"{stem}.json", payload)
+               "meta": {"command": command_line(args, ["eval", "radius"]), **machine_info()}}
+    path = write_result(output_dir / f"{stem}.json", payload)
     print(f"wrote {path} and {png}")
     return 0
 
@@ -300,14 +213,14 @@ def _eval_mteb(args: argparse.Namespace) -> int:
         import mteb
     except ImportError as error:
         raise ImportError("hyte eval mteb needs mteb: pip install 'hyte-embeddings[eval]'") from error
-    from ..encoders import HYTE_MODEL_TYPES, model_type_of
+    from ..model_kinds import MODEL_KINDS, model_type_of
 
     if not args.task and not args.data:
         raise ValueError("give --task NAME (public mteb task; downloads its data) or --data BEIR_DIR (offline)")
     tasks = []
     if args.data:
         from ..integrations.mteb import retrieval_task
-        from .beir import load_beir
+        from ..evaluation.beir import load_beir
 
         queries, corpus, qrels = load_beir(args.data, args.split)
         name = _safe_name(args.name or Path(args.data).name).replace("-", "_").replace(".", "_")
@@ -319,11 +232,11 @@ def _eval_mteb(args: argparse.Namespace) -> int:
             raise ValueError(f"unknown mteb task {task_name!r} ({error.args[0] if error.args else error})") from None
 
     model_path = str(args.model)
-    _check_model(model_path)
+    check_model_path(model_path)
     kind = args.kind
     if kind == "auto":
-        kind = "hyte" if model_type_of(model_path) in HYTE_MODEL_TYPES else "euclidean"
-    label = _label(model_path, args.label)
+        kind = "hyte" if model_type_of(model_path) in MODEL_KINDS else "euclidean"
+    label = label_of(model_path, args.label)
     if kind == "hyte":
         from ..integrations.mteb import HyteMtebEncoder
         from ..integrations.sentence_transformers import sentence_transformer
@@ -345,29 +258,29 @@ def _eval_mteb(args: argparse.Namespace) -> int:
             for subset in subsets:
                 main = subset.get("main_score")
                 print(f"{task_result.task_name} [{split}/{subset.get('hf_subset', 'default')}]: main score "
-                      f"{_fmt(main)}   nDCG@10 {_fmt(subset.get('ndcg_at_10'))}   "
-                      f"R@10 {_fmt(subset.get('recall_at_10'))}   MRR@10 {_fmt(subset.get('mrr_at_10'))}")
+                      f"{fmt(main)}   nDCG@10 {fmt(subset.get('ndcg_at_10'))}   "
+                      f"R@10 {fmt(subset.get('recall_at_10'))}   MRR@10 {fmt(subset.get('mrr_at_10'))}")
     if args.output:
         payload = {"benchmark": "mteb", "model": portable_path(model_path), "label": label, "kind": kind,
                    "tasks": scores,
-                   "meta": {"command": _command_line(args, ["eval", "mteb"]), **machine_info()}}
-        print(f"wrote {write_json(args.output, payload)}")
+                   "meta": {"command": command_line(args, ["eval", "mteb"]), **machine_info()}}
+        print(f"wrote {write_result(args.output, payload)}")
     return 0
 
 
 def _eval_rag(args: argparse.Namespace) -> int:
-    from ..rag import load_generator, smollm2_gguf
-    from .rag import evaluate_rag, hpo_rag_questions
+    from ..generation import load_generator, smollm2_gguf
+    from ..evaluation.rag import evaluate_rag, hpo_rag_questions
 
     if args.k < 1 or args.questions < 1:
         raise ValueError(f"--k and --questions must be >= 1; got {args.k} and {args.questions}")
     if args.generator is None:
         smollm2_gguf()  # a missing package fails here, before the models load
     questions, corpus = hpo_rag_questions(args.questions, args.documents, seed=args.seed)
-    names = [_label(args.model, args.label), _label(args.baseline, args.baseline_label)]
+    names = [label_of(args.model, args.label), label_of(args.baseline, args.baseline_label)]
     if names[0] == names[1]:
         raise ValueError(f"both retrievers are called {names[0]!r}; pass --label or --baseline-label")
-    _check_model(args.model)
+    check_model_path(args.model)
     from ..encoders import load_encoder
 
     retrievers = {names[0]: load_encoder(args.model, kind="hyte"),
@@ -382,7 +295,7 @@ def _eval_rag(args: argparse.Namespace) -> int:
     keys = (f"context_recall@{args.k}", "support", "supported_answers", "cites_gold")
     print(f"{'retriever':32}" + "".join(f"{key:>20}" for key in keys))
     for name, result in results.items():
-        print(f"{name[:32]:32}" + "".join(f"{_fmt(result['metrics'][key]):>20}" for key in keys))
+        print(f"{name[:32]:32}" + "".join(f"{fmt(result['metrics'][key]):>20}" for key in keys))
     if args.output:
         from ..data.hpo import HPO_DATA_VERSION
 
@@ -392,19 +305,19 @@ def _eval_rag(args: argparse.Namespace) -> int:
                             "documents": len(corpus), "seed": args.seed},
                    "retrievers": {name: {**result, "model": portable_path(str(result["model"]))}
                                   for name, result in results.items()},
-                   "seconds": seconds, "meta": {"command": _command_line(args, ["eval", "rag"]), **machine_info()}}
-        print(f"wrote {write_json(args.output, payload)}")
+                   "seconds": seconds, "meta": {"command": command_line(args, ["eval", "rag"]), **machine_info()}}
+        print(f"wrote {write_result(args.output, payload)}")
     return 0
 
 
 def _eval_compatibility(args: argparse.Namespace) -> int:
     from ..encoders import load_encoder
-    from .compatibility import PAIRS, compatibility_gains, compatibility_matrix, heldout_sets, score_pair
+    from ..compatibility.evaluation import PAIRS, compatibility_gains, compatibility_matrix, heldout_sets, score_pair
 
     models = {"old": args.old, "new": args.new, **({"reference": args.reference} if args.reference else {})}
     encoders = {}
     for role, model in models.items():
-        _check_model(model)
+        check_model_path(model)
         encoders[role] = load_encoder(model, kind="hyte", max_length=args.max_length)
     sets = heldout_sets(args.data, queries=args.queries, documents=args.documents,
                         hierarchy_queries=args.hierarchy_queries, test_fraction=args.test_fraction,
@@ -422,22 +335,22 @@ def _eval_compatibility(args: argparse.Namespace) -> int:
               f"{len(sets[ontology]['hierarchy'])} hierarchy queries")
         print(f"  {'queries->index':16}" + "".join(f"{m:>20}" for m in metrics))
         for pair in PAIRS:
-            print(f"  {pair:16}" + "".join(f"{_fmt(pairs[pair][m]):>20}" for m in metrics))
+            print(f"  {pair:16}" + "".join(f"{fmt(pairs[pair][m]):>20}" for m in metrics))
         for name in ("p_com", "p_up"):
-            print(f"  {name:16}" + "".join(f"{_fmt(gains[ontology][m][name]):>20}" for m in metrics))
+            print(f"  {name:16}" + "".join(f"{fmt(gains[ontology][m][name]):>20}" for m in metrics))
     if args.output:
         payload = {"benchmark": "compatibility", "models": {k: portable_path(str(v)) for k, v in models.items()},
                    "matrix": matrix, "reference": reference, "gains": gains,
                    "data": {"ontologies": list(args.data), "queries": args.queries, "documents": args.documents,
                             "hierarchy_queries": args.hierarchy_queries, "test_fraction": args.test_fraction,
                             "split_seed": args.split_seed, "seed": args.seed},
-                   "meta": {"command": _command_line(args, ["eval", "compatibility"]), **machine_info()}}
-        print(f"wrote {write_json(args.output, payload)}")
+                   "meta": {"command": command_line(args, ["eval", "compatibility"]), **machine_info()}}
+        print(f"wrote {write_result(args.output, payload)}")
     return 0
 
 
 def _eval_report(args: argparse.Namespace) -> int:
-    from .report import write_benchmarks_md
+    from ..report import write_benchmarks_md
 
     path = write_benchmarks_md(args.results_dir, args.output)
     print(f"wrote {path}")
@@ -447,59 +360,6 @@ def _eval_report(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------------------------------------
 # hyte bench
 # ----------------------------------------------------------------------------------------------------------------
-
-# name: (script, options for --quick, options for a full run)
-BENCHMARKS = {
-    "forward": ("bench_forward.py", ["--shapes", "tiny", "--repeats", "3"], []),
-    "encode": ("bench_encode.py", ["--texts", "64", "--repeats", "1"], []),
-    "index": ("bench_index.py", ["--num-docs", "5000", "--queries", "200", "--repeats", "1"], []),
-}
-
-
-def find_benchmarks_dir(explicit: str | None = None) -> Path:
-    """The folder of the ``bench_*.py`` scripts: ``explicit``, else ``./benchmarks``, else the source checkout's."""
-    candidates = [Path(explicit)] if explicit else [Path.cwd() / "benchmarks",
-                                                    Path(__file__).resolve().parents[3] / "benchmarks"]
-    for candidate in candidates:
-        if (candidate / "bench_index.py").is_file():
-            return candidate
-    raise FileNotFoundError("benchmark scripts not found (looked for bench_index.py in "
-                            f"{', '.join(map(str, candidates))}); run from the repository root or pass "
-                            "--benchmarks-dir")
-
-
-def _bench(args: argparse.Namespace) -> int:
-    from .report import write_benchmarks_md
-
-    directory = find_benchmarks_dir(args.benchmarks_dir)
-    output_dir = Path(args.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    failed = []
-    for name in args.only or list(BENCHMARKS):
-        script, quick, full = BENCHMARKS[name]
-        output = output_dir / f"{name}{'_quick' if args.quick else ''}.json"
-        command = [sys.executable, str(directory / script), *(quick if args.quick else full),
-                   "--threads", str(args.threads), "--output", str(output)]
-        shown = portable_command(shlex.join(["python", *command[1:]]))
-        print(f"[bench] {shown}", flush=True)
-        started = time.perf_counter()
-        completed = subprocess.run(command, text=True)
-        seconds = time.perf_counter() - started
-        if completed.returncode != 0 or not output.is_file():
-            print(f"[bench] {name} failed (exit status {completed.returncode})", file=sys.stderr)
-            failed.append(name)
-            continue
-        payload = json.loads(output.read_text(encoding="utf-8"))
-        payload.setdefault("benchmark", name)
-        payload["meta"] = {"command": shown, "quick": args.quick, "wall_s": round(seconds, 1), **machine_info()}
-        write_json(output, payload)
-        print(f"[bench] {name}: {seconds:.0f} s -> {output}", flush=True)
-    path = write_benchmarks_md(output_dir, args.markdown)
-    print(f"wrote {path}")
-    if failed:
-        print(f"[bench] failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -522,7 +382,7 @@ def _model_options(parser: argparse.ArgumentParser, repeat: bool = False) -> Non
 
 
 def add_commands(subparsers) -> None:
-    """Add ``eval`` (retrieval, hierarchy, build-hierarchy, radius, mteb, rag, report) and ``bench`` to ``hyte``."""
+    """Add ``eval`` (retrieval, hierarchy, build-hierarchy, radius, mteb, rag, compatibility, report)."""
     evaluation = subparsers.add_parser("eval", help="evaluate models: retrieval, hierarchy, radius, mteb, rag")
     sub = evaluation.add_subparsers(dest="eval_command", required=True)
 
@@ -634,11 +494,40 @@ def add_commands(subparsers) -> None:
     report.add_argument("--output", default=DEFAULT_MARKDOWN)
     report.set_defaults(func=_eval_report)
 
-    bench = subparsers.add_parser("bench", help="run the speed benchmarks and regenerate BENCHMARKS.md")
-    bench.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
-    bench.add_argument("--output-dir", default=DEFAULT_RESULTS_DIR)
-    bench.add_argument("--markdown", default=DEFAULT_MARKDOWN, help="the report to regenerate")
-    bench.add_argument("--only", nargs="+", choices=list(BENCHMARKS), help="run only these benchmarks")
-    bench.add_argument("--threads", type=int, default=2)
-    bench.add_argument("--benchmarks-dir", help="folder of the bench_*.py scripts (default: ./benchmarks)")
-    bench.set_defaults(func=_bench)
+
+
+# `hyte eval retrieval --rerank` names -> evaluation systems (hyte.phrase.evaluation.SYSTEMS).
+EVAL_RERANK = {"phrase": "crf", "hybrid": "hybrid", "token": "token", "bigram": "bigram", "random": "random"}
+
+
+def _eval_rerank(args: argparse.Namespace) -> int:
+    """``hyte eval retrieval --rerank ...``: global vs one reranking system on a BEIR folder at budget B."""
+    from ..evaluation.beir import load_beir
+    from ..phrase.evaluation import evaluate_reranking, summarize
+    from ..phrase.loading import load_phrase_model
+
+    queries, corpus, qrels = load_beir(args.data, args.split)
+    model, tokenizer = load_phrase_model(str(args.model))
+    budget = args.budget or model.config.document_budget
+    system = EVAL_RERANK[args.rerank]
+    result = evaluate_reranking(model, tokenizer, queries, corpus, qrels, systems=("global", system),
+                                budgets=(budget,), k_candidates=(args.k_candidates,), count=args.count,
+                                batch_size=args.batch_size, max_length=args.max_length)
+    table = summarize(result)[args.k_candidates]
+    results = {"global": table["global"][0], args.rerank: table[system][budget]}
+    print(f"{label_of(args.model, args.label)} on {args.data} ({args.split}: {len(queries)} queries, {len(corpus)} "
+          f"documents, {model.config.geometry}); rerank {args.rerank} of the global top {args.k_candidates}, budget "
+          f"{budget} ({args.count} count)")
+    for name, metrics in results.items():
+        print(f"  {name:8} nDCG@10 {metrics['ndcg@10']:.4f}  R@10 {metrics['recall@10']:.4f}")
+    if args.output:
+        kind = "crf" if system == "hybrid" else system
+        payload = {"benchmark": "retrieval-rerank", "model": portable_path(args.model),
+                   "label": label_of(args.model, args.label), "geometry": model.config.geometry,
+                   "data": portable_path(args.data), "split": args.split, "rerank": args.rerank, "budget": budget,
+                   "k_candidates": args.k_candidates, "count": args.count, "results": results,
+                   "candidate_recall": result["candidate_recall"][args.k_candidates],
+                   "vectors_per_document": result["vectors_per_document"][kind][budget],
+                   "meta": {"command": command_line(args, ["eval", "retrieval"]), **machine_info()}}
+        print(f"wrote {write_result(args.output, payload)}")
+    return 0

@@ -100,8 +100,8 @@ def pair_encoders(old, new) -> dict[str, CrossModelEncoder]:
 def score_pair(encoder, sets: Mapping) -> dict[str, float]:
     """Retrieval (nDCG@10, R@1) and, where the set has one, hierarchy (SpecHR, R@1, MRR) metrics of one pair.
     ``sets``: {"retrieval": (queries, corpus, qrels), "hierarchy": records} as built by ``heldout``."""
-    from .hierarchy import evaluate_hierarchy
-    from .retrieval import evaluate_retrieval
+    from ..evaluation.hierarchy import evaluate_hierarchy
+    from ..evaluation.retrieval import evaluate_retrieval
 
     retrieval = evaluate_retrieval(encoder, *sets["retrieval"], k_values=(1, 10))
     scores = {key: retrieval[key] for key in RETRIEVAL_METRICS}
@@ -135,7 +135,7 @@ def heldout_sets(ontologies=("hpo", "icd10"), *, queries: int = 300, documents: 
                  seed: int = 0) -> dict[str, dict]:
     """The held-out retrieval and hierarchy sets (HPO test branches, ICD-10-CM test chapters), as the fine-tuning
     benchmark builds them (``heldout``)."""
-    from .heldout import _hpo_sets, _icd10_sets
+    from ..evaluation.heldout import _hpo_sets, _icd10_sets
 
     sizes = {"queries": queries, "documents": documents, "hierarchy_queries": hierarchy_queries, "per_depth": 1}
     builders = {"hpo": lambda: _hpo_sets("test", sizes, test_fraction, test_fraction, split_seed, seed),
@@ -198,7 +198,7 @@ def uncertainty_calibration(old_encoder, retrieval_set, permutations: int = 1000
     document (the q training uses), each with the permuted-q control; plus the error rate at rank 1."""
     import torch
 
-    from ..training.compatible import uncertainty
+    from .objective import uncertainty
 
     queries, corpus, qrels = retrieval_set
     query_ids, doc_ids = list(queries), sorted(corpus)
@@ -225,137 +225,4 @@ def uncertainty_calibration(old_encoder, retrieval_set, permutations: int = 1000
 # BENCHMARKS.md section (registered in ``report.py``)
 # ----------------------------------------------------------------------------------------------------------------
 
-ONTOLOGY_NAMES = {"hpo": "HPO held-out branches", "icd10": "ICD-10-CM held-out chapters"}
 
-
-def _ms(entry: dict | None, digits: int = 4) -> str:
-    if not entry or entry.get("mean") is None:
-        return "–"
-    if entry.get("n", 1) > 1:
-        return f"{entry['mean']:.{digits}f} ± {entry['sd']:.{digits}f}"
-    return f"{entry['mean']:.{digits}f}"
-
-
-def _verdict(summary: dict, per_seed: dict, ontology: str) -> list[str]:
-    """The issue's two conditions per method, counted over seeds, and HBCT minus the Euclidean BCT baseline (mean
-    and seed by seed: the two share each seed's data, negatives and initial weights)."""
-    lines = []
-    for name in ("hbct", "l2-bct", "independent"):
-        block = summary.get(name, {}).get(ontology, {}).get("ndcg@10")
-        if not block:
-            continue
-        n, base = block["seeds"], block["old->old"]["mean"]
-        lines.append(f"- {name}: new->old > old->old (compatible) in {block['compatible_seeds']}/{n} seeds "
-                     f"({block['new->old']['mean'] - base:+.4f} ± {block['new->old']['sd']:.4f}); new->new > "
-                     f"old->old (upgrade worth having) in {block['upgrade_seeds']}/{n} seeds "
-                     f"({block['new->new']['mean'] - base:+.4f} ± {block['new->new']['sd']:.4f}) (nDCG@10, "
-                     f"mean difference ± sd over seeds; old->old is one fixed model).")
-    hbct, l2 = (summary.get(name, {}).get(ontology, {}).get("ndcg@10") for name in ("hbct", "l2-bct"))
-    if hbct and l2:
-        seeds = sorted(set(per_seed.get("hbct", {})) & set(per_seed.get("l2-bct", {})), key=int)
-        for pair in ("new->old", "new->new"):
-            gap = hbct[pair]["mean"] - l2[pair]["mean"]
-            differences = [per_seed["hbct"][seed]["matrix"][ontology][pair]["ndcg@10"]
-                           - per_seed["l2-bct"][seed]["matrix"][ontology][pair]["ndcg@10"] for seed in seeds]
-            lines.append(f"- {pair} nDCG@10, HBCT minus Euclidean BCT: {gap:+.4f} (sd over seeds "
-                         f"{hbct[pair]['sd']:.4f} / {l2[pair]['sd']:.4f}; seed by seed "
-                         f"{', '.join(f'{d:+.4f}' for d in differences)}).")
-    return lines + [""] if lines else []
-
-
-def render_upgrade_section(items: list) -> list[str]:
-    """Markdown lines for ``compatibility_upgrade`` results (benchmarks/run_compatibility.py)."""
-    lines = ["## Backward-compatible upgrades: HBCT vs Euclidean BCT (held-out branches and chapters)", "",
-             "`benchmarks/run_compatibility.py`: one OLD HyTE-H (bundled all-MiniLM-L6-v2, HPO training branches "
-             "only, `configs/compat_old_hyte_h.yaml`) is trained once and held fixed; every NEW model (HPO + "
-             "ICD-10-CM training data, 3x the steps; `configs/compat_new_hbct.yaml`) must "
-             "search its index. `a->b` = queries embedded by a, documents (the index) by b. `independent` = the "
-             "new model without compatibility objective (the reference of P_com / P_up); `hbct` = cone + RINCE "
-             "with q = q(h_old); `l2-bct` = the Euclidean BCT baseline (squared L2 between the new embedding and "
-             "the old one in the tangent space at the origin, no cone); `hbct-*` = ablations. P_com = (M(new,old) "
-             "- M(old,old)) / (M(ref,ref) - M(old,old)), P_up = M(new,new) / M(ref,ref) - 1, ref = the same seed's "
-             "independent run (`hyte.evaluation.compatibility`). Mean ± sd over seeds.", ""]
-    for path, payload in items:
-        summary = payload.get("summary", {})
-        start = payload.get("new_model", {}).get("start", "fresh")
-        seeds = sorted({int(seed) for by in payload.get("per_seed", {}).values() for seed in by})
-        origin = ("the old model's weights (continued training)" if start == "old"
-                  else "a fresh HyTE-H on the base encoder (a new random projection)")
-        overrides = payload.get("new_model", {}).get("overrides") or {}
-        changed = ", ".join(f"`{key}={value}`" for key, value in overrides.items())
-        changed = f"; new-model config changed: {changed}" if changed else ""
-        lines += [f"### `{path.name}`: new models start from {origin}; seeds {seeds}{changed}", ""]
-        for ontology, title in ONTOLOGY_NAMES.items():
-            if not any(ontology in by for by in summary.values()):
-                continue
-            header = ["variant", "seeds", "old->old nDCG@10", "new->old nDCG@10", "new->new nDCG@10",
-                      "new->old R@1", "new->new R@1", "P_com (nDCG)", "P_up (nDCG)"]
-            rows = []
-            for name, by in summary.items():
-                block = by.get(ontology, {})
-                ndcg, r1 = block.get("ndcg@10", {}), block.get("recall@1", {})
-                rows.append([name, ndcg.get("seeds", "–"), _ms(ndcg.get("old->old")), _ms(ndcg.get("new->old")),
-                             _ms(ndcg.get("new->new")), _ms(r1.get("new->old")), _ms(r1.get("new->new")),
-                             _ms(ndcg.get("p_com"), 3), _ms(ndcg.get("p_up"), 3)])
-            lines += [f"{title}, retrieval:", "", *_table(header, rows)]
-            header = ["variant", "SpecHR old->old", "SpecHR new->old", "SpecHR new->new", "R@1 old->old",
-                      "R@1 new->old", "R@1 new->new"]
-            rows = []
-            for name, by in summary.items():
-                block = by.get(ontology, {})
-                spechr, r1 = block.get("hierarchy_spechr", {}), block.get("hierarchy_recall@1", {})
-                rows.append([name, *(_ms(spechr.get(p)) for p in PAIRS), *(_ms(r1.get(p)) for p in PAIRS)])
-            lines += [f"{title}, hierarchy benchmark:", "", *_table(header, rows)]
-            lines += _verdict(summary, payload.get("per_seed", {}), ontology)
-        if payload.get("notes"):  # the reading, written into the JSON after looking at the numbers
-            lines += ["Reading:", "", *(f"- {note}" for note in payload["notes"]), ""]
-        calibration = payload.get("calibration")
-        if calibration:
-            header = ["held-out set", "queries", "old error rate @1", "q of", "mean q ± sd", "Spearman(q, rank)",
-                      "95% CI", "permuted-q rho (mean ± sd)", "permutation p"]
-            rows = []
-            for ontology, result in calibration.items():
-                for which in ("q_query", "q_positive"):
-                    entry = result[which]
-                    rows.append([ONTOLOGY_NAMES.get(ontology, ontology), result["queries"],
-                                 f"{result['error_rate_at_1']:.3f}", which.replace("q_", ""),
-                                 f"{entry['mean']:.3f} ± {entry['sd']:.3f}", f"{entry['spearman']:+.3f}",
-                                 f"[{entry['ci95'][0]:+.3f}, {entry['ci95'][1]:+.3f}]",
-                                 f"{entry['permuted_mean']:+.3f} ± {entry['permuted_sd']:.3f}",
-                                 f"{entry['permutation_p']:.3f}"])
-            lines += ["Calibration (the reviewers' test): Spearman correlation between q(h_old) = 1 - tanh(d(o, "
-                      "h_old)) and the old model's per-query error (rank of the positive, 1 = right), for q of the "
-                      "query's own old embedding and of its positive document's (the q that training uses); "
-                      "control: q permuted across queries.", "", *_table(header, rows)]
-        lines += _run_lines(path, payload)
-    return lines
-
-
-def render_matrix_section(items: list) -> list[str]:
-    """Markdown lines for single ``hyte eval compatibility --output`` results."""
-    lines = ["## Compatibility matrices (`hyte eval compatibility`)", ""]
-    for path, payload in items:
-        models = payload.get("models", {})
-        lines += [f"### `{path.name}`: old {models.get('old')}, new {models.get('new')}", ""]
-        for ontology, pairs in payload.get("matrix", {}).items():
-            metrics = list(pairs.get("old->old", {}))
-            rows = [[pair, *(f"{pairs[pair][m]:.4f}" for m in metrics)] for pair in PAIRS]
-            gains = payload.get("gains", {}).get(ontology, {})
-            for name in ("p_com", "p_up"):
-                rows.append([name, *("–" if gains.get(m, {}).get(name) is None else f"{gains[m][name]:.3f}"
-                                     for m in metrics)])
-            lines += [f"{ONTOLOGY_NAMES.get(ontology, ontology)}:", "", *_table(["queries->index", *metrics], rows)]
-        lines += _run_lines(path, payload)
-    return lines
-
-
-def _table(header: list[str], rows: list[list]) -> list[str]:
-    from .report import _table as table
-
-    return table(header, rows)
-
-
-def _run_lines(path, payload) -> list[str]:
-    from .report import _runs
-
-    return _runs([(path, payload)])

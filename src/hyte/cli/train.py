@@ -5,23 +5,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-
-def parse_override(text: str) -> tuple[str, object]:
-    """``"section.field=value"`` -> (key, value): the value read as JSON (numbers, booleans, lists), else a string."""
-    key, sep, value = text.partition("=")
-    if not sep or "." not in key:
-        raise ValueError(f"--set expects section.field=value; got {text!r}")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value  # a bare string
+from ..training.config import parse_override
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .config import ConfigError, load_config
-    from .stages import run
+    from ..training.config import ConfigError, load_config
+    from ..runner import run
 
     overrides = dict(parse_override(item) for item in args.set)
     if getattr(args, "old", None):

@@ -1,4 +1,6 @@
-"""What result files say about where things were: names and relative paths, never the measuring machine's own.
+"""Result files: one writer (``write_result``) for every result JSON, and what they say about where and how a number
+was measured: names and relative paths, never the measuring machine's own (``portable_path``), the command line
+(``command_line``) and the machine (``machine_info``).
 
 Result JSON (``benchmarks/results``, the quickstart's ``results.json``), ``hyte_card.json`` and BENCHMARKS.md are
 shared, so they record a bundled model by its name (``bundled:all-MiniLM-L6-v2``, :mod:`hyte.bundled`), other
@@ -8,16 +10,23 @@ other absolute path (``/tmp/...``) by its last component only.
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import json
 import math
 import numbers
 import os
+import platform
 import shlex
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["portable_command", "portable_path", "portable_paths", "write_result"]
+from .io import write_text_atomically
+
+__all__ = ["command_line", "file_digest", "machine_info", "portable_command", "portable_path", "portable_paths",
+           "write_result"]
 
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
 
@@ -85,8 +94,8 @@ def _finite_or_none(value: Any) -> Any:
 
 
 def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = ()) -> Path:
-    """Write a benchmark's result JSON: paths made portable, NaN / Inf written as null (JSON has neither), the
-    file replaced only once complete; returns its path.
+    """Write a result JSON: paths made portable, NaN / Inf written as null (JSON has neither), numpy scalars as
+    numbers, the file replaced only once complete (``hyte.io``); returns its path.
 
     ``keep``: fields written by hand into the earlier file at ``path`` (the reading of its numbers) that
     ``payload`` lacks; they are carried over, so rerunning a driver does not drop them.
@@ -95,9 +104,53 @@ def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (
     if keep and path.is_file():
         earlier = json.loads(path.read_text())
         payload = {**payload, **{key: earlier[key] for key in keep if key in earlier and key not in payload}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(path.name + ".tmp")
-    staging.write_text(json.dumps(_finite_or_none(portable_paths(payload)), indent=2))
-    os.replace(staging, path)
-    print(f"wrote {path}")
-    return path
+    text = json.dumps(_finite_or_none(portable_paths(payload)), indent=2, ensure_ascii=False) + "\n"
+    return write_text_atomically(path, text)
+
+
+def machine_info() -> dict:
+    """Where and when a result was measured: platform, CPU, thread count, library versions, date."""
+    import torch
+
+    from . import __version__
+
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "hyte": __version__,
+    }
+
+
+# Options given more than once (``action="append"``): written once per value.
+_REPEATED_OPTIONS = ("model", "label", "task")
+
+
+def command_line(args: argparse.Namespace, words: list[str]) -> str:
+    """The command as a user would type it, rebuilt from parsed options (``words``: the sub-command path)."""
+    parts = ["hyte", *words]
+    skip = {"func", "command", "eval_command", "index_command"}
+    for key, value in vars(args).items():
+        if key in skip or value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, (list, tuple)):
+            if key in _REPEATED_OPTIONS:
+                for item in value:
+                    parts += [flag, shlex.quote(portable_path(str(item)))]
+            else:
+                parts += [flag, *(shlex.quote(portable_path(str(item))) for item in value)]
+        else:
+            parts += [flag, shlex.quote(portable_path(str(value)))]
+    return " ".join(parts)
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """First 12 hex digits of the file's SHA-256 (which data file a result was measured on)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]

@@ -1,0 +1,82 @@
+"""``hyte bench [--quick]``: run the speed benchmarks (``benchmarks/bench_*.py`` of a source checkout) and
+regenerate the report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..results import machine_info, portable_command, write_result
+from .eval import DEFAULT_MARKDOWN, DEFAULT_RESULTS_DIR
+
+__all__ = ["add_commands", "find_benchmarks_dir"]
+
+
+# name: (script, options for --quick, options for a full run)
+BENCHMARKS = {
+    "forward": ("bench_forward.py", ["--shapes", "tiny", "--repeats", "3"], []),
+    "encode": ("bench_encode.py", ["--texts", "64", "--repeats", "1"], []),
+    "index": ("bench_index.py", ["--num-docs", "5000", "--queries", "200", "--repeats", "1"], []),
+}
+
+
+def find_benchmarks_dir(explicit: str | None = None) -> Path:
+    """The folder of the ``bench_*.py`` scripts: ``explicit``, else ``./benchmarks``, else the source checkout's."""
+    candidates = [Path(explicit)] if explicit else [Path.cwd() / "benchmarks",
+                                                    Path(__file__).resolve().parents[3] / "benchmarks"]
+    for candidate in candidates:
+        if (candidate / "bench_index.py").is_file():
+            return candidate
+    raise FileNotFoundError("benchmark scripts not found (looked for bench_index.py in "
+                            f"{', '.join(map(str, candidates))}); run from the repository root or pass "
+                            "--benchmarks-dir")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from ..report import write_benchmarks_md
+
+    directory = find_benchmarks_dir(args.benchmarks_dir)
+    output_dir = Path(args.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    failed = []
+    for name in args.only or list(BENCHMARKS):
+        script, quick, full = BENCHMARKS[name]
+        output = output_dir / f"{name}{'_quick' if args.quick else ''}.json"
+        command = [sys.executable, str(directory / script), *(quick if args.quick else full),
+                   "--threads", str(args.threads), "--output", str(output)]
+        shown = portable_command(shlex.join(["python", *command[1:]]))
+        print(f"[bench] {shown}", flush=True)
+        started = time.perf_counter()
+        completed = subprocess.run(command, text=True)
+        seconds = time.perf_counter() - started
+        if completed.returncode != 0 or not output.is_file():
+            print(f"[bench] {name} failed (exit status {completed.returncode})", file=sys.stderr)
+            failed.append(name)
+            continue
+        payload = json.loads(output.read_text(encoding="utf-8"))
+        payload.setdefault("benchmark", name)
+        payload["meta"] = {"command": shown, "quick": args.quick, "wall_s": round(seconds, 1), **machine_info()}
+        write_result(output, payload)
+        print(f"[bench] {name}: {seconds:.0f} s -> {output}", flush=True)
+    path = write_benchmarks_md(output_dir, args.markdown)
+    print(f"wrote {path}")
+    if failed:
+        print(f"[bench] failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_commands(subparsers) -> None:
+    bench = subparsers.add_parser("bench", help="run the speed benchmarks and regenerate BENCHMARKS.md")
+    bench.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
+    bench.add_argument("--output-dir", default=DEFAULT_RESULTS_DIR)
+    bench.add_argument("--markdown", default=DEFAULT_MARKDOWN, help="the report to regenerate")
+    bench.add_argument("--only", nargs="+", choices=list(BENCHMARKS), help="run only these benchmarks")
+    bench.add_argument("--threads", type=int, default=2)
+    bench.add_argument("--benchmarks-dir", help="folder of the bench_*.py scripts (default: ./benchmarks)")
+    bench.set_defaults(func=_bench)

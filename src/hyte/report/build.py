@@ -1,0 +1,85 @@
+"""``BENCHMARKS.md`` from every JSON in a results folder: evaluation results and speed benchmarks, one generator;
+each section is rendered by the module of its subject (``report.evaluation``, ``report.finetune``, ``report.speed``,
+``hyte.phrase.report``, ``hyte.compatibility.report``).
+
+Each JSON is recognised by its ``"benchmark"`` key (``hierarchy``, ``retrieval``, ``radius``, ``mteb`` from
+``hyte eval ...``; ``rag`` from ``hyte eval rag``; ``hierarchy_finetune`` / ``hierarchy_sweep`` from ``benchmarks/run_hierarchy_finetune.py``; ``forward``, ``encode``, ``index`` from
+``hyte bench`` / the ``benchmarks/bench_*.py`` scripts; an index JSON without the key is recognised by its
+``"indexes"``). Sections come in that order; inside a section
+results measured on the same data share a table, one row per file, and a "Runs" list gives each file's command,
+date and machine (from its ``"meta"``). Adding a model is adding a JSON (``hyte eval hierarchy ... --output
+benchmarks/results/hierarchy_NAME.json``) and regenerating (``hyte eval report``). For index results a
+recall-vs-queries/s PNG is (re)drawn next to the JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+
+from ..compatibility.report import render_matrix_section, render_upgrade_section
+from ..io import write_text_atomically
+from ..phrase.report import render_section as render_phrase_section
+from .evaluation import hierarchy_section, mteb_section, radius_section, rag_section, retrieval_section
+from .finetune import from_scratch_section, hierarchy_finetune_section, hierarchy_sweep_section
+from .speed import encode_section, forward_section, index_section
+
+__all__ = ["load_results", "write_benchmarks_md"]
+
+SECTION_ORDER = ("from_scratch", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade", "compatibility", "hierarchy",
+                 "phrase", "retrieval", "radius", "mteb", "rag", "forward", "encode", "index")
+
+
+def load_results(results_dir: str | os.PathLike) -> tuple[dict[str, list[tuple[Path, dict]]], list[tuple[Path, str]]]:
+    """``({kind: [(path, payload), ...]}, [(path, problem), ...])`` for the ``*.json`` files of ``results_dir``."""
+    results: dict[str, list[tuple[Path, dict]]] = defaultdict(list)
+    problems = []
+    for path in sorted(Path(results_dir).glob("*.json")):
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            problems.append((path, f"unreadable ({error})"))
+            continue
+        if not isinstance(payload, dict):
+            problems.append((path, "not a JSON object"))
+            continue
+        kind = payload.get("benchmark") or ("index" if "indexes" in payload else None)
+        results[kind or "other"].append((path, payload))
+    return results, problems
+
+
+def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike = "BENCHMARKS.md") -> Path:
+    """(Re)write ``path`` from every ``*.json`` in ``results_dir`` (see the module docstring); returns ``path``."""
+    results_dir, path = Path(results_dir), Path(path)
+    if not results_dir.is_dir():
+        raise FileNotFoundError(f"results folder not found: {results_dir}")
+    results, problems = load_results(results_dir)
+    markdown_dir = path.parent.resolve()
+    shown_dir = os.path.relpath(results_dir.resolve(), markdown_dir)
+    lines = ["# HyTE benchmarks", "",
+             f"Generated from `{Path(shown_dir).as_posix()}/*.json` by `hyte eval report` (also run by `hyte bench`)."
+             " Do not edit by hand: add or replace a JSON there and regenerate. Evaluation results come from "
+             "`hyte eval hierarchy|retrieval|radius|mteb|rag --output ...`, speed results from `hyte bench`.", ""]
+    if not results:
+        lines += ["No results yet.", ""]
+    # Sections that draw a PNG beside the markdown get its folder too.
+    sections = {"from_scratch": from_scratch_section, "hierarchy_finetune": hierarchy_finetune_section,
+                "hierarchy_sweep": hierarchy_sweep_section, "hierarchy": hierarchy_section,
+                "retrieval": retrieval_section, "mteb": mteb_section, "rag": rag_section, "forward": forward_section,
+                "encode": encode_section, "compatibility_upgrade": render_upgrade_section,
+                "compatibility": render_matrix_section, "phrase": render_phrase_section,
+                "radius": lambda items: radius_section(items, markdown_dir),
+                "index": lambda items: index_section(items, markdown_dir)}
+    for kind in SECTION_ORDER:
+        if kind in results:
+            lines += sections[kind](results[kind])
+    others = [(p, payload) for kind, items in results.items() if kind not in SECTION_ORDER for p, payload in items]
+    if others or problems:
+        lines += ["## Other files", ""]
+        lines += [f"- `{p.name}`: benchmark {payload.get('benchmark', 'unknown')!r} (no section for it)"
+                  for p, payload in others]
+        lines += [f"- `{p.name}`: {problem}" for p, problem in problems]
+        lines += [""]
+    return write_text_atomically(path, "\n".join(lines).rstrip() + "\n")

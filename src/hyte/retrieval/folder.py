@@ -1,0 +1,157 @@
+"""The index folder: one format for every index HyTE writes, plain and phrase alike.
+
+    DIR/
+      index.json        what the folder holds: {"format_version", "kind": "plain" | "phrase", "model",
+                        "model_fingerprint", "count"}
+      documents.jsonl   the texts, row i = index id i: {"id": the document's own id, "text": ...}
+      metadata.json, index.faiss                       kind "plain": a ``LorentzIndex``
+      phrase_index.json, global/, phrase/              kind "phrase": a ``PhraseIndex``
+
+The whole folder is written at once (``hyte.io.atomic_directory``): vectors and texts cannot disagree, and a crash
+while saving leaves the previous folder intact. ``hyte index build``, ``hyte quickstart``, ``hyte demo`` and
+``HyteSearcher.save`` all write through ``write_index_folder``; search, ``hyte rag``, the framework retrievers and
+the lineage check read through ``open_index_folder``.
+
+Folders written before this format (a bare ``LorentzIndex.save`` or ``PhraseIndex.save``, with or without
+``documents.jsonl``) still open: their kind is read from the index's own file, and they have no texts when they
+have no ``documents.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..io import atomic_directory, saved_directory
+from .documents import DOCUMENTS_FILE, read_documents, write_documents
+from .index import METADATA_FILE, LorentzIndex
+
+if TYPE_CHECKING:
+    from .phrase import PhraseIndex
+
+__all__ = ["FOLDER_FILE", "IndexFolder", "build_index_folder", "build_phrase_index_folder", "documents_for",
+           "open_index_folder", "write_index_folder"]
+
+FOLDER_FILE = "index.json"
+FOLDER_FORMAT_VERSION = 1
+# Any one of these marks a folder that an index save may replace (see hyte.io.atomic_directory).
+_MARKERS = (FOLDER_FILE, METADATA_FILE, "phrase_index.json")
+
+
+@dataclass
+class IndexFolder:
+    """An opened index folder: ``index`` (a ``LorentzIndex`` or ``PhraseIndex``), ``documents`` (None for a folder
+    saved without texts), ``kind`` ("plain" or "phrase") and where it was read from."""
+
+    path: Path
+    kind: str
+    index: LorentzIndex | PhraseIndex
+    documents: list[dict] | None
+
+    @property
+    def model_name(self) -> str | None:
+        return self.index.model_name
+
+    @property
+    def vector_index(self) -> LorentzIndex:
+        """The index of the documents' single vectors (a phrase index's global index)."""
+        return self.index if self.kind == "plain" else self.index.global_index
+
+
+def documents_for(texts: Sequence[str], ids: Sequence[str | int] | None = None) -> list[dict]:
+    """``documents.jsonl`` rows for ``texts``: row i has index id i; ``ids`` are the documents' own ids."""
+    if ids is not None and len(ids) != len(texts):
+        raise ValueError(f"{len(ids)} ids for {len(texts)} texts")
+    return [{"id": i if ids is None else ids[i], "text": text} for i, text in enumerate(texts)]
+
+
+def write_index_folder(directory: str | os.PathLike, index: LorentzIndex | PhraseIndex,
+                       documents: Sequence[dict]) -> Path:
+    """Write ``index`` and its ``documents`` (row i = index id i) as one index folder, atomically; returns it."""
+    from .phrase import PhraseIndex
+
+    if len(documents) != len(index):
+        raise ValueError(f"{len(documents)} documents for an index of {len(index)}: row i of documents.jsonl "
+                         "must be index id i")
+    kind = "phrase" if isinstance(index, PhraseIndex) else "plain"
+    manifest = {"format_version": FOLDER_FORMAT_VERSION, "kind": kind, "model": index.model_name,
+                "model_fingerprint": index.model_fingerprint, "count": len(index)}
+
+    def write(staging: Path) -> None:
+        index.write_files(staging)
+        write_documents(staging, documents)
+        (staging / FOLDER_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+
+    atomic_directory(directory, write, _MARKERS, "index folder")
+    return Path(directory)
+
+
+def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
+    """Open an index folder (module docstring); FileNotFoundError naming how to build one when there is none."""
+    try:
+        target = saved_directory(directory, _MARKERS, "index folder")
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"no index at {directory}: build one with `hyte index build --model M --input F "
+                                f"--output {directory}`") from error
+    manifest_file = target / FOLDER_FILE
+    if manifest_file.is_file():
+        manifest = json.loads(manifest_file.read_text())
+        if manifest.get("format_version") != FOLDER_FORMAT_VERSION:
+            raise ValueError(f"{target}: index folder format {manifest.get('format_version')!r} is not supported "
+                             f"(this hyte reads {FOLDER_FORMAT_VERSION}); rebuild it with `hyte index build`")
+        kind = manifest["kind"]
+    else:  # a folder saved before the manifest existed
+        kind = "phrase" if (target / "phrase_index.json").is_file() else "plain"
+    if kind == "phrase":
+        from .phrase import PhraseIndex
+
+        index = PhraseIndex.load(target)
+    else:
+        index = LorentzIndex.load(target)
+    documents = read_documents(target) if (target / DOCUMENTS_FILE).is_file() else None
+    if documents is not None and len(documents) != len(index):
+        raise ValueError(f"{target}: {DOCUMENTS_FILE} holds {len(documents)} documents, the index {len(index)}; "
+                         "rebuild the folder with `hyte index build`")
+    return IndexFolder(target, kind, index, documents)
+
+
+def build_index_folder(encoder, texts: Sequence[str], directory: str | os.PathLike, *,
+                       ids: Sequence[str | int] | None = None, kind: str = "flat", batch_size: int = 32,
+                       model_name: str | None = None, show_progress_bar: bool | None = None) -> IndexFolder:
+    """Encode ``texts`` as documents with ``encoder`` (``hyte.encoders.HyteEncoder``), index them in a
+    ``LorentzIndex`` of ``kind`` that records the model's name (``model_name``, default ``encoder.name``: where
+    ``hyte rag`` and ``HyteSearcher.from_folder`` load it from) and weights fingerprint, and write the folder."""
+    from ..lineage import weights_fingerprint
+
+    if not texts:
+        raise ValueError("no texts to index")
+    documents = documents_for(texts, ids)
+    index = LorentzIndex(encoder.dim, encoder.curvature, kind=kind, model_name=model_name or encoder.name,
+                         model_fingerprint=weights_fingerprint(encoder.model))
+    index.add(encoder.encode(list(texts), role="document", batch_size=batch_size,
+                             show_progress_bar=show_progress_bar))
+    write_index_folder(directory, index, documents)
+    return IndexFolder(Path(directory).absolute(), "plain", index, documents)
+
+
+def build_phrase_index_folder(model, tokenizer, texts: Sequence[str], directory: str | os.PathLike, *,
+                              ids: Sequence[str | int] | None = None, kind: str = "flat", dtype: str = "float32",
+                              model_name: str | None = None, batch_size: int = 32, max_length: int | None = None,
+                              **encode_options) -> IndexFolder:
+    """Encode ``texts`` with a phrase model (``HyTEPhraseModel``) into a ``PhraseIndex`` (global index of ``kind``
+    + phrase store in ``dtype``) and write the folder. ``encode_options`` go to ``encode_phrases`` (e.g. the
+    terminology trie's ``override``)."""
+    from .phrase import PhraseIndex
+
+    if not texts:
+        raise ValueError("no texts to index")
+    documents = documents_for(texts, ids)
+    index = PhraseIndex.create(model, kind=kind, dtype=dtype, model_name=model_name)
+    index.add_texts(model, tokenizer, list(texts), ids=list(range(len(texts))), batch_size=batch_size,
+                    max_length=max_length, **encode_options)
+    write_index_folder(directory, index, documents)
+    return IndexFolder(Path(directory).absolute(), "phrase", index, documents)

@@ -1,0 +1,144 @@
+"""``HyteSearcher``: a HyTE encoder, an index over its document points, and the documents' texts and ids.
+
+It is the retriever of ``hyte rag`` and the one the LangChain and LlamaIndex adapters (``hyte.integrations``) wrap:
+exact or approximate ``LorentzIndex`` search with sign-flipped queries, and each hit's geodesic distance and radius
+(x0). Plain and phrase index folders open alike (``hyte.retrieval.folder``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .documents import read_documents
+
+if TYPE_CHECKING:
+    from ..encoders import HyteEncoder
+    from .index import LorentzIndex
+
+__all__ = ["HyteSearcher", "Passage", "SearcherConstructors"]
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One search hit. ``index_id``: the LorentzIndex id (row of documents.jsonl); ``id``: the document's own id;
+    ``score``: the Lorentz inner product <q, x>_L (larger is nearer); ``distance``: geodesic; ``radius``: x0."""
+
+    index_id: int
+    id: str
+    text: str
+    score: float
+    distance: float
+    radius: float
+
+    def metadata(self) -> dict[str, float | int | str]:
+        """What the framework adapters put in a hit's metadata."""
+        return {"id": self.id, "index_id": self.index_id, "score": self.score, "distance": self.distance,
+                "radius": self.radius}
+
+
+def _load_hyte_encoder(model) -> HyteEncoder:
+    from ..encoders import load_encoder
+
+    return load_encoder(model, kind="hyte") if isinstance(model, (str, os.PathLike)) else model
+
+
+class HyteSearcher:
+    """A HyTE encoder, a ``LorentzIndex`` over its document points, and the documents' texts and ids.
+
+    ``documents[i]`` is ``{"id": ..., "text": ...}`` for index id i. Build one with ``from_folder`` (an index
+    folder from ``hyte index build``, ``hyte quickstart``, ``hyte demo`` or ``save``; a phrase index folder is
+    searched through its global index with the phrase model's global vectors) or ``from_texts``. The encoder must be the model that built the
+    index or one declared compatible with it (``LorentzIndex.check_query_model``; ``check_model=False`` skips that
+    check for experts), and match its dimension and curvature (``hyte.lineage.check_query_encoder``).
+    """
+
+    def __init__(self, encoder: HyteEncoder, index: LorentzIndex, documents: Sequence[dict], *,
+                 check_model: bool = True):
+        import numpy as np
+
+        from ..lineage import check_query_encoder
+
+        check_query_encoder(index, encoder, allow_incompatible=not check_model)
+        ids, points = index.stored()
+        if len(ids) and ids.max() >= len(documents):
+            raise ValueError(f"the index holds id {ids.max()} but there are only {len(documents)} documents")
+        self.encoder, self.index, self.documents = encoder, index, list(documents)
+        self._radii = np.full(len(self.documents), np.nan)
+        self._radii[ids] = points[:, 0]
+
+    @classmethod
+    def from_folder(cls, directory: str | os.PathLike, model=None, *, check_model: bool = True) -> HyteSearcher:
+        """Load an index folder; ``model`` (folder, Hub id or ``HyteEncoder``) defaults to the one it was built
+        with; another model must be declared compatible with it (see the class)."""
+        from .folder import open_index_folder
+        from .index import LorentzIndex
+
+        folder = open_index_folder(directory)
+        if folder.documents is None:
+            read_documents(folder.path)  # raises: the folder holds no texts, and says how to get them
+        if not isinstance(folder.vector_index, LorentzIndex):
+            raise ValueError(f"{directory} is a Euclidean phrase index: HyteSearcher needs hyperbolic vectors")
+        if model is None:
+            if folder.model_name is None:
+                raise ValueError(f"{directory} does not name its model: pass the model that built it")
+            model = folder.model_name
+        return cls(_load_hyte_encoder(model), folder.vector_index, folder.documents, check_model=check_model)
+
+    @classmethod
+    def from_texts(cls, texts: Sequence[str], model, ids: Sequence[str | int] | None = None, kind: str = "flat",
+                   batch_size: int = 32, show_progress_bar: bool | None = None) -> HyteSearcher:
+        """Encode ``texts`` as documents with ``model`` (folder, Hub id or ``HyteEncoder``) into a new index of
+        ``kind``; ``ids`` are the documents' own ids (default: their positions)."""
+        from ..lineage import weights_fingerprint
+        from .folder import documents_for
+        from .index import LorentzIndex
+
+        if not texts:
+            raise ValueError("no texts to index")
+        documents = documents_for(texts, ids)
+        encoder = _load_hyte_encoder(model)
+        index = LorentzIndex(encoder.dim, encoder.curvature, kind=kind, model_name=encoder.name,
+                             model_fingerprint=weights_fingerprint(encoder.model))
+        index.add(encoder.encode(list(texts), role="document", batch_size=batch_size,
+                                 show_progress_bar=show_progress_bar))
+        return cls(encoder, index, documents)
+
+    def save(self, directory: str | os.PathLike) -> None:
+        """Save the index and the texts to ``directory`` as one index folder (``hyte.retrieval.folder``), which
+        ``from_folder``, ``hyte index search`` and ``hyte rag`` read."""
+        from .folder import write_index_folder
+
+        write_index_folder(directory, self.index, self.documents)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def search_batch(self, queries: Sequence[str], k: int = 4) -> list[list[Passage]]:
+        """The top-k passages of each query, nearest first (fewer where the index holds fewer)."""
+        scores, found = self.index.search(self.encoder.encode(list(queries), role="query"), k=k)
+        distances = self.index.to_distances(scores)
+        return [[Passage(index_id=int(i), id=str(self.documents[i]["id"]), text=self.documents[i]["text"],
+                         score=float(s), distance=float(d), radius=float(self._radii[i]))
+                 for i, s, d in zip(row_ids, row_scores, row_distances) if i >= 0]
+                for row_ids, row_scores, row_distances in zip(found, scores, distances)]
+
+    def search(self, query: str, k: int = 4) -> list[Passage]:
+        return self.search_batch([query], k)[0]
+
+
+class SearcherConstructors:
+    """``from_folder`` / ``from_texts`` for the framework retrievers, which take ``searcher=`` and their options."""
+
+    @classmethod
+    def from_folder(cls, directory: str | os.PathLike, model=None, *, check_model: bool = True, **options):
+        """Over an index folder (``hyte index build`` or ``HyteSearcher.save``); see ``HyteSearcher.from_folder``."""
+        return cls(searcher=HyteSearcher.from_folder(directory, model, check_model=check_model), **options)
+
+    @classmethod
+    def from_texts(cls, texts: Sequence[str], model, ids: Sequence[str | int] | None = None, *, kind: str = "flat",
+                   **options):
+        """Over a new index of ``texts``; see ``HyteSearcher.from_texts``."""
+        return cls(searcher=HyteSearcher.from_texts(texts, model, ids, kind=kind), **options)

@@ -1,0 +1,37 @@
+"""``run(config)``: the stage registry. Every training stage, core (``hyte.training.stages``) or feature
+(``hyte.phrase.training``, ``hyte.compatibility.training``), is run from here by its config's ``stage``; the core
+never dispatches to a feature."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from transformers import set_seed
+
+from .compatibility.training import train_compatible
+from .phrase.training import train_phrase
+from .training.config import RunConfig
+from .training.stages import train_contrastive, train_finetune, train_mlm
+
+__all__ = ["STAGES", "run"]
+
+
+# Stage name (a RunConfig's ``stage``) -> its training function. The core stages and the feature packages' stages
+# (H+ phrase heads, HBCT compatible upgrades) alike: a feature plugs in by adding its entry here.
+STAGES: dict[str, Callable[..., Path]] = {
+    "mlm": train_mlm,
+    "contrastive": train_contrastive,
+    "finetune": train_finetune,
+    "phrase": train_phrase,
+    "compatible": train_compatible,
+}
+
+
+def run(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
+    """Run the stage named by the config; returns the final model folder. ``callbacks``: Trainer callbacks.
+
+    The seed is set before the model is built, so new weights (HyTE-FH, the HyTE-H projection) are reproducible too.
+    """
+    set_seed(config.training.seed)
+    return STAGES[config.stage](config, resume=resume, callbacks=callbacks)

@@ -1,0 +1,234 @@
+"""What every training stage shares: TrainingArguments from a RunConfig, resume, LoRA (peft), the learned
+temperature, held-out evaluation, the final model folder (written atomically), and ``train_pairs``, the
+contrastive loop of stages 2 and 3 that the feature stages (``hyte.compatibility``, ``hyte.phrase``) build on."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import Trainer, TrainingArguments
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
+
+from ..io import atomic_directory
+from ..results import portable_path, portable_paths
+from .config import RunConfig
+from .models import (BuiltModel, detach_plain_logit_scale, embed, log_logit_scale_parameter, logit_scale, unwrap)
+from .trainer import ContrastiveCollator, ContrastiveTrainer
+
+__all__ = ["ONTOLOGY_DATASETS", "apply_lora", "heldout_metrics", "remove_checkpoints", "resume_checkpoint",
+           "save_final", "train_pairs", "training_arguments"]
+
+logger = logging.getLogger(__name__)
+
+
+# Card names of the built-in training sources.
+ONTOLOGY_DATASETS = {"hpo": ["HPO (Human Phenotype Ontology)"], "icd10": ["ICD-10-CM"],
+                     "hpo+icd10": ["HPO (Human Phenotype Ontology)", "ICD-10-CM"]}
+
+
+def training_arguments(config: RunConfig, **extra: Any) -> TrainingArguments:
+    spec = config.training
+    return TrainingArguments(
+        output_dir=spec.output_dir, max_steps=spec.max_steps, per_device_train_batch_size=spec.per_device_train_batch_size,
+        gradient_accumulation_steps=spec.gradient_accumulation_steps, learning_rate=spec.learning_rate,
+        weight_decay=spec.weight_decay, warmup_steps=spec.warmup_steps, lr_scheduler_type=spec.lr_scheduler_type,
+        max_grad_norm=spec.max_grad_norm, logging_steps=spec.logging_steps, save_strategy="steps",
+        save_steps=spec.save_steps, save_total_limit=spec.save_total_limit, seed=spec.seed, data_seed=spec.seed,
+        bf16=spec.bf16, activation_checkpointing=spec.gradient_checkpointing,
+        dataloader_num_workers=spec.dataloader_num_workers, dataloader_pin_memory=False, report_to="none",
+        remove_unused_columns=False, disable_tqdm=not sys.stderr.isatty(),  # no progress bars in a log file
+        # Several processes: every parameter takes part in each step (HyTE-H drops its backbone's unused pooler; the
+        # logit scale is averaged by ContrastiveTrainer), so DDP need not search the graph for unused ones.
+        ddp_find_unused_parameters=False,
+        # Without an accelerator, say so: accelerate then runs torchrun's processes as multi-CPU data parallel (gloo);
+        # left to detect it, it treats each process as a lone one and they would all write the same files.
+        use_cpu=not (torch.cuda.is_available() or torch.backends.mps.is_available()),
+        **extra,
+    )
+
+
+def remove_checkpoints(output_dir: str | os.PathLike) -> int:
+    """Delete the Trainer checkpoints (``checkpoint-*``) of a finished run; returns how many there were.
+
+    They are what ``resume=True`` continues from while a run is unfinished; once ``output_dir/final`` is written
+    they only take space (two copies of the model and its optimizer state)."""
+    checkpoints = sorted(Path(output_dir).glob(f"{PREFIX_CHECKPOINT_DIR}-*"))
+    for checkpoint in checkpoints:
+        shutil.rmtree(checkpoint)
+    return len(checkpoints)
+
+
+def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
+    output_dir = Path(config.training.output_dir)
+    if not resume or not output_dir.is_dir():
+        return None
+    checkpoint = get_last_checkpoint(str(output_dir))
+    if checkpoint:
+        logger.info("resuming from %s", checkpoint)
+    return checkpoint
+
+
+def apply_lora(built: BuiltModel, config: RunConfig) -> None:
+    """Wrap the model with LoRA adapters (peft). A base that exists only in memory (e.g. a HyTE-H just built on an
+    encoder, whose projection is freshly initialised) is saved to output_dir/base first, so that the adapter can be
+    loaded onto exactly the model it was trained on."""
+    if config.lora.r <= 0:
+        return
+    from peft import LoraConfig, get_peft_model
+
+    if config.model.build != "load":
+        base_dir = Path(config.training.output_dir) / "base"
+        built.model.save_pretrained(base_dir)
+        built.tokenizer.save_pretrained(base_dir)
+        built.model.config.name_or_path = str(base_dir)
+    lora = LoraConfig(r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,
+                      target_modules=list(config.lora.target_modules),
+                      modules_to_save=list(config.lora.modules_to_save) or None)
+    built.model = get_peft_model(built.model, lora)
+
+
+def heldout_metrics(built: BuiltModel, config: RunConfig) -> dict[str, float] | None:
+    """nDCG@10 etc. on the held-out HPO branches (only meaningful for HPO-style training)."""
+    if not config.evaluation.enabled or config.stage == "mlm":
+        return None
+    from ..encoders import EuclideanEncoder, HyteEncoder
+    from ..evaluation.hpo import heldout_retrieval_set
+    from ..evaluation.retrieval import evaluate_retrieval
+
+    model = unwrap(built.model)
+    was_training = model.training
+    encoder = (HyteEncoder if built.hyperbolic else EuclideanEncoder)(model, built.tokenizer,
+                                                                      max_length=config.loss.max_document_length)
+    queries, corpus, qrels = heldout_retrieval_set(
+        config.evaluation.max_queries, config.evaluation.max_documents, seed=config.training.seed,
+        test_fraction=config.data.hpo_test_fraction, split_seed=config.data.hpo_seed)
+    metrics = evaluate_retrieval(encoder, queries, corpus, qrels, k_values=(1, 10, 100))
+    model.train(was_training)
+    return metrics
+
+
+def save_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluation: dict | None) -> Path:
+    """Write output_dir/final completely, then swap it in (an interrupted save leaves the previous one). With
+    several processes the first writes it and the others wait for it."""
+    if trainer.is_world_process_zero():
+        _write_final(built, config, trainer, evaluation)
+    trainer.accelerator.wait_for_everyone()
+    return Path(config.training.output_dir) / "final"
+
+
+def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluation: dict | None) -> None:
+    output_dir = Path(config.training.output_dir)
+    model = built.model
+    # The learned temperature: a HyTE model keeps its own parameter; a plain encoder's attached one is taken off
+    # (the checkpoint stays a plain encoder) and only recorded in the card.
+    final_logit_scale = float(logit_scale(model, config.loss.max_logit_scale).detach()) if config.stage != "mlm" else None
+    detach_plain_logit_scale(model)
+    if hasattr(model, "merge_and_unload"):
+        model.save_pretrained(output_dir / "adapter")  # the adapter alone (a few MB)
+        model = model.merge_and_unload()
+    card = {
+        "base_model": built.base_model and portable_path(built.base_model),
+        "datasets": ONTOLOGY_DATASETS.get(config.data.source, []), "license": "apache-2.0", "language": ["en"],
+        "training": {"stage": config.stage, "steps": trainer.state.global_step,
+                     "config": portable_paths(config.to_dict()),
+                     "final_loss": next((e["loss"] for e in reversed(trainer.state.log_history) if "loss" in e), None),
+                     "final_logit_scale": final_logit_scale,
+                     "nonfinite_values": sum(e.get("nonfinite_values", 0) for e in trainer.state.log_history),
+                     # Logged losses / gradient norms that were NaN or Inf (any stage; MLM logs no embeddings).
+                     "nonfinite_logs": sum(not math.isfinite(value) for e in trainer.state.log_history
+                                           for key, value in e.items() if key in ("loss", "grad_norm"))},
+    }
+
+    def write(staging: Path) -> None:
+        model.save_pretrained(staging)
+        built.tokenizer.save_pretrained(staging)
+        (staging / "hyte_card.json").write_text(json.dumps(card, indent=2, default=str))
+        if evaluation is not None:
+            results = {"retrieval": [{"dataset_name": "HPO held-out branches", "dataset_type": "hpo-heldout",
+                                      "split": "test", "metrics": evaluation["after"]}],
+                       "before_training": evaluation["before"]}
+            (staging / "eval_results.json").write_text(json.dumps(results, indent=2))
+
+    atomic_directory(output_dir / "final", write, "config.json", "model folder")
+
+
+def _initial_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict]) -> float:
+    """1 / temperature, divided for hyperbolic models by the mean distance to the origin of (up to 256) training
+    documents under the initial model when ``loss.temperature_from_radius`` (see LossSpec); clamped to the bounds."""
+    import torch
+
+    from .. import lorentz
+
+    loss = config.loss
+    scale = 1.0 / loss.temperature
+    if built.hyperbolic and loss.temperature_from_radius:
+        texts = sorted({e["document"] for e in examples})[:256]
+        model = unwrap(built.model)
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            tokens = built.tokenizer(texts, padding=True, truncation=True, max_length=loss.max_document_length,
+                                     return_tensors="pt")
+            points = embed(model, tokens["input_ids"], tokens["attention_mask"], True)
+            radius = float(lorentz.distance_to_origin(points, float(model.curvature)).mean())
+        model.train(was_training)
+        scale /= max(radius, 1e-6)  # a model whose documents all sit at the origin gets the upper clamp
+    return min(max(scale, 1.0), loss.max_logit_scale)
+
+
+def _set_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict], resuming: bool) -> None:
+    """Initialise the logit scale (fresh runs; resumed runs get theirs from the checkpoint) and its upper bound."""
+    import torch
+
+    parameter = log_logit_scale_parameter(built.model)
+    model_config = getattr(unwrap(built.model), "config", None)
+    records = model_config is not None and hasattr(model_config, "max_logit_scale")  # HyTE models record both
+    if not resuming:
+        initial = _initial_logit_scale(built, config, examples)
+        with torch.no_grad():
+            parameter.fill_(math.log(initial))
+        if records:
+            # The starting value first: the config checks init <= max at every assignment.
+            model_config.logit_scale_init = min(initial, model_config.max_logit_scale)
+    if records:
+        model_config.logit_scale_init = min(model_config.logit_scale_init, config.loss.max_logit_scale)
+        model_config.max_logit_scale = config.loss.max_logit_scale
+
+
+def train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, resume: bool,
+                 callbacks: list | None, trainer_class: type = ContrastiveTrainer,
+                 collator: ContrastiveCollator | None = None, trainer_options: dict | None = None) -> Path:
+    """Train on (query, document[, negatives, parent]) examples; ``trainer_class`` / ``collator`` /
+    ``trainer_options``: a ContrastiveTrainer subclass, its collator and its own arguments (stage compatible)."""
+    before = heldout_metrics(built, config)
+    checkpoint = resume_checkpoint(config, resume)
+    _set_logit_scale(built, config, examples, resuming=checkpoint is not None)
+    apply_lora(built, config)
+    # After LoRA, which freezes everything but the adapters: the logit scale trains in either case.
+    log_logit_scale_parameter(built.model).requires_grad_(config.loss.learn_temperature)
+    collator = collator or ContrastiveCollator(built.tokenizer, config.loss.max_query_length,
+                                               config.loss.max_document_length)
+    trainer = trainer_class(model=built.model, args=training_arguments(config), train_dataset=examples,
+                                 data_collator=collator, hyperbolic=built.hyperbolic,
+                                 similarity=config.loss.similarity, max_logit_scale=config.loss.max_logit_scale,
+                                 head_learning_rate=config.training.head_learning_rate,
+                                 logit_scale_learning_rate=config.loss.logit_scale_learning_rate,
+                                 hierarchy_weight=config.loss.hierarchy_weight,
+                                 cone_min_radius=config.loss.cone_min_radius,
+                                 gather_negatives=config.training.gather_negatives,
+                                 mini_batch_size=config.training.mini_batch_size, callbacks=callbacks,
+                                 **(trainer_options or {}))
+    trainer.train(resume_from_checkpoint=checkpoint)
+    after = heldout_metrics(built, config)
+    evaluation = {"before": before, "after": after} if after is not None else None
+    if evaluation:
+        logger.info("held-out nDCG@10: %.4f -> %.4f", before["ndcg@10"], after["ndcg@10"])
+    return save_final(built, config, trainer, evaluation)
