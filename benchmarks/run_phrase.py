@@ -39,8 +39,8 @@ CONTRASTS = (("crf", "global"), ("crf", "token"), ("crf", "bigram"), ("crf", "ra
 
 
 def heldout_sets(queries: int, documents: int) -> dict:
-    from hyte.evaluation.hpo import heldout_retrieval_set
-    from hyte.evaluation.icd10 import icd10_heldout_retrieval_set
+    from hyte.evaluation.heldout import heldout_retrieval_set
+    from hyte.evaluation.heldout import icd10_heldout_retrieval_set
 
     return {"hpo": heldout_retrieval_set(queries, documents, seed=0),
             "icd10": icd10_heldout_retrieval_set(queries, documents, seed=0)}

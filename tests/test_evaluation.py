@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from hyte.evaluation import load_retrieval_metric, rank_by_score, retrieval_metrics
-from hyte.evaluation.beir import BEIRFormatError, evaluate_beir, load_beir
+from hyte.data.beir import BEIRFormatError, load_beir
+from hyte.evaluation.retrieval import evaluate_beir
 from hyte.evaluation.hierarchy import HierarchyFormatError, evaluate_hierarchy, read_hierarchy_jsonl, write_hierarchy_jsonl
 from hyte.evaluation.hierarchy_build import build_hierarchy_benchmark, build_obo_hierarchy_benchmark
 from hyte.evaluation.metrics import hubness
@@ -778,7 +779,7 @@ def test_icd10_chapter_split_is_the_pair_split(icd_split):
 
 def test_icd10_heldout_retrieval_set_stays_in_the_held_out_chapters(icd_split):
     from hyte.data.icd10 import chapter_of, inclusion_pairs, title
-    from hyte.evaluation.icd10 import icd10_heldout_retrieval_set
+    from hyte.evaluation.heldout import icd10_heldout_retrieval_set
 
     _, test_chapters = icd_split
     queries, corpus, qrels = icd10_heldout_retrieval_set(max_queries=50, max_documents=400, seed=3)
@@ -795,7 +796,7 @@ def test_icd10_heldout_retrieval_set_stays_in_the_held_out_chapters(icd_split):
 def test_icd10_hierarchy_records_are_valid_and_stay_in_their_split(icd_split):
     from hyte.data.icd10 import ancestors, chapter_of, children
     from hyte.evaluation.hierarchy import validate_hierarchy_record
-    from hyte.evaluation.icd10 import icd10_hierarchy_benchmark, icd10_texts_by_depth
+    from hyte.evaluation.heldout import icd10_hierarchy_benchmark, icd10_texts_by_depth
 
     train_chapters, test_chapters = icd_split
     records = icd10_hierarchy_benchmark(max_queries=80, seed=2)

@@ -8,6 +8,7 @@ a dependency. The layers are the README's "Layout" section, bottom to top.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,20 @@ def test_the_checks_catch_what_they_are_for(bad):
         graph["hyte.retrieval.index"] = graph["hyte.retrieval.index"] | {"hyte.cli.app"}
         assert any(_layer(t) > _layer(s) for s, ts in graph.items() for t in ts
                    if (_owner(s), _owner(t)) not in ALLOWED_UPWARD)
+
+
+def _readme_layout() -> str:
+    readme = (SOURCE.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Layout"):]
+    return section[section.index("```") + 3:section.index("```", section.index("```") + 3)]
+
+
+def test_readme_layout_names_every_module_and_only_existing_ones():
+    block = _readme_layout()
+    named = set(re.findall(r"[\w]+\.py", block))
+    packages = {path.parent.name for path in SOURCE.rglob("__init__.py") if path.parent != SOURCE}
+    files = {path.name for path in SOURCE.rglob("*.py")
+             if path.name not in ("__init__.py", "__main__.py") and "metric_module" not in path.parts}
+    assert named - files - {"__init__.py"} == set(), "the README names files that do not exist"
+    assert files - named == set(), "files missing from the README's layout section"
+    assert {p for p in packages if p != "metric_module" and f"{p}/" not in block} == set()

@@ -1,4 +1,4 @@
-"""The man-pages retrieval set (``hyte.evaluation.manpages``): fast, and skipped without the Debian packages."""
+"""The man-pages retrieval set (``hyte.data.manpages``): fast, and skipped without the Debian packages."""
 
 from __future__ import annotations
 
@@ -8,13 +8,7 @@ import shutil
 
 import pytest
 
-from hyte.evaluation.manpages import (
-    ManpagesNotInstalledError,
-    manpage_files,
-    manpage_pairs,
-    manpages_retrieval_set,
-    page_pair,
-)
+from hyte.data.manpages import ManpagesNotInstalledError, manpage_files, manpage_pairs, manpages_retrieval_set, page_pair
 
 # A roff escape or request left in the plain text would show as one of these.
 _ROFF_LEFTOVER = re.compile(r"\\[fs*(\[&\-e\"|^~:%]|\\$|\x00")

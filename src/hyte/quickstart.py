@@ -147,7 +147,7 @@ def _size_mb(folder: Path) -> float:
 
 def _evaluation_sets() -> tuple[str, ...]:
     """HPO and ICD-10-CM always; the man-page control where Debian's manpages packages are installed."""
-    from .evaluation.manpages import ManpagesNotInstalledError, manpage_files
+    from .data.manpages import ManpagesNotInstalledError, manpage_files
 
     try:
         manpage_files()
@@ -195,7 +195,7 @@ def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
 def _index_and_search(encoder, index_dir: Path, model_dir: Path, queries: int, documents: int) -> None:
     """The index folder of the held-out HPO definitions (texts and the model's fingerprint included, so
     ``hyte index search`` and ``hyte rag`` take it as it is), and the example queries."""
-    from .evaluation.hpo import heldout_retrieval_set
+    from .evaluation.heldout import heldout_retrieval_set
     from .retrieval.folder import build_index_folder
 
     held_out_queries, corpus, qrels = heldout_retrieval_set(queries, documents)

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (UserError, ValueError, TypeError, FileNotFoundError, ImportError) as error:
+    except (UserError, ValueError, TypeError, OSError, ImportError) as error:  # OSError: missing, existing, unreadable files
         print(f"hyte {args.command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -1,7 +1,7 @@
 """What the ``hyte`` commands share: the parser class, the error users can fix, model loading, printing hits.
 
 Library code never imports this package; it raises ordinary exceptions (ValueError, FileNotFoundError, ...) that
-``hyte.cli.main`` prints as one line.
+``hyte.cli.app.main`` prints as one line.
 """
 
 from __future__ import annotations

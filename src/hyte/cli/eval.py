@@ -46,7 +46,8 @@ DEFAULT_MARKDOWN = "BENCHMARKS.md"
 def _eval_retrieval(args: argparse.Namespace) -> int:
     if args.rerank is not None:  # a phrase model reranking the global top K (H+, hyte.phrase)
         return _eval_rerank(args)
-    from ..evaluation.beir import evaluate_beir, load_beir
+    from ..evaluation.retrieval import evaluate_beir
+    from ..data.beir import load_beir
 
     if any(k < 1 for k in args.k):
         raise ValueError(f"--k values must be >= 1; got {args.k}")
@@ -220,7 +221,7 @@ def _eval_mteb(args: argparse.Namespace) -> int:
     tasks = []
     if args.data:
         from ..integrations.mteb import retrieval_task
-        from ..evaluation.beir import load_beir
+        from ..data.beir import load_beir
 
         queries, corpus, qrels = load_beir(args.data, args.split)
         name = _safe_name(args.name or Path(args.data).name).replace("-", "_").replace(".", "_")
@@ -237,27 +238,15 @@ def _eval_mteb(args: argparse.Namespace) -> int:
     if kind == "auto":
         kind = "hyte" if model_type_of(model_path) in MODEL_KINDS else "euclidean"
     label = label_of(model_path, args.label)
-    if kind == "hyte":
-        from ..integrations.mteb import HyteMtebEncoder
-        from ..integrations.sentence_transformers import sentence_transformer
+    from ..integrations.mteb import evaluate_mteb
 
-        model = HyteMtebEncoder(sentence_transformer(model_path, max_seq_length=args.max_length),
-                                name=f"local/{_safe_name(label)}")
-    else:
-        from sentence_transformers import SentenceTransformer
-
-        model = SentenceTransformer(model_path)
-        if args.max_length:
-            model.max_seq_length = args.max_length
-    result = mteb.evaluate(model, tasks, cache=None, show_progress_bar=False,
-                           encode_kwargs={"batch_size": args.batch_size})
-    scores = {}
-    for task_result in result.task_results:
-        scores[task_result.task_name] = task_result.scores
-        for split, subsets in task_result.scores.items():
+    scores = evaluate_mteb(model_path, kind, tasks, name=_safe_name(label), max_length=args.max_length,
+                           batch_size=args.batch_size)
+    for task_name, by_split in scores.items():
+        for split, subsets in by_split.items():
             for subset in subsets:
                 main = subset.get("main_score")
-                print(f"{task_result.task_name} [{split}/{subset.get('hf_subset', 'default')}]: main score "
+                print(f"{task_name} [{split}/{subset.get('hf_subset', 'default')}]: main score "
                       f"{fmt(main)}   nDCG@10 {fmt(subset.get('ndcg_at_10'))}   "
                       f"R@10 {fmt(subset.get('recall_at_10'))}   MRR@10 {fmt(subset.get('mrr_at_10'))}")
     if args.output:
@@ -312,7 +301,7 @@ def _eval_rag(args: argparse.Namespace) -> int:
 
 def _eval_compatibility(args: argparse.Namespace) -> int:
     from ..encoders import load_encoder
-    from ..compatibility.evaluation import PAIRS, compatibility_gains, compatibility_matrix, heldout_sets, score_pair
+    from ..compatibility.evaluation import PAIRS, evaluate_compatibility, heldout_sets
 
     models = {"old": args.old, "new": args.new, **({"reference": args.reference} if args.reference else {})}
     encoders = {}
@@ -322,13 +311,8 @@ def _eval_compatibility(args: argparse.Namespace) -> int:
     sets = heldout_sets(args.data, queries=args.queries, documents=args.documents,
                         hierarchy_queries=args.hierarchy_queries, test_fraction=args.test_fraction,
                         split_seed=args.split_seed, seed=args.seed)
-    matrix = compatibility_matrix(encoders["old"], encoders["new"], sets)
-    reference = ({ontology: score_pair(encoders["reference"], data) for ontology, data in sets.items()}
-                 if "reference" in encoders else None)
-    gains = {ontology: {metric: compatibility_gains(matrix[ontology], reference and reference[ontology][metric],
-                                                    metric)
-                        for metric in matrix[ontology]["old->old"]}
-             for ontology in matrix}
+    matrix, reference, gains = evaluate_compatibility(encoders["old"], encoders["new"], sets,
+                                                      encoders.get("reference"))
     for ontology, pairs in matrix.items():
         metrics = list(pairs["old->old"])
         print(f"{ontology} (held out): {len(sets[ontology]['retrieval'][0])} retrieval queries, "
@@ -502,7 +486,7 @@ EVAL_RERANK = {"phrase": "crf", "hybrid": "hybrid", "token": "token", "bigram": 
 
 def _eval_rerank(args: argparse.Namespace) -> int:
     """``hyte eval retrieval --rerank ...``: global vs one reranking system on a BEIR folder at budget B."""
-    from ..evaluation.beir import load_beir
+    from ..data.beir import load_beir
     from ..phrase.evaluation import evaluate_reranking, summarize
     from ..phrase.loading import load_phrase_model
 

@@ -130,6 +130,19 @@ def compatibility_gains(matrix: Mapping[str, Mapping[str, float]], reference: fl
             "p_up": new_new / ref - 1 if ref > 0 else None}
 
 
+def evaluate_compatibility(old, new, sets_by_ontology: Mapping[str, Mapping], reference=None) -> tuple[dict, dict | None, dict]:
+    """``(matrix, reference scores, gains)`` of ``hyte eval compatibility``: the compatibility matrix of ``old`` and
+    ``new`` on each ontology's held-out sets, the reference model's own scores (None without one), and P_com / P_up
+    per ontology and metric (against ``reference``, else against ``new`` itself)."""
+    matrix = compatibility_matrix(old, new, sets_by_ontology)
+    scores = ({ontology: score_pair(reference, data) for ontology, data in sets_by_ontology.items()}
+              if reference is not None else None)
+    gains = {ontology: {metric: compatibility_gains(matrix[ontology], scores and scores[ontology][metric], metric)
+                        for metric in matrix[ontology]["old->old"]}
+             for ontology in matrix}
+    return matrix, scores, gains
+
+
 def heldout_sets(ontologies=("hpo", "icd10"), *, queries: int = 300, documents: int = 2000,
                  hierarchy_queries: int = 300, test_fraction: float = 0.2, split_seed: int = 0,
                  seed: int = 0) -> dict[str, dict]:

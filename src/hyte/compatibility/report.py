@@ -57,7 +57,7 @@ def render_upgrade_section(items: list) -> list[str]:
              "with q = q(h_old); `l2-bct` = the Euclidean BCT baseline (squared L2 between the new embedding and "
              "the old one in the tangent space at the origin, no cone); `hbct-*` = ablations. P_com = (M(new,old) "
              "- M(old,old)) / (M(ref,ref) - M(old,old)), P_up = M(new,new) / M(ref,ref) - 1, ref = the same seed's "
-             "independent run (`hyte.evaluation.compatibility`). Mean ± sd over seeds.", ""]
+             "independent run (`hyte.compatibility.evaluation`). Mean ± sd over seeds.", ""]
     for path, payload in items:
         summary = payload.get("summary", {})
         start = payload.get("new_model", {}).get("start", "fresh")

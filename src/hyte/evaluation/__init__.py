@@ -1,12 +1,16 @@
 """Evaluation of HyTE models.
 
-* :mod:`~hyte.evaluation.metrics`: nDCG / recall / MRR / MAP at k in pure Python. Every evaluation path in HyTE
-  (BEIR folders, the hierarchy benchmark, the ``evaluate`` metric module, the CLI) computes these numbers with it.
-* :mod:`~hyte.evaluation.retrieval`, :mod:`~hyte.evaluation.beir`: rank a corpus with any encoder; BEIR folders.
-* :mod:`~hyte.evaluation.hierarchy`: the hierarchy-sensitive benchmark (SpecHR, top-1 by distractor type), radius by
-  depth and its rank correlation with depth, hubness.
-* :mod:`~hyte.evaluation.hpo`, :mod:`~hyte.evaluation.icd10`: retrieval sets from the HPO branches / ICD-10-CM
-  chapters that training never sees; the ICD module also builds the hierarchy benchmark and texts by depth.
+* :mod:`~hyte.evaluation.metrics`: nDCG / recall / MRR / MAP at k in pure Python, and hubness. Every evaluation
+  path in HyTE (BEIR folders, the hierarchy benchmark, the ``evaluate`` metric module, the CLI) computes these
+  numbers with it.
+* :mod:`~hyte.evaluation.retrieval`: rank a corpus with any encoder; score a BEIR folder (read by
+  :mod:`hyte.data.beir`).
+* :mod:`~hyte.evaluation.hierarchy`: the hierarchy-sensitive benchmark's format and scoring (SpecHR, top-1 by
+  distractor type); :mod:`~hyte.evaluation.hierarchy_build` builds it from an ontology.
+* :mod:`~hyte.evaluation.radius`: radius by depth and its rank correlation with depth.
+* :mod:`~hyte.evaluation.heldout`: the held-out sets (HPO branches, ICD-10-CM chapters, man pages) that training never
+  sees, and the suite that scores encoders on them.
+* :mod:`~hyte.evaluation.rag`: RAG on held-out HPO questions.
 * :func:`load_retrieval_metric`: the same metrics as a local Hugging Face ``evaluate`` module.
 
 Only the metrics are imported eagerly; everything else loads torch / transformers when first used.

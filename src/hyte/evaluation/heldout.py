@@ -1,5 +1,8 @@
 """The held-out evaluation suite of the fine-tuning recipes: HPO branches and ICD-10-CM chapters that training never
-sees, and general-domain text (Linux man pages), scored the same way for every encoder (HyTE or Euclidean).
+sees, and general-domain text (Linux man pages), scored the same way for every encoder (HyTE or Euclidean); and the
+held-out sets of each source it is built from (``heldout_retrieval_set`` for HPO, ``icd10_*`` for ICD-10-CM, built
+at run time from the simple-icd-10-cm package: the same ``test_fraction`` / ``split_seed`` as the training run select
+the same held-out chapters).
 
 Per ontology: retrieval (nDCG@10, R@10, MRR@10 over the held-out corpus), the hierarchy benchmark (SpecHR, R@1,
 top-1 by candidate type) and the rank correlation of radius with depth (Spearman, 95 % bootstrap interval). The
@@ -13,6 +16,7 @@ chosen there, never on the test branches.
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections.abc import Mapping
 
@@ -25,7 +29,6 @@ def _hpo_sets(split: str, sizes: Mapping[str, int], test_fraction: float, valida
     from ..data.hpo import load_hpo, retrieval_split, split_by_branches
     from .hierarchy_build import build_hierarchy_benchmark, hpo_hierarchy_benchmark
     from .radius import hpo_texts_by_depth
-    from .hpo import heldout_retrieval_set
 
     if split == "test":
         return {"retrieval": heldout_retrieval_set(sizes["queries"], sizes["documents"], seed=seed,
@@ -47,7 +50,6 @@ def _hpo_sets(split: str, sizes: Mapping[str, int], test_fraction: float, valida
 
 
 def _icd10_sets(sizes: Mapping[str, int], test_fraction: float, split_seed: int, seed: int) -> dict:
-    from .icd10 import icd10_heldout_retrieval_set, icd10_hierarchy_benchmark, icd10_texts_by_depth
 
     return {"retrieval": icd10_heldout_retrieval_set(sizes["queries"], sizes["documents"], seed=seed,
                                                      test_fraction=test_fraction, split_seed=split_seed),
@@ -58,7 +60,7 @@ def _icd10_sets(sizes: Mapping[str, int], test_fraction: float, split_seed: int,
 
 
 def _manpages_sets(sizes: Mapping[str, int], seed: int) -> dict:
-    from .manpages import manpages_retrieval_set
+    from ..data.manpages import manpages_retrieval_set
 
     return {"retrieval": manpages_retrieval_set(sizes["queries"], sizes["documents"], seed=seed)}
 
@@ -88,7 +90,7 @@ def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test", ont
     ``test_fraction`` / ``split_seed`` must be the training run's ``data.hpo_test_fraction`` / ``data.hpo_seed``
     (for "validation": the test fraction whose branches stay untouched). Validation covers HPO only, without the
     radius correlation (selection looks at retrieval and SpecHR). "manpages" is the general-domain control (Linux
-    man pages, :mod:`hyte.evaluation.manpages`): retrieval only, text unlike any training data, where a fine-tune
+    man pages, :mod:`hyte.data.manpages`): retrieval only, text unlike any training data, where a fine-tune
     should not fall below its base.
     """
     if split not in ("test", "validation"):
@@ -135,3 +137,179 @@ def aggregate_seeds(per_seed: list[dict]) -> dict:
                                           "std": statistics.stdev(values) if len(values) > 1 else 0.0,
                                           "values": values}
     return summary
+
+
+def heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | None = 2000, seed: int = 0,
+                          test_fraction: float = 0.2, split_seed: int = 0, min_depth: int = 1):
+    """(queries, corpus, qrels) from the HPO branches that training never sees (``split_by_branches``).
+
+    The corpus keeps every sampled query's relevant definition and fills up with other held-out definitions
+    (seeded) to ``max_documents``, so smaller sets stay comparable in difficulty.
+    """
+    from ..data.hpo import load_hpo, retrieval_split, split_by_branches
+
+    ontology = load_hpo()
+    _, test_ids = split_by_branches(ontology, test_fraction=test_fraction, seed=split_seed)
+    queries, corpus, qrels = retrieval_split(ontology, test_ids, max_queries=max_queries, seed=seed,
+                                             min_depth=min_depth)
+    if max_documents is not None and len(corpus) > max_documents:
+        needed = {doc for relevant in qrels.values() for doc in relevant}
+        others = sorted(set(corpus) - needed)
+        fill = random.Random(seed).sample(others, max(0, max_documents - len(needed)))
+        corpus = {doc: corpus[doc] for doc in sorted(needed | set(fill))}
+    return queries, corpus, qrels
+
+
+_SPLITS = ("test", "train", "all")
+
+
+def _chapters(split: str, test_fraction: float, split_seed: int) -> set[str]:
+    """The chapters of ``split``: "test" (held out), "train" or "all"."""
+    from ..data.icd10 import split_chapters
+
+    if split not in _SPLITS:
+        raise ValueError(f"split must be one of {_SPLITS}; got {split!r}")
+    train, test = split_chapters(test_fraction=test_fraction, seed=split_seed)
+    return {"test": test, "train": train, "all": train | test}[split]
+
+
+def icd10_heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | None = 2000, seed: int = 0,
+                                test_fraction: float = 0.2, split_seed: int = 0):
+    """(queries, corpus, qrels) from the ICD-10-CM chapters that training never sees.
+
+    * queries: ``{query_id: inclusion term}``, one per (inclusion term, code) pair of a held-out code, ``query_id``
+      = ``"<code>:<k>"`` (the code's k-th pair, from 0); with ``max_queries``, a ``seed``-ed sample;
+    * corpus: ``{code: title}`` over every code of the held-out chapters (chapters, blocks, categories and
+      7th-character extensions alike), so the parents and siblings of the answer are in it as distractors;
+    * qrels: ``{query_id: {code: 1}}``, the code that lists the inclusion term.
+
+    A non-relevant code titled exactly like a relevant one is left out of the corpus (it would be an unmarked right
+    answer). With ``max_documents``, the corpus keeps every relevant code and fills up with other held-out codes
+    (seeded) to that size, as :func:`~heldout_retrieval_set` does.
+    """
+    from ..data.icd10 import all_codes, chapter_of, inclusion_pairs, title
+
+    test_chapters = _chapters("test", test_fraction, split_seed)
+    pairs = [p for p in inclusion_pairs() if p["chapter"] in test_chapters]
+    seen: dict[str, int] = {}
+    ids = []
+    for pair in pairs:  # a code's pairs all sit in its chapter, so k is the same as over all pairs
+        ids.append(f"{pair['code']}:{seen.get(pair['code'], 0)}")
+        seen[pair["code"]] = seen.get(pair["code"], 0) + 1
+    chosen = range(len(pairs))
+    if max_queries is not None and max_queries < len(pairs):
+        chosen = sorted(random.Random(seed).sample(chosen, max_queries))
+    queries = {ids[i]: pairs[i]["query"] for i in chosen}
+    qrels = {ids[i]: {pairs[i]["code"]: 1} for i in chosen}
+
+    corpus = {code: title(code) for code in all_codes() if chapter_of(code) in test_chapters}
+    needed = {code for relevant in qrels.values() for code in relevant}
+    needed_texts = {corpus[code] for code in needed}
+    corpus = {code: text for code, text in corpus.items() if code in needed or text not in needed_texts}
+    if max_documents is not None and len(corpus) > max_documents:
+        others = sorted(set(corpus) - needed)
+        fill = random.Random(seed).sample(others, max(0, max_documents - len(needed)))
+        kept = needed | set(fill)
+        corpus = {code: text for code, text in corpus.items() if code in kept}
+    return queries, corpus, qrels
+
+
+def icd10_hierarchy_benchmark(split: str = "test", *, max_queries: int | None = None, seed: int = 0,
+                              max_siblings: int = 3, min_siblings: int = 1, test_fraction: float = 0.2,
+                              split_seed: int = 0) -> list[dict]:
+    """Hierarchy benchmark records (the format of :func:`~hyte.evaluation.hierarchy.evaluate_hierarchy`) from ICD-10-CM.
+
+    One record per code with an inclusion term: query = its first inclusion term (tabular order), target = the
+    code's title; distractors are titles too: the parent's ("parent"), the grandparent's ("grandparent") and up to
+    ``max_siblings`` other children of the parent ("sibling", a seeded choice). Codes without a grandparent, or with
+    fewer than ``min_siblings`` siblings whose titles differ from the target's, parent's and grandparent's, are
+    skipped. A candidate whose text equals an earlier candidate's is left out (some codes repeat their parent's
+    title, "H55.89" under "H55.8": such a record has no parent candidate).
+
+    ``split="test"`` (default) takes the codes of the held-out chapters, ``"train"`` those of the training chapters,
+    ``"all"`` every chapter; distractors always come from the target's own chapter. With ``max_queries``, a
+    ``seed``-ed sample of the eligible codes is kept. A record's candidates are drawn and shuffled from a generator
+    seeded by ``seed`` and the code, so they do not depend on which other codes are sampled. Records are
+    ``{"query", "depth", "term_id", "chapter", "candidates": [{"text", "type", "id"}]}`` (``term_id`` and ``id``:
+    codes; ``depth``: the number of ancestors), sorted by code.
+    """
+    from ..data.icd10 import ancestors, children, inclusion_pairs, title
+
+    if max_siblings < 0 or min_siblings < 0:
+        raise ValueError("max_siblings and min_siblings must be >= 0")
+    if min_siblings > max_siblings:
+        raise ValueError(f"min_siblings ({min_siblings}) > max_siblings ({max_siblings}): no code would qualify")
+    chapters = _chapters(split, test_fraction, split_seed)
+    first_term: dict[str, str] = {}
+    for pair in inclusion_pairs():
+        if pair["chapter"] in chapters:
+            first_term.setdefault(pair["code"], pair["query"])
+
+    plans = {}
+    for code in sorted(first_term):
+        above = ancestors(code)
+        if len(above) < 2:
+            continue
+        parent, grandparent = above[0], above[1]
+        taken = {title(code), title(parent), title(grandparent)}
+        siblings = [s for s in children(parent) if s != code and title(s) not in taken]
+        if len({title(s) for s in siblings}) < min_siblings:
+            continue
+        plans[code] = (above, siblings)
+    chosen = sorted(plans)
+    if max_queries is not None and max_queries < len(chosen):
+        chosen = sorted(random.Random(seed).sample(chosen, max_queries))
+
+    records = []
+    for code in chosen:
+        above, siblings = plans[code]
+        rng = random.Random(f"{seed}:{code}")
+        candidates: list[dict] = []
+        texts: set[str] = set()
+
+        def add(candidate: str, kind: str) -> bool:
+            text = title(candidate)
+            if text in texts:
+                return False
+            texts.add(text)
+            candidates.append({"text": text, "type": kind, "id": candidate})
+            return True
+
+        add(code, "target")
+        add(above[0], "parent")
+        add(above[1], "grandparent")
+        picked = 0
+        for sibling in rng.sample(siblings, len(siblings)):
+            if picked >= max_siblings:
+                break
+            picked += add(sibling, "sibling")
+        rng.shuffle(candidates)
+        records.append({"query": first_term[code], "depth": len(above), "term_id": code, "chapter": above[-1],
+                        "candidates": candidates})
+    return records
+
+
+def icd10_texts_by_depth(per_depth: int = 200, split: str = "test", seed: int = 0, min_depth: int = 1,
+                         max_depth: int | None = None, test_fraction: float = 0.2,
+                         split_seed: int = 0) -> dict[int, list[str]]:
+    """Up to ``per_depth`` ICD-10-CM titles per depth (a ``seed``-ed sample, in code order), depths ``min_depth``
+    (default 1: blocks; chapters are 0) to ``max_depth`` (None: the deepest), from the chapters of ``split``
+    ("test": held out, "train", "all"), for :func:`~hyte.evaluation.radius.radius_by_depth`."""
+    from ..data.icd10 import all_codes, chapter_of, depth, title
+
+    chapters = _chapters(split, test_fraction, split_seed)
+    by_depth: dict[int, list[tuple[str, str]]] = {}
+    for code in sorted(all_codes()):
+        if chapter_of(code) not in chapters:
+            continue
+        level = depth(code)
+        if level >= min_depth and (max_depth is None or level <= max_depth):
+            by_depth.setdefault(level, []).append((code, title(code)))
+    rng = random.Random(seed)
+    sampled = {}
+    for level in sorted(by_depth):
+        items = by_depth[level]
+        if len(items) > per_depth:
+            items = sorted(rng.sample(items, per_depth))
+        sampled[level] = [text for _, text in items]
+    return sampled

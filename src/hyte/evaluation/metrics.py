@@ -22,8 +22,6 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-import numpy as np
-
 __all__ = ["map_at_k", "mrr_at_k", "ndcg_at_k", "rank_by_score", "recall_at_k", "retrieval_metrics"]
 
 Rankings = Mapping[str, Sequence[str]]
@@ -131,6 +129,8 @@ def hubness(rankings: Mapping[str, Sequence[str]] | Sequence[Sequence[str]], k: 
     "num_queries"}``. The skewness is the population skewness E[(N - mean)^3] / std^3 (0 when all N_k are equal);
     large positive values mean a few "hub" documents appear in many result lists.
     """
+    import numpy as np  # here: the ranking metrics above stay pure Python
+
     if k < 1:
         raise ValueError(f"k must be >= 1; got {k}")
     lists = list(rankings.values()) if isinstance(rankings, Mapping) else list(rankings)

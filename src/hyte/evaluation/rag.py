@@ -27,7 +27,7 @@ def hpo_rag_questions(questions: int = 50, documents: int = 1000, seed: int = 0,
                       split_seed: int = 0) -> tuple[dict[str, str], dict[str, str]]:
     """``({term id: question}, {term id: definition})``: questions about held-out HPO terms and the held-out
     corpus holding their definitions (the gold passage of question q is corpus[q])."""
-    from .hpo import heldout_retrieval_set
+    from .heldout import heldout_retrieval_set
 
     queries, corpus, _ = heldout_retrieval_set(questions, documents, seed=seed, test_fraction=test_fraction,
                                                split_seed=split_seed)

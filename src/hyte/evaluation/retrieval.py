@@ -1,11 +1,13 @@
-"""Retrieval evaluation of any encoder (HyTE or Euclidean) on queries / corpus / qrels dictionaries."""
+"""Retrieval evaluation of any encoder (HyTE or Euclidean) on queries / corpus / qrels dictionaries or a BEIR folder."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from ..data.beir import load_beir
 from .metrics import retrieval_metrics
 
 
@@ -35,3 +37,29 @@ def evaluate_retrieval(encoder, queries: Mapping[str, str], corpus: Mapping[str,
     k_values = list(k_values)
     rankings = rank_documents(encoder, queries, corpus, top_k=max(k_values), batch_size=batch_size)
     return retrieval_metrics(rankings, qrels, k_values)
+
+
+def evaluate_beir(encoder, folder: str | os.PathLike, split: str = "test",
+                  k_values: Iterable[int] = (1, 3, 5, 10, 100), batch_size: int = 32,
+                  hubness_k: int | None = 10, show_progress_bar: bool | None = None) -> dict:
+    """Exact retrieval over a BEIR folder with any encoder (``hyte.encoders``), scored by ``hyte.evaluation.metrics``.
+
+    Returns ``{"ndcg@k", "recall@k", "mrr@k", "map@k" (floats, for every k), "num_queries", "num_documents"}`` and,
+    with ``hubness_k``, ``"hubness"`` (:func:`hyte.evaluation.metrics.hubness` of the top-``hubness_k`` lists over
+    the whole corpus).
+    """
+    k_values = sorted({int(k) for k in k_values})
+    if not k_values or k_values[0] < 1:
+        raise ValueError(f"k values must be >= 1; got {k_values}")
+    queries, corpus, qrels = load_beir(folder, split)
+    depth = max(k_values + ([hubness_k] if hubness_k else []))
+    rankings = rank_documents(encoder, queries, corpus, top_k=depth, batch_size=batch_size,
+                              show_progress_bar=show_progress_bar)
+    results: dict = dict(retrieval_metrics(rankings, qrels, k_values))
+    results["num_queries"] = len(queries)
+    results["num_documents"] = len(corpus)
+    if hubness_k:
+        from .metrics import hubness
+
+        results["hubness"] = hubness(rankings, k=hubness_k, corpus_ids=corpus)
+    return results

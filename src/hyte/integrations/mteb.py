@@ -27,7 +27,7 @@ from torch import Tensor
 from ..lorentz import flip_time, inner
 from .sentence_transformers import hyte_curvature, lorentz_similarity
 
-__all__ = ["HyteMtebEncoder", "InMemoryRetrievalTask", "retrieval_task"]
+__all__ = ["HyteMtebEncoder", "InMemoryRetrievalTask", "evaluate_mteb", "retrieval_task"]
 
 
 class HyteMtebEncoder:
@@ -104,3 +104,22 @@ def retrieval_task(queries: Mapping[str, str], corpus: Mapping[str, str], qrels:
     )
     task_class = type(name, (InMemoryRetrievalTask,), {"metadata": metadata, "__module__": __name__})
     return task_class(queries, corpus, qrels)
+
+
+def evaluate_mteb(model_path: str, kind: str, tasks: list, *, name: str, max_length: int | None = None,
+                  batch_size: int = 32) -> dict[str, dict]:
+    """mteb's scores of the model at ``model_path`` on ``tasks`` (mteb tasks: ``retrieval_task`` or
+    ``mteb.get_task(name)``), ``{task name: {split: [subset scores]}}``. ``kind``: "hyte" (through
+    ``HyteMtebEncoder``, named ``local/<name>`` in mteb's results) or "euclidean" (a plain SentenceTransformer)."""
+    import mteb
+
+    if kind == "hyte":
+        from .sentence_transformers import sentence_transformer
+
+        model = HyteMtebEncoder(sentence_transformer(model_path, max_seq_length=max_length), name=f"local/{name}")
+    else:
+        model = SentenceTransformer(model_path)
+        if max_length:
+            model.max_seq_length = max_length
+    result = mteb.evaluate(model, tasks, cache=None, show_progress_bar=False, encode_kwargs={"batch_size": batch_size})
+    return {task_result.task_name: task_result.scores for task_result in result.task_results}

@@ -160,7 +160,7 @@ class EvaluationSpec:
 
 @dataclass
 class CompatibleSpec:
-    """Backward-compatible training (stage ``compatible``, hyte.training.compatible): the new model's task loss plus
+    """Backward-compatible training (stage ``compatible``, hyte.compatibility.training): the new model's task loss plus
     weight x (cone term + alignment term) against a frozen old model whose document embeddings are cached once."""
 
     old_model: str | None = None  # the old HyTE model (folder / hub id); `hyte train compatible --old` sets it
@@ -190,7 +190,7 @@ class CompatibleSpec:
 
 @dataclass
 class PhraseSpec:
-    """H+ phrase heads (stage ``phrase``, hyte.training.phrase): the seed's stage-2 joint loss
+    """H+ phrase heads (stage ``phrase``, hyte.phrase.training): the seed's stage-2 joint loss
     lambda_G L_G + lambda_T L_T + lambda_L L_L + lambda_seg L_seg (+ lambda_P L_P, not in the paper), InfoNCE per
     view over in-batch (and given) negatives; no KL term (there is no teacher scorer offline). BIO labels come from
     the terminology trie (hyte.phrase.teacher). The geometry follows the model: lorentz on HyTE-H (model.build

@@ -100,7 +100,7 @@ def heldout_metrics(built: BuiltModel, config: RunConfig) -> dict[str, float] | 
     if not config.evaluation.enabled or config.stage == "mlm":
         return None
     from ..encoders import EuclideanEncoder, HyteEncoder
-    from ..evaluation.hpo import heldout_retrieval_set
+    from ..evaluation.heldout import heldout_retrieval_set
     from ..evaluation.retrieval import evaluate_retrieval
 
     model = unwrap(built.model)

@@ -1,4 +1,5 @@
-"""BEIR folders: read ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``, and evaluate an encoder on them.
+"""BEIR folders: read ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` (scored by
+``hyte.evaluation.retrieval.evaluate_beir``).
 
 The format (https://github.com/beir-cellar/beir): ``corpus.jsonl`` lines ``{"_id", "title" (optional), "text"}``,
 ``queries.jsonl`` lines ``{"_id", "text"}``, ``qrels/<split>.tsv`` a header line then ``query-id  corpus-id  score``
@@ -13,14 +14,11 @@ non-integer score, a qrels id that is not in the corpus or the queries.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from pathlib import Path
 
 from ..io import DataFormatError, iter_jsonl
-from .metrics import retrieval_metrics
-from .retrieval import rank_documents
 
-__all__ = ["BEIRFormatError", "evaluate_beir", "load_beir"]
+__all__ = ["BEIRFormatError", "load_beir"]
 
 
 # Malformed BEIR files raise the one data-file error of hyte.io (a ValueError naming the file and line).
@@ -104,27 +102,3 @@ def load_beir(folder: str | os.PathLike, split: str = "test") -> tuple[dict[str,
     return queries, corpus, qrels
 
 
-def evaluate_beir(encoder, folder: str | os.PathLike, split: str = "test",
-                  k_values: Iterable[int] = (1, 3, 5, 10, 100), batch_size: int = 32,
-                  hubness_k: int | None = 10, show_progress_bar: bool | None = None) -> dict:
-    """Exact retrieval over a BEIR folder with any encoder (``hyte.encoders``), scored by ``hyte.evaluation.metrics``.
-
-    Returns ``{"ndcg@k", "recall@k", "mrr@k", "map@k" (floats, for every k), "num_queries", "num_documents"}`` and,
-    with ``hubness_k``, ``"hubness"`` (:func:`hyte.evaluation.hierarchy.hubness` of the top-``hubness_k`` lists over
-    the whole corpus).
-    """
-    k_values = sorted({int(k) for k in k_values})
-    if not k_values or k_values[0] < 1:
-        raise ValueError(f"k values must be >= 1; got {k_values}")
-    queries, corpus, qrels = load_beir(folder, split)
-    depth = max(k_values + ([hubness_k] if hubness_k else []))
-    rankings = rank_documents(encoder, queries, corpus, top_k=depth, batch_size=batch_size,
-                              show_progress_bar=show_progress_bar)
-    results: dict = dict(retrieval_metrics(rankings, qrels, k_values))
-    results["num_queries"] = len(queries)
-    results["num_documents"] = len(corpus)
-    if hubness_k:
-        from .metrics import hubness
-
-        results["hubness"] = hubness(rankings, k=hubness_k, corpus_ids=corpus)
-    return results

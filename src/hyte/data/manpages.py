@@ -385,7 +385,7 @@ def manpages_retrieval_set(max_queries: int | None = 500, max_documents: int | N
     ``queries`` and ``corpus`` map page ids (``"fork(2)"``) to text; ``qrels`` maps each query id to
     ``{same id: 1}``. ``max_queries`` pages are sampled with ``random.Random(seed)`` (all with None); the corpus keeps
     every sampled query's document and fills up with other pages' documents (seeded) to ``max_documents``, as
-    :func:`hyte.evaluation.hpo.heldout_retrieval_set` does.
+    :func:`hyte.evaluation.heldout.heldout_retrieval_set` does.
     """
     pairs = manpage_pairs(packages)
     query_ids = sorted(pairs)
