@@ -34,11 +34,6 @@ LAYERS = [
     ("hyte.cli",),
 ]
 FEATURES = ("hyte.phrase", "hyte.compatibility")
-# Upward imports kept on purpose, each with its reason.
-ALLOWED_UPWARD = {
-    # `from hyte.training import run` predates the stage registry; kept for one release (DeprecationWarning).
-    ("hyte.training", "hyte.runner"),
-}
 
 
 def _module_name(path: Path) -> str:
@@ -144,8 +139,7 @@ def _is_package(name: str) -> bool:
 
 def test_no_import_runs_back_up_a_layer():
     upward = sorted((source, target) for source, targets in _graph().items() for target in targets
-                    if _layer(target) > _layer(source)
-                    and (_owner(source), _owner(target)) not in ALLOWED_UPWARD)
+                    if _layer(target) > _layer(source))
     assert upward == []
 
 
@@ -178,8 +172,7 @@ def test_the_checks_catch_what_they_are_for(bad):
         assert _cycles(graph)
     else:
         graph["hyte.retrieval.index"] = graph["hyte.retrieval.index"] | {"hyte.cli.app"}
-        assert any(_layer(t) > _layer(s) for s, ts in graph.items() for t in ts
-                   if (_owner(s), _owner(t)) not in ALLOWED_UPWARD)
+        assert any(_layer(t) > _layer(s) for s, ts in graph.items() for t in ts)
 
 
 def _readme_layout() -> str:

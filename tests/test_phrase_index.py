@@ -211,3 +211,49 @@ def test_approximate_global_indexes_serve_candidates_too(kind, bert_tokenizer, t
     assert len(loaded) == len(DOCUMENTS) - 2 and loaded.global_index.kind == kind
     _, ids = loaded.search(queries, k=len(DOCUMENTS), rerank="phrase", k_candidates=len(DOCUMENTS))
     assert not ({0, 3} & set(ids.ravel().tolist()))
+
+
+def test_phrase_index_folders_go_through_lineage_search_and_rag_like_plain_ones(bert_tokenizer, tmp_path, capsys):
+    """One index folder format: a phrase index folder holds its texts and its model's weights fingerprint; another
+    phrase model is refused by lineage (not by name); HyteSearcher (what `hyte rag` and the framework retrievers
+    use) searches it through the global vectors, with the same top k as the phrase index's own global search."""
+    from hyte.cli import main
+    from hyte.lineage import weights_fingerprint
+    from hyte.retrieval.folder import open_index_folder
+    from hyte.retrieval.searcher import HyteSearcher
+
+    model = tiny_phrase_model(tiny_backbone("lorentz", bert_tokenizer), bert_tokenizer)
+    model.save_pretrained(tmp_path / "model")
+    bert_tokenizer.save_pretrained(tmp_path / "model")
+    (tmp_path / "docs.txt").write_text("\n".join(DOCUMENTS) + "\n")
+    assert main(["index", "build", "--phrase", "--model", str(tmp_path / "model"), "--input",
+                 str(tmp_path / "docs.txt"), "--output", str(tmp_path / "idx")]) == 0
+    folder = open_index_folder(tmp_path / "idx")
+    assert folder.kind == "phrase" and [d["text"] for d in folder.documents] == DOCUMENTS
+    assert folder.index.model_fingerprint == weights_fingerprint(model)
+
+    # Same name, other weights: refused by the fingerprint; admitted with --no-check-model.
+    other = tiny_phrase_model(tiny_backbone("lorentz", bert_tokenizer, seed=1), bert_tokenizer, seed=1)
+    other.save_pretrained(tmp_path / "model")
+    bert_tokenizer.save_pretrained(tmp_path / "model")
+    capsys.readouterr()
+    argv = ["index", "search", "--index", str(tmp_path / "idx"), "--model", str(tmp_path / "model"), "--query",
+            QUERIES[0]]
+    assert main(argv) == 2
+    assert "fingerprint" in capsys.readouterr().err
+    assert main(argv + ["--no-check-model"]) == 0
+    model.save_pretrained(tmp_path / "model")
+
+    searcher = HyteSearcher.from_folder(tmp_path / "idx")  # the model the folder names
+    passages = searcher.search(QUERIES[1], k=3)
+    _, want = folder.index.search_texts(model, bert_tokenizer, [QUERIES[1]], k=3)
+    assert [p.index_id for p in passages] == want[0].tolist()
+    assert [p.text for p in passages] == [DOCUMENTS[i] for i in want[0]]
+    with pytest.raises(ValueError, match="fingerprint"):
+        HyteSearcher.from_folder(tmp_path / "idx", model=_saved(other, bert_tokenizer, tmp_path / "other"))
+
+
+def _saved(model, tokenizer, folder):
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
+from pathlib import Path
 
 import pytest
 
@@ -44,8 +47,18 @@ def test_model_card_is_named_after_the_final_folder_not_the_staging_one(tmp_path
     assert f"from_pretrained({json.dumps(str(model_dir))}" in card
 
 
+def _next_steps() -> tuple[list[str], str]:
+    """The README's "Next steps after the quickstart": its shell commands and its Python snippet, as written."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Next steps after the quickstart"):]
+    section = section[:section.index("\n## ")]
+    shell = re.search(r"```bash\n(.*?)```", section, re.DOTALL).group(1).strip().splitlines()
+    python = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    return shell, python
+
+
 @pytest.mark.slow
-def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys):
+def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys, generator_cache, monkeypatch):
     model_dir = run_quickstart(tmp_path, steps=2, examples=48, queries=12, documents=80, per_depth=4)
     printed = capsys.readouterr().out
     results = json.loads((tmp_path / "results.json").read_text())
@@ -66,3 +79,22 @@ def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys):
         assert str(tmp_path) not in shared.read_text() and "site-packages" not in shared.read_text()
     assert json.loads((model_dir / "hyte_card.json").read_text())["training"]["config"]["training"][
         "output_dir"] == "training"
+
+    # The README's next steps, as written, on this quickstart's folders (its default output folder replaced).
+    from hyte.cli import main
+
+    shell, python = _next_steps()
+    assert [line.split()[:2] for line in shell] == [["hyte", "index"], ["hyte", "rag"]]
+    monkeypatch.setenv("HYTE_CACHE", str(generator_cache.parent))
+    capsys.readouterr()
+    search = shlex.split(shell[0].replace("hyte-output/quickstart", str(tmp_path)))
+    assert main(search[1:]) == 0
+    hits = re.findall(r"^\s+\d+\. d=\S+\s+\[(HP:\d+)\] (\S.*)$", capsys.readouterr().out, re.MULTILINE)
+    assert len(hits) == 3  # the definitions' ids and texts, from the index folder
+    rag = shlex.split(shell[1].replace("hyte-output/quickstart", str(tmp_path)))
+    assert main(rag[1:]) == 0  # no --model: the model the index names
+    out = capsys.readouterr().out
+    assert len(re.findall(r"^\s+\d\. \[HP:\d+\]", out, re.MULTILINE)) == 3 and "answer (" in out
+    namespace = {}
+    exec(python.replace("hyte-output/quickstart", str(tmp_path)), namespace)
+    assert [d.id for d in namespace["documents"]] == [doc_id for doc_id, _ in hits]

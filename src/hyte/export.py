@@ -9,7 +9,6 @@ tokenizer saved with the model.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ import torch
 from torch import nn
 
 from .encoders import HyteEncoder, load_encoder
+from .io import atomic_file
 from .lorentz import flip_time
 
 OPSET = 18
@@ -72,10 +72,7 @@ def export_onnx(model: str | Path, output: str | Path | None = None) -> Path:
         dynamic_shapes=({0: batch, 1: tokens}, {0: batch, 1: tokens}),
         custom_translation_table={torch.ops.aten.hypot.default: _hypot, torch.ops.prims.hypot.default: _hypot},
     )
-    partial = output.with_name(output.name + ".partial")
-    program.save(str(partial))
-    os.replace(partial, output)
-    return output
+    return atomic_file(output, lambda partial: program.save(str(partial)))
 
 
 def onnx_matches_pytorch(model: str | Path, onnx_file: str | Path, texts: list[str]) -> float:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import uuid
 from pathlib import Path
+
+from .io import atomic_directory
 
 __all__ = ["Generator", "SMOLLM2_NAME", "generator_cache_dir", "load_generator", "smollm2_gguf"]
 
@@ -83,14 +83,11 @@ def _convert_smollm2(gguf: Path, target: Path) -> None:
     clean = AutoModelForCausalLM.from_config(AutoConfig.for_model(**config), dtype=torch.float32)
     clean.load_state_dict(loaded.state_dict(), strict=True)
     clean.generation_config = loaded.generation_config
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
-    try:
+    def write(staging: Path) -> None:
         clean.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        os.replace(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    atomic_directory(target, write, "config.json", "generator folder")
 
 
 def load_generator(name_or_path: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None

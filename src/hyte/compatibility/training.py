@@ -49,7 +49,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..io import write_jsonl
+from ..io import atomic_file, write_jsonl
 from ..training.config import ConfigError, RunConfig
 from ..training.losses import similarity_matrix
 from ..training.models import logit_scale
@@ -97,13 +97,12 @@ class OldEmbeddingCache:
         from safetensors.torch import save_file
 
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         metadata = {"fingerprint": self.fingerprint, "curvature": repr(self.curvature),
                     "texts_digest": _texts_digest(self.texts)}
-        temporary = path.with_name(f".{path.name}.tmp")
-        save_file({"points": self.points.contiguous()}, str(temporary), metadata=metadata)
         write_jsonl(path.with_suffix(".texts.jsonl"), [{"text": t} for t in self.texts])
-        temporary.replace(path)  # last: a cache file exists only with its texts beside it
+        # Last: a cache file exists only with its texts beside it.
+        atomic_file(path, lambda temporary: save_file({"points": self.points.contiguous()}, str(temporary),
+                                                      metadata=metadata))
 
     @classmethod
     def load(cls, path: str | Path, expected_fingerprint: str, expected_texts: list[str]) -> OldEmbeddingCache | None:

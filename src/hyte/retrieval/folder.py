@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .phrase import PhraseIndex
 
 __all__ = ["FOLDER_FILE", "IndexFolder", "build_index_folder", "build_phrase_index_folder", "documents_for",
-           "open_index_folder", "write_index_folder"]
+           "index_texts", "open_index_folder", "write_index_folder"]
 
 FOLDER_FILE = "index.json"
 FOLDER_FORMAT_VERSION = 1
@@ -119,21 +119,29 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     return IndexFolder(target, kind, index, documents)
 
 
-def build_index_folder(encoder, texts: Sequence[str], directory: str | os.PathLike, *,
-                       ids: Sequence[str | int] | None = None, kind: str = "flat", batch_size: int = 32,
-                       model_name: str | None = None, show_progress_bar: bool | None = None) -> IndexFolder:
-    """Encode ``texts`` as documents with ``encoder`` (``hyte.encoders.HyteEncoder``), index them in a
-    ``LorentzIndex`` of ``kind`` that records the model's name (``model_name``, default ``encoder.name``: where
-    ``hyte rag`` and ``HyteSearcher.from_folder`` load it from) and weights fingerprint, and write the folder."""
+def index_texts(encoder, texts: Sequence[str], *, kind: str = "flat", model_name: str | None = None,
+                batch_size: int = 32, show_progress_bar: bool | None = None) -> LorentzIndex:
+    """Encode ``texts`` as documents with ``encoder`` (``hyte.encoders``) into a new ``LorentzIndex`` of ``kind``
+    (index id i = text i) that records the model's name (``model_name``, default ``encoder.name``: where ``hyte rag``
+    and ``HyteSearcher.from_folder`` load it from) and its weights fingerprint."""
     from ..lineage import weights_fingerprint
 
     if not texts:
         raise ValueError("no texts to index")
-    documents = documents_for(texts, ids)
     index = LorentzIndex(encoder.dim, encoder.curvature, kind=kind, model_name=model_name or encoder.name,
                          model_fingerprint=weights_fingerprint(encoder.model))
     index.add(encoder.encode(list(texts), role="document", batch_size=batch_size,
                              show_progress_bar=show_progress_bar))
+    return index
+
+
+def build_index_folder(encoder, texts: Sequence[str], directory: str | os.PathLike, *,
+                       ids: Sequence[str | int] | None = None, kind: str = "flat", batch_size: int = 32,
+                       model_name: str | None = None, show_progress_bar: bool | None = None) -> IndexFolder:
+    """``index_texts`` and the texts (``ids``: the documents' own ids) written as one index folder."""
+    documents = documents_for(texts, ids)
+    index = index_texts(encoder, texts, kind=kind, model_name=model_name, batch_size=batch_size,
+                        show_progress_bar=show_progress_bar)
     write_index_folder(directory, index, documents)
     return IndexFolder(Path(directory).absolute(), "plain", index, documents)
 

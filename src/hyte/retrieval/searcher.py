@@ -92,18 +92,11 @@ class HyteSearcher:
                    batch_size: int = 32, show_progress_bar: bool | None = None) -> HyteSearcher:
         """Encode ``texts`` as documents with ``model`` (folder, Hub id or ``HyteEncoder``) into a new index of
         ``kind``; ``ids`` are the documents' own ids (default: their positions)."""
-        from ..lineage import weights_fingerprint
-        from .folder import documents_for
-        from .index import LorentzIndex
+        from .folder import documents_for, index_texts
 
-        if not texts:
-            raise ValueError("no texts to index")
         documents = documents_for(texts, ids)
         encoder = _load_hyte_encoder(model)
-        index = LorentzIndex(encoder.dim, encoder.curvature, kind=kind, model_name=encoder.name,
-                             model_fingerprint=weights_fingerprint(encoder.model))
-        index.add(encoder.encode(list(texts), role="document", batch_size=batch_size,
-                                 show_progress_bar=show_progress_bar))
+        index = index_texts(encoder, texts, kind=kind, batch_size=batch_size, show_progress_bar=show_progress_bar)
         return cls(encoder, index, documents)
 
     def save(self, directory: str | os.PathLike) -> None:

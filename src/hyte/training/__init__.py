@@ -14,13 +14,6 @@ def __getattr__(name: str):
         from . import stages
 
         return getattr(stages, name)
-    if name == "run":  # its home before the stage registry; kept for one release
-        import warnings
-
-        from ..runner import run
-
-        warnings.warn("hyte.training.run moved to hyte.runner.run", DeprecationWarning, stacklevel=2)
-        return run
     raise AttributeError(f"module 'hyte.training' has no attribute {name!r}")
 
 
