@@ -1,8 +1,11 @@
-"""Shared test fixtures: offline Hugging Face settings, tiny models, and fresh processes without ``hyte``."""
+"""Shared test fixtures: offline Hugging Face settings, tiny models, fresh processes without ``hyte``, and the skip
+reasons grouped at the end of the output (one line per reason, not one per skipped test)."""
 
 from __future__ import annotations
 
+import collections
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -82,3 +85,33 @@ def tiny_euc_config(**overrides):
                    intermediate_size=65, max_position_embeddings=128)
     options.update(overrides)
     return EucBERTConfig(**options)
+
+
+def _skip_reason(report) -> str:
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Skip reasons of transformers' common suite name the model class; named generically, the classes of all test
+    classes share one line in the grouped summary."""
+    report = yield
+    if report.skipped:
+        reason = _skip_reason(report)
+        for model_class in getattr(item.cls, "all_model_classes", ()):
+            reason = re.sub(rf"<class '([\w.]*\.)?{model_class.__name__}'>|\b{model_class.__name__}\b", "the model",
+                            reason)
+        report.grouped_skip_reason = reason
+    return report
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Skip reasons with their counts, most frequent first, above pytest's short summary and its final line (the
+    -r option in pyproject.toml leaves out the one line per skipped test)."""
+    reasons = collections.Counter(getattr(report, "grouped_skip_reason", None) or _skip_reason(report)
+                                  for report in terminalreporter.stats.get("skipped", []))
+    if reasons:
+        terminalreporter.write_sep("=", f"{sum(reasons.values())} skipped, {len(reasons)} distinct reasons")
+        for reason, count in reasons.most_common():
+            terminalreporter.write_line(f"{count:4d}  {reason}")

@@ -1,7 +1,8 @@
 """The Hugging Face model contracts, checked by transformers' own common test-suite and by the export tests.
 
 ``ModelTesterMixin`` (from the installed transformers' sdist, see ``transformers_suite.py``) runs on HyTE-FH,
-EucBERT and HyTE-H (on a tiny BERT), as it runs on every in-tree model. Each test switched off below says why.
+EucBERT and HyTE-H (on a tiny BERT, with and without its specificity head), as it runs on every in-tree model, with
+none of its tests switched off.
 """
 
 from __future__ import annotations
@@ -66,27 +67,37 @@ class EucBERTModelTester(_Tester):
 
 
 class HyTEHModelTester(_Tester):
-    """HyTE-H on a 1-layer BERT with one hyperbolic layer: hidden states are the backbone's 2, then 2 hyperbolic."""
+    """HyTE-H on a 1-layer BERT with one hyperbolic layer: config.num_hidden_layers = 1 + 1 = 2 layers, hidden states
+    the backbone's embeddings, its layer's output, the hyperbolic layer's output."""
 
     hidden_size = 16  # the backbone's: the first hidden state is the backbone's embedding output
     hyperbolic_size = 18  # 2 hyperbolic heads of 9 coordinates (time included)
-    num_attention_heads = 2
-    num_hidden_layers = 2  # attention weights: the backbone's layer, then the hyperbolic layer
-    expected_num_hidden_layers = 4  # backbone: embeddings + 1 layer; hyperbolic: projected points + 1 layer
+    num_attention_heads = 2  # the backbone's heads and the hyperbolic layers' heads
+    num_hyperbolic_layers = 1
+    radius_head = None
 
     def get_config(self):
-        encoder = BertConfig(vocab_size=self.vocab_size, hidden_size=self.hidden_size, num_hidden_layers=1,
-                             num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
-        return hyte.HyTEHConfig(encoder_config=encoder.to_dict(), hidden_size=self.hyperbolic_size,
-                                num_hyperbolic_layers=1, num_attention_heads=self.num_attention_heads,
-                                intermediate_size=33, pad_token_id=0)
+        encoder = BertConfig(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+                             num_hidden_layers=self.num_hidden_layers - self.num_hyperbolic_layers,
+                             num_attention_heads=self.num_attention_heads, intermediate_size=32,
+                             max_position_embeddings=64)
+        config = hyte.HyTEHConfig(encoder_config=encoder.to_dict(), hidden_size=self.hyperbolic_size,
+                                  num_hyperbolic_layers=self.num_hyperbolic_layers,
+                                  num_attention_heads=self.num_attention_heads, intermediate_size=33,
+                                  radius_head=self.radius_head, pad_token_id=0)
+        assert config.num_hidden_layers == self.num_hidden_layers
+        return config
+
+
+class HyTEHSpecificityModelTester(HyTEHModelTester):
+    """The quickstart's shape of HyTE-H: no hyperbolic layers, the specificity head (radius_head) on."""
+
+    num_hyperbolic_layers = 0
+    radius_head = 1.0
 
 
 class _CommonTests(ModelTesterMixin):
     model_tester_class = None
-    # Every model stores the contrastive loss's logit scale (log_logit_scale), which no forward pass uses, so the
-    # MLM loss gives it no gradient. test_models.py checks that every other parameter gets one.
-    test_all_params_have_gradient = False
 
     def setUp(self):
         self.model_tester = self.model_tester_class(self)
@@ -105,26 +116,44 @@ class EucBERTModelTest(_CommonTests, unittest.TestCase):
 class HyTEHModelTest(_CommonTests, unittest.TestCase):
     all_model_classes = (hyte.HyTEHModel,)
     model_tester_class = HyTEHModelTester
+    # The backbone's config is a sub-config: the suite's tests of composite models apply (attention implementation
+    # set per sub-config). Its test of eager dispatch for non-composite models is then skipped ("does not support
+    # SDPA"); test_attn_implementation_eager_really_runs_the_eager_path below covers HyTE-H's.
+    _is_composite = True
+
+
+class HyTEHSpecificityModelTest(HyTEHModelTest):
+    model_tester_class = HyTEHSpecificityModelTester
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # The contracts the common suite does not pin down: eager really runs, bf16 backbones, head resizing, export.
 # ----------------------------------------------------------------------------------------------------------------
 
-TESTERS = {hyte.HyTEFHModel: HyTEFHModelTester, hyte.HyTEFHForMaskedLM: HyTEFHModelTester,
-           hyte.EucBERTModel: EucBERTModelTester, hyte.EucBERTForMaskedLM: EucBERTModelTester,
-           hyte.HyTEHModel: HyTEHModelTester}
+# Every model configuration the package builds: both classes of HyTE-FH and of EucBERT, HyTE-H with hyperbolic layers,
+# and HyTE-H with the specificity head (the quickstart's and the hyte-h-radius recipes' model).
+CONFIGURATIONS = {
+    "hyte_fh": (hyte.HyTEFHModel, HyTEFHModelTester),
+    "hyte_fh_mlm": (hyte.HyTEFHForMaskedLM, HyTEFHModelTester),
+    "eucbert": (hyte.EucBERTModel, EucBERTModelTester),
+    "eucbert_mlm": (hyte.EucBERTForMaskedLM, EucBERTModelTester),
+    "hyte_h": (hyte.HyTEHModel, HyTEHModelTester),
+    "hyte_h_specificity": (hyte.HyTEHModel, HyTEHSpecificityModelTester),
+}
+ENCODERS = ["hyte_fh", "eucbert", "hyte_h", "hyte_h_specificity"]
 
 
-def _model_and_inputs(model_class):
+def _model_and_inputs(configuration):
+    model_class, tester = CONFIGURATIONS[configuration]
     torch.manual_seed(0)
-    config, inputs = TESTERS[model_class](None).prepare_config_and_inputs_for_common()
+    config, inputs = tester(None).prepare_config_and_inputs_for_common()
     return model_class(config).eval(), inputs
 
 
-@pytest.mark.parametrize("model_class", [hyte.HyTEFHModel, hyte.EucBERTModel, hyte.HyTEHModel])
-def test_attn_implementation_eager_really_runs_the_eager_path(model_class, tmp_path, monkeypatch):
-    model, inputs = _model_and_inputs(model_class)
+@pytest.mark.parametrize("configuration", ENCODERS)
+def test_attn_implementation_eager_really_runs_the_eager_path(configuration, tmp_path, monkeypatch):
+    model, inputs = _model_and_inputs(configuration)
+    model_class = type(model)
     model.save_pretrained(tmp_path)
     sdpa_calls = []
     fused = torch.nn.functional.scaled_dot_product_attention
@@ -137,12 +166,11 @@ def test_attn_implementation_eager_really_runs_the_eager_path(model_class, tmp_p
     out = eager(**inputs, output_attentions=True)
     assert not sdpa_calls, "attn_implementation='eager' still ran SDPA"
     torch.testing.assert_close(out.pooler_output, reference, rtol=1e-5, atol=1e-5)
-    layers = model.config.num_hidden_layers if model_class is not hyte.HyTEHModel else 2
-    assert len(out.attentions) == layers and all(a is not None for a in out.attentions)
+    assert len(out.attentions) == model.config.num_hidden_layers and all(a is not None for a in out.attentions)
 
 
 def test_output_attentions_on_an_sdpa_model_returns_the_weights():
-    model, inputs = _model_and_inputs(hyte.HyTEFHModel)
+    model, inputs = _model_and_inputs("hyte_fh")
     assert model.config._attn_implementation == "sdpa"
     attentions = model(**inputs, output_attentions=True).attentions
     assert len(attentions) == 2 and attentions[0].shape == (3, 3, 7, 7)
@@ -163,9 +191,9 @@ def test_hyte_h_runs_a_bf16_backbone_with_a_float32_island(minilm_path, tmp_path
     torch.testing.assert_close(points, full(**batch).pooler_output, rtol=0.05, atol=0.05)
 
 
-@pytest.mark.parametrize("model_class", [hyte.HyTEFHForMaskedLM, hyte.EucBERTForMaskedLM])
-def test_resize_token_embeddings_grows_the_mlm_head(model_class):
-    model, inputs = _model_and_inputs(model_class)
+@pytest.mark.parametrize("configuration", ["hyte_fh_mlm", "eucbert_mlm"])
+def test_resize_token_embeddings_grows_the_mlm_head(configuration):
+    model, inputs = _model_and_inputs(configuration)
     before = model(**inputs).logits
     model.resize_token_embeddings(109)
     assert model.config.vocab_size == 109
@@ -178,16 +206,16 @@ def test_resize_token_embeddings_grows_the_mlm_head(model_class):
 
 
 def test_resize_token_embeddings_of_hyte_h_resizes_the_backbone():
-    model, inputs = _model_and_inputs(hyte.HyTEHModel)
+    model, inputs = _model_and_inputs("hyte_h")
     model.resize_token_embeddings(109)
     assert model.config.vocab_size == model.config.encoder_config.vocab_size == 109
     assert model.get_input_embeddings().weight.shape[0] == 109
     assert model(input_ids=torch.tensor([[101, 108, 102]])).pooler_output.shape == (1, 18)
 
 
-@pytest.mark.parametrize("model_class", list(TESTERS))
-def test_forward_is_exportable_with_torch_export(model_class):
-    model, inputs = _model_and_inputs(model_class)
+@pytest.mark.parametrize("configuration", list(CONFIGURATIONS))
+def test_forward_is_exportable_with_torch_export(configuration):
+    model, inputs = _model_and_inputs(configuration)
     program = torch.export.export(model, args=(), kwargs=inputs, strict=False)
     exported, eager = program.module()(**inputs), model(**inputs)
     for name in ("pooler_output", "logits"):
@@ -195,6 +223,48 @@ def test_forward_is_exportable_with_torch_export(model_class):
             torch.testing.assert_close(exported[name], eager[name])
     with pytest.raises(ValueError, match="vocab_size"):  # eager mode keeps the clear out-of-vocabulary error
         model(input_ids=torch.tensor([[1, 500]]))
+
+
+@pytest.mark.parametrize("curvature", [1.0, 2.0])
+def test_exported_specificity_head_caps_the_radius_like_eager_mode(curvature):
+    """The cap of the specificity head's radius, 12 sqrt(c), is traced as a tensor operation on the curvature: the
+    exported program places the texts at the radii of eager mode, capped ones included."""
+    config, inputs = HyTEHSpecificityModelTester(None).prepare_config_and_inputs_for_common()
+    config.curvature = curvature
+    torch.manual_seed(0)
+    model = hyte.HyTEHModel(config).eval()
+    cap = 12.0 * curvature**0.5
+    with torch.no_grad():  # radii spread around the cap: the median text sits at it, one text above, one below
+        model.radius_head.weight.normal_(std=2.0)
+        tokens, mask = model.encoder(**inputs).last_hidden_state, inputs["attention_mask"].unsqueeze(-1)
+        scores = model.radius_head((tokens * mask).sum(1) / mask.sum(1)).squeeze(-1)
+        model.radius_head.bias -= scores.median() - cap
+    program = torch.export.export(model, args=(), kwargs=inputs, strict=False)
+    exported, eager = program.module()(**inputs).pooler_output, model(**inputs).pooler_output
+    torch.testing.assert_close(exported, eager)
+    radii = hyte.lorentz.logmap0(eager, curvature).norm(dim=-1)
+    assert (radii > 0.999 * cap).any() and (radii < 0.99 * cap).any() and (radii < 1.001 * cap).all()
+
+
+@pytest.mark.parametrize("encoder_layers,hyperbolic_layers", [(2, 0), (1, 2)])
+def test_hyte_h_outputs_have_one_entry_per_layer_of_the_config(encoder_layers, hyperbolic_layers):
+    """config.num_hidden_layers counts the backbone's and the hyperbolic layers; hidden states are the embeddings and
+    every layer's output (Euclidean, then on the hyperboloid), attention weights one per layer."""
+    tester = HyTEHModelTester(None)
+    tester.num_hidden_layers, tester.num_hyperbolic_layers = encoder_layers + hyperbolic_layers, hyperbolic_layers
+    config, inputs = tester.prepare_config_and_inputs_for_common()
+    assert config.num_hidden_layers == encoder_layers + hyperbolic_layers
+    with pytest.raises(AttributeError, match="num_hyperbolic_layers"):  # derived: set its two parts instead
+        config.num_hidden_layers = 3
+    model = hyte.HyTEHModel._from_config(config, attn_implementation="eager").eval()
+    out = model(**inputs, output_hidden_states=True, output_attentions=True)
+    assert len(out.hidden_states) == config.num_hidden_layers + 1 and len(out.attentions) == config.num_hidden_layers
+    widths = [state.shape[-1] for state in out.hidden_states]
+    assert widths == [tester.hidden_size] * (encoder_layers + 1) + [tester.hyperbolic_size] * hyperbolic_layers
+    backbone = model.encoder(**inputs, output_hidden_states=True).hidden_states
+    torch.testing.assert_close(out.hidden_states[: encoder_layers + 1], backbone)
+    if hyperbolic_layers:  # the last hyperbolic layer's output is the model's output (HyTE-H has no final norm)
+        torch.testing.assert_close(out.hidden_states[-1], out.last_hidden_state)
 
 
 def test_hyte_export_onnx_matches_pytorch_on_real_text(minilm_path, tmp_path):

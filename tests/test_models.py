@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -92,11 +93,39 @@ def test_gradient_checkpointing_gives_the_same_gradients():
     model.train()
     checkpointed = gradients()
     assert all(layer.gradient_checkpointing for layer in model.hyte.encoder.layers)
-    # Every parameter learns from the MLM loss except the contrastive loss's logit scale (stored, unused here).
-    assert {name for name, p in model.named_parameters() if p.requires_grad} - set(plain) == {"hyte.log_logit_scale"}
+    # Every parameter learns from the MLM loss (the masked-LM classes carry no contrastive logit scale).
+    assert {name for name, p in model.named_parameters() if p.requires_grad} == set(plain)
     assert plain.keys() == checkpointed.keys()
     for name in plain:
         torch.testing.assert_close(plain[name], checkpointed[name], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("mlm_class,model_class,config", [(hyte.HyTEFHForMaskedLM, hyte.HyTEFHModel, tiny_fh_config),
+                                                           (hyte.EucBERTForMaskedLM, hyte.EucBERTModel, tiny_euc_config)])
+def test_logit_scale_lives_in_the_embedding_models_only(mlm_class, model_class, config, tmp_path):
+    """Contrastive training trains the embedding model's logit scale; the masked-LM loss never uses one. Masked-LM
+    checkpoints written while the masked-LM classes still carried one load without complaint, in either class."""
+    from safetensors.torch import load_file, save_file
+
+    from hyte.training.models import PLAIN_LOGIT_SCALE, log_logit_scale_parameter, logit_scale
+
+    mlm = mlm_class(config(logit_scale_init=30.0))
+    assert not any("logit_scale" in name for name, _ in mlm.named_parameters())
+    assert float(model_class(config(logit_scale_init=30.0)).logit_scale.detach()) == pytest.approx(30.0)
+    mlm.save_pretrained(tmp_path / "new")
+    embedder, info = model_class.from_pretrained(tmp_path / "new", output_loading_info=True)
+    assert float(embedder.logit_scale.detach()) == pytest.approx(30.0)  # from the config: the checkpoint has none
+    assert not info["missing_keys"]  # (the masked-LM head is unexpected, as in every transformers model)
+    weights = load_file(tmp_path / "new" / "model.safetensors")
+    save_file({**weights, "hyte.log_logit_scale": torch.tensor(math.log(7.0))}, tmp_path / "new" / "model.safetensors",
+              metadata={"format": "pt"})
+    old_mlm, info = mlm_class.from_pretrained(tmp_path / "new", output_loading_info=True)
+    assert not info["unexpected_keys"] and not info["missing_keys"]
+    embedder = model_class.from_pretrained(tmp_path / "new")
+    assert float(embedder.logit_scale.detach()) == pytest.approx(7.0)  # an old checkpoint's value is still read
+    # Contrastive training on a masked-LM model itself attaches the plain parameter, as for any other encoder.
+    assert log_logit_scale_parameter(old_mlm) is getattr(old_mlm, PLAIN_LOGIT_SCALE)
+    assert float(logit_scale(embedder, 100.0).detach()) == pytest.approx(7.0)
 
 
 def test_bad_input_gets_clear_errors():

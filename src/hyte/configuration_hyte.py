@@ -144,7 +144,13 @@ class EucBERTConfig(PreTrainedConfig):
 
 @strict
 class HyTEHConfig(PreTrainedConfig):
-    """Configuration of HyTE-H: a Euclidean encoder, a projection onto the hyperboloid, optional hyperbolic layers."""
+    """Configuration of HyTE-H: a Euclidean encoder, a projection onto the hyperboloid, optional hyperbolic layers.
+
+    ``num_hidden_layers`` (derived, read-only) counts the layers of the composite model: the encoder's layers plus
+    the hyperbolic layers. Its outputs report them as any transformers encoder does: ``hidden_states`` has
+    num_hidden_layers + 1 entries (the encoder's embeddings, then each layer's output, Euclidean then hyperbolic)
+    and ``attentions`` num_hidden_layers. The projection onto the hyperboloid is not a layer.
+    """
 
     model_type = "hyte_h"
     sub_configs_defaults = {"encoder_config": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
@@ -201,6 +207,18 @@ class HyTEHConfig(PreTrainedConfig):
     @property
     def max_position_embeddings(self) -> int:
         return self.encoder_config.max_position_embeddings
+
+    @property
+    def num_hidden_layers(self) -> int:
+        """The encoder's layers plus the hyperbolic layers (class docstring)."""
+        return self.encoder_config.num_hidden_layers + self.num_hyperbolic_layers
+
+    @num_hidden_layers.setter
+    def num_hidden_layers(self, value: int) -> None:
+        raise AttributeError(
+            f"HyTE-H's num_hidden_layers is derived (encoder_config.num_hidden_layers + num_hyperbolic_layers = "
+            f"{self.num_hidden_layers}); set num_hyperbolic_layers or the encoder's num_hidden_layers instead of {value}."
+        )
 
 
 __all__ = ["EucBERTConfig", "HyTEFHConfig", "HyTEHConfig"]

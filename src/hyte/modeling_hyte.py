@@ -425,7 +425,7 @@ class HyTEPreTrainedModel(PreTrainedModel):
             init.uniform_(module.normal, -bound, bound)
         if hasattr(module, "log_curvature"):
             init.constant_(module.log_curvature, math.log(self.config.curvature))
-        if hasattr(module, "log_logit_scale"):
+        if getattr(module, "log_logit_scale", None) is not None:
             init.constant_(module.log_logit_scale, math.log(self.config.logit_scale_init))
 
     def _output_options(self, output_attentions: bool | None, output_hidden_states: bool | int | list[int] | None,
@@ -448,8 +448,11 @@ class HyTEPreTrainedModel(PreTrainedModel):
         also stops its gradient at the bounds, so a bound is never overshot by later steps."""
         return self.log_logit_scale.exp().clamp(1.0, self.config.max_logit_scale)
 
-    def _make_log_logit_scale(self, config) -> nn.Parameter:
-        return nn.Parameter(torch.tensor(math.log(config.logit_scale_init), dtype=torch.float32))
+    def _register_log_logit_scale(self, config, add: bool = True) -> None:
+        """log of contrastive training's logit scale: a parameter of the embedding models, which contrastive
+        training trains; None (``add=False``) inside the masked-LM classes, whose loss never uses it."""
+        value = torch.tensor(math.log(config.logit_scale_init), dtype=torch.float32)
+        self.register_parameter("log_logit_scale", nn.Parameter(value) if add else None)
 
     def _register_log_curvature(self, config) -> None:
         """log c: a parameter when the curvature is learned, else a (saved) buffer. A frozen parameter would not
@@ -543,14 +546,19 @@ class HyTEPreTrainedModel(PreTrainedModel):
 
 
 class HyTEFHModel(HyTEPreTrainedModel):
-    """HyTE-FH encoder: token ids (B, T) -> token points (B, T, D) and pooled points (B, D) on the hyperboloid."""
+    """HyTE-FH encoder: token ids (B, T) -> token points (B, T, D) and pooled points (B, D) on the hyperboloid.
+
+    ``add_logit_scale=False`` leaves out contrastive training's logit scale (the masked-LM class does).
+    """
 
     config_class = HyTEFHConfig
+    # A masked-LM checkpoint has no logit scale: loaded as an embedding model, it starts at config.logit_scale_init.
+    _keys_to_ignore_on_load_missing = [r"^log_logit_scale$"]
 
-    def __init__(self, config: HyTEFHConfig):
+    def __init__(self, config: HyTEFHConfig, add_logit_scale: bool = True):
         super().__init__(config)
         self._register_log_curvature(config)
-        self.log_logit_scale = self._make_log_logit_scale(config)
+        self._register_log_logit_scale(config, add_logit_scale)
         # Euclidean table used as space coordinates (time added), as in the reference; not expmap0.
         self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size - 1, padding_idx=config.pad_token_id)
         self.encoder = HyperbolicStack(config, config.num_hidden_layers)
@@ -604,10 +612,13 @@ class HyTEFHForMaskedLM(MaskedLMMixin, HyTEPreTrainedModel):
     """HyTE-FH with a LorentzMLR masked-language-model head; loss over labels != -100."""
 
     config_class = HyTEFHConfig
+    # The embedding model's checkpoints, and masked-LM checkpoints saved before the logit scale moved out of the
+    # masked-LM classes, hold a logit scale that this class does not have.
+    _keys_to_ignore_on_load_unexpected = [r"^hyte\.log_logit_scale$"]
 
     def __init__(self, config: HyTEFHConfig):
         super().__init__(config)
-        self.hyte = HyTEFHModel(config)
+        self.hyte = HyTEFHModel(config, add_logit_scale=False)
         self.head_transform = LorentzLinear(config.hidden_size, config.hidden_size)
         self.head_norm = LorentzLayerNorm(config.hidden_size, config.layer_norm_eps)
         self.classifier = LorentzMLR(config.hidden_size, config.vocab_size)
@@ -687,14 +698,19 @@ class EuclideanStack(nn.Module):
 
 
 class EucBERTModel(HyTEPreTrainedModel):
-    """EucBERT encoder: token ids (B, T) -> token vectors (B, T, D) and pooled vectors (B, D)."""
+    """EucBERT encoder: token ids (B, T) -> token vectors (B, T, D) and pooled vectors (B, D).
+
+    ``add_logit_scale=False`` leaves out contrastive training's logit scale (the masked-LM class does).
+    """
 
     config_class = EucBERTConfig
     is_hyperbolic = False
+    # A masked-LM checkpoint has no logit scale: loaded as an embedding model, it starts at config.logit_scale_init.
+    _keys_to_ignore_on_load_missing = [r"^log_logit_scale$"]
 
-    def __init__(self, config: EucBERTConfig):
+    def __init__(self, config: EucBERTConfig, add_logit_scale: bool = True):
         super().__init__(config)
-        self.log_logit_scale = self._make_log_logit_scale(config)
+        self._register_log_logit_scale(config, add_logit_scale)
         self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
         self.encoder = EuclideanStack(config)
         self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
@@ -732,10 +748,13 @@ class EucBERTForMaskedLM(MaskedLMMixin, HyTEPreTrainedModel):
 
     config_class = EucBERTConfig
     is_hyperbolic = False
+    # The embedding model's checkpoints, and masked-LM checkpoints saved before the logit scale moved out of the
+    # masked-LM classes, hold a logit scale that this class does not have.
+    _keys_to_ignore_on_load_unexpected = [r"^hyte\.log_logit_scale$"]
 
     def __init__(self, config: EucBERTConfig):
         super().__init__(config)
-        self.hyte = EucBERTModel(config)
+        self.hyte = EucBERTModel(config, add_logit_scale=False)
         self.head_transform = nn.Linear(config.hidden_size, config.hidden_size)
         self.head_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.classifier = nn.Linear(config.hidden_size, config.vocab_size)
@@ -768,7 +787,7 @@ class HyTEHModel(HyTEPreTrainedModel):
     def __init__(self, config: HyTEHConfig):
         super().__init__(config)
         self._register_log_curvature(config)
-        self.log_logit_scale = self._make_log_logit_scale(config)
+        self._register_log_logit_scale(config)
         self.encoder = AutoModel.from_config(config.encoder_config)
         if getattr(self.encoder, "pooler", None) is not None:
             # HyTE-H pools the token states itself. The backbone's own pooler (BERT's dense + tanh) would be a layer
@@ -839,7 +858,9 @@ class HyTEHModel(HyTEPreTrainedModel):
         weights = mask.unsqueeze(-1).to(tokens.dtype)
         mean_tokens = (tokens * weights).sum(1) / weights.sum(1).clamp_min(1.0)  # (B, d)
         # Capped at 12 sqrt(c): beyond it float32 points lose their Lorentz norm (lorentz module docstring).
-        radius = F.softplus(self.radius_head(mean_tokens)).clamp(max=12.0 * float(c.sqrt()))  # (B, 1)
+        # A tensor bound, not a Python float: reading c's value would be a data-dependent guard for torch.export.
+        # Detached, as the float was: the cap passes no gradient to a learned curvature.
+        radius = F.softplus(self.radius_head(mean_tokens)).clamp(max=12.0 * c.detach().sqrt())  # (B, 1)
         return expmap0(radius * direction, c)
 
     def get_input_embeddings(self) -> nn.Module:
@@ -851,9 +872,11 @@ class HyTEHModel(HyTEPreTrainedModel):
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_attentions: bool | None = None,
                 output_hidden_states: bool | None = None, return_dict: bool | None = None,
                 **kwargs) -> BaseModelOutputWithPooling | tuple:
-        """Hidden states: the backbone's (its embeddings, then each of its layers: Euclidean, (B, T, d_base)),
-        followed by the projected points and each hyperbolic layer's output ((B, T, D) on the hyperboloid).
-        Attention weights: the backbone's layers, then the hyperbolic layers."""
+        """Hidden states (config.num_hidden_layers + 1): the backbone's (its embeddings, then each of its layers:
+        Euclidean, (B, T, d_base)), followed by each hyperbolic layer's output ((B, T, D) on the hyperboloid); the
+        projected points, which are no layer's output, are not among them. Attention weights
+        (config.num_hidden_layers): the backbone's layers, then the hyperbolic layers; under SDPA a transformers
+        backbone returns none of its own (load with attn_implementation="eager" for all of them)."""
         output_attentions, output_hidden_states, return_dict = self._output_options(
             output_attentions, output_hidden_states, return_dict)
         mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
@@ -880,7 +903,7 @@ class HyTEHModel(HyTEPreTrainedModel):
             if self.radius_head is not None:
                 pooled = self._place_by_specificity(pooled, tokens, mask, c)
         if collect_hidden_states:
-            hidden_states = select_hidden_states(encoded.hidden_states + hidden_states, output_hidden_states)
+            hidden_states = encoded.hidden_states + hidden_states[1:]  # [0]: the projected points
         if output_attentions:
             attentions = encoded.attentions + (attentions or ())
         output = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=pooled,

@@ -110,19 +110,20 @@ def unwrap(model: PreTrainedModel) -> PreTrainedModel:
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
-# Name of the logit-scale parameter hyte attaches to plain Hugging Face encoders (HyTE models have their own,
-# ``log_logit_scale``); removed again before the final model is saved, so the checkpoint stays a plain encoder.
+# Name of the logit-scale parameter hyte attaches to models without one of their own: plain Hugging Face encoders and
+# the masked-LM classes (HyTE's embedding models have theirs, ``log_logit_scale``); removed again before the final
+# model is saved, so the checkpoint keeps its own layout.
 PLAIN_LOGIT_SCALE = "hyte_log_logit_scale"
 
 
 def log_logit_scale_parameter(model: PreTrainedModel) -> torch.nn.Parameter:
-    """The log logit scale a contrastive run trains: the HyTE model's own, or one attached to a plain encoder.
+    """The log logit scale a contrastive run trains: the HyTE embedding model's own, or one attached to the model.
 
     Attaching it to the model (instead of keeping it in the trainer) puts it in Trainer checkpoints, so a resumed
     run continues from the learned temperature.
     """
     base = unwrap(model)
-    if hasattr(base, "log_logit_scale"):
+    if getattr(base, "log_logit_scale", None) is not None:
         return base.log_logit_scale
     if not hasattr(base, PLAIN_LOGIT_SCALE):
         base.register_parameter(PLAIN_LOGIT_SCALE, torch.nn.Parameter(torch.tensor(math.log(20.0))))
@@ -132,13 +133,13 @@ def log_logit_scale_parameter(model: PreTrainedModel) -> torch.nn.Parameter:
 def logit_scale(model: PreTrainedModel, max_logit_scale: float) -> Tensor:
     """exp(log logit scale) clamped to [1, max_logit_scale] (the clamp also stops the gradient at the bounds)."""
     base = unwrap(model)
-    if hasattr(base, "log_logit_scale"):
+    if getattr(base, "log_logit_scale", None) is not None:
         return base.logit_scale
     return log_logit_scale_parameter(model).exp().clamp(1.0, max_logit_scale)
 
 
 def detach_plain_logit_scale(model: PreTrainedModel) -> None:
-    """Remove the logit scale attached to a plain encoder before saving it (HyTE models keep theirs)."""
+    """Remove the logit scale attached by log_logit_scale_parameter before saving (HyTE embedding models keep theirs)."""
     base = unwrap(model)
     if hasattr(base, PLAIN_LOGIT_SCALE):
         delattr(base, PLAIN_LOGIT_SCALE)
