@@ -169,8 +169,8 @@ def main() -> None:
         parser.error(str(error))
     torch.set_num_threads(1)  # a shared machine; also what the recorded timings mean
 
-    from hyte.encoders import load_encoder
     from hyte.compatibility.evaluation import MemoEncoder, compatibility_matrix, heldout_sets, uncertainty_calibration
+    from hyte.encoders import load_encoder
 
     runs = args.runs_dir
     old_config = _load(OLD_CONFIG, {"training.output_dir": str(args.old_dir or runs / "old")})

@@ -27,11 +27,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hyte.results import machine_info
-from hyte.phrase.loading import load_phrase_model
 from hyte.phrase.evaluation import UNIT_KINDS, as_phrase_dicts, evaluate_reranking, paired_bootstrap, summarize
+from hyte.phrase.loading import load_phrase_model
 from hyte.phrase.teacher import boundary_f1, build_trie, coverage, teacher_tags
-from hyte.results import portable_path, write_result
+from hyte.results import machine_info, portable_path, write_result
 from hyte.retrieval.phrase import PhraseIndex, PhraseStore
 
 CONTRASTS = (("crf", "global"), ("crf", "token"), ("crf", "bigram"), ("crf", "random"), ("hybrid", "global"),
@@ -39,8 +38,7 @@ CONTRASTS = (("crf", "global"), ("crf", "token"), ("crf", "bigram"), ("crf", "ra
 
 
 def heldout_sets(queries: int, documents: int) -> dict:
-    from hyte.evaluation.heldout import heldout_retrieval_set
-    from hyte.evaluation.heldout import icd10_heldout_retrieval_set
+    from hyte.evaluation.heldout import heldout_retrieval_set, icd10_heldout_retrieval_set
 
     return {"hpo": heldout_retrieval_set(queries, documents, seed=0),
             "icd10": icd10_heldout_retrieval_set(queries, documents, seed=0)}

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from transformers import TrainerCallback
 
 from hyte import lorentz as L
-from hyte.training import parse_config
-from hyte.runner import run
 from hyte.compatibility.objective import MIN_Q, alignment_q, cone_loss, l2_influence_loss, rince_loss, uncertainty
 from hyte.compatibility.training import document_texts
+from hyte.runner import run
+from hyte.training import parse_config
 
 TINY_FH = {"hidden_size": 33, "num_hidden_layers": 1, "num_attention_heads": 3, "intermediate_size": 65,
            "max_position_embeddings": 128}
@@ -388,8 +388,8 @@ def test_benchmark_summary_counts_seeds_and_the_report_states_the_differences_an
 
 
 def test_cross_model_pairs_use_the_query_model_for_queries_only(old_model, compatible_model):
-    from hyte.encoders import load_encoder
     from hyte.compatibility.evaluation import pair_encoders
+    from hyte.encoders import load_encoder
 
     old, new = load_encoder(old_model), load_encoder(compatible_model)
     pairs = pair_encoders(old, new)

@@ -13,13 +13,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hyte.evaluation import load_retrieval_metric, rank_by_score, retrieval_metrics
 from hyte.data.beir import BEIRFormatError, load_beir
-from hyte.evaluation.retrieval import evaluate_beir
-from hyte.evaluation.hierarchy import HierarchyFormatError, evaluate_hierarchy, read_hierarchy_jsonl, write_hierarchy_jsonl
+from hyte.evaluation import load_retrieval_metric, rank_by_score, retrieval_metrics
+from hyte.evaluation.hierarchy import (
+    HierarchyFormatError,
+    evaluate_hierarchy,
+    read_hierarchy_jsonl,
+    write_hierarchy_jsonl,
+)
 from hyte.evaluation.hierarchy_build import build_hierarchy_benchmark, build_obo_hierarchy_benchmark
 from hyte.evaluation.metrics import hubness
 from hyte.evaluation.radius import plot_radius_by_depth, radius_by_depth
+from hyte.evaluation.retrieval import evaluate_beir
 
 
 def run_command(argv: list[str]) -> int:
@@ -795,8 +800,8 @@ def test_icd10_heldout_retrieval_set_stays_in_the_held_out_chapters(icd_split):
 
 def test_icd10_hierarchy_records_are_valid_and_stay_in_their_split(icd_split):
     from hyte.data.icd10 import ancestors, chapter_of, children
-    from hyte.evaluation.hierarchy import validate_hierarchy_record
     from hyte.evaluation.heldout import icd10_hierarchy_benchmark, icd10_texts_by_depth
+    from hyte.evaluation.hierarchy import validate_hierarchy_record
 
     train_chapters, test_chapters = icd_split
     records = icd10_hierarchy_benchmark(max_queries=80, seed=2)

@@ -18,7 +18,6 @@ import torch
 from hyte import lorentz as L
 from hyte.cli import build_parser, main
 
-
 # ----------------------------------------------------------------------------------------------------------------
 # The lorentz helpers take what FAISS returns (NumPy) and give NumPy back
 # ----------------------------------------------------------------------------------------------------------------

@@ -29,13 +29,13 @@ import torch
 pytest.importorskip("faiss")
 pytest.importorskip("peft")
 
-from conftest import run_without_hyte, tiny_fh_config  # noqa: E402
-from hub_server import HubServer  # noqa: E402
 from huggingface_hub import ModelCard  # noqa: E402
 
 import hyte  # noqa: E402
-from hyte.hub import push_to_hub, render_model_card  # noqa: E402
+from conftest import run_without_hyte, tiny_fh_config  # noqa: E402
+from hub_server import HubServer  # noqa: E402
 from hyte.cli.push import add_commands  # noqa: E402
+from hyte.hub import push_to_hub, render_model_card  # noqa: E402
 
 try:
     from hyte.integrations.sentence_transformers import save_sentence_transformer, sentence_transformer
@@ -405,7 +405,7 @@ def test_refused_pushes_fail_clearly_before_any_request(hub, pushed):
     assert not [path for _, path in hub.requests if any(f"org/{name}" in path for name in REFUSED)]
     commits = {path for method, path in hub.requests if method == "POST" and "/commit/" in path}
     expected = {f"/api/models/{FH}/commit/v1", f"/api/models/{FH}/commit/main", f"/api/models/{H}/commit/main",
-                f"/api/models/{LORA}/commit/main"}
+                f"/api/models/{LORA}/commit/main", f"/api/models/{PHRASE}/commit/main"}
     if "st" in report["urls"]:
         expected.add(f"/api/models/{ST}/commit/main")
     assert commits == expected

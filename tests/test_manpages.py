@@ -8,7 +8,13 @@ import shutil
 
 import pytest
 
-from hyte.data.manpages import ManpagesNotInstalledError, manpage_files, manpage_pairs, manpages_retrieval_set, page_pair
+from hyte.data.manpages import (
+    ManpagesNotInstalledError,
+    manpage_files,
+    manpage_pairs,
+    manpages_retrieval_set,
+    page_pair,
+)
 
 # A roff escape or request left in the plain text would show as one of these.
 _ROFF_LEFTOVER = re.compile(r"\\[fs*(\[&\-e\"|^~:%]|\\$|\x00")

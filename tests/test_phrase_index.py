@@ -10,11 +10,11 @@ import textwrap
 import numpy as np
 import pytest
 import torch
-from phrase_helpers import TEXTS, tiny_backbone, tiny_phrase_model
 
 from hyte import lorentz as L
 from hyte.modeling_hyte_phrase import Units, weighted_maxsim
 from hyte.retrieval.phrase import PhraseIndex, fuse, segment_maxsim
+from phrase_helpers import TEXTS, tiny_backbone, tiny_phrase_model
 
 DOCUMENTS = TEXTS + ["Short stature", "Congenital heart defect with atrial septal defect", "Ventricular septal defect",
                      "Chronic kidney disease, stage 3 (moderate)", "Type 1 diabetes mellitus without complications"]

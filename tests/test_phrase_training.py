@@ -7,14 +7,14 @@ import json
 
 import pytest
 import torch
-from phrase_helpers import tiny_backbone, tiny_phrase_model
 
 from hyte.modeling_hyte_phrase import HyTEPhraseModel
 from hyte.phrase.teacher import TermTrie
-from hyte.training import ConfigError, parse_config
-from hyte.runner import run
-from hyte.training.config import PhraseSpec
 from hyte.phrase.training import PhraseCollator, PhraseTrainer
+from hyte.runner import run
+from hyte.training import ConfigError, parse_config
+from hyte.training.config import PhraseSpec
+from phrase_helpers import tiny_backbone, tiny_phrase_model
 
 EXAMPLES = [{"query": "type 2 diabetes mellitus", "document": "Type 2 diabetes mellitus with diabetic nephropathy"},
             {"query": "hole in the heart", "document": "Atrial septal defect, an opening in the interatrial septum"},

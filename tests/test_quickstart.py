@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from generator_cache import generator_cache  # noqa: F401  (a fixture)
 from hyte.quickstart import BASE_NAME, HYTE_NAME, format_summary, run_quickstart
 
 
@@ -32,7 +33,6 @@ def test_summary_table_shows_every_model_score_and_the_change_against_the_base()
 
 def test_model_card_is_named_after_the_final_folder_not_the_staging_one(tmp_path):
     from conftest import tiny_fh_config
-
     from hyte import HyTEFHModel
     from hyte.quickstart import _write_model_dir
 

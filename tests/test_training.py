@@ -6,13 +6,13 @@ import json
 
 import pytest
 import torch
-from conftest import run_without_hyte
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import TrainerCallback
 
-from hyte.training import ConfigError, load_config, parse_config
+from conftest import run_without_hyte
 from hyte.runner import run
+from hyte.training import ConfigError, load_config, parse_config
 
 TINY_FH = {"hidden_size": 33, "num_hidden_layers": 1, "num_attention_heads": 3, "intermediate_size": 65,
            "max_position_embeddings": 128}

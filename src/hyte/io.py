@@ -160,8 +160,9 @@ class DataFormatError(ValueError):
         self.path, self.line, self.problem = Path(path), line, problem
 
 
-def iter_jsonl(path: str | os.PathLike, what: str = "data file") -> Iterator[tuple[int, dict]]:
-    """(line number, object) for every non-blank line; FileNotFoundError (naming ``what``) or DataFormatError."""
+def iter_jsonl(path: str | os.PathLike, what: str = "data file", objects: bool = True) -> Iterator[tuple[int, dict]]:
+    """(line number, value) for every non-blank line; FileNotFoundError (naming ``what``) or DataFormatError.
+    ``objects``: every value must be a JSON object (HyTE's input formats); False takes any JSON value (caches)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
@@ -173,14 +174,14 @@ def iter_jsonl(path: str | os.PathLike, what: str = "data file") -> Iterator[tup
                 record = json.loads(line)
             except json.JSONDecodeError as error:
                 raise DataFormatError(path, number, f"not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
+            if objects and not isinstance(record, dict):
                 raise DataFormatError(path, number, f"expected a JSON object, got {type(record).__name__}")
             yield number, record
 
 
-def read_jsonl(path: str | os.PathLike, what: str = "data file") -> list[dict]:
-    """Every object of a JSONL file (``iter_jsonl``)."""
-    return [record for _, record in iter_jsonl(path, what)]
+def read_jsonl(path: str | os.PathLike, what: str = "data file", objects: bool = True) -> list:
+    """Every value of a JSONL file (``iter_jsonl``)."""
+    return [record for _, record in iter_jsonl(path, what, objects)]
 
 
 def string_field(path: str | os.PathLike, line: int, record: dict, name: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+
 class IncompatibleIndexError(ValueError):
     """An index was used with another model, dimension or curvature than it was built for."""
 

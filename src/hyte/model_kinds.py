@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MODEL_KINDS", "ModelKind", "model_type_of"]
+__all__ = ["BASE_CODE_FILES", "MODEL_KINDS", "ModelKind", "model_type_of"]
 
 
 @dataclass(frozen=True)
@@ -23,14 +23,15 @@ class ModelKind:
         return self.hyperbolic if self.hyperbolic is not None else config.get("geometry") == "lorentz"
 
 
-_ENCODER_CODE = ("configuration_hyte.py", "modeling_hyte.py", "lorentz.py")
+# What every HyTE checkpoint carries; a phrase model adds its own files.
+BASE_CODE_FILES = ("configuration_hyte.py", "modeling_hyte.py", "lorentz.py")
 
 MODEL_KINDS: dict[str, ModelKind] = {kind.model_type: kind for kind in (
-    ModelKind("hyte_fh", "HyTE-FH", True, _ENCODER_CODE),
-    ModelKind("hyte_h", "HyTE-H", True, _ENCODER_CODE),
-    ModelKind("hyte_euc", "EucBERT", False, _ENCODER_CODE),
+    ModelKind("hyte_fh", "HyTE-FH", True, BASE_CODE_FILES),
+    ModelKind("hyte_h", "HyTE-H", True, BASE_CODE_FILES),
+    ModelKind("hyte_euc", "EucBERT", False, BASE_CODE_FILES),
     ModelKind("hyte_phrase", "HyTE-Phrase", None,
-              (*_ENCODER_CODE, "configuration_hyte_phrase.py", "modeling_hyte_phrase.py")),
+              (*BASE_CODE_FILES, "configuration_hyte_phrase.py", "modeling_hyte_phrase.py")),
 )}
 
 

@@ -34,20 +34,15 @@ DEFAULT_MARKDOWN = "BENCHMARKS.md"
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Shared helpers
-# ----------------------------------------------------------------------------------------------------------------
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# hyte eval retrieval | hierarchy | build-hierarchy | radius | mteb | report
+# hyte eval retrieval | hierarchy | build-hierarchy | radius | mteb | rag | compatibility | report
 # ----------------------------------------------------------------------------------------------------------------
 
 
 def _eval_retrieval(args: argparse.Namespace) -> int:
     if args.rerank is not None:  # a phrase model reranking the global top K (H+, hyte.phrase)
         return _eval_rerank(args)
-    from ..evaluation.retrieval import evaluate_beir
     from ..data.beir import load_beir
+    from ..evaluation.retrieval import evaluate_beir
 
     if any(k < 1 for k in args.k):
         raise ValueError(f"--k values must be >= 1; got {args.k}")
@@ -220,8 +215,8 @@ def _eval_mteb(args: argparse.Namespace) -> int:
         raise ValueError("give --task NAME (public mteb task; downloads its data) or --data BEIR_DIR (offline)")
     tasks = []
     if args.data:
-        from ..integrations.mteb import retrieval_task
         from ..data.beir import load_beir
+        from ..integrations.mteb import retrieval_task
 
         queries, corpus, qrels = load_beir(args.data, args.split)
         name = _safe_name(args.name or Path(args.data).name).replace("-", "_").replace(".", "_")
@@ -258,8 +253,8 @@ def _eval_mteb(args: argparse.Namespace) -> int:
 
 
 def _eval_rag(args: argparse.Namespace) -> int:
-    from ..generation import load_generator, smollm2_gguf
     from ..evaluation.rag import evaluate_rag, hpo_rag_questions
+    from ..generation import load_generator, smollm2_gguf
 
     if args.k < 1 or args.questions < 1:
         raise ValueError(f"--k and --questions must be >= 1; got {args.k} and {args.questions}")
@@ -300,8 +295,8 @@ def _eval_rag(args: argparse.Namespace) -> int:
 
 
 def _eval_compatibility(args: argparse.Namespace) -> int:
-    from ..encoders import load_encoder
     from ..compatibility.evaluation import PAIRS, evaluate_compatibility, heldout_sets
+    from ..encoders import load_encoder
 
     models = {"old": args.old, "new": args.new, **({"reference": args.reference} if args.reference else {})}
     encoders = {}

@@ -10,8 +10,8 @@ from ..training.config import parse_override
 
 
 def _train(args: argparse.Namespace) -> int:
-    from ..training.config import ConfigError, load_config
     from ..runner import run
+    from ..training.config import ConfigError, load_config
 
     overrides = dict(parse_override(item) for item in args.set)
     if getattr(args, "old", None):

@@ -23,7 +23,7 @@ from pathlib import Path
 from huggingface_hub import HfApi, ModelCard, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-from ..model_kinds import MODEL_KINDS
+from ..model_kinds import BASE_CODE_FILES, MODEL_KINDS
 from .card import render_adapter_card, render_model_card
 
 __all__ = ["check_adapter_dir", "check_model_dir", "check_repo_id", "push_adapter", "push_to_hub"]
@@ -151,7 +151,7 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
             problems.append(f"config.json's auto_map lacks {', '.join(missing)} (save with the model's "
                             f"save_pretrained, which writes it)")
     kind = MODEL_KINDS.get((config or {}).get("model_type"))
-    problems += [f"{name} is missing (save_pretrained copies it)" for name in (kind.code_files if kind else ())
+    problems += [f"{name} is missing (save_pretrained copies it)" for name in (kind.code_files if kind else BASE_CODE_FILES)
                  if not (model_dir / name).is_file()]
     problems += _weight_problems(model_dir, "model")
     if not (model_dir / "tokenizer_config.json").is_file():

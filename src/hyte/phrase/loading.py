@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-
 def load_phrase_model(path: str):
     """(HyTEPhraseModel, tokenizer) from a folder or hub id; a clear error when it is another kind of model."""
     from transformers import AutoModel, AutoTokenizer

@@ -41,12 +41,12 @@ from ..modeling_hyte_phrase import (
     units_from_tags,
     weighted_maxsim,
 )
-from .teacher import TermTrie, build_trie, tags_for_offsets, teacher_spans
 from ..results import portable_path, portable_paths
 from ..training.config import RunConfig
 from ..training.data import contrastive_examples
 from ..training.loop import ONTOLOGY_DATASETS, resume_checkpoint, training_arguments
 from ..training.models import build_model, unwrap
+from .teacher import TermTrie, build_trie, tags_for_offsets, teacher_spans
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..markdown import label, number, percent, runs, table
 
-
 CANDIDATE_TYPES = ("target", "sibling", "parent", "grandparent", "random")
 
 

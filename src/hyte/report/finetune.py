@@ -6,7 +6,6 @@ from pathlib import Path
 
 from ..markdown import number, runs, table
 
-
 FINETUNE_COLUMNS = (("ndcg@10", "nDCG@10"), ("recall@10", "R@10"), ("spechr", "SpecHR"), ("recall@1", "R@1 (hier.)"),
                     ("top1_by_type.sibling", "top-1 sibling"), ("top1_by_type.parent", "top-1 parent"),
                     ("top1_by_type.grandparent", "top-1 grandparent"), ("radius_depth_spearman.spearman", "radius~depth ρ"))

@@ -20,7 +20,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoin
 from ..io import atomic_directory
 from ..results import portable_path, portable_paths
 from .config import RunConfig
-from .models import (BuiltModel, detach_plain_logit_scale, embed, log_logit_scale_parameter, logit_scale, unwrap)
+from .models import BuiltModel, detach_plain_logit_scale, embed, log_logit_scale_parameter, logit_scale, unwrap
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
 __all__ = ["ONTOLOGY_DATASETS", "apply_lora", "heldout_metrics", "remove_checkpoints", "resume_checkpoint",

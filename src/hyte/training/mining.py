@@ -70,7 +70,7 @@ def examples_with_mined_negatives(built: BuiltModel, config: RunConfig, resume: 
     kept in output_dir/mined_negatives.jsonl: a resumed run reads them back and trains on exactly the same data."""
     cache = Path(config.training.output_dir) / "mined_negatives.jsonl"
     if resume and cache.is_file():
-        return read_jsonl(cache)
+        return read_jsonl(cache, "mined-negatives file")
     examples = contrastive_examples(config.data, seed=config.training.seed)
     if config.mining.num_negatives > 0:
         mined = _mined_negatives(built, config, [{"query": e["query"], "document": e["document"]} for e in examples])
@@ -97,7 +97,7 @@ def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict]) ->
                           config.loss.max_document_length])
         shared = Path(spec.cache_dir) / f"mined-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
         if shared.is_file():
-            return read_jsonl(shared)
+            return read_jsonl(shared, "mined-negatives cache", objects=False)  # one list per line
     mined = [e["negatives"] for e in mine_hard_negatives(
         _miner(built, config), pairs, num_negatives=spec.num_negatives, candidates=spec.candidates,
         margin=spec.margin, skip_top=spec.skip_top)]

@@ -1,0 +1,58 @@
+"""``hyte.io``: the one atomic writer (file, folder) and the one JSONL reader of the package."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyte.io import (
+    DataFormatError,
+    atomic_directory,
+    atomic_file,
+    read_jsonl,
+    read_texts,
+    saved_directory,
+    write_jsonl,
+    write_text_atomically,
+)
+
+
+def test_a_failing_write_leaves_the_previous_file_and_no_temporary(tmp_path):
+    path = write_text_atomically(tmp_path / "result.json", "first\n")
+
+    def fail(temporary):
+        temporary.write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_file(path, fail)
+    assert path.read_text() == "first\n" and sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]
+
+
+def test_a_failing_folder_write_leaves_the_previous_folder(tmp_path):
+    atomic_directory(tmp_path / "index", lambda staging: (staging / "marker.json").write_text("1"), "marker.json",
+                     "test folder")
+
+    def fail(staging):
+        (staging / "marker.json").write_text("2")
+        raise RuntimeError("stopped")
+
+    with pytest.raises(RuntimeError):
+        atomic_directory(tmp_path / "index", fail, "marker.json", "test folder")
+    assert (saved_directory(tmp_path / "index", "marker.json", "test folder") / "marker.json").read_text() == "1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index"]
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="not a saved test folder"):
+        atomic_directory(tmp_path / "other", lambda staging: None, ("marker.json", "index.json"), "test folder")
+
+
+def test_jsonl_errors_name_the_file_and_line_and_caches_may_hold_any_value(tmp_path):
+    write_jsonl(tmp_path / "cache.jsonl", [["a", "b"], []])
+    assert read_jsonl(tmp_path / "cache.jsonl", objects=False) == [["a", "b"], []]
+    with pytest.raises(DataFormatError, match=r"cache\.jsonl, line 1: expected a JSON object, got list"):
+        read_jsonl(tmp_path / "cache.jsonl")
+    (tmp_path / "docs.jsonl").write_text('{"text": "a"}\n\n{"text": \n')
+    with pytest.raises(DataFormatError, match=r"docs\.jsonl, line 3: not valid JSON"):
+        read_texts(tmp_path / "docs.jsonl")
+    with pytest.raises(FileNotFoundError, match="documents file not found"):
+        read_jsonl(tmp_path / "missing.jsonl", "documents file")
