@@ -220,3 +220,26 @@ def test_readme_rag_snippets_run(encoder, tmp_path, monkeypatch):
     exec(blocks[1], namespace)
     assert [n.node_id for n in namespace["nodes"]] == [d.id for d in documents]
     assert [n.score for n in namespace["nodes"]] == [d.metadata["score"] for d in documents]
+
+
+def test_hyte_rag_answers_from_a_phrase_index_folder(bert_tokenizer, generator_cache, tmp_path, monkeypatch, capsys):
+    """A phrase index folder goes through `hyte rag` like a plain one: its texts, the model it names, its global
+    vectors searched with the phrase model's global query vectors."""
+    from phrase_helpers import tiny_backbone, tiny_phrase_model
+
+    model = tiny_phrase_model(tiny_backbone("lorentz", bert_tokenizer), bert_tokenizer)
+    model.save_pretrained(tmp_path / "model")
+    bert_tokenizer.save_pretrained(tmp_path / "model")
+    documents = ["Scoliosis is a sideways curvature of the spine.", "Macrocephaly is an abnormally large head.",
+                 "Brachydactyly means abnormally short fingers or toes."]
+    (tmp_path / "docs.txt").write_text("\n".join(documents) + "\n")
+    assert main(["index", "build", "--phrase", "--model", str(tmp_path / "model"), "--input",
+                 str(tmp_path / "docs.txt"), "--output", str(tmp_path / "idx")]) == 0
+    monkeypatch.setenv("HYTE_CACHE", str(generator_cache.parent))
+    capsys.readouterr()
+    assert main(["rag", "What is scoliosis?", "--index", str(tmp_path / "idx"), "--k", "2",
+                 "--max-new-tokens", "16"]) == 0
+    out = capsys.readouterr().out
+    shown = re.findall(r"^\s+\d\. \[(\d)\] d=\S+ r=\S+\s+(.*)$", out, re.MULTILINE)
+    assert len(shown) == 2 and all(documents[int(i)].startswith(text[:40]) for i, text in shown)
+    assert "answer (" in out

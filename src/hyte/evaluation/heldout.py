@@ -234,6 +234,7 @@ def icd10_hierarchy_benchmark(split: str = "test", *, max_queries: int | None = 
     codes; ``depth``: the number of ancestors), sorted by code.
     """
     from ..data.icd10 import ancestors, children, inclusion_pairs, title
+    from .hierarchy_build import Candidates
 
     if max_siblings < 0 or min_siblings < 0:
         raise ValueError("max_siblings and min_siblings must be >= 0")
@@ -264,28 +265,10 @@ def icd10_hierarchy_benchmark(split: str = "test", *, max_queries: int | None = 
     for code in chosen:
         above, siblings = plans[code]
         rng = random.Random(f"{seed}:{code}")
-        candidates: list[dict] = []
-        texts: set[str] = set()
-
-        def add(candidate: str, kind: str) -> bool:
-            text = title(candidate)
-            if text in texts:
-                return False
-            texts.add(text)
-            candidates.append({"text": text, "type": kind, "id": candidate})
-            return True
-
-        add(code, "target")
-        add(above[0], "parent")
-        add(above[1], "grandparent")
-        picked = 0
-        for sibling in rng.sample(siblings, len(siblings)):
-            if picked >= max_siblings:
-                break
-            picked += add(sibling, "sibling")
-        rng.shuffle(candidates)
+        candidates = Candidates(title)
+        candidates.add_family(code, above[0], above[1], siblings, max_siblings, rng)
         records.append({"query": first_term[code], "depth": len(above), "term_id": code, "chapter": above[-1],
-                        "candidates": candidates})
+                        "candidates": candidates.shuffled(rng)})
     return records
 
 
@@ -296,6 +279,7 @@ def icd10_texts_by_depth(per_depth: int = 200, split: str = "test", seed: int = 
     (default 1: blocks; chapters are 0) to ``max_depth`` (None: the deepest), from the chapters of ``split``
     ("test": held out, "train", "all"), for :func:`~hyte.evaluation.radius.radius_by_depth`."""
     from ..data.icd10 import all_codes, chapter_of, depth, title
+    from .radius import sample_by_depth
 
     chapters = _chapters(split, test_fraction, split_seed)
     by_depth: dict[int, list[tuple[str, str]]] = {}
@@ -305,11 +289,4 @@ def icd10_texts_by_depth(per_depth: int = 200, split: str = "test", seed: int = 
         level = depth(code)
         if level >= min_depth and (max_depth is None or level <= max_depth):
             by_depth.setdefault(level, []).append((code, title(code)))
-    rng = random.Random(seed)
-    sampled = {}
-    for level in sorted(by_depth):
-        items = by_depth[level]
-        if len(items) > per_depth:
-            items = sorted(rng.sample(items, per_depth))
-        sampled[level] = [text for _, text in items]
-    return sampled
+    return sample_by_depth(by_depth, per_depth, seed)

@@ -9,9 +9,43 @@ from collections.abc import Iterable
 
 from ..data.hpo import hpo_terms
 
-__all__ = ["build_hierarchy_benchmark", "build_obo_hierarchy_benchmark", "hpo_hierarchy_benchmark"]
+__all__ = ["Candidates", "build_hierarchy_benchmark", "build_obo_hierarchy_benchmark", "hpo_hierarchy_benchmark"]
 
 _QUERY_MODES = ("synonym", "name")
+
+
+class Candidates:
+    """The candidates of one benchmark query, each text at most once: a distractor whose text equals one already
+    taken could not be told apart from it. ``text_of(id)`` gives a candidate's text."""
+
+    def __init__(self, text_of):
+        self.text_of, self.texts, self.items = text_of, set(), []
+
+    def add(self, candidate_id: str, kind: str) -> bool:
+        """Add the candidate unless its text is taken; True if it was added."""
+        text = self.text_of(candidate_id)
+        if text in self.texts:
+            return False
+        self.texts.add(text)
+        self.items.append({"text": text, "type": kind, "id": candidate_id})
+        return True
+
+    def add_family(self, target: str, parent: str, grandparent: str | None, siblings: list[str], max_siblings: int,
+                   rng: random.Random) -> None:
+        """The target, its parent and grandparent (if any), and up to ``max_siblings`` siblings in a random order."""
+        self.add(target, "target")
+        self.add(parent, "parent")
+        if grandparent is not None:
+            self.add(grandparent, "grandparent")
+        picked = 0
+        for sibling in rng.sample(siblings, len(siblings)):
+            if picked >= max_siblings:
+                break
+            picked += self.add(sibling, "sibling")
+
+    def shuffled(self, rng: random.Random) -> list[dict]:
+        rng.shuffle(self.items)
+        return self.items
 
 
 def _query_text(term, query: str) -> str:
@@ -113,26 +147,9 @@ def build_hierarchy_benchmark(ontology, term_ids: Iterable[str] | None = None, *
     for term_id in chosen:
         parent, grandparent, siblings = plans[term_id]
         rng = random.Random(f"{seed}:{term_id}")
-        candidates: list[dict] = []
-        texts: set[str] = set()
-
-        def add(candidate_id: str, kind: str) -> bool:
-            text = terms[candidate_id].definition
-            if text in texts:
-                return False
-            texts.add(text)
-            candidates.append({"text": text, "type": kind, "id": candidate_id})
-            return True
-
-        add(term_id, "target")
-        add(parent, "parent")
-        if grandparent is not None:
-            add(grandparent, "grandparent")
-        picked = 0
-        for sibling in rng.sample(siblings, len(siblings)):
-            if picked >= max_siblings:
-                break
-            picked += add(sibling, "sibling")
+        candidates = Candidates(lambda candidate_id: terms[candidate_id].definition)
+        add = candidates.add
+        candidates.add_family(term_id, parent, grandparent, siblings, max_siblings, rng)
         if num_random:
             related = {term_id, *ancestors(term_id)}
             anchor = grandparent or parent
@@ -143,9 +160,8 @@ def build_hierarchy_benchmark(ontology, term_ids: Iterable[str] | None = None, *
                 if other in related or other == anchor or anchor in ancestors(other):
                     continue
                 picked += add(other, "random")
-        rng.shuffle(candidates)
         records.append({"query": _query_text(terms[term_id], query), "depth": depth_of(term_id), "term_id": term_id,
-                        "candidates": candidates})
+                        "candidates": candidates.shuffled(rng)})
     return records
 
 

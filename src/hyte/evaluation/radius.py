@@ -15,7 +15,7 @@ import numpy as np
 from ..data.hpo import hpo_terms
 
 __all__ = ["depth_correlation", "format_depth_correlation", "hpo_texts_by_depth", "plot_radius_by_depth",
-           "radius_by_depth"]
+           "radius_by_depth", "sample_by_depth"]
 
 
 def _per_depth(values: np.ndarray, depths: list[int], sizes: list[int]) -> tuple[dict, bool]:
@@ -130,6 +130,19 @@ def radius_by_depth(encoder, texts_by_depth: Mapping[int, Sequence[str]], batch_
     return result
 
 
+def sample_by_depth(by_depth: Mapping[int, list[tuple[str, str]]], per_depth: int, seed: int) -> dict[int, list[str]]:
+    """``{depth: [(id, text), ...]}`` -> ``{depth: texts}``, at most ``per_depth`` per depth: a ``seed``-ed sample
+    kept in id order, so the texts do not depend on the order they were collected in."""
+    rng = random.Random(seed)
+    sampled = {}
+    for depth in sorted(by_depth):
+        items = by_depth[depth]
+        if len(items) > per_depth:
+            items = sorted(rng.sample(items, per_depth))
+        sampled[depth] = [text for _, text in items]
+    return sampled
+
+
 def hpo_texts_by_depth(per_depth: int = 200, min_depth: int = 2, max_depth: int | None = 12, split: str = "all",
                        seed: int = 0, test_fraction: float = 0.2, split_seed: int = 0) -> dict[int, list[str]]:
     """Up to ``per_depth`` HPO definitions per depth (a ``seed``-ed sample, in term-id order), depths ``min_depth`` to
@@ -147,14 +160,7 @@ def hpo_texts_by_depth(per_depth: int = 200, min_depth: int = 2, max_depth: int 
             continue
         if depth >= min_depth and (max_depth is None or depth <= max_depth):
             by_depth.setdefault(depth, []).append((term_id, definition))
-    rng = random.Random(seed)
-    sampled = {}
-    for depth in sorted(by_depth):
-        items = by_depth[depth]
-        if len(items) > per_depth:
-            items = sorted(rng.sample(items, per_depth))
-        sampled[depth] = [definition for _, definition in items]
-    return sampled
+    return sample_by_depth(by_depth, per_depth, seed)
 
 
 def plot_radius_by_depth(results_by_model: Mapping[str, dict], path_png: str | os.PathLike,
