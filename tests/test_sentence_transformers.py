@@ -136,6 +136,51 @@ def trained(minilm_path, hpo_data, tmp_path_factory):
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def _trained_like(model: torch.nn.Module, seed: int) -> torch.nn.Module:
+    """``model`` with every parameter moved off its initial value (a zero-initialised specificity head would make
+    the head a no-op and hide a path that leaves it out)."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.is_floating_point() and parameter.numel() > 1:
+                parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
+    return model.eval()
+
+
+@pytest.mark.parametrize("configuration", ["hyte-fh", "hyte-h", "hyte-h+hyperbolic-layers", "hyte-h+specificity-head",
+                                           "hyte-h+specificity-head+hyperbolic-layers"])
+def test_sentence_transformer_gives_exactly_model_encode_for_every_configuration(configuration, minilm_path,
+                                                                                 bert_tokenizer, tmp_path):
+    """The sentence-transformers path (which hyte eval mteb takes too) returns model.encode's vectors, in this
+    process and after a save / load, for every configuration the package trains."""
+    torch.manual_seed(0)
+    if configuration == "hyte-fh":
+        model = hyte.HyTEFHModel(tiny_fh_config())
+    else:
+        options = {"radius_head": 1.0} if "specificity" in configuration else {}
+        if "hyperbolic-layers" in configuration:
+            options["num_hyperbolic_layers"] = 1
+        model = hyte.HyTEHModel.from_base(minilm_path, hidden_size=35, **options)
+    model = _trained_like(model, seed=1)
+    texts = DOCUMENTS + QUERIES
+    expected = {role: model.encode(texts, bert_tokenizer, role=role) for role in ("document", "query")}
+    st = sentence_transformer(model, bert_tokenizer)
+    save_sentence_transformer(st, tmp_path / "st")
+    loaded = SentenceTransformer(str(tmp_path / "st"), trust_remote_code=True)
+    for pipeline in (st, loaded):
+        np.testing.assert_allclose(pipeline.encode_document(texts), expected["document"], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(pipeline.encode_query(texts), expected["query"], rtol=1e-5, atol=1e-5)
+    if "specificity" in configuration:  # the head matters: pooling the token points alone gives other radii
+        from hyte.sentence_transformers_hyte import HyperbolicPooling
+
+        batch = bert_tokenizer(texts, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            tokens = model(**batch).last_hidden_state
+        repooled = HyperbolicPooling(35, mode=model.config.pooling, p=model.config.oem_p)(
+            {"token_embeddings": tokens, "attention_mask": batch["attention_mask"]})["sentence_embedding"]
+        assert np.abs(repooled[:, 0].numpy() - expected["document"][:, 0]).max() > 1e-3
+
+
 @pytest.mark.parametrize("which", ["fh", "h"])
 def test_dot_of_query_and_document_is_the_lorentz_inner_product(which, request, bert_tokenizer):
     model, st = request.getfixturevalue(which)

@@ -40,7 +40,8 @@ from .lorentz import check_curvature, flip_time, outward_einstein_midpoint, tang
 
 __all__ = ["HyperbolicPooling", "TimeFlip", "refuse_euclidean_options"]
 
-POOLING_MODES = ("oem", "einstein", "mean", "cls")
+# "model": the model's own pooled point (below); the others pool the token points here.
+POOLING_MODES = ("model", "oem", "einstein", "mean", "cls")
 
 # The name this file has at the root of a saved model. Module types are written to modules.json and
 # router_config.json as f"{cls.__module__}.{cls.__name__}"; with the bare file name as __module__ they read
@@ -185,14 +186,18 @@ def _use_hyperbolic_card(card) -> None:
 
 
 class HyperbolicPooling(_RootFileModule):
-    """Pool token points (B, T, D) on the hyperboloid into sentence points (B, D), masking padding.
+    """Sentence points (B, D) on the hyperboloid, in float32 or float64 (the geometry never runs in half precision).
 
-    Reads ``features["token_embeddings"]`` (B, T, D) and ``features["attention_mask"]`` (B, T); writes
-    ``features["sentence_embedding"]`` (B, D), in float32 or float64 (the geometry never runs in half precision).
+    Mode ``"model"`` (what ``hyte.sentence_transformer`` builds): the HyTE model pooled the text itself, with its
+    own pooling and, for HyTE-H with a specificity head, the head that places the point at its radius; the
+    Transformer module put that point in ``features["sentence_embedding"]`` (B, D) and this module checks and keeps
+    it, so the vectors are exactly ``model.encode``'s.
 
-    Modes (``lorentz.py``): ``"oem"`` Outward Einstein Midpoint with token weights x_0^p (HyTE's default, p = 1);
+    The other modes pool ``features["token_embeddings"]`` (B, T, D) here, masked by ``features["attention_mask"]``
+    (B, T) (``lorentz.py``): ``"oem"`` Outward Einstein Midpoint with token weights x_0^p (p = 1 by default);
     ``"einstein"`` the Einstein midpoint (OEM with p = 0); ``"mean"`` expmap0 of the masked mean of the tokens'
-    tangent vectors at the origin; ``"cls"`` the first token.
+    tangent vectors at the origin; ``"cls"`` the first token. They ignore a specificity head: use them only for
+    pooling ablations on models without one.
 
     Args:
         embedding_dimension: D, the ambient size of a point (time coordinate included).
@@ -218,6 +223,17 @@ class HyperbolicPooling(_RootFileModule):
         self.p = float(p)
 
     def forward(self, features: dict[str, Tensor], **kwargs) -> dict[str, Tensor]:
+        if self.mode == "model":
+            if "sentence_embedding" not in features:
+                raise ValueError(
+                    "HyperbolicPooling(mode='model') keeps the HyTE model's own pooled point, but the Transformer "
+                    "module gave token embeddings only: build the model with hyte.sentence_transformer(path).")
+            pooled = features["sentence_embedding"]
+            if pooled.shape[-1] != self.embedding_dimension:
+                raise ValueError(f"HyperbolicPooling expects points of size {self.embedding_dimension} (time "
+                                 f"included); got {pooled.shape[-1]}.")
+            features["sentence_embedding"] = pooled.to(torch.promote_types(pooled.dtype, torch.float32))
+            return features
         tokens = features["token_embeddings"]
         if tokens.shape[-1] != self.embedding_dimension:
             raise ValueError(

@@ -46,6 +46,7 @@ from transformers.dynamic_module_utils import get_relative_import_files
 
 from .. import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
 from ..lorentz import add_time, pairwise_distance, pairwise_inner
+from ..model_kinds import MODEL_KINDS
 from ..sentence_transformers_hyte import HyperbolicPooling, TimeFlip
 
 __all__ = [
@@ -59,7 +60,8 @@ __all__ = [
     "sentence_transformer",
 ]
 
-HYPERBOLIC_MODEL_TYPES = ("hyte_fh", "hyte_h")
+# The encoder kinds whose vectors are hyperboloid points (hyte.model_kinds); phrase models have their own module.
+HYPERBOLIC_MODEL_TYPES = tuple(t for t, kind in MODEL_KINDS.items() if kind.hyperbolic)
 
 HYPRAG_CITATION = """
 @misc{madhu2026hyprag,
@@ -98,8 +100,9 @@ def sentence_transformer(
         max_seq_length: token limit (default: the tokenizer's, capped at the model's max_position_embeddings).
         device: where to put the model (default: sentence-transformers' choice).
 
-    Pooling mode, OEM exponent and curvature come from the model (``config.pooling``, ``config.oem_p``, the model's
-    current curvature).
+    The sentence points are the model's own pooled output (its pooling, OEM exponent and, for HyTE-H, its
+    specificity head): ``encode_document`` returns exactly ``model.encode(role="document")``'s points and
+    ``encode_query`` the flipped ones (``HyperbolicPooling`` mode "model").
     """
     if isinstance(model, (str, os.PathLike)) and tokenizer is None:
         transformer = _hyte_transformer(str(model), max_seq_length)
@@ -115,12 +118,8 @@ def sentence_transformer(
         transformer.model = model
     hyte_model = transformer.model
     curvature = float(hyte_model.curvature.detach()) if hasattr(hyte_model, "curvature") else hyte_model.config.curvature
-    pooling = HyperbolicPooling(
-        embedding_dimension=hyte_model.config.hidden_size,
-        curvature=curvature,
-        mode=hyte_model.config.pooling,
-        p=hyte_model.config.oem_p,
-    )
+    pooling = HyperbolicPooling(embedding_dimension=hyte_model.config.hidden_size, curvature=curvature, mode="model",
+                                p=hyte_model.config.oem_p)
     router = Router.for_query_document(query_modules=[TimeFlip(True)], document_modules=[TimeFlip(False)])
     return SentenceTransformer(
         modules=[transformer, pooling, router], similarity_fn_name="dot", prompts=prompts, device=device
@@ -154,8 +153,12 @@ def _resolve_tokenizer(model: PreTrainedModel, tokenizer) -> PreTrainedTokenizer
 def _hyte_transformer(path: str, max_seq_length: int | None) -> Transformer:
     # trust_remote_code for all three: the config's auto_map points at the checkpoint's code, and AutoTokenizer /
     # AutoConfig read it too. hyte.auto_classes (imported above) makes them use the installed classes instead.
+    # The model's pooled output (pooler_output: pooled points, after HyTE-H's specificity head) is the sentence
+    # embedding, so sentence-transformers gets the vectors model.encode gives, not a re-pooling of token points.
     transformer = Transformer(path, model_kwargs={"trust_remote_code": True}, config_kwargs={"trust_remote_code": True},
-                              processor_kwargs={"trust_remote_code": True}, max_seq_length=max_seq_length)
+                              processor_kwargs={"trust_remote_code": True}, max_seq_length=max_seq_length,
+                              modality_config={"text": {"method": "forward", "method_output_name": "pooler_output"}},
+                              module_output_name="sentence_embedding")
     _check_hyperbolic(transformer.model.config)
     return transformer
 
