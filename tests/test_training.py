@@ -389,3 +389,40 @@ def test_order_violation_is_zero_exactly_when_the_specific_side_dominates(seed, 
     swapped = order_violation(dominating.to(dtype), general.to(dtype))
     torch.testing.assert_close(swapped, extra.pow(2).sum(-1).to(dtype), rtol=1e-4, atol=1e-4)
     assert (swapped > 0).all()
+
+
+def test_a_run_is_never_overwritten_or_resumed_by_another(tmp_path, capsys):
+    """`hyte train` into a folder holding a run: refused without --resume / --overwrite (the finished model stays
+    byte for byte), --resume needs a checkpoint and the same run, --overwrite replaces it and says so; each refusal
+    comes before any model is built."""
+    from hyte.cli import main
+    from hyte.training.loop import RUN_FILE
+
+    values = config_dict("contrastive", tmp_path / "out", {"build": "hyte_fh", "options": TINY_FH},
+                         training={"max_steps": 4, "save_steps": 2, "save_total_limit": 2})
+    config_file = tmp_path / "run.json"
+    config_file.write_text(json.dumps(values))
+    argv = ["train", "contrastive", "--config", str(config_file)]
+
+    assert main(argv + ["--resume"]) == 2  # nothing to resume yet
+    assert "holds no checkpoint" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    assert main(argv) == 0
+    final = tmp_path / "out" / "final" / "model.safetensors"
+    weights = final.read_bytes()
+    assert json.loads((tmp_path / "out" / RUN_FILE).read_text())["loss"]["temperature"] == 0.1
+
+    capsys.readouterr()
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "already holds a run" in error and "--overwrite" in error and final.read_bytes() == weights
+
+    other = {**values, "loss": {**values["loss"], "temperature": 0.05}}
+    config_file.write_text(json.dumps(other))
+    assert list((tmp_path / "out").glob("checkpoint-*"))  # the first run's, which --resume would continue from
+    assert main(argv + ["--resume"]) == 2
+    assert "holds another run" in (error := capsys.readouterr().err) and "loss.temperature: 0.1 -> 0.05" in error
+    assert main(argv + ["--resume", "--overwrite"]) == 2
+
+    assert main(argv + ["--overwrite"]) == 0
+    assert final.read_bytes() != weights
+    assert json.loads((tmp_path / "out" / RUN_FILE).read_text())["loss"]["temperature"] == 0.05

@@ -12,6 +12,7 @@ from transformers import set_seed
 from .compatibility.training import train_compatible
 from .phrase.training import train_phrase
 from .training.config import RunConfig
+from .training.loop import RecordRun, claim_output_dir
 from .training.stages import train_contrastive, train_finetune, train_mlm
 
 __all__ = ["STAGES", "run"]
@@ -28,10 +29,14 @@ STAGES: dict[str, Callable[..., Path]] = {
 }
 
 
-def run(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
+def run(config: RunConfig, resume: bool = False, callbacks: list | None = None, overwrite: bool = False) -> Path:
     """Run the stage named by the config; returns the final model folder. ``callbacks``: Trainer callbacks.
 
-    The seed is set before the model is built, so new weights (HyTE-FH, the HyTE-H projection) are reproducible too.
+    ``resume``: continue from the last checkpoint in ``training.output_dir`` when there is one (of the same run);
+    a folder that already holds a run is refused unless ``resume`` or ``overwrite`` (``claim_output_dir``, checked
+    before anything slow). The seed is set before the model is built, so new weights (HyTE-FH, the HyTE-H
+    projection) are reproducible too.
     """
+    claim_output_dir(config, resume=resume, overwrite=overwrite)
     set_seed(config.training.seed)
-    return STAGES[config.stage](config, resume=resume, callbacks=callbacks)
+    return STAGES[config.stage](config, resume=resume, callbacks=[*(callbacks or []), RecordRun(config)])

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..training.config import parse_override
 
@@ -19,8 +20,19 @@ def _train(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides)
     if config.stage != args.stage:
         raise ConfigError(f"{args.config} is a '{config.stage}' config; run it with `hyte train {config.stage}`")
+    if args.resume and args.overwrite:
+        raise ConfigError("--resume continues the run in output_dir and --overwrite replaces it: give one")
+    if args.resume:  # the command line asks for a checkpoint; the library starts fresh when there is none
+        from transformers.trainer_utils import get_last_checkpoint
+
+        output_dir = Path(config.training.output_dir)
+        checkpoint = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+        if checkpoint is None:
+            raise ConfigError(f"--resume: {output_dir} holds no checkpoint to resume from; drop --resume to start "
+                              "this run")
+        print(f"resuming from {checkpoint}")
     try:
-        final = run(config, resume=args.resume)
+        final = run(config, resume=args.resume, overwrite=args.overwrite)
     except ConfigError as error:  # found once the model or data is built: name the file it came from
         raise ConfigError(f"{args.config}: {error}") from error
     print(f"final model: {final}")
@@ -38,6 +50,9 @@ def add_commands(subparsers) -> None:
         parser = stages.add_parser(stage, help=description)
         parser.add_argument("--config", required=True, help="YAML or JSON run configuration")
         parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
+        parser.add_argument("--overwrite", action="store_true",
+                            help="replace the run output_dir already holds (its final model is replaced only once "
+                                 "the new one is written)")
         parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                             help="override a config field, e.g. --set training.max_steps=20")
         if stage == "compatible":

@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import Trainer, TrainingArguments
+from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
-from ..io import atomic_directory
+from ..io import atomic_directory, write_text_atomically
 from ..results import portable_path, portable_paths
 from .config import RunConfig
 from .models import BuiltModel, detach_plain_logit_scale, embed, log_logit_scale_parameter, logit_scale, unwrap
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
-__all__ = ["ONTOLOGY_DATASETS", "apply_lora", "heldout_metrics", "remove_checkpoints", "resume_checkpoint",
+__all__ = ["ONTOLOGY_DATASETS", "RUN_FILE", "RecordRun", "RunFolderError", "apply_lora", "claim_output_dir", "heldout_metrics", "remove_checkpoints", "resume_checkpoint",
            "save_final", "train_pairs", "training_arguments"]
 
 logger = logging.getLogger(__name__)
@@ -64,6 +64,71 @@ def remove_checkpoints(output_dir: str | os.PathLike) -> int:
     for checkpoint in checkpoints:
         shutil.rmtree(checkpoint)
     return len(checkpoints)
+
+
+RUN_FILE = "run.json"  # the identity of the run an output folder holds (claim_output_dir)
+# Fields that may change between an interrupted run and its resumption: where it is, how long it goes on, how often
+# it saves and logs. Everything else (model, data, loss, mining, optimiser) makes it another run.
+_RESUMABLE_CHANGES = {"training": ("output_dir", "max_steps", "save_steps", "save_total_limit", "logging_steps",
+                                   "dataloader_num_workers")}
+
+
+class RunFolderError(ValueError):
+    """An output folder holds a run that this one would overwrite or does not continue."""
+
+
+def _identity(config: RunConfig) -> dict[str, Any]:
+    values = config.to_dict()
+    for section, names in _RESUMABLE_CHANGES.items():
+        values[section] = {k: v for k, v in values[section].items() if k not in names}
+    return json.loads(json.dumps(values, default=str))
+
+
+def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return [] if old == new else [f"{prefix[:-1]}: {old!r} -> {new!r}"]
+    return [d for key in sorted(set(old) | set(new)) for d in _differences(old.get(key), new.get(key), f"{prefix}{key}.")]
+
+
+def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -> None:
+    """Check ``training.output_dir`` before anything slow (model, mining, encoding); ``RecordRun`` records the run
+    there once training starts (a run that fails before it leaves nothing behind).
+
+    A folder holding a run (checkpoints or ``final/``) is never replaced silently: ``resume`` continues it only when
+    it is the same run (same ``run.json`` identity: everything but where it is, how long it goes on, how often it
+    saves and logs), ``overwrite`` replaces it (say so, nothing is deleted before the new ``final/`` is written
+    atomically except its checkpoints, which the new run would otherwise resume from); else RunFolderError."""
+    output_dir = Path(config.training.output_dir)
+    checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*")) if output_dir.is_dir() else []
+    finished = (output_dir / "final").is_dir()
+    recorded = output_dir / RUN_FILE
+    if resume and recorded.is_file() and (checkpoints or finished):
+        differences = _differences(json.loads(recorded.read_text()), _identity(config))
+        if differences:
+            raise RunFolderError(
+                f"{output_dir} holds another run; resuming would mix the two ({'; '.join(differences[:5])}). Use "
+                f"another training.output_dir, or start over in this one without resume (overwrite).")
+    if not resume and (checkpoints or finished):
+        held = ", ".join(part for part in ("a finished model (final/)" if finished else "",
+                                           f"{len(checkpoints)} checkpoint(s)" if checkpoints else "") if part)
+        if not overwrite:
+            raise RunFolderError(
+                f"{output_dir} already holds a run ({held}): pass --resume to continue it, --overwrite to replace "
+                f"it, or choose another training.output_dir.")
+        logger.warning("replacing the run in %s (%s)", output_dir, held)
+        remove_checkpoints(output_dir)
+
+
+class RecordRun(TrainerCallback):
+    """Writes the run's identity (``run.json``, see ``claim_output_dir``) into its output folder as training
+    starts."""
+
+    def __init__(self, config: RunConfig):
+        self.config = config
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            write_text_atomically(Path(args.output_dir) / RUN_FILE, json.dumps(_identity(self.config), indent=2) + "\n")
 
 
 def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
