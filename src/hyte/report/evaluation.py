@@ -125,13 +125,19 @@ def rag_section(items: list[tuple[Path, dict]]) -> list[str]:
                   f"{data.get('documents')} passages, top {k}, generator `{Path(str(payload.get('generator'))).name}`,"
                   f" {payload.get('max_new_tokens')} new tokens at most)", ""]
         rows = []
+        # Files measured since sentence marks exist also have both modes' supported sentences (hyte.rag).
+        by_mode = any("supported_sentences" in r.get("metrics", {}) for r in payload.get("retrievers", {}).values())
         for name, result in payload.get("retrievers", {}).items():
             metrics = result.get("metrics", {})
             rows.append([name, number(result.get("kind")), f"`{result.get('model')}`",
                          number(metrics.get(f"context_recall@{k}"), 3), number(metrics.get("support"), 3),
-                         percent(metrics.get("supported_answers")), percent(metrics.get("cites_gold"))])
+                         percent(metrics.get("supported_answers")), percent(metrics.get("cites_gold"))]
+                        + ([percent(metrics.get("supported_sentences")),
+                            percent(metrics.get("extractive_supported_sentences")),
+                            percent(metrics.get("extractive_cites_gold"))] if by_mode else []))
         lines += table(["retriever", "kind", "model", f"context recall@{k}", "support", "supported answers",
-                         "cites gold"], rows)
+                         "cites gold"] + (["supported sentences (generated)", "supported sentences (extractive)",
+                                           "cites gold (extractive)"] if by_mode else []), rows)
         lines += runs([(path, payload)])
     return lines
 
