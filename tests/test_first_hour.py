@@ -259,3 +259,32 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
         assert "hyte index build" in str(error)
     else:
         raise AssertionError("a missing folder was opened")
+
+
+def test_an_index_names_its_model_so_it_loads_from_anywhere(tmp_path, minilm_path, monkeypatch):
+    """`hyte index build --model <relative folder>` records the folder absolutely; an index recording a relative
+    folder (older hyte) resolves it beside the index folder; a model found nowhere is a one-line error naming
+    --model."""
+    from transformers import AutoTokenizer
+
+    from hyte import HyTEHModel
+    from hyte.retrieval.folder import open_index_folder, resolve_index_model
+    from hyte.retrieval.searcher import HyteSearcher
+
+    HyTEHModel.from_base(minilm_path, hidden_size=33).save_pretrained(tmp_path / "model")
+    AutoTokenizer.from_pretrained(minilm_path).save_pretrained(tmp_path / "model")
+    (tmp_path / "docs.txt").write_text("Abnormally short fingers.\nLateral curvature of the spine.\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["index", "build", "--model", "model", "--input", "docs.txt", "--output", "idx"]) == 0
+    folder = open_index_folder(tmp_path / "idx")
+    assert folder.model_name == str(tmp_path / "model")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert len(HyteSearcher.from_folder(tmp_path / "idx").search("short fingers", k=1)) == 1
+
+    folder.index.model_name = "model"  # as an older hyte recorded it: relative to where it was built
+    assert resolve_index_model(folder) == str(tmp_path / "model")
+    folder.index.model_name = "./gone/model"
+    with pytest.raises(FileNotFoundError, match="--model"):
+        resolve_index_model(folder)

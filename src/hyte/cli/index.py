@@ -60,11 +60,11 @@ def _index_build(args: argparse.Namespace) -> int:
               f"document, {args.phrase_dtype})")
         return 0
     from ..encoders import load_encoder
-    from ..retrieval.folder import build_index_folder
+    from ..retrieval.folder import build_index_folder, model_reference
 
     encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
     folder = build_index_folder(encoder, texts, args.output, ids=ids, kind=args.kind, batch_size=args.batch_size,
-                                show_progress_bar=True)
+                                model_name=model_reference(args.model), show_progress_bar=True)
     message = f"indexed {len(folder.index)} documents ({args.kind}) in {args.output}"
     if args.kind != "flat":
         message += f"; measured recall@10 against exact search: {folder.index.measure_recall(k=10):.3f}"

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .phrase import PhraseIndex
 
 __all__ = ["FOLDER_FILE", "IndexFolder", "build_index_folder", "build_phrase_index_folder", "documents_for",
-           "index_texts", "open_index_folder", "write_index_folder"]
+           "index_texts", "model_reference", "open_index_folder", "resolve_index_model", "write_index_folder"]
 
 FOLDER_FILE = "index.json"
 FOLDER_FORMAT_VERSION = 1
@@ -60,6 +60,29 @@ class IndexFolder:
     def vector_index(self) -> LorentzIndex:
         """The index of the documents' single vectors (a phrase index's global index)."""
         return self.index if self.kind == "plain" else self.index.global_index
+
+
+def model_reference(model: str | os.PathLike) -> str:
+    """How an index names the model that built it: a local folder by its absolute path (so the folder can be
+    searched from any directory), a bundled alias or Hub id as given."""
+    return str(Path(model).absolute()) if Path(model).is_dir() else str(model)
+
+
+def resolve_index_model(folder: IndexFolder) -> str:
+    """The model an index folder names, as a path or id that loads from here: as stored, or (a relative path stored
+    by an older hyte) relative to the index folder's parent; FileNotFoundError naming --model otherwise."""
+    name = folder.model_name
+    if name is None:
+        raise ValueError(f"{folder.path} does not name its model: pass the model that built it (--model)")
+    if Path(name).exists():
+        return name
+    beside = folder.path.parent / name
+    if not Path(name).is_absolute() and beside.is_dir():
+        return str(beside)
+    if Path(name).is_absolute() or name.startswith((".", "~")) or name.count("/") > 1:  # a folder, not a Hub id
+        raise FileNotFoundError(f"{folder.path} was built by the model folder {name!r}, which is not found from "
+                                "here (nor beside the index folder): pass the model with --model (or model=...)")
+    return name  # a bundled alias or a Hub id
 
 
 def documents_for(texts: Sequence[str], ids: Sequence[str | int] | None = None) -> list[dict]:
@@ -158,7 +181,8 @@ def build_phrase_index_folder(model, tokenizer, texts: Sequence[str], directory:
     if not texts:
         raise ValueError("no texts to index")
     documents = documents_for(texts, ids)
-    index = PhraseIndex.create(model, kind=kind, dtype=dtype, model_name=model_name)
+    index = PhraseIndex.create(model, kind=kind, dtype=dtype,
+                               model_name=model_reference(model_name) if model_name is not None else None)
     index.add_texts(model, tokenizer, list(texts), ids=list(range(len(texts))), batch_size=batch_size,
                     max_length=max_length, **encode_options)
     write_index_folder(directory, index, documents)

@@ -73,7 +73,7 @@ class HyteSearcher:
     def from_folder(cls, directory: str | os.PathLike, model=None, *, check_model: bool = True) -> HyteSearcher:
         """Load an index folder; ``model`` (folder, Hub id or ``HyteEncoder``) defaults to the one it was built
         with; another model must be declared compatible with it (see the class)."""
-        from .folder import open_index_folder
+        from .folder import open_index_folder, resolve_index_model
         from .index import LorentzIndex
 
         folder = open_index_folder(directory)
@@ -82,9 +82,7 @@ class HyteSearcher:
         if not isinstance(folder.vector_index, LorentzIndex):
             raise ValueError(f"{directory} is a Euclidean phrase index: HyteSearcher needs hyperbolic vectors")
         if model is None:
-            if folder.model_name is None:
-                raise ValueError(f"{directory} does not name its model: pass the model that built it")
-            model = folder.model_name
+            model = resolve_index_model(folder)
         return cls(_load_hyte_encoder(model), folder.vector_index, folder.documents, check_model=check_model)
 
     @classmethod
