@@ -56,3 +56,24 @@ def test_jsonl_errors_name_the_file_and_line_and_caches_may_hold_any_value(tmp_p
         read_texts(tmp_path / "docs.jsonl")
     with pytest.raises(FileNotFoundError, match="documents file not found"):
         read_jsonl(tmp_path / "missing.jsonl", "documents file")
+
+
+@pytest.mark.parametrize("name, content, problem", [
+    ("docs.csv", "id,text\n1,a\n", "unsupported file type '.csv'"),
+    ("docs.txt", "first\n\nthird\n", r"docs\.txt, line 2: blank line"),
+    ("docs.txt", "", "holds no texts"),
+    ("docs.jsonl", '{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', r"line 2: id 'a' repeats the one of line 1"),
+    ("docs.jsonl", '{"id": [1], "text": "x"}\n', "the id must be a string or an integer"),
+    ("docs.jsonl", '{"id": 1, "text": "  "}\n', "field 'text' must be a non-empty string"),
+])
+def test_input_texts_that_would_be_accepted_silently_are_refused(tmp_path, name, content, problem):
+    (tmp_path / name).write_text(content)
+    with pytest.raises(ValueError, match=problem):
+        read_texts(tmp_path / name)
+
+
+def test_input_texts_keep_their_ids_and_order(tmp_path):
+    (tmp_path / "docs.jsonl").write_text('{"id": "b", "text": "x"}\n\n{"_id": 7, "text": "y"}\n')
+    assert read_texts(tmp_path / "docs.jsonl") == (["x", "y"], ["b", 7])
+    (tmp_path / "docs.txt").write_text("x\ny\n")
+    assert read_texts(tmp_path / "docs.txt") == (["x", "y"], None)

@@ -198,18 +198,42 @@ def string_field(path: str | os.PathLike, line: int, record: dict, name: str) ->
 
 
 def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | None]:
-    """Texts from a .txt file (one per line) or .jsonl file ({"text": ..., optional "id"/"_id"}); ids or None."""
+    """Texts from a .txt file (one per line) or a .jsonl file ({"text": ..., optional "id"/"_id"}); their ids
+    (None for .txt: a text's id is its position).
+
+    Refused, naming the file and line: another file type, an empty or blank text (a blank line of a .txt file
+    would be indexed as a document), a repeated id, a file without texts."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"input file {path} does not exist")
+    if path.suffix not in (".txt", ".jsonl"):
+        raise ValueError(f"{path}: unsupported file type {path.suffix or '(none)'!r}; give a .txt file (one text per "
+                         "line) or a .jsonl file (one {\"text\": ..., \"id\": ...} object per line)")
+    texts: list[str] = []
     if path.suffix == ".jsonl":
-        texts, ids = [], []
+        ids: list[str | int] = []
+        first_line: dict = {}
         for number, record in iter_jsonl(path):
             texts.append(string_field(path, number, record, "text"))
-            ids.append(record.get("id", record.get("_id", len(ids))))
-        return texts, ids
-    texts = [line.rstrip("\n") for line in path.open(encoding="utf-8")]
-    return texts, None
+            identifier = record.get("id", record.get("_id", len(ids)))
+            if not isinstance(identifier, (str, int)) or isinstance(identifier, bool):
+                raise DataFormatError(path, number, f"the id must be a string or an integer; got {identifier!r}")
+            if identifier in first_line:
+                raise DataFormatError(path, number, f"id {identifier!r} repeats the one of line "
+                                                    f"{first_line[identifier]}: ids must be unique")
+            first_line[identifier] = number
+            ids.append(identifier)
+    else:
+        ids = None
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                text = line.rstrip("\n")
+                if not text.strip():
+                    raise DataFormatError(path, number, "blank line: each line is one text; remove blank lines")
+                texts.append(text)
+    if not texts:
+        raise DataFormatError(path, None, "holds no texts")
+    return texts, ids
 
 
 def write_vectors(path: str | os.PathLike, vectors: np.ndarray, metadata: dict[str, str]) -> Path:

@@ -92,5 +92,7 @@ def fmt(value) -> str:
 
 
 def queries_of(args: argparse.Namespace) -> list[str]:
-    """``--query`` or the texts of ``--queries``."""
+    """``--query`` or the texts of ``--queries``; an empty query is refused."""
+    if args.query is not None and not args.query.strip():
+        raise UserError("the query is empty")
     return [args.query] if args.query is not None else read_texts(args.queries)[0]

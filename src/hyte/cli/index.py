@@ -43,8 +43,6 @@ def _trie_override(args: argparse.Namespace, texts: list[str], tokenizer, max_le
 
 def _index_build(args: argparse.Namespace) -> int:
     texts, ids = read_texts(args.input)
-    if not texts:
-        raise UserError(f"{args.input} holds no texts")
     if args.phrase:  # global index + phrase store (H+)
         from ..phrase.loading import load_phrase_model
         from ..retrieval.folder import build_phrase_index_folder
