@@ -297,3 +297,28 @@ def test_a_point_entails_itself_with_zero_gradient(seed, dtype, c):
     violation.sum().backward()
     assert (violation == 0).all()
     assert torch.isfinite(x.grad).all() and x.grad.abs().max() < 1.0 and y.grad.abs().max() < 1.0
+
+
+@pytest.mark.parametrize("c", [0.0, -1.0, float("nan"), float("inf")])
+def test_every_function_refuses_a_curvature_that_is_not_positive(c):
+    """c <= 0 (or not finite) gives NaN downstream: every function taking c as a number refuses it, in one line."""
+    x = L.expmap0(torch.randn(3, 4, generator=torch.Generator().manual_seed(0)))
+    mask = torch.ones(1, 3)
+    calls = {
+        "origin": lambda: L.origin(4, c), "add_time": lambda: L.add_time(x[:, 1:], c),
+        "distance_from_inner": lambda: L.distance_from_inner(L.inner(x, x), c), "distance": lambda: L.distance(x, x, c),
+        "pairwise_distance": lambda: L.pairwise_distance(x, x, c),
+        "squared_lorentz_distance": lambda: L.squared_lorentz_distance(x, x, c),
+        "distance_to_origin": lambda: L.distance_to_origin(x, c), "project": lambda: L.project(x, c),
+        "expmap0": lambda: L.expmap0(x[:, 1:], c), "logmap0": lambda: L.logmap0(x, c),
+        "to_poincare": lambda: L.to_poincare(x, c), "from_poincare": lambda: L.from_poincare(0.1 * x[:, 1:], c),
+        "centroid": lambda: L.centroid(x, c=c),
+        "outward_einstein_midpoint": lambda: L.outward_einstein_midpoint(x[None], mask, c=c),
+        "einstein_midpoint": lambda: L.einstein_midpoint(x[None], mask, c=c),
+        "tangent_mean": lambda: L.tangent_mean(x[None], mask, c=c), "half_aperture": lambda: L.half_aperture(x, c),
+        "exterior_angle": lambda: L.exterior_angle(x, x, c), "entailment_violation": lambda: L.entailment_violation(x, x, c),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match="curvature c must be a finite number > 0"):
+            call()
+            pytest.fail(f"{name} accepted c = {c}")

@@ -252,3 +252,10 @@ def test_loading_keeps_a_fixed_curvature_fixed(learnable, tmp_path):
     assert float(loaded.curvature) == pytest.approx(2.0)
     trainable = {name for name, p in loaded.named_parameters() if p.requires_grad}
     assert ("log_curvature" in trainable) == learnable
+
+
+@pytest.mark.parametrize("texts, found", [(None, "NoneType"), (5, "int"), (["a", None], "an item of type NoneType")])
+def test_encode_refuses_what_is_not_text_in_one_line(bert_tokenizer, texts, found):
+    model = hyte.HyTEFHModel(tiny_fh_config())
+    with pytest.raises(TypeError, match=f"texts must be a string or a list of strings; got {found}"):
+        model.encode(texts, bert_tokenizer)

@@ -107,12 +107,17 @@ def _float64(x: Tensor) -> Tensor:
 
 
 def _curvature_like(c: float | Tensor, x: Tensor) -> Tensor:
-    """c as a tensor that broadcasts against x[..., :1] and has x's dtype and device."""
+    """c as a tensor that broadcasts against x[..., :1] and has x's dtype and device. A number is checked (c <= 0
+    would give NaN downstream); a tensor c is a model's own, kept positive by its log parametrisation, and reading
+    its value here would cost a device sync and break torch.export."""
+    if not isinstance(c, Tensor):
+        check_curvature(c)
     return torch.as_tensor(c, dtype=x.dtype, device=x.device)
 
 
 def origin(dim: int, c: float = 1.0, *, dtype=torch.float32, device=None) -> Tensor:
     """The origin o = (sqrt(c), 0, ..., 0) of H^dim_c, shape (dim + 1,)."""
+    check_curvature(c)
     o = torch.zeros(dim + 1, dtype=dtype, device=device)
     o[0] = math.sqrt(c)
     return o
