@@ -859,3 +859,12 @@ def test_depth_correlation_signs_interval_and_determinism():
     hyperbolic.kind, hyperbolic.curvature = "hyperbolic", 1.0
     shrinking = radius_by_depth(hyperbolic, {1: ["a"], 2: ["b"], 3: ["c"]})
     assert shrinking["spearman"]["spearman"] == -1.0 and shrinking["distance_monotonic"] is False
+
+
+def test_bench_writes_outside_the_recorded_results_unless_asked():
+    from hyte.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "--quick"])
+    assert args.output_dir == "hyte-output/bench" and args.markdown is None  # the report goes into that folder
+    args = build_parser().parse_args(["bench", "--output-dir", "benchmarks/results", "--markdown", "BENCHMARKS.md"])
+    assert (args.output_dir, args.markdown) == ("benchmarks/results", "BENCHMARKS.md")

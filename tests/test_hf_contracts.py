@@ -267,7 +267,7 @@ def test_hyte_h_outputs_have_one_entry_per_layer_of_the_config(encoder_layers, h
         torch.testing.assert_close(out.hidden_states[-1], out.last_hidden_state)
 
 
-def test_hyte_export_onnx_matches_pytorch_on_real_text(minilm_path, tmp_path):
+def test_hyte_export_onnx_matches_pytorch_on_real_text(minilm_path, tmp_path, capsys):
     from hyte.cli import main
     from hyte.data.hpo import load_hpo
     from hyte.export import onnx_matches_pytorch
@@ -275,7 +275,9 @@ def test_hyte_export_onnx_matches_pytorch_on_real_text(minilm_path, tmp_path):
     model_dir = tmp_path / "hyte-h"
     hyte.HyTEHModel.from_base(minilm_path, num_hyperbolic_layers=1, num_attention_heads=5).save_pretrained(model_dir)
     AutoTokenizer.from_pretrained(minilm_path).save_pretrained(model_dir)
+    capsys.readouterr()
     assert main(["export", "onnx", str(model_dir)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1  # what was written, not the exporter's progress
     onnx_file = model_dir / "onnx" / "model.onnx"
     texts = [term.definition for term in list(load_hpo().terms.values())[:200] if term.definition][:12]
     assert len(texts) == 12

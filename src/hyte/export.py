@@ -66,6 +66,7 @@ def export_onnx(model: str | Path, output: str | Path | None = None) -> Path:
         _DocumentsAndQueries(encoder.model).eval(),
         (sample["input_ids"], sample["attention_mask"]),
         dynamo=True,
+        verbose=False,  # the exporter's progress lines and graph dumps are no use to a user
         opset_version=OPSET,
         input_names=INPUT_NAMES,
         output_names=OUTPUT_NAMES,

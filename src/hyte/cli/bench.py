@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 
 from ..results import machine_info, portable_command, write_result
-from .eval import DEFAULT_MARKDOWN, DEFAULT_RESULTS_DIR
+# A benchmark run measures this machine: its files go beside the other outputs, not over the tracked results and
+# report, which a run replaces only when asked (--output-dir benchmarks/results --markdown BENCHMARKS.md).
+BENCH_OUTPUT_DIR = "hyte-output/bench"
 
 __all__ = ["add_commands", "find_benchmarks_dir"]
 
@@ -63,7 +65,7 @@ def _bench(args: argparse.Namespace) -> int:
         payload["meta"] = {"command": shown, "quick": args.quick, "wall_s": round(seconds, 1), **machine_info()}
         write_result(output, payload)
         print(f"[bench] {name}: {seconds:.0f} s -> {output}", flush=True)
-    path = write_benchmarks_md(output_dir, args.markdown)
+    path = write_benchmarks_md(output_dir, args.markdown or output_dir / "BENCHMARKS.md")
     print(f"wrote {path}")
     if failed:
         print(f"[bench] failed: {', '.join(failed)}", file=sys.stderr)
@@ -74,8 +76,10 @@ def _bench(args: argparse.Namespace) -> int:
 def add_commands(subparsers) -> None:
     bench = subparsers.add_parser("bench", help="run the speed benchmarks and regenerate BENCHMARKS.md")
     bench.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
-    bench.add_argument("--output-dir", default=DEFAULT_RESULTS_DIR)
-    bench.add_argument("--markdown", default=DEFAULT_MARKDOWN, help="the report to regenerate")
+    bench.add_argument("--output-dir", default=BENCH_OUTPUT_DIR,
+                       help="where the result JSON go (benchmarks/results to record them)")
+    bench.add_argument("--markdown", default=None,
+                       help="the report to write (default: OUTPUT_DIR/BENCHMARKS.md; BENCHMARKS.md to record it)")
     bench.add_argument("--only", nargs="+", choices=list(BENCHMARKS), help="run only these benchmarks")
     bench.add_argument("--threads", type=int, default=2)
     bench.add_argument("--benchmarks-dir", help="folder of the bench_*.py scripts (default: ./benchmarks)")

@@ -29,6 +29,8 @@ from .common import check_model_path, fmt, label_of, load_model_encoder
 
 __all__ = ["add_commands"]
 
+# `hyte eval report` regenerates the tracked report from the recorded results; `hyte bench` writes elsewhere unless
+# told (cli/bench.py).
 DEFAULT_RESULTS_DIR = "benchmarks/results"
 DEFAULT_MARKDOWN = "BENCHMARKS.md"
 
