@@ -76,3 +76,28 @@ def test_user_errors_are_one_line_messages(tmp_path, model_dir, capsys):
     assert ".npy or .safetensors" in capsys.readouterr().err
     assert main(["encode", "--model", str(tmp_path), "--input", str(good), "--output", str(tmp_path / "x.npy")]) == 2
     assert "no config.json" in capsys.readouterr().err
+
+
+def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silently(tmp_path, model_dir, capsys):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(DOCUMENTS) + "\n")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "mine.txt").write_text("keep me")
+    build = ["index", "build", "--model", str(model_dir), "--input", str(docs), "--output"]
+    assert main(build + [str(tmp_path / "notes")]) == 2
+    assert "is not an index folder" in capsys.readouterr().err and (tmp_path / "notes" / "mine.txt").is_file()
+    assert main(build + [str(tmp_path / "index")]) == 0
+    saved = (tmp_path / "index" / "index.faiss").read_bytes()
+    assert main(build + [str(tmp_path / "index")]) == 2
+    assert "--overwrite" in capsys.readouterr().err and (tmp_path / "index" / "index.faiss").read_bytes() == saved
+    assert main(build + [str(tmp_path / "index"), "--overwrite"]) == 0
+    assert main(["export", "onnx", str(model_dir), "--output", str(tmp_path / "notes")]) == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_a_negative_learning_rate_is_refused_with_the_config(tmp_path):
+    from hyte.training import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match="training.learning_rate must be > 0; got -0.001"):
+        parse_config({"stage": "contrastive", "model": {"build": "hyte_fh", "options": {"hidden_size": 33}},
+                      "training": {"learning_rate": -1e-3}})

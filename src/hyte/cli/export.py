@@ -15,7 +15,12 @@ def _export_onnx(args: argparse.Namespace) -> int:
 
     if args.output is None and not Path(args.model).is_dir():
         raise UserError(f"{args.model} is not a local folder: give --output for the ONNX file")
-    path = export_onnx(args.model, args.output)
+    output = Path(args.output) if args.output is not None else Path(args.model) / "onnx" / "model.onnx"
+    if output.is_dir():  # checked before the (slow) export
+        raise UserError(f"--output {output} is a folder: give the ONNX file to write, e.g. {output / 'model.onnx'}")
+    if output.exists() and not args.overwrite:
+        raise UserError(f"{output} exists: pass --overwrite to replace it or give another --output")
+    path = export_onnx(args.model, output)
     print(f"wrote {path} (inputs input_ids, attention_mask; outputs documents, queries); check it against PyTorch "
           f"with hyte.export.onnx_matches_pytorch")
     return 0
@@ -27,4 +32,5 @@ def add_commands(sub) -> None:
     onnx = export_sub.add_parser("onnx", help="one ONNX graph: input_ids, attention_mask -> documents, queries")
     onnx.add_argument("model", help=MODEL_HELP)
     onnx.add_argument("--output", default=None, help="ONNX file to write (default: MODEL/onnx/model.onnx)")
+    onnx.add_argument("--overwrite", action="store_true", help="replace the ONNX file if it exists")
     onnx.set_defaults(func=_export_onnx)

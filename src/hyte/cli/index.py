@@ -11,6 +11,7 @@ folder's model the same way, and prints the documents' texts stored beside the v
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..io import read_texts, write_vectors
 from .common import MODEL_HELP, UserError, print_hits, queries_of
@@ -41,7 +42,22 @@ def _trie_override(args: argparse.Namespace, texts: list[str], tokenizer, max_le
     return {"override": list(zip(tags, covered))}
 
 
+def _check_output_folder(output: str, overwrite: bool) -> None:
+    """Before anything is encoded: an existing index folder is replaced only with --overwrite, anything else never."""
+    from ..retrieval.folder import is_index_folder
+
+    path = Path(output)
+    if not path.exists() or path.is_dir() and not any(path.iterdir()):
+        return
+    if not is_index_folder(path):
+        raise UserError(f"--output {output} exists and is not an index folder: choose a new or empty folder")
+    if not overwrite:
+        raise UserError(f"--output {output} already holds an index: pass --overwrite to replace it (atomically, once "
+                        "the new one is complete) or choose another folder")
+
+
 def _index_build(args: argparse.Namespace) -> int:
+    _check_output_folder(args.output, args.overwrite)
     texts, ids = read_texts(args.input)
     if args.phrase:  # global index + phrase store (H+)
         from ..phrase.loading import load_phrase_model
@@ -139,6 +155,7 @@ def add_commands(sub) -> None:
     build.add_argument("--trie", action="store_true",
                        help="with --phrase: the HPO + ICD-10-CM terminology trie overrides the CRF's units inside "
                             "its matches (use it at search time too)")
+    build.add_argument("--overwrite", action="store_true", help="replace the index folder --output already holds")
     build.set_defaults(func=_index_build)
     search = index_sub.add_parser("search", help="search an index with query texts")
     search.add_argument("--index", required=True)

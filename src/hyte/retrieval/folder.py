@@ -34,12 +34,17 @@ if TYPE_CHECKING:
     from .phrase import PhraseIndex
 
 __all__ = ["FOLDER_FILE", "IndexFolder", "build_index_folder", "build_phrase_index_folder", "documents_for",
-           "index_texts", "model_reference", "open_index_folder", "resolve_index_model", "write_index_folder"]
+           "index_texts", "is_index_folder", "model_reference", "open_index_folder", "resolve_index_model", "write_index_folder"]
 
 FOLDER_FILE = "index.json"
 FOLDER_FORMAT_VERSION = 1
 # Any one of these marks a folder that an index save may replace (see hyte.io.atomic_directory).
 _MARKERS = (FOLDER_FILE, METADATA_FILE, "phrase_index.json")
+
+
+def is_index_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` holds an index folder (of this format, or a bare index saved before it)."""
+    return any((Path(path) / marker).is_file() for marker in _MARKERS)
 
 
 @dataclass

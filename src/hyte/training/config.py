@@ -357,6 +357,11 @@ def validate(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: data.max_examples must be > 0")
     if training.max_steps <= 0 or training.per_device_train_batch_size <= 0:
         raise ConfigError(f"{source}: training.max_steps and per_device_train_batch_size must be > 0")
+    rates = {"training.learning_rate": training.learning_rate, "training.head_learning_rate": training.head_learning_rate,
+             "loss.logit_scale_learning_rate": config.loss.logit_scale_learning_rate}
+    for name, rate in rates.items():
+        if rate is not None and not rate > 0:  # also refuses NaN; a negative rate would climb the loss
+            raise ConfigError(f"{source}: {name} must be > 0; got {rate}")
     if training.mini_batch_size is not None and training.mini_batch_size <= 0:
         raise ConfigError(f"{source}: training.mini_batch_size must be > 0 (or null: no gradient caching)")
     if config.stage == "mlm" and model.build in ("hyte_h", "load") and model.path == BUNDLED_MINILM:
