@@ -142,7 +142,8 @@ def add_commands(sub) -> None:
     build = index_sub.add_parser("build", help="encode documents and build an index directory")
     build.add_argument("--model", required=True, help=MODEL_HELP)
     build.add_argument("--input", required=True, help=".txt or .jsonl documents")
-    build.add_argument("--output", required=True, help="index directory (replaced atomically)")
+    build.add_argument("--output", required=True,
+                       help="index folder to write: new or empty (an existing index only with --overwrite)")
     build.add_argument("--kind", choices=["flat", "ivf", "hnsw"], default="flat",
                        help="flat is exact; ivf/hnsw are approximate and report their measured recall")
     build.add_argument("--batch-size", type=int, default=32)
