@@ -254,8 +254,9 @@ def test_loading_keeps_a_fixed_curvature_fixed(learnable, tmp_path):
     assert ("log_curvature" in trainable) == learnable
 
 
-@pytest.mark.parametrize("texts, found", [(None, "NoneType"), (5, "int"), (["a", None], "an item of type NoneType")])
-def test_encode_refuses_what_is_not_text_in_one_line(bert_tokenizer, texts, found):
+@pytest.mark.parametrize("texts, message", [(None, "a list of strings; got NoneType"),
+                                            (5, "a list of strings; got int"), (["a", None], "item 1 is a NoneType")])
+def test_encode_refuses_what_is_not_text_in_one_line(bert_tokenizer, texts, message):
     model = hyte.HyTEFHModel(tiny_fh_config())
-    with pytest.raises(TypeError, match=f"texts must be a string or a list of strings; got {found}"):
+    with pytest.raises(TypeError, match=message):
         model.encode(texts, bert_tokenizer)

@@ -501,11 +501,8 @@ class HyTEPreTrainedModel(PreTrainedModel):
             raise ValueError(f"role must be 'document' or 'query'; got {role!r}.")
         if isinstance(texts, str):
             texts = [texts]
-        scalar = texts is None or isinstance(texts, (bytes, int, float))
-        if scalar or not all(isinstance(text, str) for text in texts):
-            found = type(texts).__name__ if scalar else \
-                f"an item of type {next(type(t).__name__ for t in texts if not isinstance(t, str))}"
-            raise TypeError(f"texts must be a string or a list of strings; got {found}")
+        if texts is None or isinstance(texts, (bytes, int, float)):
+            raise TypeError(f"texts must be a string or a list of strings; got {type(texts).__name__}")
         texts = list(texts)
         bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
         if bad:
