@@ -35,7 +35,9 @@ def mine_hard_negatives(encoder, examples: list[dict], *, num_negatives: int = 1
     documents = sorted({e["document"] for e in examples})
     position = {text: i for i, text in enumerate(documents)}
     doc_vectors = encoder.encode(documents, role="document", batch_size=batch_size, show_progress_bar=True)
-    query_vectors = encoder.encode([e["query"] for e in examples], role="query", batch_size=batch_size)
+    # Both encodings show progress: on the quickstart's 4000 pairs they are most of its 2.5 minutes of mining.
+    query_vectors = encoder.encode([e["query"] for e in examples], role="query", batch_size=batch_size,
+                                   show_progress_bar=True)
     depth = min(len(documents), candidates + skip_top + 1)
     if encoder.kind == "hyperbolic":
         index = LorentzIndex(doc_vectors.shape[1], encoder.curvature, kind="flat")
