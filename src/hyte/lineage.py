@@ -97,13 +97,21 @@ def check_lineage(index_model: str | None, index_fingerprint: str | None, model_
         f"spaces agree can pass allow_incompatible=True (hyte index search --no-check-model).")
 
 
+def check_query_model(index, model: torch.nn.Module, model_name: str | None, *,
+                      allow_incompatible: bool = False) -> str:
+    """The lineage half of ``check_query_encoder`` for a bare model (e.g. a phrase model): ``index`` (a
+    ``LorentzIndex`` or ``PhraseIndex``) admits it, by weights fingerprint or declared compatibility, or raises."""
+    return index.check_query_model(model_name, weights_fingerprint(model), compatible_with(model),
+                                   allow_incompatible=allow_incompatible)
+
+
 def check_query_encoder(index, encoder, model_name: str | None = None, *, allow_incompatible: bool = False) -> str:
     """Refuse an encoder (``hyte.encoders``) whose queries may not search ``index`` (a ``LorentzIndex``, or a
     ``PhraseIndex``'s global index): first its lineage
     (``check_query_model``: the index's model or one declared compatible with it, unless ``allow_incompatible``),
     then the shape of its points (dimension and curvature, always). ``model_name`` (default ``encoder.name``) is
     how the error names the query model. Returns how the model was admitted."""
-    admitted = index.check_query_model(model_name or encoder.name, weights_fingerprint(encoder.model),
-                                       compatible_with(encoder.model), allow_incompatible=allow_incompatible)
+    admitted = check_query_model(index, encoder.model, model_name or encoder.name,
+                                 allow_incompatible=allow_incompatible)
     index.check_compatible(dim=encoder.dim, curvature=encoder.curvature)
     return admitted

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from ..results import machine_info, portable_command, write_result
+
 # A benchmark run measures this machine: its files go beside the other outputs, not over the tracked results and
 # report, which a run replaces only when asked (--output-dir benchmarks/results --markdown BENCHMARKS.md).
 BENCH_OUTPUT_DIR = "hyte-output/bench"

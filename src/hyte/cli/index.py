@@ -74,11 +74,11 @@ def _index_build(args: argparse.Namespace) -> int:
               f"document, {args.phrase_dtype})")
         return 0
     from ..encoders import load_encoder
-    from ..retrieval.folder import build_index_folder, model_reference
+    from ..retrieval.folder import build_index_folder
 
     encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
     folder = build_index_folder(encoder, texts, args.output, ids=ids, kind=args.kind, batch_size=args.batch_size,
-                                model_name=model_reference(args.model), show_progress_bar=True)
+                                show_progress_bar=True)
     message = f"indexed {len(folder.index)} documents ({args.kind}) in {args.output}"
     if args.kind != "flat":
         message += f"; measured recall@10 against exact search: {folder.index.measure_recall(k=10):.3f}"
@@ -92,11 +92,11 @@ def _index_search(args: argparse.Namespace) -> int:
     folder = open_index_folder(args.index)
     queries = queries_of(args)
     if folder.kind == "phrase":
+        from ..lineage import check_query_model
         from ..phrase.loading import load_phrase_model
 
         model, tokenizer = load_phrase_model(str(args.model))
-        folder.index.check_query_model(str(args.model), _fingerprint(model), _declared(model),
-                                       allow_incompatible=not args.check_model)
+        check_query_model(folder.index, model, str(args.model), allow_incompatible=not args.check_model)
         scores, found = folder.index.search_texts(model, tokenizer, queries, k=args.k, rerank=args.rerank,
                                                   k_candidates=args.k_candidates,
                                                   **_trie_override(args, queries, tokenizer))
@@ -112,18 +112,6 @@ def _index_search(args: argparse.Namespace) -> int:
     scores, found = folder.index.search(encoder.encode(queries, role="query"), k=args.k)
     print_hits(queries, found, folder.index.to_distances(scores), folder.documents, "d")
     return 0
-
-
-def _fingerprint(model) -> str:
-    from ..lineage import weights_fingerprint
-
-    return weights_fingerprint(model)
-
-
-def _declared(model) -> list[dict]:
-    from ..lineage import compatible_with
-
-    return compatible_with(model)
 
 
 def add_commands(sub) -> None:

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ..training.config import parse_override
 
@@ -23,13 +22,12 @@ def _train(args: argparse.Namespace) -> int:
     if args.resume and args.overwrite:
         raise ConfigError("--resume continues the run in output_dir and --overwrite replaces it: give one")
     if args.resume:  # the command line asks for a checkpoint; the library starts fresh when there is none
-        from transformers.trainer_utils import get_last_checkpoint
+        from ..training.loop import resume_checkpoint
 
-        output_dir = Path(config.training.output_dir)
-        checkpoint = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+        checkpoint = resume_checkpoint(config, resume=True)
         if checkpoint is None:
-            raise ConfigError(f"--resume: {output_dir} holds no checkpoint to resume from; drop --resume to start "
-                              "this run")
+            raise ConfigError(f"--resume: {config.training.output_dir} holds no checkpoint to resume from; drop "
+                              "--resume to start this run")
         print(f"resuming from {checkpoint}")
     try:
         final = run(config, resume=args.resume, overwrite=args.overwrite)

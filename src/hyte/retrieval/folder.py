@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from .phrase import PhraseIndex
 
 __all__ = ["FOLDER_FILE", "IndexFolder", "build_index_folder", "build_phrase_index_folder", "documents_for",
-           "index_texts", "is_index_folder", "model_reference", "open_index_folder", "resolve_index_model", "write_index_folder"]
+           "index_texts", "is_index_folder", "model_reference", "open_index_folder", "resolve_index_model",
+           "write_index_folder"]
 
 FOLDER_FILE = "index.json"
 FOLDER_FORMAT_VERSION = 1
@@ -150,13 +151,14 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
 def index_texts(encoder, texts: Sequence[str], *, kind: str = "flat", model_name: str | None = None,
                 batch_size: int = 32, show_progress_bar: bool | None = None) -> LorentzIndex:
     """Encode ``texts`` as documents with ``encoder`` (``hyte.encoders``) into a new ``LorentzIndex`` of ``kind``
-    (index id i = text i) that records the model's name (``model_name``, default ``encoder.name``: where ``hyte rag``
-    and ``HyteSearcher.from_folder`` load it from) and its weights fingerprint."""
+    (index id i = text i) that records the model (``model_name``, default ``encoder.name``, as ``model_reference``
+    gives it: where ``hyte rag`` and ``HyteSearcher.from_folder`` load it from) and its weights fingerprint."""
     from ..lineage import weights_fingerprint
 
     if not texts:
         raise ValueError("no texts to index")
-    index = LorentzIndex(encoder.dim, encoder.curvature, kind=kind, model_name=model_name or encoder.name,
+    index = LorentzIndex(encoder.dim, encoder.curvature, kind=kind,
+                         model_name=model_reference(model_name or encoder.name),
                          model_fingerprint=weights_fingerprint(encoder.model))
     index.add(encoder.encode(list(texts), role="document", batch_size=batch_size,
                              show_progress_bar=show_progress_bar))
