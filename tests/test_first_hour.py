@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import faiss
 import numpy as np
@@ -228,6 +229,40 @@ def test_the_demo_index_is_searched_from_anywhere_with_texts_and_lineage(tmp_pat
                  "--query", "small head"]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("hyte ")]
     assert len(errors) == 1 and "fingerprint" in errors[0]  # one message (the rest are loading progress bars)
+
+
+def _readme_section(title: str) -> tuple[str, list[str]]:
+    """A README section's Python snippet and shell commands, as written."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index(title):]
+    section = section[:section.index("\n#", 1)]
+    python = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    shell = re.search(r"```bash\n(.*?)```", section, re.DOTALL).group(1).strip().splitlines()
+    return python, shell
+
+
+@pytest.mark.slow
+def test_the_readme_own_documents_steps_run_as_written(tmp_path, monkeypatch, capsys):
+    import shlex
+
+    demo = tmp_path / "demo"
+    assert main(["demo", "--output-dir", str(demo), "--num-documents", "20"]) == 0
+    # The demo's model folder is a sentence-transformers folder too (never mean-pooled by SentenceTransformer).
+    assert (demo / "model" / "modules.json").is_file()
+    monkeypatch.chdir(tmp_path)
+    python, shell = _readme_section("### Your own documents")
+    exec(python, {})
+    corpus = [json.loads(line) for line in (tmp_path / "hpo-heldout" / "corpus.jsonl").read_text().splitlines()]
+    assert len(corpus) == 500 and (tmp_path / "hpo-heldout" / "qrels" / "test.tsv").is_file()
+    capsys.readouterr()
+    for line in shell:
+        assert main(shlex.split(line.replace("hyte-output/quickstart/model", str(demo / "model")))[1:]) == 0, line
+    hits = _hits(capsys.readouterr().out)
+    assert len(hits) == 3 and {doc_id for doc_id, _ in hits} <= {record["_id"] for record in corpus}
+    metrics = json.loads((tmp_path / "hpo-heldout.json").read_text())
+    assert (metrics["num_queries"], metrics["num_documents"]) == (100, 500) and 0.0 < metrics["ndcg@10"] <= 1.0
 
 
 def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -53,6 +54,16 @@ def logged_losses(output_dir) -> dict[int, float]:
 def first_and_last(losses: dict[int, float], n: int = 4) -> tuple[float, float]:
     steps = sorted(losses)
     return sum(losses[s] for s in steps[:n]) / n, sum(losses[s] for s in steps[-n:]) / n
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parent.parent / "configs").glob("*.yaml")))
+def test_every_shipped_config_parses(name):
+    from hyte.training.config import STAGES
+
+    # Raises ConfigError on a bad field; the compatible stage's old model comes from --old, as the README runs it.
+    overrides = {"compatible.old_model": "runs/compat/old/final"} if name.startswith("compat_new") else None
+    config = load_config(Path(__file__).parent.parent / "configs" / name, overrides)
+    assert config.stage in STAGES and config.training.output_dir.startswith("runs/")
 
 
 def test_trainer_draws_no_progress_bar_into_a_log(tmp_path):
@@ -233,6 +244,36 @@ def test_lora_adapter_trains_saves_reloads_and_merges(tmp_path, tiny_bert, bert_
         with torch.no_grad():
             out = model(data["batch"]["input_ids"], data["batch"]["attention_mask"]).pooler_output
         torch.testing.assert_close(out, data["expected"], rtol=1e-4, atol=1e-5)
+        """,
+        cwd=tmp_path,
+    )
+
+
+@pytest.mark.slow
+def test_final_folder_loads_in_sentence_transformers_as_model_encode(tmp_path, tiny_bert):
+    """SentenceTransformer(final) must give the model's own pooled points (specificity head included), never the
+    mean Pooling it builds for a folder without modules.json."""
+    import numpy as np
+    from transformers import AutoTokenizer
+
+    from hyte import HyTEHModel
+
+    final = run(hierarchy_run(tmp_path, {"build": "hyte_h", "path": tiny_bert,
+                                         "options": {"hidden_size": 17, "radius_head": 2.0}}))
+    assert (final / "modules.json").is_file() and (final / "hyte_card.json").is_file()
+    texts = ["Abnormal heart rhythm.", "Abnormally short fingers."]
+    model = HyTEHModel.from_pretrained(final).eval()
+    tokenizer = AutoTokenizer.from_pretrained(final)
+    np.savez(tmp_path / "expected.npz", document=model.encode(texts, tokenizer, role="document"),
+             query=model.encode(texts, tokenizer, role="query"))
+    run_without_hyte(
+        f"""
+        import numpy as np
+        from sentence_transformers import SentenceTransformer
+        st = SentenceTransformer({str(final)!r}, trust_remote_code=True, device="cpu")
+        expected = np.load("expected.npz")
+        np.testing.assert_allclose(st.encode_document({texts!r}), expected["document"], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(st.encode_query({texts!r}), expected["query"], rtol=1e-5, atol=1e-6)
         """,
         cwd=tmp_path,
     )

@@ -20,6 +20,7 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
 
     from .data.hpo import HPO_DATA_VERSION, load_hpo
     from .encoders import HyteEncoder
+    from .integrations.sentence_transformers import save_model_folder
     from .modeling_hyte import HyTEHModel
     from .retrieval.folder import build_index_folder
 
@@ -30,8 +31,7 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     model = HyTEHModel.from_base(base)
     tokenizer = AutoTokenizer.from_pretrained(base)
     model_dir = output_dir / "model"
-    model.save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
+    save_model_folder(model, tokenizer, model_dir)  # loads in sentence-transformers too
 
     ontology = load_hpo()
     terms = sorted((t for t in ontology.terms.values() if t.definition), key=lambda t: t.id)[:num_documents]

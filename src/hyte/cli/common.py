@@ -61,6 +61,7 @@ class Parser(argparse.ArgumentParser):
 
 
 MODEL_HELP = "model folder, Hub id or bundled model (bundled:all-MiniLM-L6-v2, see hyte.bundled)"
+INDEX_MODEL_HELP = MODEL_HELP + " (default: the model the index was built with)"
 
 
 def label_of(model: str, label: str | None) -> str:

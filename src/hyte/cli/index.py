@@ -2,7 +2,7 @@
 
     hyte encode --model M --input F --output O  texts (.txt one per line, or .jsonl with "text") -> .npy/.safetensors
     hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw] [--phrase]
-    hyte index search --index DIR --model M --query TEXT [--k 10] [--rerank phrase|hybrid|lexical]
+    hyte index search --index DIR [--model M] --query TEXT [--k 10] [--rerank phrase|hybrid|lexical]
 
 Plain and phrase index folders are one format: search opens either, checks the query model's lineage against the
 folder's model the same way, and prints the documents' texts stored beside the vectors.
@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from ..io import read_texts, write_vectors
-from .common import MODEL_HELP, UserError, print_hits, queries_of
+from .common import INDEX_MODEL_HELP, MODEL_HELP, UserError, print_hits, queries_of
 
 __all__ = ["add_commands"]
 
@@ -87,10 +87,12 @@ def _index_build(args: argparse.Namespace) -> int:
 
 
 def _index_search(args: argparse.Namespace) -> int:
-    from ..retrieval.folder import open_index_folder
+    from ..retrieval.folder import open_index_folder, resolve_index_model
 
     folder = open_index_folder(args.index)
     queries = queries_of(args)
+    if args.model is None:
+        args.model = resolve_index_model(folder)
     if folder.kind == "phrase":
         from ..lineage import check_query_model
         from ..phrase.loading import load_phrase_model
@@ -148,7 +150,7 @@ def add_commands(sub) -> None:
     build.set_defaults(func=_index_build)
     search = index_sub.add_parser("search", help="search an index with query texts")
     search.add_argument("--index", required=True)
-    search.add_argument("--model", required=True, help=MODEL_HELP)
+    search.add_argument("--model", default=None, help=INDEX_MODEL_HELP)
     group = search.add_mutually_exclusive_group(required=True)
     group.add_argument("--query")
     group.add_argument("--queries", help=".txt or .jsonl of queries")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import MODEL_HELP, UserError
+from .common import INDEX_MODEL_HELP, UserError
 
 __all__ = ["add_commands"]
 
@@ -56,7 +56,7 @@ def add_commands(sub) -> None:
     rag = sub.add_parser("rag", help="answer a question from an index with a local generator, with citations")
     rag.add_argument("question")
     rag.add_argument("--index", required=True, help="index folder from hyte index build (holds the texts)")
-    rag.add_argument("--model", default=None, help=MODEL_HELP + " (default: the model the index was built with)")
+    rag.add_argument("--model", default=None, help=INDEX_MODEL_HELP)
     rag.add_argument("--k", type=int, default=4, help="passages given to the generator")
     rag.add_argument("--no-check-model", dest="check_model", action="store_false",
                      help="search with a --model that is neither the index's model nor declared compatible with it")

@@ -56,6 +56,7 @@ __all__ = [
     "hyte_curvature",
     "hyte_information_retrieval_evaluator",
     "lorentz_similarity",
+    "save_model_folder",
     "save_sentence_transformer",
     "sentence_transformer",
 ]
@@ -203,6 +204,23 @@ def save_sentence_transformer(model: SentenceTransformer, path: str | os.PathLik
             router_config["types"] = {key: repair(value) for key, value in router_config["types"].items()}
             router_json.write_text(json.dumps(router_config, indent=4), encoding="utf-8")
     modules_json.write_text(json.dumps(entries, indent=2), encoding="utf-8")
+    return path
+
+
+def save_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: str | os.PathLike) -> Path:
+    """Save a model and its tokenizer; a HyTE-FH / HyTE-H embedding model also as a sentence-transformers folder.
+
+    Without ``modules.json``, ``SentenceTransformer(path)`` would wrap the model in a mean Pooling module that
+    averages token points and drops the model's own pooling and specificity head, silently. With it, the folder loads
+    in sentence-transformers as the pipeline ``sentence_transformer`` builds, giving ``model.encode``'s vectors.
+    Other models (masked-LM heads, Euclidean and phrase models) are saved as they are. Returns the directory.
+    """
+    path = Path(path)
+    # Embedding models only: a masked-LM model (prediction_logits) predicts tokens, not sentences.
+    if model.config.model_type in HYPERBOLIC_MODEL_TYPES and not hasattr(model, "prediction_logits"):
+        return save_sentence_transformer(sentence_transformer(model, tokenizer), path)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
     return path
 
 

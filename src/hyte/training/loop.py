@@ -190,6 +190,8 @@ def save_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluatio
 
 
 def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluation: dict | None) -> None:
+    from ..integrations.sentence_transformers import save_model_folder  # here: importing it takes seconds
+
     output_dir = Path(config.training.output_dir)
     model = built.model
     # The learned temperature: a HyTE model keeps its own parameter; a plain encoder's attached one is taken off
@@ -213,8 +215,7 @@ def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluat
     }
 
     def write(staging: Path) -> None:
-        model.save_pretrained(staging)
-        built.tokenizer.save_pretrained(staging)
+        save_model_folder(model, built.tokenizer, staging)  # a sentence-transformers folder too (HyTE embeddings)
         (staging / "hyte_card.json").write_text(json.dumps(card, indent=2, default=str))
         if evaluation is not None:
             results = {"retrieval": [{"dataset_name": "HPO held-out branches", "dataset_type": "hpo-heldout",
