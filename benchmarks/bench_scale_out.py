@@ -53,7 +53,7 @@ def _step(model, inputs, chunk: int | None, gather: bool = False) -> None:
 
     def loss_of(queries, documents):
         return contrastive_loss_across_processes(queries, documents, logit_scale=model.logit_scale if not hasattr(
-            model, "module") else model.module.logit_scale, exclude=inputs["duplicate_mask"], gather=gather,
+            model, "module") else model.module.logit_scale, exclude=inputs["exclude_mask"], gather=gather,
             hyperbolic=True)[0]
 
     if chunk:

@@ -93,6 +93,20 @@ def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silen
     assert main(build + [str(tmp_path / "index"), "--overwrite"]) == 0
     assert main(["export", "onnx", str(model_dir), "--output", str(tmp_path / "notes")]) == 2
     assert "is a folder" in capsys.readouterr().err
+    # A model's own files are never the target of vectors or an ONNX graph, not even with --overwrite.
+    weights = (model_dir / "model.safetensors").read_bytes()
+    encode = ["encode", "--model", str(model_dir), "--input", str(docs), "--output"]
+    assert main(encode + [str(model_dir / "model.safetensors"), "--overwrite"]) == 2
+    assert "inside a model folder" in capsys.readouterr().err
+    assert main(["export", "onnx", str(model_dir), "--output", str(model_dir / "model.safetensors"),
+                 "--overwrite"]) == 2
+    assert "give a .onnx file" in capsys.readouterr().err and (model_dir / "model.safetensors").read_bytes() == weights
+    # Vectors are not replaced without --overwrite.
+    assert main(encode + [str(tmp_path / "d.npy")]) == 0
+    vectors = (tmp_path / "d.npy").read_bytes()
+    assert main(encode + [str(tmp_path / "d.npy")]) == 2
+    assert "--overwrite" in capsys.readouterr().err and (tmp_path / "d.npy").read_bytes() == vectors
+    assert main(encode + [str(tmp_path / "d.npy"), "--overwrite"]) == 0
 
 
 def test_a_negative_learning_rate_is_refused_with_the_config(tmp_path):

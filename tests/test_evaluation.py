@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from hyte.data.beir import BEIRFormatError, load_beir
 from hyte.evaluation import load_retrieval_metric, rank_by_score, retrieval_metrics
@@ -393,6 +394,50 @@ def test_radius_by_depth_and_plot(tmp_path):
     assert not any("change" in key for r in (result, flat, curved) for key in r)
     png = plot_radius_by_depth({"up": result, "down": flat, "curved": curved}, tmp_path / "radius.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_edge_diagnostics_read_the_radius_order_the_cones_and_the_relation_searches(seed):
+    """Children placed along their parent's direction and farther out lie in its cone and farther, and the
+    broader / narrower searches find the other end of every edge; swapping the ends of every edge turns all of it
+    to 0. A Euclidean encoder is measured by its norm, and has no cone."""
+    from hyte import lorentz
+    from hyte.evaluation.radius import edge_diagnostics
+
+    generator = torch.Generator().manual_seed(seed)
+    directions = torch.nn.functional.normalize(torch.randn(6, 5, dtype=torch.float64, generator=generator), dim=-1)
+    space = {}
+    for i, direction in enumerate(directions):
+        space[f"parent {i}"], space[f"child {i}"] = 1.0 * direction, 2.0 * direction
+
+    class Hyperbolic:
+        kind, curvature = "hyperbolic", 1.0
+
+        def encode(self, texts, role="document", batch_size=32):
+            points = lorentz.add_time(torch.stack([space[t] for t in texts]), 1.0)
+            return (lorentz.flip_time(points) if role == "query" else points).numpy()
+
+        def scores(self, queries, documents):
+            return queries @ documents.T
+
+    class Euclidean(Hyperbolic):
+        kind = "euclidean"
+
+        def encode(self, texts, role="document", batch_size=32):
+            return torch.nn.functional.normalize(torch.stack([space[t] for t in texts]), dim=-1).numpy()
+
+        def radii(self, texts, batch_size=32):
+            return np.array([float(space[t].norm()) for t in texts])
+
+    edges = [(f"parent {i}", f"child {i}") for i in range(6)]
+    right = edge_diagnostics(Hyperbolic(), edges)
+    assert right["child_farther"] == right["inside_cone"] == right["broader_top1"] == right["narrower_top1"] == 1.0
+    assert right["num_edges"] == 6 and right["radius_sd"] > 0 and right["radius_p05"] < right["radius_p95"]
+    wrong = edge_diagnostics(Hyperbolic(), [(child, parent) for parent, child in edges])
+    assert wrong["child_farther"] == wrong["inside_cone"] == wrong["broader_top1"] == wrong["narrower_top1"] == 0.0
+    euclidean = edge_diagnostics(Euclidean(), edges)
+    assert euclidean["child_farther"] == euclidean["broader_top1"] == euclidean["narrower_top1"] == 1.0
+    assert euclidean["inside_cone"] is None
 
 
 def test_radius_summary_does_not_hang_on_the_texts_at_the_extremes():
@@ -868,3 +913,89 @@ def test_bench_writes_outside_the_recorded_results_unless_asked():
     assert args.output_dir == "hyte-output/bench" and args.markdown is None  # the report goes into that folder
     args = build_parser().parse_args(["bench", "--output-dir", "benchmarks/results", "--markdown", "BENCHMARKS.md"])
     assert (args.output_dir, args.markdown) == ("benchmarks/results", "BENCHMARKS.md")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Paired verdicts and the specificity report (issue 24)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _seeded_scores(shift: float, seed: int, noise: float = 0.05) -> dict:
+    rng = np.random.default_rng(seed)
+    per_query = np.clip(0.5 + shift + noise * rng.standard_normal(200), 0, 1)
+    return {"ndcg@10": float(per_query.mean()), "per_query": {"ndcg@10": per_query.tolist()}}
+
+
+def test_paired_difference_calls_a_win_only_when_both_tests_exclude_zero():
+    from hyte.evaluation.heldout import paired_difference
+
+    theirs = [_seeded_scores(0.0, seed) for seed in range(5)]
+    ahead = paired_difference([_seeded_scores(0.05, seed + 50) for seed in range(5)], theirs, "ndcg@10")
+    assert ahead["verdict"] == "win" and ahead["bootstrap_low"] > 0 and ahead["t_test_p"] < 0.05
+    assert ahead["num_pairs"] == 1000 and len(ahead["per_seed"]) == 5
+    behind = paired_difference(theirs, [_seeded_scores(0.05, seed + 50) for seed in range(5)], "ndcg@10")
+    assert behind["verdict"] == "loss"
+    # Noise only (other draws, no shift): a tie, whichever way the mean leans.
+    same = paired_difference([_seeded_scores(0.0, seed + 100) for seed in range(5)], theirs, "ndcg@10")
+    assert same["verdict"] == "tie" and same["bootstrap_low"] < 0 < same["bootstrap_high"]
+    single = paired_difference(theirs[:1], theirs[:1], "ndcg@10")
+    assert single["t_test_p"] is None and single["verdict"] == "tie"
+
+
+def test_specificity_report_states_the_choices_and_checks_the_targets(tmp_path):
+    from hyte.report import write_benchmarks_md
+
+    edges = {"child_farther": 0.62, "inside_cone": 0.1, "broader_top1": 0.3, "narrower_top1": 0.2,
+             "radius_sd": 0.3, "radius_p05": 0.8, "radius_p95": 1.9, "num_edges": 300}
+    hpo = {"ndcg@10": 0.5, "spechr": 0.7, "edges": edges}
+    selection = {"benchmark": "specificity_selection", "validation_fraction": 0.35, "seed": 0, "steps": 60,
+                 "score": "nDCG@10 + SpecHR + child farther",
+                 "grid": {"hyte-h": [{"name": "cone", "variant": "hyte-h-radius+cone", "loss": {"hierarchy_weight": 1}},
+                                     {"name": "radius", "variant": "hyte-h-radius+radius", "loss": {}}],
+                          "euclidean": [{"name": "order", "variant": "euclidean+order", "loss": {}},
+                                        {"name": "norm", "variant": "euclidean+norm", "loss": {}}]},
+                 "chosen": {"hyte-h": {"name": "radius", "variant": "hyte-h-radius+radius", "loss": {}},
+                            "euclidean": {"name": "order", "variant": "euclidean+order", "loss": {}}},
+                 "runs": {"base": {"hpo": hpo}, "hyte-h": {"cone": {"hpo": hpo}, "radius": {"hpo": hpo}},
+                          "euclidean": {"order": {"hpo": hpo}, "norm": {"hpo": hpo}}}}
+
+    def entry(value):
+        return {"mean": value, "std": 0.01, "values": [value, value]}
+
+    summary = {"hpo": {"ndcg@10": entry(0.5), "spechr": entry(0.8), "radius_depth_spearman.spearman": entry(0.35),
+                       "radius_depth_spearman.ci_low": entry(0.1), "edges.child_farther": entry(0.62)}}
+    verdict = {"mean_difference": 0.06, "per_seed": [0.05, 0.07], "t_test_p": 0.01, "bootstrap_low": 0.03,
+               "bootstrap_high": 0.09, "num_pairs": 400, "verdict": "win"}
+    test = {"benchmark": "specificity", "seeds": [0, 1], "steps": 60, "chosen": selection["chosen"],
+            "summary": {"hyte-h": summary, "euclidean": summary, "base": summary},
+            "comparison": {"hpo": {"spechr": verdict, "ndcg@10": {**verdict, "verdict": "tie"}}}}
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "specificity_selection.json").write_text(json.dumps(selection))
+    (results / "specificity.json").write_text(json.dumps(test))
+    markdown = write_benchmarks_md(results, tmp_path / "BENCHMARKS.md").read_text()
+    assert markdown.count("## Radius as specificity") == 1 and "radius **(chosen)**" in markdown
+    assert "radius–depth ρ +0.350" in markdown and "target ≥ +0.3 with the bound above 0: met" in markdown
+    assert "62.0% of held-out edges; target ≥ 80 %: NOT met" in markdown
+    assert "SpecHR HyTE-H − Euclidean +0.0600 (win); target ≥ +0.05 and significant: met" in markdown
+    assert "**tie**" in markdown
+
+
+def test_results_and_reports_never_replace_other_files(tmp_path):
+    from hyte.report import write_benchmarks_md
+    from hyte.results import write_result
+
+    data = tmp_path / "corpus.jsonl"
+    data.write_text('{"_id": "d1", "text": "a"}\n{"_id": "d2", "text": "b"}\n')
+    with pytest.raises(ValueError, match="not a result JSON"):
+        write_result(data, {"benchmark": "retrieval"})
+    assert data.read_text().count("_id") == 2
+    earlier = write_result(tmp_path / "result.json", {"benchmark": "retrieval", "ndcg@10": 0.5})
+    write_result(earlier, {"benchmark": "retrieval", "ndcg@10": 0.6})  # an earlier result is replaced
+    assert json.loads(earlier.read_text())["ndcg@10"] == 0.6
+    (tmp_path / "empty").mkdir()
+    report = tmp_path / "BENCHMARKS.md"
+    report.write_text("# the recorded benchmarks\n")
+    with pytest.raises(ValueError, match="holds no result JSON"):
+        write_benchmarks_md(tmp_path / "empty", report)
+    assert report.read_text() == "# the recorded benchmarks\n"

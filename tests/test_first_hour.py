@@ -193,7 +193,7 @@ def test_every_option_help_shows_its_default():
 def _hits(out: str) -> list[str]:
     import re
 
-    return re.findall(r"^\s+\d+\. d=\S+\s+\[([^\]]+)\] (\S.*)$", out, re.MULTILINE)
+    return re.findall(r"^\s+\d+\. d=\S+\s+spec=\S+\s+\[([^\]]+)\] (\S.*)$", out, re.MULTILINE)
 
 
 @pytest.mark.slow
@@ -263,6 +263,21 @@ def test_the_readme_own_documents_steps_run_as_written(tmp_path, monkeypatch, ca
     assert len(hits) == 3 and {doc_id for doc_id, _ in hits} <= {record["_id"] for record in corpus}
     metrics = json.loads((tmp_path / "hpo-heldout.json").read_text())
     assert (metrics["num_queries"], metrics["num_documents"]) == (100, 500) and 0.0 < metrics["ndcg@10"] <= 1.0
+    # Specificity: every hit shows it; --broader / --narrower keep the hits on one side of the query.
+    import re
+
+    sides = {}
+    for flag in ("--broader", "--narrower"):
+        assert main(["index", "search", "--index", "hpo-index", "--query", "An abnormality of the fingers, which are "
+                     "shorter than usual", "--k", "5", "--k-candidates", "500", flag]) == 0
+        out = capsys.readouterr().out
+        assert f"({flag[2:]} hits only)" in out
+        sides[flag] = [float(v) for v in re.findall(r"spec=(\S+)", out)]
+    assert sides["--broader"] and sides["--narrower"] and max(sides["--broader"]) < min(sides["--narrower"])
+    # A rerun of the demo rewrites the same model: the index built with it above still matches.
+    weights = (demo / "model" / "model.safetensors").read_bytes()
+    assert main(["demo", "--output-dir", str(demo), "--num-documents", "20"]) == 0
+    assert (demo / "model" / "model.safetensors").read_bytes() == weights
 
 
 def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path):

@@ -65,6 +65,8 @@ def test_jsonl_errors_name_the_file_and_line_and_caches_may_hold_any_value(tmp_p
     ("docs.jsonl", '{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', r"line 2: id 'a' repeats the one of line 1"),
     ("docs.jsonl", '{"id": [1], "text": "x"}\n', "the id must be a string or an integer"),
     ("docs.jsonl", '{"id": 1, "text": "  "}\n', "field 'text' must be a non-empty string"),
+    ("docs.jsonl", '{"id": 1, "text": "x"}\n{"id": "1", "text": "y"}\n', r"line 2: id '1' repeats the one of line 1"),
+    ("docs.jsonl", '{"id": 1, "text": "x"}\n{"text": "y"}\n', r"line 2: some lines have an id and others not"),
 ])
 def test_input_texts_that_would_be_accepted_silently_are_refused(tmp_path, name, content, problem):
     (tmp_path / name).write_text(content)
@@ -77,3 +79,16 @@ def test_input_texts_keep_their_ids_and_order(tmp_path):
     assert read_texts(tmp_path / "docs.jsonl") == (["x", "y"], ["b", 7])
     (tmp_path / "docs.txt").write_text("x\ny\n")
     assert read_texts(tmp_path / "docs.txt") == (["x", "y"], None)
+    # A byte-order mark and Windows line ends are not part of the texts; a BEIR title goes before its text.
+    (tmp_path / "bom.txt").write_bytes("\ufeffx\r\ny\r\n".encode())
+    assert read_texts(tmp_path / "bom.txt") == (["x", "y"], None)
+    (tmp_path / "corpus.jsonl").write_bytes('\ufeff{"_id": "d", "title": "Title", "text": "body"}\n'.encode())
+    assert read_texts(tmp_path / "corpus.jsonl") == (["Title body"], ["d"])
+
+
+def test_input_files_that_are_folders_or_not_utf8_are_named(tmp_path):
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        read_texts(tmp_path)
+    (tmp_path / "utf16.txt").write_text("short fingers\n", encoding="utf-16")
+    with pytest.raises(ValueError, match=r"utf16\.txt: is not UTF-8 text .*save it as UTF-8"):
+        read_texts(tmp_path / "utf16.txt")

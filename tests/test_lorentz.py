@@ -322,3 +322,28 @@ def test_every_function_refuses_a_curvature_that_is_not_positive(c):
         with pytest.raises(ValueError, match="curvature c must be a finite number > 0"):
             call()
             pytest.fail(f"{name} accepted c = {c}")
+
+
+def test_bad_arguments_are_named_not_turned_into_numbers():
+    x = L.expmap0(torch.randn(4, 5, dtype=torch.float64) * 0.3)
+    with pytest.raises(TypeError, match="curvature c must be a number or a tensor; got str"):
+        L.distance(x, x, c="1.0")
+    with pytest.raises(ValueError, match="weights must be >= 0, one per point"):
+        L.centroid(x, -torch.ones(4))
+    with pytest.raises(ValueError, match="weights must be >= 0, one per point: 4 points"):
+        L.centroid(x, torch.ones(3))
+    with pytest.raises(ValueError, match="dim is the space dimension"):
+        L.origin(-1)
+
+
+def test_points_that_cannot_be_paired_are_named():
+    x, y = L.expmap0(torch.randn(4, 8) * 0.3), L.expmap0(torch.randn(3, 8) * 0.3)
+    with pytest.raises(ValueError, match="for every pair of rows use pairwise_distance"):
+        L.distance(x, y)
+    with pytest.raises(ValueError, match="9 and 7 coordinates"):
+        L.distance(L.expmap0(torch.randn(2, 8)), L.expmap0(torch.randn(2, 6)))
+    with pytest.raises(ValueError, match="9 and 7 coordinates"):
+        L.pairwise_distance(L.expmap0(torch.randn(2, 8)), L.expmap0(torch.randn(2, 6)))
+    with pytest.raises(TypeError, match="not a list"):
+        L.expmap0([0.1, 0.2, 0.3])
+    assert L.pairwise_distance(x, y).shape == (4, 3)

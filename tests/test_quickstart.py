@@ -29,6 +29,16 @@ def test_summary_table_shows_every_model_score_and_the_change_against_the_base()
     assert "HPO, held-out branches" in table and "ICD-10-CM, held-out chapters" in table
     # The correlation comes with its bootstrap interval; an undefined one reads n/a.
     assert f"{BASE_NAME} n/a; {HYTE_NAME} +0.310 [+0.200, +0.400]" in table
+    # The edge diagnostics (issue 24), each model's on its own line, where the results hold them.
+    assert "is-a edges" not in table
+    edges = {"child_farther": 0.81, "inside_cone": 0.125, "broader_top1": 0.4, "narrower_top1": 0.35,
+             "radius_sd": 0.2, "radius_p05": 0.9, "radius_p95": 1.6, "num_edges": 300}
+    results["heldout"][HYTE_NAME]["hpo"]["edges"] = edges
+    results["heldout"][BASE_NAME]["hpo"]["edges"] = {**edges, "inside_cone": None}
+    table = format_summary(results)
+    assert "held-out is-a edges (300)" in table
+    assert any(line.split() == [*HYTE_NAME.split(), "81%", "/", "12%", "/", "40%", "/", "35%", "/", "0.200",
+                                "[0.90,", "1.60]"] for line in table.splitlines())
 
 
 def test_model_card_is_named_after_the_final_folder_not_the_staging_one(tmp_path):
@@ -71,6 +81,8 @@ def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys, gener
     card = (model_dir / "README.md").read_text()
     assert "measured against the untrained base" in card
     assert printed.count("  query: ") == 3 and "its own term" in printed
+    assert re.search(r"^  broader than HP:\d+ ", printed, re.MULTILINE)
+    assert re.search(r"^  narrower than HP:\d+ ", printed, re.MULTILINE)
     # Only what the user needs stays: no Trainer checkpoints (each a model plus its optimizer state).
     assert not list(tmp_path.rglob("checkpoint-*")) and (tmp_path / "training" / "final").is_dir()
     assert f"training: {tmp_path / 'training'}" in printed and "disk:" in printed
@@ -89,7 +101,8 @@ def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys, gener
     capsys.readouterr()
     search = shlex.split(shell[0].replace("hyte-output/quickstart", str(tmp_path)))
     assert main(search[1:]) == 0
-    hits = re.findall(r"^\s+\d+\. d=\S+\s+\[(HP:\d+)\] (\S.*)$", capsys.readouterr().out, re.MULTILINE)
+    hits = re.findall(r"^\s+\d+\. d=\S+\s+spec=\S+\s+\[(HP:\d+)\] (\S.*)$", capsys.readouterr().out,
+                      re.MULTILINE)
     assert len(hits) == 3  # the definitions' ids and texts, from the index folder
     rag = shlex.split(shell[1].replace("hyte-output/quickstart", str(tmp_path)))
     assert main(rag[1:]) == 0  # no --model: the model the index names

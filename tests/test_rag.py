@@ -78,6 +78,26 @@ def test_langchain_retriever_returns_the_lorentz_index_top_k(searcher, hpo_terms
         HyTERetriever(searcher=searcher, kk=3)  # misspelt option
 
 
+def test_broader_and_narrower_searches_keep_only_hits_on_their_side_of_the_query(searcher):
+    from hyte import lorentz
+
+    for query in QUERIES:
+        own = float(lorentz.distance_to_origin(searcher.encoder.encode([query], role="document").astype(np.float64),
+                                               searcher.index.curvature)[0])
+        plain = searcher.search(query, k=30)
+        broader = searcher.search(query, k=5, relation="broader", candidates=30)
+        narrower = searcher.search(query, k=5, relation="narrower", candidates=30)
+        assert all(p.specificity < own for p in broader) and all(p.specificity > own for p in narrower)
+        # The nearest of each side, in the plain ranking's order (the filter only removes).
+        assert [p.index_id for p in broader] == [p.index_id for p in plain if p.specificity < own][:5]
+        assert [p.index_id for p in narrower] == [p.index_id for p in plain if p.specificity > own][:5]
+        assert len(broader) + len(narrower) > 0
+        np.testing.assert_allclose([p.metadata()["specificity"] for p in plain],
+                                   np.arccosh([p.radius for p in plain]), rtol=1e-4)
+    with pytest.raises(ValueError, match="relation"):
+        searcher.search(QUERIES[0], relation="wider")
+
+
 def test_llama_index_retriever_returns_the_lorentz_index_top_k(searcher, hpo_terms):
     from llama_index.core.schema import NodeWithScore
 

@@ -99,7 +99,7 @@ def test_gradient_cache_replays_each_chunks_dropout(tmp_path, bert_tokenizer):
     documents = torch.cat([embed(model, inputs["document_input_ids"][i : i + 2],
                                  inputs["document_attention_mask"][i : i + 2], True) for i in range(0, 16, 2)])
     loss = contrastive_loss(queries, documents, logit_scale=model.logit_scale, hyperbolic=True,
-                            exclude=inputs["duplicate_mask"])
+                            exclude=inputs["exclude_mask"])
     loss.backward()
     reference = (float(loss), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
     assert_same(reference, gradients_of(model, tmp_path, bert_tokenizer, True, 2, seed=0))
@@ -134,7 +134,7 @@ def _ddp_step(rank: int, world: int, folder: str, gather: bool, result_file: str
     inputs = torch.load(os.path.join(folder, f"shard{rank}.pt"))
     queries, documents = embed_queries_and_documents(ddp, inputs, True, together=True)  # the trainer's path
     loss, logged = contrastive_loss_across_processes(queries, documents, logit_scale=model.logit_scale,
-                                                     exclude=inputs["duplicate_mask"], gather=gather,
+                                                     exclude=inputs["exclude_mask"], gather=gather,
                                                      hyperbolic=True)
     loss.backward()
     average_across_processes([model.log_logit_scale])
@@ -174,7 +174,7 @@ def test_two_processes_train_like_one_process(gather, tmp_path, bert_tokenizer):
         queries = embed(single, inputs["query_input_ids"], inputs["query_attention_mask"], True)
         documents = embed(single, inputs["document_input_ids"], inputs["document_attention_mask"], True)
         losses.append(contrastive_loss(queries, documents, logit_scale=single.logit_scale, hyperbolic=True,
-                                       exclude=inputs["duplicate_mask"]))
+                                       exclude=inputs["exclude_mask"]))
     expected = torch.stack(losses).mean()
     expected.backward()
     if gather:  # every process logs the same global loss

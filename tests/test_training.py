@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -336,8 +337,119 @@ def test_collator_marks_parents_and_copies_of_the_positive():
     # documents: child, general, n0, child (negative of 1), general (parent of 0)
     assert batch["document_input_ids"].shape[0] == 5
     assert batch["parent_rows"].tolist() == [4, -1]
-    assert batch["duplicate_mask"].tolist() == [[False, False, False, True, False],
+    assert batch["exclude_mask"].tolist() == [[False, False, False, True, False],
                                                 [False, False, False, False, True]]
+
+
+def _toy_hierarchy():
+    """root > general > {child, sibling} > grandchild (under child); "elsewhere" under root."""
+    from hyte.training.data import Hierarchy
+
+    parents = {"general": {"root"}, "child": {"general"}, "sibling": {"general"}, "grandchild": {"child"},
+               "elsewhere": {"root"}, "root": set()}
+
+    def ancestors(node):
+        found = set()
+        for parent in parents[node]:
+            found |= {parent} | ancestors(parent)
+        return found
+
+    return Hierarchy({f"text of {n}": frozenset({n}) for n in parents}, {n: frozenset(p) for n, p in parents.items()},
+                     {n: frozenset(ancestors(n)) for n in parents})
+
+
+def test_hierarchy_relations_are_read_both_ways():
+    hierarchy = _toy_hierarchy()
+    relation = lambda a, b: hierarchy.relation(f"text of {a}", f"text of {b}")  # noqa: E731
+    assert relation("child", "general") == "ancestor" and relation("general", "child") == "descendant"
+    assert relation("grandchild", "general") == "ancestor" and relation("root", "grandchild") == "descendant"
+    assert relation("child", "sibling") == "sibling" and relation("child", "elsewhere") == "other"
+    assert relation("child", "child") == "same" and hierarchy.relation("text of child", "unseen text") == "unknown"
+
+
+def test_collator_keeps_a_querys_ancestors_and_descendants_out_of_its_negatives():
+    """A parent in the batch is not its own child's negative (nor a grandchild its grandparent's), while siblings
+    and unrelated concepts stay negatives, and the parent stays a negative for unrelated queries."""
+    from hyte.training.losses import contrastive_loss
+    from hyte.training.trainer import ContrastiveCollator
+
+    class Tokenizer:
+        def __call__(self, texts, **kwargs):
+            return {"input_ids": torch.zeros(len(texts), 2, dtype=torch.long),
+                    "attention_mask": torch.ones(len(texts), 2, dtype=torch.long)}
+
+    examples = [{"query": "q0", "document": "text of child", "negatives": ["text of sibling"],
+                 "parent": "text of general"},
+                {"query": "q1", "document": "text of elsewhere", "negatives": ["text of grandchild"], "parent": None},
+                {"query": "q2", "document": "text of general", "negatives": [], "parent": None}]
+    batch = ContrastiveCollator(Tokenizer(), hierarchy=_toy_hierarchy())(examples)
+    # documents: child, elsewhere, general (positives), sibling, grandchild (negatives), general (parent of 0)
+    assert batch["exclude_mask"].tolist() == [
+        [False, False, True, False, True, True],   # q0 (child): general is its ancestor, grandchild its descendant
+        [False, False, False, False, False, False],  # q1 (elsewhere): everything is a negative
+        [True, False, False, True, True, True],  # q2 (general): child, sibling, grandchild below it; its copy
+    ]
+    assert ContrastiveCollator(Tokenizer())(examples)["exclude_mask"][0].tolist() == [False] * 5 + [False]
+    # The loss of query 0 does not move when its ancestor's score changes: it is not in its softmax.
+    generator = torch.Generator().manual_seed(0)
+    queries, documents = torch.randn(3, 8, generator=generator), torch.randn(6, 8, generator=generator)
+    documents.requires_grad_(True)
+    loss = contrastive_loss(queries[:1], documents, logit_scale=5.0, hyperbolic=False,
+                            exclude=batch["exclude_mask"][:1])
+    loss.backward()
+    assert documents.grad[[2, 4, 5]].abs().sum() == 0 and documents.grad[3].abs().sum() > 0
+
+
+def test_miner_skips_ancestors_and_descendants_of_the_positive():
+    from hyte.training.mining import mine_hard_negatives
+
+    hierarchy = _toy_hierarchy()
+    texts = ["text of child", "text of general", "text of grandchild", "text of sibling", "text of elsewhere"]
+
+    class Encoder:
+        """Every query nearest to general, then grandchild, sibling, elsewhere, child (a fixed ranking)."""
+
+        kind = "euclidean"
+
+        def encode(self, batch, role="document", **kwargs):
+            order = {"text of general": 5.0, "text of grandchild": 4.0, "text of sibling": 3.0,
+                     "text of elsewhere": 2.0, "text of child": 1.0}
+            if role == "query":
+                return np.tile(np.array([[1.0, 0.0]]), (len(batch), 1))
+            return np.array([[order[t], 0.0] for t in batch]) / 10.0
+
+    examples = [{"query": "q", "document": t} for t in texts]
+    plain = mine_hard_negatives(Encoder(), examples, num_negatives=1, margin=100.0)
+    masked = mine_hard_negatives(Encoder(), examples, num_negatives=1, margin=100.0, hierarchy=hierarchy)
+    assert plain[0]["negatives"] == ["text of general"]  # without the hierarchy: the parent
+    assert masked[0]["negatives"] == ["text of sibling"]  # with it: the nearest concept that is not a relative
+    assert masked[1]["negatives"] == ["text of elsewhere"]  # general: its child, grandchild and sibling are below it
+
+
+@pytest.mark.parametrize("hyperbolic", [True, False])
+@pytest.mark.parametrize("term", ["cone", "radius"])
+def test_hierarchy_terms_push_the_child_outward_and_the_parent_inward(hyperbolic, term):
+    """On a pair whose child sits nearer the origin than its parent, one gradient step of the hierarchy term moves
+    the child away from the origin and the parent towards it."""
+    from hyte import lorentz
+    from hyte.training.losses import hierarchy_loss
+
+    generator = torch.Generator().manual_seed(3)
+    direction = torch.nn.functional.normalize(torch.randn(2, 6, generator=generator), dim=-1)
+    direction[1] = torch.nn.functional.normalize(direction[0] + 0.3 * direction[1], dim=-1)  # a nearby direction
+    space = torch.stack([1.2 * direction[0], 0.6 * direction[1]])  # parent farther out than child
+    space.requires_grad_(True)
+
+    def radius(x):
+        return lorentz.distance_to_origin(x, 1.0) if hyperbolic else x.norm(dim=-1)
+
+    points = lorentz.add_time(space, 1.0) if hyperbolic else space
+    before = radius(points).detach()
+    hierarchy_loss(points[:1], points[1:], hyperbolic=hyperbolic, term=term, radius_margin=0.1).backward()
+    with torch.no_grad():
+        moved = space - 0.05 * space.grad
+        after = radius(lorentz.add_time(moved, 1.0) if hyperbolic else moved)
+    assert after[1] > before[1] and after[0] < before[0], (before, after)
 
 
 def test_excluded_candidates_leave_the_softmax():
@@ -456,6 +568,10 @@ def test_a_run_is_never_overwritten_or_resumed_by_another(tmp_path, capsys):
     assert main(argv) == 2
     error = capsys.readouterr().err
     assert "already holds a run" in error and "--overwrite" in error and final.read_bytes() == weights
+    # --resume on the finished run: nothing left to train, nothing rewritten (not even the tokenizer files).
+    before = {path: path.stat().st_mtime_ns for path in final.parent.iterdir()}
+    assert main(argv + ["--resume"]) == 0
+    assert {path: path.stat().st_mtime_ns for path in final.parent.iterdir()} == before
 
     other = {**values, "loss": {**values["loss"], "temperature": 0.05}}
     config_file.write_text(json.dumps(other))
@@ -467,3 +583,30 @@ def test_a_run_is_never_overwritten_or_resumed_by_another(tmp_path, capsys):
     assert main(argv + ["--overwrite"]) == 0
     assert final.read_bytes() != weights
     assert json.loads((tmp_path / "out" / RUN_FILE).read_text())["loss"]["temperature"] == 0.05
+
+
+@pytest.mark.parametrize("section, values, problem", [
+    ("training", {"gradient_accumulation_steps": 0}, "gradient_accumulation_steps must be >= 1"),
+    ("training", {"max_grad_norm": float("nan")}, "max_grad_norm must be a finite number > 0"),
+    ("mining", {"candidates": 0}, "candidates >= num_negatives"),
+    ("mining", {"margin": -1.0}, "mining.margin must be > 0"),
+    ("mining", {"miner": "bse"}, "mining.miner must be base, self"),
+    ("loss", {"hierarchy_term": "cones"}, "hierarchy_term must be cone or radius"),
+])
+def test_settings_that_would_train_silently_wrong_are_refused(tmp_path, section, values, problem):
+    with pytest.raises(ConfigError, match=problem):
+        parse_config(config_dict("finetune", tmp_path, {"build": "hyte_fh", "options": TINY_FH}, **{section: values}))
+
+
+def test_set_of_a_dict_field_keeps_the_files_other_keys_and_a_model_folder_is_no_run_folder(tmp_path):
+    from hyte.training.loop import RunFolderError, claim_output_dir
+
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(config_dict("contrastive", tmp_path / "out", {
+        "build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2", "options": {"radius_head": 1.0, "norm_clip": 1.0}})))
+    config = load_config(path, {"model.options": {"curvature": 2.0}})
+    assert config.model.options == {"radius_head": 1.0, "norm_clip": 1.0, "curvature": 2.0}
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "config.json").write_text("{}")
+    with pytest.raises(RunFolderError, match="is a model or index folder"):
+        claim_output_dir(config, resume=False)

@@ -16,6 +16,7 @@ EXAMPLE_QUERIES = ["unusually short fingers", "abnormal heart rhythm"]
 
 
 def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2000) -> None:
+    import torch
     from transformers import AutoTokenizer
 
     from .data.hpo import HPO_DATA_VERSION, load_hpo
@@ -28,6 +29,9 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     base = bundled_minilm_path()
     started = time.perf_counter()
     print(f"[1/4] building HyTE-H on all-MiniLM-L6-v2 ({base})")
+    # Seeded: the new projection is the same on every run, so a rerun rewrites the same model and indexes built
+    # with an earlier run's model keep matching its fingerprint.
+    torch.manual_seed(0)
     model = HyTEHModel.from_base(base)
     tokenizer = AutoTokenizer.from_pretrained(base)
     model_dir = output_dir / "model"

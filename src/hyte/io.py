@@ -163,20 +163,37 @@ class DataFormatError(ValueError):
 def iter_jsonl(path: str | os.PathLike, what: str = "data file", objects: bool = True) -> Iterator[tuple[int, dict]]:
     """(line number, value) for every non-blank line; FileNotFoundError (naming ``what``) or DataFormatError.
     ``objects``: every value must be a JSON object (HyTE's input formats); False takes any JSON value (caches)."""
+    path = _existing_file(path, what)
+    for number, line in _text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataFormatError(path, number, f"not valid JSON ({error.msg})") from None
+        if objects and not isinstance(record, dict):
+            raise DataFormatError(path, number, f"expected a JSON object, got {type(record).__name__}")
+        yield number, record
+
+
+def _existing_file(path: str | os.PathLike, what: str) -> Path:
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{what} {path} is a folder: give the file")
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataFormatError(path, number, f"not valid JSON ({error.msg})") from None
-            if objects and not isinstance(record, dict):
-                raise DataFormatError(path, number, f"expected a JSON object, got {type(record).__name__}")
-            yield number, record
+    return path
+
+
+def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a UTF-8 text file; a byte-order mark is dropped (editors on Windows write one), and
+    other encodings are refused naming the file."""
+    try:
+        with path.open(encoding="utf-8-sig") as handle:
+            yield from enumerate(handle, start=1)
+    except UnicodeDecodeError as error:
+        raise DataFormatError(path, None, f"is not UTF-8 text ({error.reason} at byte {error.start}): save it as "
+                                          "UTF-8") from None
 
 
 def read_jsonl(path: str | os.PathLike, what: str = "data file", objects: bool = True) -> list:
@@ -198,14 +215,13 @@ def string_field(path: str | os.PathLike, line: int, record: dict, name: str) ->
 
 
 def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | None]:
-    """Texts from a .txt file (one per line) or a .jsonl file ({"text": ..., optional "id"/"_id"}); their ids
-    (None for .txt: a text's id is its position).
+    """Texts from a .txt file (one per line) or a .jsonl file ({"text": ..., optional "id"/"_id" on every line or
+    none, optional "title" joined before the text as in BEIR corpora}); their ids (None for .txt: a text's id is
+    its position). UTF-8, with or without a byte-order mark.
 
     Refused, naming the file and line: another file type, an empty or blank text (a blank line of a .txt file
     would be indexed as a document), a repeated id, a file without texts."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"input file {path} does not exist")
+    path = _existing_file(path, "input file")
     if path.suffix not in (".txt", ".jsonl"):
         raise ValueError(f"{path}: unsupported file type {path.suffix or '(none)'!r}; give a .txt file (one text per "
                          "line) or a .jsonl file (one {\"text\": ..., \"id\": ...} object per line)")
@@ -213,24 +229,33 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
     if path.suffix == ".jsonl":
         ids: list[str | int] = []
         first_line: dict = {}
+        with_ids = None  # whether the first record has an id: then all must, else none may
         for number, record in iter_jsonl(path):
-            texts.append(string_field(path, number, record, "text"))
+            text = string_field(path, number, record, "text")
+            title = record.get("title")
+            # A BEIR corpus line: title and text, joined as BEIR's readers (and hyte eval retrieval) join them.
+            texts.append(f"{title} {text}".strip() if isinstance(title, str) and title.strip() else text)
+            has_id = "id" in record or "_id" in record
+            with_ids = has_id if with_ids is None else with_ids
+            if has_id != with_ids:
+                raise DataFormatError(path, number, "some lines have an id and others not: give every line an "
+                                                    "\"id\" (or none, and ids are line positions)")
             identifier = record.get("id", record.get("_id", len(ids)))
             if not isinstance(identifier, (str, int)) or isinstance(identifier, bool):
                 raise DataFormatError(path, number, f"the id must be a string or an integer; got {identifier!r}")
-            if identifier in first_line:
+            key = str(identifier)  # 1 and "1" print alike, so they are one id
+            if key in first_line:
                 raise DataFormatError(path, number, f"id {identifier!r} repeats the one of line "
-                                                    f"{first_line[identifier]}: ids must be unique")
-            first_line[identifier] = number
+                                                    f"{first_line[key]}: ids must be unique")
+            first_line[key] = number
             ids.append(identifier)
     else:
         ids = None
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                text = line.rstrip("\n")
-                if not text.strip():
-                    raise DataFormatError(path, number, "blank line: each line is one text; remove blank lines")
-                texts.append(text)
+        for number, line in _text_lines(path):
+            text = line.rstrip("\r\n")
+            if not text.strip():
+                raise DataFormatError(path, number, "blank line: each line is one text; remove blank lines")
+            texts.append(text)
     if not texts:
         raise DataFormatError(path, None, "holds no texts")
     return texts, ids

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 
 import numpy as np
 import torch
@@ -79,6 +80,9 @@ def _accepts_numpy(function):
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
+        if args and isinstance(args[0], (list, tuple)):
+            raise TypeError(f"{function.__name__} takes a tensor or a NumPy array of points, not a "
+                            f"{type(args[0]).__name__}: wrap it with torch.tensor(...) or np.asarray(...)")
         if not any(isinstance(value, np.ndarray) for value in (*args, *kwargs.values())):
             return function(*args, **kwargs)
         result = function(*map(_as_tensor, args), **{name: _as_tensor(value) for name, value in kwargs.items()})
@@ -111,6 +115,8 @@ def _curvature_like(c: float | Tensor, x: Tensor) -> Tensor:
     would give NaN downstream); a tensor c is a model's own, kept positive by its log parametrisation, and reading
     its value here would cost a device sync and break torch.export."""
     if not isinstance(c, Tensor):
+        if not isinstance(c, numbers.Real):
+            raise TypeError(f"curvature c must be a number or a tensor; got {type(c).__name__} {c!r}")
         check_curvature(c)
     return torch.as_tensor(c, dtype=x.dtype, device=x.device)
 
@@ -118,6 +124,8 @@ def _curvature_like(c: float | Tensor, x: Tensor) -> Tensor:
 def origin(dim: int, c: float = 1.0, *, dtype=torch.float32, device=None) -> Tensor:
     """The origin o = (sqrt(c), 0, ..., 0) of H^dim_c, shape (dim + 1,)."""
     check_curvature(c)
+    if dim < 1:
+        raise ValueError(f"dim is the space dimension, >= 1; got {dim}")
     o = torch.zeros(dim + 1, dtype=dtype, device=device)
     o[0] = math.sqrt(c)
     return o
@@ -170,6 +178,18 @@ def distance_from_inner(lorentz_inner: Tensor, c: float | Tensor = 1.0) -> Tenso
     return (torch.sqrt(c64) * torch.acosh(argument)).to(lorentz_inner.dtype)
 
 
+def _check_pairable(x: Tensor, y: Tensor, name: str, other: str) -> None:
+    """A clear error for inputs ``name`` cannot pair up (torch's own names no function and no remedy)."""
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"{name}: the points have {x.shape[-1]} and {y.shape[-1]} coordinates; both must be points "
+                         "of the same hyperboloid")
+    try:
+        torch.broadcast_shapes(x.shape, y.shape)
+    except RuntimeError:
+        raise ValueError(f"{name} pairs matching rows, but got {tuple(x.shape)} and {tuple(y.shape)}; for every pair "
+                         f"of rows use {other}") from None
+
+
 def _refresh_time64(x: Tensor, c: float | Tensor) -> Tensor:
     """x in float64 with its time coordinate recomputed from its space part (see the module docstring)."""
     return add_time(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
@@ -185,6 +205,7 @@ def distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     N x M x D memory). ||x - y||_L^2 >= 0 for points of the hyperboloid; rounding can make it slightly negative,
     hence the clamp, whose tiny floor also keeps the gradient of the square root finite at x = y.
     """
+    _check_pairable(x, y, "distance", "pairwise_distance")
     difference = _refresh_time64(x, c) - _refresh_time64(y, c)
     chord = torch.sqrt(inner(difference, difference).clamp_min(1e-30))
     two_sqrt_c = 2 * torch.sqrt(_float64(_curvature_like(c, difference)))
@@ -194,6 +215,9 @@ def distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
 @_accepts_numpy
 def pairwise_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """All geodesic distances between rows: (..., N, D) x (..., M, D) -> (..., N, M)."""
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"pairwise_distance: the points have {x.shape[-1]} and {y.shape[-1]} coordinates; both "
+                         "must be points of the same hyperboloid")
     return distance_from_inner(pairwise_inner(_refresh_time64(x, c), _refresh_time64(y, c)), c).to(x.dtype)
 
 
@@ -306,6 +330,9 @@ def centroid(x: Tensor, weights: Tensor | None = None, c: float | Tensor = 1.0) 
     """
     x64 = _refresh_time64(x, c)
     w64 = torch.ones_like(x64[..., 0]) if weights is None else _float64(weights)
+    if weights is not None and (w64.shape[-1] != x64.shape[-2] or bool((w64 < 0).any())):
+        raise ValueError(f"weights must be >= 0, one per point: {x64.shape[-2]} points, weights of shape "
+                         f"{tuple(w64.shape)}")
     return project((w64.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x))).to(x.dtype)
 
 

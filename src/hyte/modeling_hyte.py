@@ -501,8 +501,12 @@ class HyTEPreTrainedModel(PreTrainedModel):
             raise ValueError(f"role must be 'document' or 'query'; got {role!r}.")
         if isinstance(texts, str):
             texts = [texts]
-        if texts is None or isinstance(texts, (bytes, int, float)):
+        # A dict or set would give its keys in some order: texts and vectors could no longer be matched up.
+        if texts is None or isinstance(texts, (bytes, int, float, dict, set, frozenset)):
             raise TypeError(f"texts must be a string or a list of strings; got {type(texts).__name__}")
+        if not callable(tokenizer):
+            raise TypeError(f"tokenizer must be a tokenizer object (AutoTokenizer.from_pretrained(path)); got "
+                            f"{type(tokenizer).__name__} {tokenizer!r}")
         texts = list(texts)
         bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
         if bad:
@@ -512,6 +516,8 @@ class HyTEPreTrainedModel(PreTrainedModel):
             )
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0; got {batch_size}.")
+        if max_length is not None and max_length <= 0:
+            raise ValueError(f"max_length must be > 0 tokens (or None: the model's limit); got {max_length}.")
         limit = self.config.max_position_embeddings
         max_length = limit if max_length is None else min(max_length, limit)
         dim = self.config.hidden_size

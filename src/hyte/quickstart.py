@@ -75,7 +75,20 @@ def format_summary(results: dict) -> str:
                      if by_ontology[ontology].get("radius_depth_spearman") is not None]
         if intervals:
             lines.append("  radius~depth rho [95 % bootstrap interval]: " + "; ".join(intervals))
+        edges = {name: by_ontology[ontology]["edges"] for name, by_ontology in heldout.items()
+                 if by_ontology[ontology].get("edges")}
+        if edges:
+            lines.append(f"  held-out is-a edges ({next(iter(edges.values()))['num_edges']}): child farther out than "
+                         "its parent / inside its parent's cone / broader search finds the parent / narrower finds a "
+                         "child / radius sd [5 %, 95 %]:")
+            lines += [f"    {name:32} {_edge_cells(values)}" for name, values in edges.items()]
     return "\n".join(lines)
+
+
+def _edge_cells(values: dict) -> str:
+    cone = "n/a" if values.get("inside_cone") is None else f"{values['inside_cone']:.0%}"
+    return (f"{values['child_farther']:.0%} / {cone} / {values['broader_top1']:.0%} / {values['narrower_top1']:.0%}"
+            f" / {values['radius_sd']:.3f} [{values['radius_p05']:.2f}, {values['radius_p95']:.2f}]")
 
 
 def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int = 60, examples: int = 4000,
@@ -113,8 +126,10 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     _step(3, "evaluating on held-out HPO branches and ICD-10-CM chapters (never seen in training)")
     encoders = {BASE_NAME: load_encoder(bundled_minilm_path(), kind="euclidean", max_length=64)}
     encoders.update({name: load_encoder(folder / "final", max_length=64) for name, (_, folder) in trained.items()})
+    cone = hierarchy_finetune(QUICKSTART_VARIANT, str(output_dir / "training")).loss.cone_min_radius
     results = {"heldout": evaluate_heldout(encoders, ontologies=_evaluation_sets(), queries=queries,
-                                           documents=documents, hierarchy_queries=queries, per_depth=per_depth),
+                                           documents=documents, hierarchy_queries=queries, per_depth=per_depth,
+                                           edges=queries, cone_min_radius=cone),
                "recipe": {name: variant for name, (variant, _) in trained.items()}, "steps": steps}
     results_path = output_dir / "results.json"
     write_result(results_path, results)
@@ -126,7 +141,8 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     _write_model_dir(trained[HYTE_NAME][1] / "final", model_dir, results["heldout"])
 
     _step(5, f"building the exact Lorentz index over the held-out HPO definitions; {NUM_EXAMPLE_QUERIES} queries "
-             "drawn at random (seed 0) from the held-out queries")
+             "drawn at random (seed 0) from the held-out queries, and broader / narrower searches from the first "
+             "one's own term")
     index_dir = output_dir / "index"
     _index_and_search(encoders[HYTE_NAME], index_dir, model_dir, queries, documents)
 
@@ -214,3 +230,22 @@ def _index_and_search(encoder, index_dir: Path, model_dir: Path, queries: int, d
         print(f"  query: {text!r} ({query_id}): {verdict}")
         for doc_id, distance in zip(hits, distances):
             print(f"    d={distance:.3f}  {doc_id}  {corpus[doc_id][:80]}")
+    _broader_and_narrower(encoder, index, corpus, doc_ids, next(iter(qrels[chosen[0]])))
+
+
+def _broader_and_narrower(encoder, index, corpus: dict[str, str], doc_ids: list[str], term: str) -> None:
+    """From the first example's own term: the nearest more general and more specific definitions (by radius), each
+    marked with what the HPO says it is to the term."""
+    from .data.hpo import load_hpo
+    from .retrieval.searcher import HyteSearcher
+
+    ontology = load_hpo()
+    searcher = HyteSearcher(encoder, index, [{"id": d, "text": corpus[d]} for d in doc_ids])
+    for relation in ("broader", "narrower"):
+        hits = [p for p in searcher.search(corpus[term], k=3, relation=relation) if p.id != term][:2]
+        print(f"  {relation} than {term} ({ontology.terms[term].name}): " + ("none among the 100 nearest" if not hits
+                                                                           else ""))
+        for passage in hits:
+            kind = ("an ancestor" if passage.id in ontology.ancestors(term) else
+                    "a descendant" if term in ontology.ancestors(passage.id) else "neither ancestor nor descendant")
+            print(f"    spec={passage.specificity:.3f}  {passage.id} ({kind})  {passage.text[:70]}")

@@ -99,13 +99,27 @@ def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (
 
     ``keep``: fields written by hand into the earlier file at ``path`` (the reading of its numbers) that
     ``payload`` lacks; they are carried over, so rerunning a driver does not drop them.
+
+    An earlier result is replaced; any other existing file (a data file given as the output by mistake) is not:
+    ValueError, before anything is written.
     """
     path = Path(path)
+    if path.exists() and not _is_result(path):
+        raise ValueError(f"{path} exists and is not a result JSON: give another output file (results are never "
+                         "written over other files)")
     if keep and path.is_file():
         earlier = json.loads(path.read_text())
         payload = {**payload, **{key: earlier[key] for key in keep if key in earlier and key not in payload}}
     text = json.dumps(_finite_or_none(portable_paths(payload)), indent=2, ensure_ascii=False) + "\n"
     return write_text_atomically(path, text)
+
+
+def _is_result(path: Path) -> bool:
+    """Whether ``path`` is a file holding one JSON object (what write_result writes)."""
+    try:
+        return path.is_file() and isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
 
 
 def machine_info() -> dict:

@@ -96,8 +96,14 @@ class _RootFileModule(Module):
         return _rebuild, (type(self).__name__, self.get_config_dict())
 
 
-def refuse_euclidean_options(normalize_embeddings: bool, truncate_dim: int | None) -> None:
+def refuse_euclidean_options(normalize_embeddings: bool, truncate_dim: int | None, precision: str = "float32") -> None:
     """Raise ``ValueError`` for the Euclidean post-processing options of ``SentenceTransformer.encode``."""
+    if precision not in ("float32", None):
+        raise ValueError(
+            f"precision={precision!r} quantises every coordinate on a scale fitted to Euclidean vectors; the time "
+            "coordinate of a HyTE point is computed from all the others, so quantised vectors are no longer points of "
+            "the hyperboloid and their Lorentz inner products are not distances. Use the float32 vectors."
+        )
     if normalize_embeddings:
         raise ValueError(
             "normalize_embeddings=True rescales every vector to Euclidean length 1. HyTE embeddings are points on "
@@ -132,6 +138,7 @@ class _EncodeGuard:
         refuse_euclidean_options(
             bool(arguments.get("normalize_embeddings", False)),
             truncate_dim if truncate_dim is not None else getattr(self.model, "truncate_dim", None),
+            arguments.get("precision", "float32"),
         )
         return encode(self.model, *args, **kwargs)
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from ..results import machine_info, portable_command, write_result
+from .common import positive_int
 
 # A benchmark run measures this machine: its files go beside the other outputs, not over the tracked results and
 # report, which a run replaces only when asked (--output-dir benchmarks/results --markdown BENCHMARKS.md).
@@ -82,6 +83,6 @@ def add_commands(subparsers) -> None:
     bench.add_argument("--markdown", default=None,
                        help="the report to write (default: OUTPUT_DIR/BENCHMARKS.md; BENCHMARKS.md to record it)")
     bench.add_argument("--only", nargs="+", choices=list(BENCHMARKS), help="run only these benchmarks")
-    bench.add_argument("--threads", type=int, default=2)
+    bench.add_argument("--threads", type=positive_int, default=2)
     bench.add_argument("--benchmarks-dir", help="folder of the bench_*.py scripts (default: ./benchmarks)")
     bench.set_defaults(func=_bench)

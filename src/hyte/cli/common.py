@@ -64,6 +64,39 @@ MODEL_HELP = "model folder, Hub id or bundled model (bundled:all-MiniLM-L6-v2, s
 INDEX_MODEL_HELP = MODEL_HELP + " (default: the model the index was built with)"
 
 
+def positive_int(text: str) -> int:
+    """argparse type of counts and sizes: an integer >= 1 (0 or a negative value would be silently meaningless)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type of seeds, depths and optional counts: an integer >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {value}")
+    return value
+
+
+def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, model_folder_ok: bool = True,
+                   option: str = "--output") -> Path:
+    """An output file, checked before any slow work: not a folder, one of ``suffixes``, not an existing file unless
+    ``overwrite``, and (``model_folder_ok`` False) not inside a model folder, whose weights it could replace."""
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{option} {path} is a folder: give the file to write, e.g. {path / ('output' + suffixes[0])}")
+    if path.suffix not in suffixes:
+        raise UserError(f"{option} {path}: give a {' or '.join(suffixes)} file")
+    if not model_folder_ok and (path.parent / "config.json").is_file():
+        raise UserError(f"{option} {path} is inside a model folder ({path.parent} holds config.json): write it "
+                        "elsewhere")
+    if path.exists() and not overwrite:
+        raise UserError(f"{path} exists: pass --overwrite to replace it or give another {option}")
+    return path
+
+
 def label_of(model: str, label: str | None) -> str:
     return label or Path(str(model).rstrip("/")).name or str(model)
 

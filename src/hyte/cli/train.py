@@ -13,7 +13,7 @@ def _train(args: argparse.Namespace) -> int:
     from ..runner import run
     from ..training.config import ConfigError, load_config
 
-    overrides = dict(parse_override(item) for item in args.set)
+    overrides = dict(args.set)
     if getattr(args, "old", None):
         overrides["compatible.old_model"] = args.old
     config = load_config(args.config, overrides)
@@ -37,6 +37,15 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _override(text: str) -> tuple[str, object]:
+    """argparse type of --set: "section.field=value" (a space instead of "=" is named here, not as a stray
+    argument)."""
+    try:
+        return parse_override(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def add_commands(subparsers) -> None:
     train = subparsers.add_parser("train", help="train a model: mlm (stage 1), contrastive (2), finetune (3)")
     stages = train.add_subparsers(dest="stage", required=True)
@@ -51,7 +60,7 @@ def add_commands(subparsers) -> None:
         parser.add_argument("--overwrite", action="store_true",
                             help="replace the run output_dir already holds (its final model is replaced only once "
                                  "the new one is written)")
-        parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+        parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE", type=_override,
                             help="override a config field, e.g. --set training.max_steps=20")
         if stage == "compatible":
             parser.add_argument("--old", default=None, metavar="OLD_MODEL",

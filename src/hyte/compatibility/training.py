@@ -51,6 +51,7 @@ from torch import Tensor
 
 from ..io import atomic_file, write_jsonl
 from ..training.config import ConfigError, RunConfig
+from ..training.data import hierarchy_for
 from ..training.losses import similarity_matrix
 from ..training.models import logit_scale
 from ..training.trainer import ContrastiveCollator, ContrastiveTrainer
@@ -200,7 +201,7 @@ class CompatibleTrainer(ContrastiveTrainer):
                          else logit_scale(model, self.max_logit_scale).detach())
                 logits = scale * similarity_matrix(anchors, old, hyperbolic=True, similarity=self.similarity,
                                                    curvature=curvature)  # (2B, M)
-                exclude = inputs.get("duplicate_mask")
+                exclude = inputs.get("exclude_mask")
                 exclude = exclude.repeat(2, 1) if exclude is not None else None
                 if spec.alignment == "rince":
                     term = rince_loss(logits, positives, q.repeat(2), spec.rince_lambda, exclude)
@@ -271,7 +272,7 @@ def train_compatible(config: RunConfig, resume: bool = False, callbacks: list | 
     declare_compatible(new, spec.old_model, old_fingerprint)
 
     collator = CompatibleCollator(built.tokenizer, config.loss.max_query_length, config.loss.max_document_length,
-                                  cache_rows=cache.rows)
+                                  hierarchy_for(config), cache_rows=cache.rows)
     return train_pairs(config, examples, built, resume, callbacks, trainer_class=CompatibleTrainer,
                         collator=collator, trainer_options={"old_points": cache.points, "q_values": q_values,
                                                             "spec": spec})

@@ -62,6 +62,9 @@ def load_beir(folder: str | os.PathLike, split: str = "test") -> tuple[dict[str,
     :class:`BEIRFormatError` for malformed content (see the module docstring).
     """
     folder = Path(folder)
+    if folder.is_file():
+        raise FileNotFoundError(f"{folder} is a file: give the BEIR folder that holds it ({folder.parent}, with "
+                                "corpus.jsonl, queries.jsonl and qrels/)")
     if not folder.is_dir():
         raise FileNotFoundError(f"BEIR folder not found: {folder}")
     corpus_path, queries_path = folder / "corpus.jsonl", folder / "queries.jsonl"

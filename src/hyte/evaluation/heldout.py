@@ -30,15 +30,16 @@ def _hpo_sets(split: str, sizes: Mapping[str, int], test_fraction: float, valida
     from .hierarchy_build import build_hierarchy_benchmark, hpo_hierarchy_benchmark
     from .radius import hpo_texts_by_depth
 
+    ontology = load_hpo()
+    _, test_ids = split_by_branches(ontology, test_fraction=test_fraction, seed=split_seed)
     if split == "test":
         return {"retrieval": heldout_retrieval_set(sizes["queries"], sizes["documents"], seed=seed,
                                                    test_fraction=test_fraction, split_seed=split_seed),
                 "hierarchy": hpo_hierarchy_benchmark("test", test_fraction=test_fraction, split_seed=split_seed,
                                                      max_queries=sizes["hierarchy_queries"], seed=seed),
                 "depth_texts": hpo_texts_by_depth(per_depth=sizes["per_depth"], split="test", seed=seed,
-                                                  test_fraction=test_fraction, split_seed=split_seed)}
-    ontology = load_hpo()
-    _, test_ids = split_by_branches(ontology, test_fraction=test_fraction, seed=split_seed)
+                                                  test_fraction=test_fraction, split_seed=split_seed),
+                "edges": hpo_edges(test_ids, sizes["edges"], seed=seed)}
     _, wider = split_by_branches(ontology, test_fraction=validation_fraction, seed=split_seed)
     validation_ids = wider - test_ids
     if not validation_ids:
@@ -46,7 +47,8 @@ def _hpo_sets(split: str, sizes: Mapping[str, int], test_fraction: float, valida
                          f"test branches at {test_fraction}; raise validation_fraction")
     return {"retrieval": retrieval_split(ontology, validation_ids, max_queries=sizes["queries"], seed=seed),
             "hierarchy": build_hierarchy_benchmark(ontology, validation_ids, max_queries=sizes["hierarchy_queries"],
-                                                   seed=seed)}
+                                                   seed=seed),
+            "edges": hpo_edges(validation_ids, sizes["edges"], seed=seed)}
 
 
 def _icd10_sets(sizes: Mapping[str, int], test_fraction: float, split_seed: int, seed: int) -> dict:
@@ -56,7 +58,9 @@ def _icd10_sets(sizes: Mapping[str, int], test_fraction: float, split_seed: int,
             "hierarchy": icd10_hierarchy_benchmark("test", max_queries=sizes["hierarchy_queries"], seed=seed,
                                                    test_fraction=test_fraction, split_seed=split_seed),
             "depth_texts": icd10_texts_by_depth(per_depth=sizes["per_depth"], split="test", seed=seed,
-                                                test_fraction=test_fraction, split_seed=split_seed)}
+                                                test_fraction=test_fraction, split_seed=split_seed),
+            "edges": icd10_edges("test", sizes["edges"], seed=seed, test_fraction=test_fraction,
+                                 split_seed=split_seed)}
 
 
 def _manpages_sets(sizes: Mapping[str, int], seed: int) -> dict:
@@ -65,38 +69,47 @@ def _manpages_sets(sizes: Mapping[str, int], seed: int) -> dict:
     return {"retrieval": manpages_retrieval_set(sizes["queries"], sizes["documents"], seed=seed)}
 
 
-def _score(encoder, sets: dict) -> dict:
+def _score(encoder, sets: dict, cone_min_radius: float) -> dict:
     from .hierarchy import evaluate_hierarchy
-    from .radius import radius_by_depth
+    from .radius import edge_diagnostics, radius_by_depth
     from .retrieval import evaluate_retrieval
 
-    retrieval = evaluate_retrieval(encoder, *sets["retrieval"], k_values=(1, 10))
+    retrieval = evaluate_retrieval(encoder, *sets["retrieval"], k_values=(1, 10), per_query_ndcg=10)
     scores = {**{key: retrieval[key] for key in RETRIEVAL_KEYS}, "num_queries": len(sets["retrieval"][0])}
+    # Per-query values in a fixed order (query id; hierarchy record), the same for every model scored on this seed's
+    # sets: paired bootstrap intervals over queries.
+    per_query = {"ndcg@10": [retrieval["ndcg_per_query"][q] for q in sorted(retrieval["ndcg_per_query"])]}
     if "hierarchy" in sets:
         hierarchy = evaluate_hierarchy(encoder, sets["hierarchy"])
         scores.update({key: hierarchy[key] for key in HIERARCHY_KEYS}, top1_by_type=hierarchy["top1_by_type"],
                       num_hierarchy_queries=hierarchy["num_queries"])
+        per_query["spechr"] = hierarchy["spechr_per_query"]
+    scores["per_query"] = per_query
     if "depth_texts" in sets:
         scores["radius_depth_spearman"] = radius_by_depth(encoder, sets["depth_texts"])["spearman"]
+    if "edges" in sets:
+        scores["edges"] = edge_diagnostics(encoder, sets["edges"], cone_min_radius=cone_min_radius)
     return scores
 
 
 def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test", ontologies=("hpo", "icd10", "manpages"),
                      queries: int = 500, documents: int = 2000, hierarchy_queries: int = 500, per_depth: int = 50,
                      test_fraction: float = 0.2, validation_fraction: float = 0.35, split_seed: int = 0,
-                     seed: int = 0) -> dict[str, dict[str, dict]]:
+                     seed: int = 0, edges: int = 300, cone_min_radius: float = 0.1) -> dict[str, dict[str, dict]]:
     """{encoder name: {ontology: scores}} on the held-out ("test") or validation branches (module docstring).
 
     ``test_fraction`` / ``split_seed`` must be the training run's ``data.hpo_test_fraction`` / ``data.hpo_seed``
     (for "validation": the test fraction whose branches stay untouched). Validation covers HPO only, without the
-    radius correlation (selection looks at retrieval and SpecHR). "manpages" is the general-domain control (Linux
+    radius correlation (selection looks at retrieval, SpecHR and the edge diagnostics). Both give ``edges``:
+    ``edge_diagnostics`` on up to ``edges`` is-a edges of the same branches (cones of half-aperture constant
+    ``cone_min_radius``, the run's K). "manpages" is the general-domain control (Linux
     man pages, :mod:`hyte.data.manpages`): retrieval only, text unlike any training data, where a fine-tune
     should not fall below its base.
     """
     if split not in ("test", "validation"):
         raise ValueError(f"split must be 'test' or 'validation'; got {split!r}")
     sizes = {"queries": queries, "documents": documents, "hierarchy_queries": hierarchy_queries,
-             "per_depth": per_depth}
+             "per_depth": per_depth, "edges": edges}
     sets = {}
     for ontology in ontologies:
         if ontology == "hpo":
@@ -107,19 +120,19 @@ def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test", ont
             sets["manpages"] = _manpages_sets(sizes, seed)
         elif ontology not in ("icd10", "manpages"):
             raise ValueError(f"unknown ontology {ontology!r}; known: hpo, icd10, manpages")
-    return {name: {ontology: _score(encoder, data) for ontology, data in sets.items()}
+    return {name: {ontology: _score(encoder, data, cone_min_radius) for ontology, data in sets.items()}
             for name, encoder in encoders.items()}
 
 
 def aggregate_seeds(per_seed: list[dict]) -> dict:
     """{ontology: {score: {"mean", "std", "values"}}} over seeds' ``evaluate_heldout`` scores: mean and sample
     standard deviation of every numeric score, nested ones flattened (``top1_by_type.parent``); the key "training"
-    (a run's own record, not an ontology) is skipped."""
+    (a run's own record, not an ontology) and lists (the per-query values) are skipped."""
     def flat(scores: dict) -> dict:
         out = {}
         for key, value in scores.items():
             if isinstance(value, dict):
-                out.update({f"{key}.{inner}": v for inner, v in value.items()})
+                out.update({f"{key}.{inner}": v for inner, v in value.items() if isinstance(v, (int, float))})
             elif isinstance(value, (int, float)):
                 out[key] = value
         return out
@@ -137,6 +150,41 @@ def aggregate_seeds(per_seed: list[dict]) -> dict:
                                           "std": statistics.stdev(values) if len(values) > 1 else 0.0,
                                           "values": values}
     return summary
+
+
+def paired_difference(ours: list[dict], theirs: list[dict], key: str, seed: int = 0, resamples: int = 2000) -> dict:
+    """The paired difference ours - theirs of score ``key`` between two models scored on the same sets, seed by seed
+    (``_score`` results, same order of seeds).
+
+    Returns ``{"mean_difference", "per_seed", "t_test_p"}`` (a paired t-test over seeds; None with one seed) and
+    ``{"bootstrap_low", "bootstrap_high", "num_pairs"}``: a 95 % percentile bootstrap interval of the mean
+    difference over (seed, query) pairs (``per_query`` values; queries without a value are left out). ``verdict``:
+    "win" / "loss" only where the t-test (p < 0.05) and the interval both exclude zero, else "tie".
+    """
+    import numpy as np
+    from scipy.stats import ttest_rel
+
+    a, b = [s[key] for s in ours], [s[key] for s in theirs]
+    differences = [x - y for x, y in zip(a, b)]
+    if len(a) < 2:
+        p_value = None
+    elif statistics.pstdev(differences) == 0:  # the same difference on every seed: t is infinite, or undefined at 0
+        p_value = 0.0 if differences[0] != 0 else 1.0
+    else:
+        p_value = float(ttest_rel(a, b).pvalue)
+    pairs = np.asarray([x - y for mine, other in zip(ours, theirs)
+                        for x, y in zip(mine["per_query"][key], other["per_query"][key])
+                        if x is not None and y is not None], dtype=np.float64)
+    if not len(pairs):
+        raise ValueError(f"no per-query values of {key!r} to compare")
+    rng = np.random.default_rng(seed)
+    means = pairs[rng.integers(0, len(pairs), size=(resamples, len(pairs)))].mean(axis=1)
+    low, high = (float(v) for v in np.percentile(means, [2.5, 97.5]))
+    mean = statistics.fmean(differences)
+    significant = p_value is not None and p_value < 0.05 and (low > 0 or high < 0)
+    return {"mean_difference": mean, "per_seed": differences, "t_test_p": p_value, "bootstrap_low": low,
+            "bootstrap_high": high, "num_pairs": len(pairs),
+            "verdict": ("win" if mean > 0 else "loss") if significant else "tie"}
 
 
 def heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | None = 2000, seed: int = 0,
@@ -171,6 +219,39 @@ def _chapters(split: str, test_fraction: float, split_seed: int) -> set[str]:
         raise ValueError(f"split must be one of {_SPLITS}; got {split!r}")
     train, test = split_chapters(test_fraction=test_fraction, seed=split_seed)
     return {"test": test, "train": train, "all": train | test}[split]
+
+
+def hpo_edges(term_ids, max_edges: int | None = 300, seed: int = 0) -> list[tuple[str, str]]:
+    """(parent definition, child definition) of the is-a edges with both ends in ``term_ids`` and both defined by
+    distinct texts: a ``seed``-ed sample of at most ``max_edges``, in id order, for ``edge_diagnostics``."""
+    from ..data.hpo import load_hpo
+
+    ontology = load_hpo()
+    term_ids = set(term_ids)
+    edges = sorted((parent, child) for child in term_ids for parent in ontology.parents(child)
+                   if parent in term_ids and ontology.terms[child].definition
+                   and ontology.terms[parent].definition not in (None, ontology.terms[child].definition))
+    return [(ontology.terms[p].definition, ontology.terms[c].definition) for p, c in _sample(edges, max_edges, seed)]
+
+
+def icd10_edges(split: str = "test", max_edges: int | None = 300, seed: int = 0, test_fraction: float = 0.2,
+                split_seed: int = 0) -> list[tuple[str, str]]:
+    """(parent title, child title) of the code -> parent edges below the chapters of ``split`` (chapters themselves
+    are left out as parents: a chapter title is a list of topics, not a concept), distinct titles only."""
+    from ..data.icd10 import all_codes, chapter_of, parent, title
+
+    chapters = _chapters(split, test_fraction, split_seed)
+    edges = sorted((above, code) for code in all_codes()
+                   if (above := parent(code)) is not None and above not in chapters and chapter_of(code) in chapters
+                   and title(above) != title(code))
+    return [(title(p), title(c)) for p, c in _sample(edges, max_edges, seed)]
+
+
+def _sample(items: list, size: int | None, seed: int) -> list:
+    """At most ``size`` of ``items`` (a ``seed``-ed choice), in their original order."""
+    if size is None or len(items) <= size:
+        return items
+    return sorted(random.Random(seed).sample(items, size))
 
 
 def icd10_heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | None = 2000, seed: int = 0,

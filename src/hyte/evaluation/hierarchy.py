@@ -121,10 +121,15 @@ def write_hierarchy_jsonl(path: str | os.PathLike, records: Iterable[dict]) -> P
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def _specificity_hit(types: list[str]) -> bool | None:
+    """Whether the target ranks above every parent and grandparent (None: the query has none of them)."""
+    ranks = [i for i, t in enumerate(types) if t in ANCESTOR_TYPES]
+    return types.index("target") < min(ranks) if ranks else None
+
+
 def _summarise(ranked_types: list[list[str]], rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict:
     """The metrics of a group of queries, from each query's candidate types in ranked order."""
-    hits = [types.index("target") < min(i for i, t in enumerate(types) if t in ANCESTOR_TYPES)
-            for types in ranked_types if ANCESTOR_TYPES & set(types)]
+    hits = [hit for hit in map(_specificity_hit, ranked_types) if hit is not None]
     longest = max(len(types) for types in ranked_types)
     top1 = Counter(types[0] for types in ranked_types)
     n = len(ranked_types)
@@ -145,7 +150,8 @@ def evaluate_hierarchy(encoder, records: Sequence[dict], batch_size: int = 32) -
     ``encoder`` needs ``encode(texts, role=..., batch_size=...)`` and ``scores(queries, documents)`` (larger =
     nearer), as :mod:`hyte.encoders` provides. Every distinct query text and candidate text is encoded once, in
     batches over all records. Returns ``{"spechr", "recall@1", "recall@5", "mrr", "top1_by_type", "num_queries",
-    "num_spechr_queries", "by_depth": {depth: {the same keys}}}`` (``by_depth`` sorted by depth).
+    "num_spechr_queries", "by_depth": {depth: {the same keys}}, "spechr_per_query"}`` (``by_depth`` sorted by
+    depth; ``spechr_per_query``: 1 / 0 per record, None where it has no parent or grandparent candidate).
     """
     records = list(records)
     if not records:
@@ -183,6 +189,9 @@ def evaluate_hierarchy(encoder, records: Sequence[dict], batch_size: int = 32) -
         by_depth[depth] = _summarise([ranked_types[i] for i in members], {str(i): rankings[str(i)] for i in members},
                                      {str(i): qrels[str(i)] for i in members})
     results["by_depth"] = by_depth
+    # Per query (record order; None where it has no ancestor candidate), for paired tests between models.
+    results["spechr_per_query"] = [None if (hit := _specificity_hit(types)) is None else int(hit)
+                                   for types in ranked_types]
     return results
 
 

@@ -22,7 +22,8 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-__all__ = ["map_at_k", "mrr_at_k", "ndcg_at_k", "rank_by_score", "recall_at_k", "retrieval_metrics"]
+__all__ = ["map_at_k", "mrr_at_k", "ndcg_at_k", "ndcg_per_query", "rank_by_score", "recall_at_k",
+           "retrieval_metrics"]
 
 Rankings = Mapping[str, Sequence[str]]
 Qrels = Mapping[str, Mapping[str, float]]
@@ -78,18 +79,30 @@ def _average_precision(ranking: Sequence[str], relevant: Mapping[str, float], k:
     return precision_sum / min(k, len(relevant))
 
 
-def _mean_over_queries(per_query: Callable[[Sequence[str], Mapping[str, float], int], float], rankings: Rankings,
-                       qrels: Qrels, k: int) -> float:
+def _per_query(metric: Callable[[Sequence[str], Mapping[str, float], int], float], rankings: Rankings,
+               qrels: Qrels, k: int) -> dict[str, float]:
     if k < 1:
         raise ValueError(f"k must be >= 1; got {k}.")
-    values = []
+    values = {}
     for query_id, judged in qrels.items():
         relevant = {doc_id: float(grade) for doc_id, grade in judged.items() if grade > 0}
         if relevant:
-            values.append(per_query(rankings.get(query_id, ()), relevant, k))
+            values[query_id] = metric(rankings.get(query_id, ()), relevant, k)
     if not values:
         raise ValueError("no query in qrels has a relevant document (relevance > 0); nothing to evaluate.")
-    return sum(values) / len(values)
+    return values
+
+
+def _mean_over_queries(metric: Callable[[Sequence[str], Mapping[str, float], int], float], rankings: Rankings,
+                       qrels: Qrels, k: int) -> float:
+    values = _per_query(metric, rankings, qrels, k)
+    return sum(values.values()) / len(values)
+
+
+def ndcg_per_query(rankings: Rankings, qrels: Qrels, k: int) -> dict[str, float]:
+    """{query id: nDCG@k} over the queries with a relevant document (what ``ndcg_at_k`` averages), for paired
+    comparisons between models on the same queries."""
+    return _per_query(_ndcg, rankings, qrels, k)
 
 
 def ndcg_at_k(rankings: Rankings, qrels: Qrels, k: int) -> float:

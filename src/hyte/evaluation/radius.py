@@ -14,7 +14,7 @@ import numpy as np
 
 from ..data.hpo import hpo_terms
 
-__all__ = ["depth_correlation", "format_depth_correlation", "hpo_texts_by_depth", "plot_radius_by_depth",
+__all__ = ["depth_correlation", "edge_diagnostics", "format_depth_correlation", "hpo_texts_by_depth", "plot_radius_by_depth",
            "radius_by_depth", "sample_by_depth"]
 
 
@@ -128,6 +128,67 @@ def radius_by_depth(encoder, texts_by_depth: Mapping[int, Sequence[str]], batch_
         ranked = distances
     result["spearman"] = depth_correlation(ranked, np.repeat(depths, sizes), num_bootstrap=num_bootstrap, seed=seed)
     return result
+
+
+def edge_diagnostics(encoder, edges: Sequence[tuple[str, str]], cone_min_radius: float = 0.1,
+                     batch_size: int = 32) -> dict:
+    """Does the radius order each (parent text, child text) is-a edge the way specificity should?
+
+    Returns, over the edges (and their distinct texts):
+
+    * ``child_farther``: the share of edges whose child sits farther from the origin than its parent;
+    * ``inside_cone``: hyperbolic encoders, the share whose child lies inside the parent's entailment cone
+      (``lorentz.entailment_violation`` = 0, half-aperture constant ``cone_min_radius``); None for Euclidean ones;
+    * ``radius_sd``, ``radius_p05``, ``radius_p95``: the radius's spread (sample sd, 5th and 95th percentiles),
+      without which a share or a correlation may be read off a radius that hardly varies;
+    * searching among the edges' texts with a text's own query vector (the text itself left out):
+      ``broader_top1``, how often a child's nearest *broader* hit (nearer the origin than the child) is its parent;
+      ``narrower_top1``, how often a parent's nearest *narrower* hit (farther out) is one of its children here;
+      ``parent_top1``, how often a child's nearest hit without the filter is its parent (for reference).
+
+    The radius is the geodesic distance to the origin for hyperbolic encoders (from the space part, accurate near
+    the origin), the raw pooled vector's norm otherwise (``encoder.radii``), so the Euclidean control is measured
+    with its own counterpart.
+    """
+    import torch
+
+    from .. import lorentz
+
+    if not edges:
+        raise ValueError("no edges to measure")
+    texts = sorted({text for edge in edges for text in edge})
+    row = {text: i for i, text in enumerate(texts)}
+    parents = np.array([row[parent] for parent, _ in edges])
+    children = np.array([row[child] for _, child in edges])
+    documents = np.asarray(encoder.encode(texts, role="document", batch_size=batch_size))
+    inside = None
+    if getattr(encoder, "kind", None) == "hyperbolic":
+        points = torch.from_numpy(documents.astype(np.float64))
+        c = float(encoder.curvature)
+        radii = lorentz.distance_to_origin(points, c).numpy()
+        violation = lorentz.entailment_violation(points[parents], points[children], c, cone_min_radius)
+        inside = float((violation == 0).double().mean())
+    else:
+        radii = np.asarray(encoder.radii(texts, batch_size=batch_size), dtype=np.float64)
+    scores = np.asarray(encoder.scores(np.asarray(encoder.encode(texts, role="query", batch_size=batch_size)),
+                                       documents), dtype=np.float64)
+    np.fill_diagonal(scores, -np.inf)  # a text is not its own hit
+
+    def nearest(rows: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+        """Each row's best hit among the allowed columns (-1 where none is allowed)."""
+        masked = np.where(allowed, scores[rows], -np.inf)
+        return np.where(np.isfinite(masked.max(axis=1)), masked.argmax(axis=1), -1)
+
+    broader = nearest(children, radii[None, :] < radii[children][:, None])
+    unique_parents = np.unique(parents)
+    narrower = nearest(unique_parents, radii[None, :] > radii[unique_parents][:, None])
+    child_sets = {p: set(children[parents == p]) for p in unique_parents}
+    low, high = np.percentile(radii, [5, 95])
+    return {"child_farther": float((radii[children] > radii[parents]).mean()), "inside_cone": inside,
+            "radius_sd": float(radii.std(ddof=1)) if len(radii) > 1 else 0.0, "radius_p05": float(low),
+            "radius_p95": float(high), "broader_top1": float((broader == parents).mean()),
+            "narrower_top1": float(np.mean([hit in child_sets[p] for p, hit in zip(unique_parents, narrower)])),
+            "parent_top1": float((scores[children].argmax(axis=1) == parents).mean()), "num_edges": len(edges)}
 
 
 def sample_by_depth(by_depth: Mapping[int, list[tuple[str, str]]], per_depth: int, seed: int) -> dict[int, list[str]]:

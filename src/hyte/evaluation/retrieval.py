@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from ..data.beir import load_beir
-from .metrics import retrieval_metrics
+from .metrics import ndcg_per_query, retrieval_metrics
 
 
 def rank_documents(encoder, queries: Mapping[str, str], corpus: Mapping[str, str], top_k: int = 100,
@@ -32,11 +32,16 @@ def rank_documents(encoder, queries: Mapping[str, str], corpus: Mapping[str, str
 
 def evaluate_retrieval(encoder, queries: Mapping[str, str], corpus: Mapping[str, str],
                        qrels: Mapping[str, Mapping[str, float]], k_values: Iterable[int] = (1, 3, 5, 10, 100),
-                       batch_size: int = 32) -> dict[str, float]:
-    """nDCG / recall / MRR / MAP at each k (keys like "ndcg@10") for an encoder on an in-memory retrieval set."""
+                       batch_size: int = 32, per_query_ndcg: int | None = None) -> dict:
+    """nDCG / recall / MRR / MAP at each k (keys like "ndcg@10") for an encoder on an in-memory retrieval set; with
+    ``per_query_ndcg`` = k also ``"ndcg_per_query"``: {query id: nDCG@k} (for paired tests between models)."""
     k_values = list(k_values)
-    rankings = rank_documents(encoder, queries, corpus, top_k=max(k_values), batch_size=batch_size)
-    return retrieval_metrics(rankings, qrels, k_values)
+    rankings = rank_documents(encoder, queries, corpus, top_k=max([*k_values, per_query_ndcg or 1]),
+                              batch_size=batch_size)
+    results: dict = dict(retrieval_metrics(rankings, qrels, k_values))
+    if per_query_ndcg is not None:
+        results["ndcg_per_query"] = ndcg_per_query(rankings, qrels, per_query_ndcg)
+    return results
 
 
 def evaluate_beir(encoder, folder: str | os.PathLike, split: str = "test",

@@ -136,6 +136,8 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
     reported at once.
     """
     model_dir = _existing_dir(model_dir)
+    if not (model_dir / "config.json").is_file() and (model_dir / "final" / "config.json").is_file():
+        raise ValueError(f"{model_dir} is a training run folder: push its model, {model_dir / 'final'}")
     problems = []
     config_path = model_dir / "config.json"
     config = _json_or_none(config_path)

@@ -105,8 +105,10 @@ def sentence_transformer(
     specificity head): ``encode_document`` returns exactly ``model.encode(role="document")``'s points and
     ``encode_query`` the flipped ones (``HyperbolicPooling`` mode "model").
     """
-    if isinstance(model, (str, os.PathLike)) and tokenizer is None:
-        transformer = _hyte_transformer(str(model), max_seq_length)
+    if isinstance(model, (str, os.PathLike)):
+        model = _model_path(model)
+    if isinstance(model, str) and tokenizer is None:
+        transformer = _hyte_transformer(model, max_seq_length)
     else:
         if isinstance(model, (str, os.PathLike)):
             model = AutoModel.from_pretrained(str(model), trust_remote_code=True)
@@ -125,6 +127,20 @@ def sentence_transformer(
     return SentenceTransformer(
         modules=[transformer, pooling, router], similarity_fn_name="dot", prompts=prompts, device=device
     )
+
+
+def _model_path(model: str | os.PathLike) -> str:
+    """A model folder or Hub id that loads: bundled aliases resolved; an index folder, or a missing folder, named
+    as what it is (not as a malformed Hub id)."""
+    from ..bundled import resolve_model
+
+    path = Path(model)
+    if path.is_dir() and not (path / "config.json").is_file():
+        if (path / "index.json").is_file():
+            raise ValueError(f"{path} is an index folder, not a model folder: give the model it was built with "
+                             "(its index.json names it)")
+        raise FileNotFoundError(f"{path} holds no config.json: not a model folder")
+    return resolve_model(model)
 
 
 def _check_hyperbolic(config) -> None:
@@ -216,6 +232,12 @@ def save_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase
     Other models (masked-LM heads, Euclidean and phrase models) are saved as they are. Returns the directory.
     """
     path = Path(path)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        # Encoding with padding / truncation leaves them switched on in the fast tokenizer, and tokenizer.json would
+        # keep them: a user of the raw tokenizers library (ONNX serving) would get every text cut and padded.
+        backend.no_truncation()
+        backend.no_padding()
     # Embedding models only: a masked-LM model (prediction_logits) predicts tokens, not sentences.
     if model.config.model_type in HYPERBOLIC_MODEL_TYPES and not hasattr(model, "prediction_logits"):
         return save_sentence_transformer(sentence_transformer(model, tokenizer), path)

@@ -3,7 +3,8 @@ each section is rendered by the module of its subject (``report.evaluation``, ``
 ``hyte.phrase.report``, ``hyte.compatibility.report``).
 
 Each JSON is recognised by its ``"benchmark"`` key (``hierarchy``, ``retrieval``, ``radius``, ``mteb`` from
-``hyte eval ...``; ``rag`` from ``hyte eval rag``; ``hierarchy_finetune`` / ``hierarchy_sweep`` from ``benchmarks/run_hierarchy_finetune.py``; ``forward``, ``encode``, ``index`` from
+``hyte eval ...``; ``rag`` from ``hyte eval rag``; ``hierarchy_finetune`` / ``hierarchy_sweep`` from ``benchmarks/run_hierarchy_finetune.py``;
+``specificity_selection`` / ``specificity`` from ``benchmarks/run_specificity.py``; ``forward``, ``encode``, ``index`` from
 ``hyte bench`` / the ``benchmarks/bench_*.py`` scripts; an index JSON without the key is recognised by its
 ``"indexes"``). Sections come in that order; inside a section
 results measured on the same data share a table, one row per file, and a "Runs" list gives each file's command,
@@ -24,11 +25,12 @@ from ..io import write_text_atomically
 from ..phrase.report import render_section as render_phrase_section
 from .evaluation import hierarchy_section, mteb_section, radius_section, rag_section, retrieval_section
 from .finetune import from_scratch_section, hierarchy_finetune_section, hierarchy_sweep_section
+from .specificity import specificity_section
 from .speed import encode_section, forward_section, index_section
 
 __all__ = ["load_results", "write_benchmarks_md"]
 
-SECTION_ORDER = ("from_scratch", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade", "compatibility", "hierarchy",
+SECTION_ORDER = ("from_scratch", "specificity", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade", "compatibility", "hierarchy",
                  "phrase", "retrieval", "radius", "mteb", "rag", "forward", "encode", "index")
 
 
@@ -56,6 +58,9 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     if not results_dir.is_dir():
         raise FileNotFoundError(f"results folder not found: {results_dir}")
     results, problems = load_results(results_dir)
+    if not results and not problems and path.is_file():
+        raise ValueError(f"{results_dir} holds no result JSON: {path} is left as it is (give the folder of the "
+                         "results, e.g. benchmarks/results)")
     markdown_dir = path.parent.resolve()
     shown_dir = os.path.relpath(results_dir.resolve(), markdown_dir)
     lines = ["# HyTE benchmarks", "",
@@ -65,7 +70,11 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     if not results:
         lines += ["No results yet.", ""]
     # Sections that draw a PNG beside the markdown get its folder too.
-    sections = {"from_scratch": from_scratch_section, "hierarchy_finetune": hierarchy_finetune_section,
+    # benchmarks/run_specificity.py writes two files (its validation selection, its test); one section shows both.
+    if "specificity_selection" in results:
+        results["specificity"] = results.pop("specificity_selection") + results.get("specificity", [])
+    sections = {"from_scratch": from_scratch_section, "specificity": specificity_section,
+                "hierarchy_finetune": hierarchy_finetune_section,
                 "hierarchy_sweep": hierarchy_sweep_section, "hierarchy": hierarchy_section,
                 "retrieval": retrieval_section, "mteb": mteb_section, "rag": rag_section, "forward": forward_section,
                 "encode": encode_section, "compatibility_upgrade": render_upgrade_section,

@@ -95,6 +95,9 @@ def documents_for(texts: Sequence[str], ids: Sequence[str | int] | None = None) 
     """``documents.jsonl`` rows for ``texts``: row i has index id i; ``ids`` are the documents' own ids."""
     if ids is not None and len(ids) != len(texts):
         raise ValueError(f"{len(ids)} ids for {len(texts)} texts")
+    if ids is not None and len({str(i) for i in ids}) != len(ids):
+        repeated = next(i for n, i in enumerate(ids) if str(i) in {str(j) for j in ids[:n]})
+        raise ValueError(f"id {repeated!r} is given twice: ids must be unique (1 and '1' count as one)")
     return [{"id": i if ids is None else ids[i], "text": text} for i, text in enumerate(texts)]
 
 
@@ -124,6 +127,10 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     try:
         target = saved_directory(directory, _MARKERS, "index folder")
     except FileNotFoundError as error:
+        if (Path(directory) / "config.json").is_file():
+            raise FileNotFoundError(f"{directory} is a model folder, not an index: give the index folder, or build "
+                                    f"one with `hyte index build --model {directory} --input F --output NEW_FOLDER`"
+                                    ) from error
         raise FileNotFoundError(f"no index at {directory}: build one with `hyte index build --model M --input F "
                                 f"--output {directory}`") from error
     manifest_file = target / FOLDER_FILE

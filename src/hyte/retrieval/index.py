@@ -20,9 +20,10 @@ Scores are Lorentz inner products <q, x>_L (larger is nearer); ``to_distances`` 
 Every approximate index should ship with a recall measured against exact search: ``measure_recall``.
 
 Precision: FAISS computes in float32. An inner product of two points far from the origin is a small difference of
-two numbers of size ~ x_0(q) x_0(x), so its absolute error is ~ 1e-7 x_0(q) x_0(x). Near neighbours far out
-(radius >~ 8 sqrt(c)) can therefore swap ranks; re-rank with ``hyte.lorentz.pairwise_distance`` (float64) if it
-matters.
+two numbers of size ~ x_0(q) x_0(x), so its absolute error is ~ 1e-7 x_0(q) x_0(x), and near neighbours far out
+can swap ranks. The flat index therefore stays exact at any radius: it re-scores FAISS's shortlist in float64 and
+widens the shortlist until a bound on the float32 error certifies that it holds the true top k
+(``_certified_flat_search``). The approximate kinds return what they find (hnsw re-scored in float64).
 
 Not thread-safe: do not call ``add``/``remove`` concurrently with anything else on the same index.
 """
@@ -74,6 +75,13 @@ def _as_array(x: Any) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().numpy()
     return np.asarray(x)
+
+
+def _refreshed_time(points: np.ndarray, c: float) -> np.ndarray:
+    """x_0 = sqrt(c + |x_s|^2) in float64 from float32 points' space parts, (N, D) -> (N,) (as hyte.lorentz's
+    float64 distances recompute it)."""
+    space = points[:, 1:].astype(np.float64)
+    return np.sqrt(c + np.einsum("ij,ij->i", space, space))
 
 
 def _torch64(x: np.ndarray) -> torch.Tensor:
@@ -223,6 +231,9 @@ class LorentzIndex:
             hnsw.hnsw.efConstruction = self.options["ef_construction"]
             self._index = faiss.IndexIDMap2(hnsw)
         self._ids = np.empty(0, dtype=np.int64)  # sorted ids of the live documents
+        # Bounds over the stored documents (None: not yet computed; see _time_bounds): the largest x_0, and the largest
+        # gap between a stored x_0 and the one its space part gives in float64.
+        self._time_bound: tuple[float, float] | None = None
 
     # ------------------------------------------------------------------ basic properties
 
@@ -348,7 +359,22 @@ class LorentzIndex:
         else:
             self._add_hnsw(points, new_ids)
         self._ids = np.union1d(self._ids, new_ids)
+        if self._time_bound is not None:
+            self._time_bound = tuple(map(max, self._time_bound, self._bounds_of(points)))
         return new_ids
+
+    def _bounds_of(self, points: np.ndarray) -> tuple[float, float]:
+        """(largest x_0, largest |x_0 - x_0 recomputed in float64 from the space part|) of float32 points."""
+        refreshed = _refreshed_time(points, self.curvature)
+        return float(np.abs(points[:, 0]).max()), float(np.abs(points[:, 0] - refreshed).max())
+
+    def _time_bounds(self) -> tuple[float, float]:
+        """``_bounds_of`` over every stored document (removals leave it as it was: still a bound)."""
+        if self._time_bound is None:
+            chunks = np.array_split(self._ids, max(1, math.ceil(len(self._ids) / 65536)))
+            bounds = [self._bounds_of(self._index.reconstruct_batch(chunk)) for chunk in chunks if len(chunk)]
+            self._time_bound = tuple(map(max, zip(*bounds))) if bounds else (0.0, 0.0)
+        return self._time_bound
 
     def _train_ivf(self, points: np.ndarray) -> faiss.IndexIVFFlat:
         """A trained, empty IVF-Flat (inner product) whose centroids lie on the hyperboloid."""
@@ -431,7 +457,7 @@ class LorentzIndex:
         if len(self) == 0:
             return np.full((len(q), k), -np.inf, dtype=np.float32), np.full((len(q), k), -1, dtype=np.int64)
         if self.kind == "flat":
-            scores, labels = self._index.search(q, k)
+            scores, labels = self._certified_flat_search(q, k)
         elif self.kind == "ivf":
             nprobe = self.options["nprobe"] if nprobe is None else nprobe
             params = faiss.SearchParametersIVF(nprobe=_check_positive_int("nprobe", nprobe))
@@ -440,6 +466,51 @@ class LorentzIndex:
             scores, labels = self._search_hnsw(q, k, self.options["ef_search"] if ef_search is None else ef_search)
         scores[labels < 0] = -np.inf
         return scores, labels
+
+    def _certified_flat_search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The exact top k in float64 arithmetic, from FAISS's float32 search of a shortlist.
+
+        The reference is ``hyte.lorentz``'s float64 geodesic search: the stored float32 space coordinates, each time
+        coordinate recomputed from them in float64. The shortlist's documents are re-scored that way. One float32
+        inner product of length D errs from the float64 one of the same coordinates by at most gamma_D
+        sum_i |q_i x_i| (gamma_D = D u / (1 - D u), u = 2^-24, any summation order) <= gamma_D 2 |q_0| X, with X
+        the largest stored x_0 (|x_s| < x_0 on the hyperboloid); the recomputed time coordinates add at most
+        |q_0| dX + X dq (dX, dq: the largest change of a stored / query x_0). A document outside the shortlist
+        scores at most the shortlist's last float32 score plus that error; once the k-th float64 score is above
+        it, the top k is certified. Rows that are not grow their shortlist fourfold, up to every document (then
+        exact by itself). Near the origin the first shortlist (2k, at least k + 16) is nearly always certified.
+        """
+        n, rows_total = len(self), len(q)
+        unit = 2.0 ** -24
+        gamma = self.dim * unit / (1.0 - self.dim * unit)
+        largest, drift = self._time_bounds()
+        q64 = q.astype(np.float64)
+        q64[:, 0] = -_refreshed_time(q, self.curvature)  # flipped queries: -q_0
+        query_time = np.abs(q[:, 0].astype(np.float64))
+        error = (2.0 * gamma * query_time * largest + query_time * drift
+                 + largest * np.abs(q64[:, 0] - q[:, 0]))  # (N,)
+        scores = np.full((rows_total, k), -np.inf, dtype=np.float64)
+        labels = np.full((rows_total, k), -1, dtype=np.int64)
+        pending, size = np.arange(rows_total), min(n, max(2 * k, k + 16))
+        while len(pending):
+            shortlist_scores, shortlist = self._index.search(q[pending], size)
+            rows, cols = np.nonzero(shortlist >= 0)
+            exact = np.full(shortlist.shape, -np.inf)
+            stored = self._index.reconstruct_batch(shortlist[rows, cols])
+            documents = stored.astype(np.float64)
+            documents[:, 0] = _refreshed_time(stored, self.curvature)
+            exact[rows, cols] = np.einsum("ij,ij->i", documents, q64[pending][rows])
+            order = np.argsort(-exact, axis=1, kind="stable")[:, :k]  # (P, min(k, size))
+            top = np.take_along_axis(exact, order, axis=1)
+            if size >= n:
+                done = np.ones(len(pending), dtype=bool)
+            else:
+                done = top[:, -1] >= shortlist_scores[:, -1].astype(np.float64) + error[pending]
+            width = order.shape[1]
+            scores[pending[done], :width] = top[done]
+            labels[pending[done], :width] = np.take_along_axis(shortlist, order, axis=1)[done]
+            pending, size = pending[~done], min(n, 4 * size)
+        return scores.astype(np.float32), labels
 
     def _search_hnsw(self, q: np.ndarray, k: int, ef_search: int) -> tuple[np.ndarray, np.ndarray]:
         params = faiss.SearchParametersHNSW(efSearch=max(_check_positive_int("ef_search", ef_search), k))

@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from .. import lorentz
 from .documents import read_documents
 
 if TYPE_CHECKING:
@@ -24,7 +27,9 @@ __all__ = ["HyteSearcher", "Passage", "SearcherConstructors"]
 @dataclass(frozen=True)
 class Passage:
     """One search hit. ``index_id``: the LorentzIndex id (row of documents.jsonl); ``id``: the document's own id;
-    ``score``: the Lorentz inner product <q, x>_L (larger is nearer); ``distance``: geodesic; ``radius``: x0."""
+    ``score``: the Lorentz inner product <q, x>_L (larger is nearer); ``distance``: geodesic; ``radius``: x0;
+    ``specificity``: the geodesic distance to the origin (larger = farther out = more specific, where the model
+    was trained to place texts by specificity; None for a passage built by hand without it)."""
 
     index_id: int
     id: str
@@ -32,11 +37,12 @@ class Passage:
     score: float
     distance: float
     radius: float
+    specificity: float | None = None
 
     def metadata(self) -> dict[str, float | int | str]:
         """What the framework adapters put in a hit's metadata."""
         return {"id": self.id, "index_id": self.index_id, "score": self.score, "distance": self.distance,
-                "radius": self.radius}
+                "radius": self.radius, "specificity": self.specificity}
 
 
 def _load_hyte_encoder(model) -> HyteEncoder:
@@ -57,8 +63,6 @@ class HyteSearcher:
 
     def __init__(self, encoder: HyteEncoder, index: LorentzIndex, documents: Sequence[dict], *,
                  check_model: bool = True):
-        import numpy as np
-
         from ..lineage import check_query_encoder
 
         check_query_encoder(index, encoder, allow_incompatible=not check_model)
@@ -68,6 +72,8 @@ class HyteSearcher:
         self.encoder, self.index, self.documents = encoder, index, list(documents)
         self._radii = np.full(len(self.documents), np.nan)
         self._radii[ids] = points[:, 0]
+        self._specificity = np.full(len(self.documents), np.nan)
+        self._specificity[ids] = lorentz.distance_to_origin(points.astype(np.float64), index.curvature)
 
     @classmethod
     def from_folder(cls, directory: str | os.PathLike, model=None, *, check_model: bool = True) -> HyteSearcher:
@@ -107,17 +113,50 @@ class HyteSearcher:
     def __len__(self) -> int:
         return len(self.index)
 
-    def search_batch(self, queries: Sequence[str], k: int = 4) -> list[list[Passage]]:
-        """The top-k passages of each query, nearest first (fewer where the index holds fewer)."""
-        scores, found = self.index.search(self.encoder.encode(list(queries), role="query"), k=k)
-        distances = self.index.to_distances(scores)
-        return [[Passage(index_id=int(i), id=str(self.documents[i]["id"]), text=self.documents[i]["text"],
-                         score=float(s), distance=float(d), radius=float(self._radii[i]))
-                 for i, s, d in zip(row_ids, row_scores, row_distances) if i >= 0]
-                for row_ids, row_scores, row_distances in zip(found, scores, distances)]
+    def search_batch(self, queries: Sequence[str], k: int = 4, *, relation: str | None = None,
+                     candidates: int = 100) -> list[list[Passage]]:
+        """The top-k passages of each query, nearest first (fewer where the index holds fewer).
 
-    def search(self, query: str, k: int = 4) -> list[Passage]:
-        return self.search_batch([query], k)[0]
+        ``relation`` "broader": only passages more general than the query (nearer the origin than the query's text
+        would sit as a document), "narrower": only more specific ones (farther out); searched among the nearest
+        ``candidates``, so fewer than k may come back. Meaningful for a model trained so that the radius follows
+        specificity (BENCHMARKS.md says how well each recipe does).
+        """
+        if relation not in (None, "broader", "narrower"):
+            raise ValueError(f"relation must be None, 'broader' or 'narrower'; got {relation!r}")
+        if isinstance(queries, str):
+            raise TypeError("search_batch takes a list of query texts; for one text use search(query)")
+        queries = list(queries)
+        for position, query in enumerate(queries):
+            if not isinstance(query, str):
+                raise TypeError(f"query {position} is a {type(query).__name__}, not a text (search_batch takes a "
+                                "list of texts)")
+            if not query.strip():
+                raise ValueError(f"query {position} is empty: give a text to search for")
+        depth = k if relation is None else max(k, candidates)
+        scores, found = self.index.search(self.encoder.encode(queries, role="query"), k=depth)
+        distances = self.index.to_distances(scores)
+        if relation is not None:
+            own = lorentz.distance_to_origin(self.encoder.encode(queries, role="document").astype(np.float64),
+                                             self.index.curvature)  # (N,)
+            kept = self._specificity[np.maximum(found, 0)]
+            keep = (found >= 0) & ((kept < own[:, None]) if relation == "broader" else (kept > own[:, None]))
+            found = np.where(keep, found, -1)
+        hits = []
+        for row_ids, row_scores, row_distances in zip(found, scores, distances):
+            row = [Passage(index_id=int(i), id=str(self.documents[i]["id"]), text=self.documents[i]["text"],
+                           score=float(s), distance=float(d), radius=float(self._radii[i]),
+                           specificity=float(self._specificity[i]))
+                   for i, s, d in zip(row_ids, row_scores, row_distances) if i >= 0]
+            hits.append(row[:k])
+        return hits
+
+    def search(self, query: str, k: int = 4, *, relation: str | None = None, candidates: int = 100) -> list[Passage]:
+        """The top-k passages of one query text (``search_batch`` for several)."""
+        if not isinstance(query, str):
+            raise TypeError(f"search takes one query text, not a {type(query).__name__}; for several use "
+                            "search_batch(queries)")
+        return self.search_batch([query], k, relation=relation, candidates=candidates)[0]
 
 
 class SearcherConstructors:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -121,7 +122,14 @@ class LossSpec:
     # Weight of the hierarchy term on (parent, child) document pairs (needs data.hierarchy): the entailment-cone
     # violation on the Lorentz model (MERU), the order-embedding violation (Vendrov et al.) for Euclidean models.
     hierarchy_weight: float = 0.0
+    # Which hierarchy term: "cone" (the entailment cone; Euclidean: order embeddings) or "radius" (the parent nearer
+    # the origin than its child by radius_margin in geodesic distance to the origin; Euclidean: in vector norm).
+    hierarchy_term: str = "cone"
     cone_min_radius: float = 0.1  # K of the cone half-aperture arcsin(2K sqrt(c) / ||x_s||); MERU's value
+    radius_margin: float = 0.1  # hierarchy_term "radius": how much farther out a child must sit than its parent
+    # Ontology data: leave a query's target's ancestors and descendants out of its negatives (InfoNCE mask, miner),
+    # for HyTE and the Euclidean control alike (hyte.training.data.Hierarchy says why).
+    mask_hierarchy: bool = True
     max_query_length: int = 64
     max_document_length: int = 256
 
@@ -306,6 +314,9 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
             raise ConfigError(f"--set {dotted}: unknown section {section!r}; known: {sorted(SECTIONS)}")
         value = _checked(section, name, value, "--set")
         if isinstance(values, dict) and isinstance(values.get(section) or {}, dict):
+            earlier = (values.get(section) or {}).get(name)
+            if isinstance(earlier, dict) and isinstance(value, dict):
+                value = {**earlier, **value}  # model.options={...} changes those options, keeps the file's others
             values[section] = {**(values.get(section) or {}), name: value}
     return parse_config(values, f"{path} (with --set {', '.join(overrides)})")
 
@@ -362,6 +373,20 @@ def validate(config: RunConfig, source: str) -> None:
     for name, rate in rates.items():
         if rate is not None and not rate > 0:  # also refuses NaN; a negative rate would climb the loss
             raise ConfigError(f"{source}: {name} must be > 0; got {rate}")
+    if training.gradient_accumulation_steps < 1:
+        raise ConfigError(f"{source}: training.gradient_accumulation_steps must be >= 1")
+    if not 0 < training.max_grad_norm < math.inf:  # NaN would switch clipping off without a word
+        raise ConfigError(f"{source}: training.max_grad_norm must be a finite number > 0; got {training.max_grad_norm}")
+    mining = config.mining
+    if mining.num_negatives < 0 or mining.candidates < mining.num_negatives or mining.skip_top < 0:
+        raise ConfigError(f"{source}: mining needs num_negatives >= 0, candidates >= num_negatives and skip_top >= 0"
+                          f" (got {mining.num_negatives}, {mining.candidates}, {mining.skip_top})")
+    if not mining.margin > 0:  # at <= 0 every candidate counts as a false negative: nothing is mined
+        raise ConfigError(f"{source}: mining.margin must be > 0; got {mining.margin}")
+    if mining.miner not in ("base", "self") and not (mining.miner.startswith("bundled:") or Path(mining.miner).exists()
+                                                     or mining.miner.count("/") == 1):
+        raise ConfigError(f"{source}: mining.miner must be base, self, a bundled model, a model folder or a Hub id; "
+                          f"got {mining.miner!r}")
     if training.mini_batch_size is not None and training.mini_batch_size <= 0:
         raise ConfigError(f"{source}: training.mini_batch_size must be > 0 (or null: no gradient caching)")
     if config.stage == "mlm" and model.build in ("hyte_h", "load") and model.path == BUNDLED_MINILM:
@@ -374,6 +399,10 @@ def validate(config: RunConfig, source: str) -> None:
                           f"[{1.0 / loss.max_logit_scale:g}, 1]; got {loss.temperature}")
     if loss.hierarchy_weight < 0:
         raise ConfigError(f"{source}: loss.hierarchy_weight must be >= 0")
+    if loss.hierarchy_term not in ("cone", "radius"):
+        raise ConfigError(f"{source}: loss.hierarchy_term must be cone or radius; got {loss.hierarchy_term!r}")
+    if not loss.radius_margin >= 0 or not loss.cone_min_radius > 0:
+        raise ConfigError(f"{source}: loss.radius_margin must be >= 0 and loss.cone_min_radius > 0")
     if loss.hierarchy_weight > 0 and not data.hierarchy:
         raise ConfigError(f"{source}: loss.hierarchy_weight > 0 needs data.hierarchy: true (the parent pairs)")
     if config.stage == "finetune" and config.mining.num_negatives < 1:

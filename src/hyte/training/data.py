@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import csv
 import random
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..io import DataFormatError, iter_jsonl, string_field
-from .config import ConfigError, DataSpec
+from .config import ConfigError, DataSpec, RunConfig
 
 
 def read_jsonl_pairs(path: str | Path, query_field: str = "query", document_field: str = "document") -> list[dict]:
@@ -107,6 +109,81 @@ def _subsample(examples: list, spec: DataSpec, seed: int) -> list:
     if spec.max_examples is not None and len(examples) > spec.max_examples:
         examples = random.Random(seed).sample(examples, spec.max_examples)
     return examples
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """Is-a relations between training documents, looked up by their text.
+
+    ``concepts``: document text -> ids of the concepts it is the text of (ids carry their source: "hpo:HP:...",
+    "icd10:A01.1"); ``parents``: concept id -> its direct parents; ``ancestors``: concept id -> all its ancestors.
+
+    Why it exists: a query's own target's ancestors and descendants are the same concept at another level of
+    generality, not negatives. As InfoNCE negatives they were pushed away from the child's query, which (geodesic
+    InfoNCE pulls positives inward and pushes negatives outward) moved parents outward and children inward: the
+    radius ran against depth (issue 24). The collator masks them out of each query's softmax, the miner skips them,
+    and a parent reaches its child only through the hierarchy term; siblings and unrelated concepts stay negatives.
+    """
+
+    concepts: Mapping[str, frozenset[str]]
+    parents: Mapping[str, frozenset[str]]
+    ancestors: Mapping[str, frozenset[str]]
+
+    def relation(self, anchor: str, other: str) -> str:
+        """What document ``other`` is to document ``anchor``: "same", "ancestor" (more general), "descendant",
+        "sibling" (a shared direct parent), "other", or "unknown" (a text outside the hierarchy)."""
+        mine, theirs = self.concepts.get(anchor), self.concepts.get(other)
+        if not mine or not theirs:
+            return "unknown"
+        if mine & theirs:
+            return "same"
+        if any(self.ancestors.get(a, frozenset()) & theirs for a in mine):
+            return "ancestor"
+        if any(self.ancestors.get(b, frozenset()) & mine for b in theirs):
+            return "descendant"
+        if any(self.parents.get(a, frozenset()) & self.parents.get(b, frozenset()) for a in mine for b in theirs):
+            return "sibling"
+        return "other"
+
+    def related(self, anchor: str, other: str) -> bool:
+        """Whether ``other`` is ``anchor``'s concept, one of its ancestors or one of its descendants."""
+        return self.relation(anchor, other) in ("same", "ancestor", "descendant")
+
+
+def hierarchy_of(spec: DataSpec) -> Hierarchy | None:
+    """The is-a relations of an ontology source (hpo, icd10, hpo+icd10) over every document text it can give; None
+    for other sources (no relations known: nothing is masked)."""
+    if spec.source not in ("hpo", "icd10", "hpo+icd10"):
+        return None
+    concepts: dict[str, set[str]] = {}
+    parents: dict[str, frozenset[str]] = {}
+    ancestors: dict[str, frozenset[str]] = {}
+    if "hpo" in spec.source.split("+"):
+        from ..data.hpo import load_hpo
+
+        ontology = load_hpo()
+        for term_id, term in ontology.terms.items():
+            key = f"hpo:{term_id}"
+            parents[key] = frozenset(f"hpo:{p}" for p in ontology.parents(term_id))
+            ancestors[key] = frozenset(f"hpo:{a}" for a in ontology.ancestors(term_id))
+            if term.definition:
+                concepts.setdefault(term.definition, set()).add(key)
+    if "icd10" in spec.source.split("+"):
+        from ..data import icd10
+
+        for code in icd10.all_codes():
+            key = f"icd10:{code}"
+            chain = icd10.ancestors(code)
+            parents[key] = frozenset(f"icd10:{a}" for a in chain[:1])
+            ancestors[key] = frozenset(f"icd10:{a}" for a in chain)
+            concepts.setdefault(icd10.title(code), set()).add(key)
+    return Hierarchy({text: frozenset(ids) for text, ids in concepts.items()}, parents, ancestors)
+
+
+def hierarchy_for(config: RunConfig) -> Hierarchy | None:
+    """The is-a relations that keep a query's ancestors and descendants out of its negatives (None: nothing
+    masked: ``loss.mask_hierarchy`` off, or data without an ontology)."""
+    return hierarchy_of(config.data) if config.loss.mask_hierarchy else None
 
 
 def contrastive_examples(spec: DataSpec, seed: int = 0) -> list[dict]:

@@ -19,7 +19,9 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoin
 
 from ..io import atomic_directory, write_text_atomically
 from ..results import portable_path, portable_paths
+from ..retrieval.folder import FOLDER_FILE
 from .config import RunConfig
+from .data import hierarchy_for
 from .models import BuiltModel, detach_plain_logit_scale, embed, log_logit_scale_parameter, logit_scale, unwrap
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
@@ -99,6 +101,9 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
     saves and logs), ``overwrite`` replaces it (say so, nothing is deleted before the new ``final/`` is written
     atomically except its checkpoints, which the new run would otherwise resume from); else RunFolderError."""
     output_dir = Path(config.training.output_dir)
+    if (output_dir / "config.json").is_file() or (output_dir / FOLDER_FILE).is_file():
+        raise RunFolderError(f"{output_dir} is a model or index folder, not a run folder: choose another "
+                             "training.output_dir (the run writes checkpoints and final/ into it)")
     checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*")) if output_dir.is_dir() else []
     finished = (output_dir / "final").is_dir()
     recorded = output_dir / RUN_FILE
@@ -117,6 +122,16 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
                 f"it, or choose another training.output_dir.")
         logger.warning("replacing the run in %s (%s)", output_dir, held)
         remove_checkpoints(output_dir)
+
+
+def finished_run(config: RunConfig) -> Path | None:
+    """``output_dir/final`` when it holds this run trained to ``training.max_steps`` (its card's step count), else
+    None: resuming such a run has nothing left to do, and training again would only rewrite it."""
+    card = Path(config.training.output_dir) / "final" / "hyte_card.json"
+    if not card.is_file():
+        return None
+    steps = json.loads(card.read_text()).get("training", {}).get("steps")
+    return card.parent if isinstance(steps, int) and steps >= config.training.max_steps else None
 
 
 class RecordRun(TrainerCallback):
@@ -281,14 +296,16 @@ def train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, resu
     # After LoRA, which freezes everything but the adapters: the logit scale trains in either case.
     log_logit_scale_parameter(built.model).requires_grad_(config.loss.learn_temperature)
     collator = collator or ContrastiveCollator(built.tokenizer, config.loss.max_query_length,
-                                               config.loss.max_document_length)
+                                               config.loss.max_document_length, hierarchy_for(config))
     trainer = trainer_class(model=built.model, args=training_arguments(config), train_dataset=examples,
                                  data_collator=collator, hyperbolic=built.hyperbolic,
                                  similarity=config.loss.similarity, max_logit_scale=config.loss.max_logit_scale,
                                  head_learning_rate=config.training.head_learning_rate,
                                  logit_scale_learning_rate=config.loss.logit_scale_learning_rate,
                                  hierarchy_weight=config.loss.hierarchy_weight,
+                                 hierarchy_term=config.loss.hierarchy_term,
                                  cone_min_radius=config.loss.cone_min_radius,
+                                 radius_margin=config.loss.radius_margin,
                                  gather_negatives=config.training.gather_negatives,
                                  mini_batch_size=config.training.mini_batch_size, callbacks=callbacks,
                                  **(trainer_options or {}))

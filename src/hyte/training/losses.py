@@ -3,6 +3,8 @@ and the hierarchy term (entailment cones on the Lorentz model, order embeddings 
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -54,12 +56,28 @@ def order_violation(general: Tensor, specific: Tensor) -> Tensor:
     return torch.relu(general.abs() - specific.abs()).pow(2).sum(-1)
 
 
+def radius_order_violation(general: Tensor, specific: Tensor, *, hyperbolic: bool, curvature: float = 1.0,
+                           margin: float = 0.1) -> Tensor:
+    """max(0, margin - (r(specific) - r(general))), (..., D), (..., D) -> (...,) >= 0: the specific text must sit
+    farther from the origin than the general one by ``margin``. r is the geodesic distance to the origin for
+    hyperboloid points, the norm of the raw pooled vector for Euclidean ones (its counterpart)."""
+    if hyperbolic:
+        radius = partial(lorentz.distance_to_origin, c=curvature)
+    else:
+        radius = partial(torch.linalg.vector_norm, dim=-1)
+    return torch.relu(margin - (radius(specific) - radius(general)))
+
+
 def hierarchy_loss(general: Tensor, specific: Tensor, *, hyperbolic: bool, curvature: float = 1.0,
-                   cone_min_radius: float = 0.1) -> Tensor:
-    """Mean violation over (parent, child) pairs (P, D), (P, D) -> scalar: the child must lie in the parent's
-    entailment cone (hyperbolic) or above it in the coordinate order (Euclidean). 0 for P = 0."""
+                   term: str = "cone", cone_min_radius: float = 0.1, radius_margin: float = 0.1) -> Tensor:
+    """Mean violation over (parent, child) pairs (P, D), (P, D) -> scalar. ``term`` "cone": the child must lie in
+    the parent's entailment cone (hyperbolic) or above it in the coordinate order (Euclidean); "radius": farther
+    from the origin than the parent by ``radius_margin`` (``radius_order_violation``). 0 for P = 0."""
     if general.shape[0] == 0:
         return general.new_zeros(())
+    if term == "radius":
+        return radius_order_violation(general, specific, hyperbolic=hyperbolic, curvature=curvature,
+                                      margin=radius_margin).mean()
     if hyperbolic:
         return lorentz.entailment_violation(general, specific, curvature, cone_min_radius).mean()
     return order_violation(general, specific).mean()

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -18,19 +20,23 @@ import numpy as np
 from ..io import read_jsonl, write_jsonl
 from ..retrieval import LorentzIndex
 from .config import RunConfig
-from .data import contrastive_examples
+from .data import Hierarchy, contrastive_examples, hierarchy_for
 from .models import BuiltModel
+
+logger = logging.getLogger(__name__)
 
 
 def mine_hard_negatives(encoder, examples: list[dict], *, num_negatives: int = 1, candidates: int = 30,
-                        margin: float = 0.95, skip_top: int = 0, batch_size: int = 64) -> list[dict]:
+                        margin: float = 0.95, skip_top: int = 0, batch_size: int = 64,
+                        hierarchy: Hierarchy | None = None) -> list[dict]:
     """Append up to ``num_negatives`` mined documents to each example's "negatives" (kept: e.g. hierarchy siblings).
 
     The candidate pool is every distinct document of ``examples``. A candidate is skipped when it is the example's
     own positive, among the first ``skip_top`` ranks, or a probable false negative: its similarity to the query
     exceeds ``margin`` x the positive's, where similarity is exp(-geodesic distance) for hyperbolic encoders and
-    the cosine for Euclidean ones, or already among the example's negatives. Examples for which nothing survives
-    keep their current negatives.
+    the cosine for Euclidean ones, or already among the example's negatives; given a ``hierarchy``, also when it
+    is an ancestor or descendant of the positive (the same concept at another level, not a negative). Examples for
+    which nothing survives keep their current negatives.
     """
     documents = sorted({e["document"] for e in examples})
     position = {text: i for i, text in enumerate(documents)}
@@ -58,6 +64,8 @@ def mine_hard_negatives(encoder, examples: list[dict], *, num_negatives: int = 1
         for rank, (doc_index, value) in enumerate(zip(found[row], similarity[row])):
             if rank < skip_top or doc_index < 0 or documents[doc_index] in (example["document"], *existing):
                 continue
+            if hierarchy is not None and hierarchy.related(example["document"], documents[doc_index]):
+                continue
             if value > margin * positive_similarity[row] or not math.isfinite(float(value)):
                 continue
             negatives.append(documents[doc_index])
@@ -69,21 +77,31 @@ def mine_hard_negatives(encoder, examples: list[dict], *, num_negatives: int = 1
 
 def examples_with_mined_negatives(built: BuiltModel, config: RunConfig, resume: bool) -> list[dict]:
     """The data's examples with mined hard negatives added to their own (none when ``mining.num_negatives`` is 0),
-    kept in output_dir/mined_negatives.jsonl: a resumed run reads them back and trains on exactly the same data."""
+    kept in output_dir/mined_negatives.jsonl: a resumed run reads them back and trains on exactly the same data.
+    For ontology data each example also records what its negatives are to its positive ("negative_relations":
+    sibling, other, ...; ``Hierarchy.relation``), and the run's log counts them."""
     cache = Path(config.training.output_dir) / "mined_negatives.jsonl"
     if resume and cache.is_file():
         return read_jsonl(cache, "mined-negatives file")
     examples = contrastive_examples(config.data, seed=config.training.seed)
+    hierarchy = hierarchy_for(config)
     if config.mining.num_negatives > 0:
-        mined = _mined_negatives(built, config, [{"query": e["query"], "document": e["document"]} for e in examples])
+        mined = _mined_negatives(built, config, [{"query": e["query"], "document": e["document"]} for e in examples],
+                                 hierarchy)
         examples = [{**e, "negatives": list(dict.fromkeys([*e.get("negatives", []), *m]))}
                     for e, m in zip(examples, mined)]
         built.model.train()
+    if hierarchy is not None:
+        examples = [{**e, "negative_relations": [hierarchy.relation(e["document"], n) for n in e["negatives"]]}
+                    for e in examples]
+        counts = Counter(r for e in examples for r in e["negative_relations"])
+        logger.info("negatives by relation to their positive: %s", dict(counts.most_common()))
     write_jsonl(cache, examples)
     return examples
 
 
-def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict]) -> list[list[str]]:
+def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict],
+                     hierarchy: Hierarchy | None) -> list[list[str]]:
     """Each pair's mined negatives. With ``mining.cache_dir`` and a fixed miner (not "self"), the result is kept
     under a hash of the pairs, the miner and the mining options, so runs that differ only in the model or the loss
     (e.g. HyTE-H vs its Euclidean control) reuse it instead of mining again."""
@@ -96,13 +114,13 @@ def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict]) ->
         miner = None if spec.miner != "base" else model.path if model.build in ("hyte_h", "load") else [
             model.path, model.build, model.options, model.tokenizer, config.training.seed]
         key = json.dumps([pairs, spec.miner, miner, spec.num_negatives, spec.candidates, spec.margin, spec.skip_top,
-                          config.loss.max_document_length])
+                          config.loss.max_document_length, hierarchy is not None])
         shared = Path(spec.cache_dir) / f"mined-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
         if shared.is_file():
             return read_jsonl(shared, "mined-negatives cache", objects=False)  # one list per line
     mined = [e["negatives"] for e in mine_hard_negatives(
         _miner(built, config), pairs, num_negatives=spec.num_negatives, candidates=spec.candidates,
-        margin=spec.margin, skip_top=spec.skip_top)]
+        margin=spec.margin, skip_top=spec.skip_top, hierarchy=hierarchy)]
     if shared is not None:
         write_jsonl(shared, mined)
     return mined

@@ -12,6 +12,8 @@ Variants:
 * ``euclidean+order``: + parents and siblings as hard negatives + the order-embedding term on (parent, child);
 * ``hyte-h``: HyTE-H on MiniLM (tokens at radius ``token_radius``, OEM pooling), geodesic InfoNCE;
 * ``hyte-h+cone``: + parents and siblings as hard negatives + the entailment-cone term on (parent, child);
+* ``euclidean+norm`` / ``hyte-h-radius+radius``: the radius-order term instead (a parent nearer the origin than its
+  child by a margin: vector norm / geodesic distance to the origin; issue 24);
 * ``hyte-h-radius`` / ``hyte-h-radius+cone``: the same with HyTE-H's specificity head (HyTEHConfig.radius_head): every
   text starts at the same radius (so the untrained model ranks exactly like its cosine base) and a learned head on
   the mean token state moves it (radius = specificity). Added after the first comparison, untuned: r0 = the token
@@ -22,7 +24,11 @@ from __future__ import annotations
 
 from .config import BUNDLED_MINILM, RunConfig, parse_config
 
-VARIANTS = ("euclidean", "euclidean+order", "hyte-h", "hyte-h+cone", "hyte-h-radius", "hyte-h-radius+cone")
+VARIANTS = ("euclidean", "euclidean+order", "euclidean+norm", "hyte-h", "hyte-h+cone", "hyte-h-radius",
+            "hyte-h-radius+cone", "hyte-h-radius+radius")
+# The hierarchy term each variant suffix selects (LossSpec.hierarchy_term); the Euclidean control's counterparts:
+# order embeddings for the cone, the vector norm for the radius order.
+HIERARCHY_TERMS = {"+cone": "cone", "+order": "cone", "+radius": "radius", "+norm": "radius"}
 
 # Chosen on HPO validation branches (benchmarks/run_hierarchy_finetune.py --sweep), see BENCHMARKS.md.
 TOKEN_RADIUS = 1.0  # HyTE-H: every token is clipped to this distance from the origin (scale_init 1, norm_clip r)
@@ -34,13 +40,16 @@ HEAD_LEARNING_RATE = 1e-3  # hyte-h-radius: HyTE-H's new parts (a zero-initialis
 
 def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: int = 60, examples: int = 4000,
                        test_fraction: float = 0.2, mining_cache: str | None = None,
-                       token_radius: float | None = None, temperature: float | None = None) -> RunConfig:
+                       token_radius: float | None = None, temperature: float | None = None,
+                       loss: dict | None = None) -> RunConfig:
     """The RunConfig of one variant (module docstring); ``test_fraction`` = the share of HPO branches and ICD-10-CM
-    chapters held out (0.35 for the validation sweep). ``token_radius`` / ``temperature`` override the chosen values."""
+    chapters held out (0.35 for the validation sweep). ``token_radius`` / ``temperature`` override the chosen values;
+    ``loss``: further LossSpec fields (hierarchy_weight, cone_min_radius, radius_margin, mask_hierarchy ...)."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
     hyperbolic = variant.startswith("hyte-h")
-    hierarchy = variant.endswith(("+order", "+cone"))
+    suffix = next((s for s in HIERARCHY_TERMS if variant.endswith(s)), None)
+    hierarchy = suffix is not None
     radius = TOKEN_RADIUS if token_radius is None else token_radius
     if temperature is None:
         temperature = HYPERBOLIC_TEMPERATURE if hyperbolic else EUCLIDEAN_TEMPERATURE
@@ -59,7 +68,8 @@ def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: i
                      "head_learning_rate": HEAD_LEARNING_RATE if specificity_head else None},
         "loss": {"similarity": "geodesic", "temperature": temperature, "learn_temperature": True,
                  "temperature_from_radius": True, "hierarchy_weight": HIERARCHY_WEIGHT if hierarchy else 0.0,
-                 "max_query_length": 32, "max_document_length": 64},
+                 "hierarchy_term": HIERARCHY_TERMS.get(suffix, "cone"), "max_query_length": 32,
+                 "max_document_length": 64, **(loss or {})},
         "mining": {"num_negatives": 1, "candidates": 30, "margin": 0.95, "miner": "base", "cache_dir": mining_cache},
         "evaluation": {"enabled": False},
     }, f"recipe {variant}")

@@ -14,6 +14,7 @@ import torch
 from transformers import Trainer
 
 from ..modeling_hyte import HyTEHModel
+from .data import Hierarchy
 from .losses import hierarchy_loss
 from .models import (curvature_of, embed, embed_queries_and_documents, log_logit_scale_parameter, logit_scale,
                      unwrap)
@@ -34,13 +35,15 @@ class ContrastiveCollator:
     """List of examples -> tokenized queries (B, Tq) and documents (M, Td): the B positives first, then every
     example's negatives, then the parents of examples that have one ("parent": the general concept's text, used by
     the hierarchy term and, as a document, also a hard negative). ``parent_rows`` (B,) gives each example's parent
-    row among the documents, -1 where it has none. ``duplicate_mask`` (B, M) marks documents whose text is query i's
-    own positive at another row (a shared parent, a mined negative that is another example's positive): such a
-    copy is the right answer, not a negative, so the loss leaves it out."""
+    row among the documents, -1 where it has none. ``exclude_mask`` (B, M) marks the documents the loss leaves out
+    of query i's softmax: copies of its positive at another row (a shared parent, a mined negative that is another
+    example's positive), which are the right answer, and, given a ``hierarchy``, its positive's ancestors and
+    descendants (a parent among the documents reaches its own child only through the hierarchy term)."""
 
     tokenizer: object
     max_query_length: int = 64
     max_document_length: int = 256
+    hierarchy: Hierarchy | None = None
 
     def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
         documents = [e["document"] for e in examples] + [n for e in examples for n in e.get("negatives") or []]
@@ -53,16 +56,22 @@ class ContrastiveCollator:
                                  max_length=self.max_query_length, return_tensors="pt")
         docs = self.tokenizer(documents, padding=True, truncation=True, max_length=self.max_document_length,
                               return_tensors="pt")
-        duplicate_mask = torch.tensor([[text == example["document"] and row != index for row, text in enumerate(documents)]
-                                       for index, example in enumerate(examples)], dtype=torch.bool)
+        exclude_mask = torch.tensor([[row != index and self._not_a_negative(example["document"], text)
+                                      for row, text in enumerate(documents)]
+                                     for index, example in enumerate(examples)], dtype=torch.bool)
         return {"query_input_ids": queries["input_ids"], "query_attention_mask": queries["attention_mask"],
                 "document_input_ids": docs["input_ids"], "document_attention_mask": docs["attention_mask"],
-                "parent_rows": torch.tensor(parent_rows, dtype=torch.long), "duplicate_mask": duplicate_mask}
+                "parent_rows": torch.tensor(parent_rows, dtype=torch.long), "exclude_mask": exclude_mask}
+
+
+    def _not_a_negative(self, positive: str, document: str) -> bool:
+        return document == positive or (self.hierarchy is not None and self.hierarchy.related(positive, document))
 
 
 class ContrastiveTrainer(Trainer):
     """Trainer whose loss is InfoNCE with a learnable logit scale over Lorentz similarities (geodesic or inner
-    product) or cosine, plus ``hierarchy_weight`` x the hierarchy term on (parent, child) document pairs.
+    product) or cosine, plus ``hierarchy_weight`` x the hierarchy term (``hierarchy_term``: entailment cone or
+    radius order) on (parent, child) document pairs.
 
     Scale-out (``scale_out.py``): under torch.distributed, ``gather_negatives`` (None = on when there are several
     processes) makes every process's documents negatives for every query; ``mini_batch_size`` embeds the batch in
@@ -72,7 +81,8 @@ class ContrastiveTrainer(Trainer):
 
     def __init__(self, *args, hyperbolic: bool, similarity: str = "geodesic", max_logit_scale: float = 100.0,
                  head_learning_rate: float | None = None, logit_scale_learning_rate: float = 1e-2,
-                 hierarchy_weight: float = 0.0, cone_min_radius: float = 0.1, gather_negatives: bool | None = None,
+                 hierarchy_weight: float = 0.0, hierarchy_term: str = "cone", cone_min_radius: float = 0.1,
+                 radius_margin: float = 0.1, gather_negatives: bool | None = None,
                  mini_batch_size: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.gather_negatives = gather_negatives
@@ -87,7 +97,9 @@ class ContrastiveTrainer(Trainer):
         self.head_learning_rate = head_learning_rate
         self.logit_scale_learning_rate = logit_scale_learning_rate
         self.hierarchy_weight = hierarchy_weight
+        self.hierarchy_term = hierarchy_term
         self.cone_min_radius = cone_min_radius
+        self.radius_margin = radius_margin
         self._sums: dict[str, float] = {}
         self._count = 0
 
@@ -144,7 +156,7 @@ class ContrastiveTrainer(Trainer):
         curvature = curvature_of(model) if self.hyperbolic else 0.0
         scale = logit_scale(model, self.max_logit_scale)
         loss, logged = contrastive_loss_across_processes(
-            queries, documents, logit_scale=scale, exclude=inputs.get("duplicate_mask"),
+            queries, documents, logit_scale=scale, exclude=inputs.get("exclude_mask"),
             gather=self.gather_negatives if self.gather_negatives is not None else world_size() > 1,
             hyperbolic=self.hyperbolic, similarity=self.similarity, curvature=curvature)
         parts = {"contrastive_loss": float(logged.detach()), "logit_scale": float(scale.detach())}
@@ -152,7 +164,8 @@ class ContrastiveTrainer(Trainer):
         if self.hierarchy_weight > 0 and parent_rows is not None:
             children = torch.nonzero(parent_rows >= 0).squeeze(-1)
             term = hierarchy_loss(documents[parent_rows[children]], documents[children], hyperbolic=self.hyperbolic,
-                                  curvature=curvature, cone_min_radius=self.cone_min_radius)
+                                  curvature=curvature, term=self.hierarchy_term,
+                                  cone_min_radius=self.cone_min_radius, radius_margin=self.radius_margin)
             loss = loss + self.hierarchy_weight * term
             parts["hierarchy_loss"] = float(term.detach())
         parts["nonfinite_values"] = float((~torch.isfinite(queries)).sum() + (~torch.isfinite(documents)).sum())
