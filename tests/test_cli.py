@@ -115,3 +115,19 @@ def test_a_negative_learning_rate_is_refused_with_the_config(tmp_path):
     with pytest.raises(ConfigError, match="training.learning_rate must be > 0; got -0.001"):
         parse_config({"stage": "contrastive", "model": {"build": "hyte_fh", "options": {"hidden_size": 33}},
                       "training": {"learning_rate": -1e-3}})
+
+
+def test_a_model_folder_without_its_weights_or_loaded_as_euclidean_is_refused(tmp_path, model_dir):
+    import shutil
+
+    from safetensors.torch import save_file
+
+    from hyte.encoders import load_encoder
+
+    broken = tmp_path / "broken"
+    shutil.copytree(model_dir, broken)
+    save_file({"vectors": torch.zeros(2, 3)}, broken / "model.safetensors")  # e.g. vectors written over the weights
+    with pytest.raises(ValueError, match="lacks .* of the model's parameters"):
+        load_encoder(broken)
+    with pytest.raises(ValueError, match="is a hyperbolic HyTE model"):
+        load_encoder(model_dir, kind="euclidean")

@@ -244,13 +244,23 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     name, path = str(path), resolve_model(path)
     if Path(path).exists() and not (Path(path) / "config.json").is_file():
         raise FileNotFoundError(f"{path} is not a model folder: it has no config.json.")
+    hyte_model = model_type_of(path) in HYTE_MODEL_TYPES
     if kind == "auto":
-        kind = "hyte" if model_type_of(path) in HYTE_MODEL_TYPES else "euclidean"
+        kind = "hyte" if hyte_model else "euclidean"
+    if kind == "euclidean" and hyte_model and model_type_of(path) != "hyte_euc":
+        raise ValueError(f"{path} is a hyperbolic HyTE model: load it as one (kind 'hyte' or 'auto'; on the command "
+                         "line drop --kind euclidean)")
     options = sentence_transformers_options(path) if kind == "euclidean" and Path(path).is_dir() else {}
     if max_length:
         options["max_length"] = max_length
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=True)
-    model = AutoModel.from_pretrained(path, trust_remote_code=True, dtype=torch.float32)
+    model, loading = AutoModel.from_pretrained(path, trust_remote_code=True, dtype=torch.float32,
+                                               output_loading_info=True)
+    if kind == "hyte" and loading["missing_keys"]:
+        # transformers would initialise them at random and only print a report: the vectors would be meaningless.
+        missing = sorted(loading["missing_keys"])
+        raise ValueError(f"{path}: the weights file lacks {len(missing)} of the model's parameters ({', '.join(missing[:3])}"
+                         f"{', ...' if len(missing) > 3 else ''}); it does not hold this model's weights")
     if kind == "hyte":
         if hasattr(model, "encode_phrases"):
             return PhraseEncoder(model, tokenizer, name=name, max_length=max_length)
