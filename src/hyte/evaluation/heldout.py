@@ -39,7 +39,7 @@ def _hpo_sets(split: str, sizes: Mapping[str, int], test_fraction: float, valida
                                                      max_queries=sizes["hierarchy_queries"], seed=seed),
                 "depth_texts": hpo_texts_by_depth(per_depth=sizes["per_depth"], split="test", seed=seed,
                                                   test_fraction=test_fraction, split_seed=split_seed),
-                "edges": hpo_edges(test_ids, sizes["edges"], seed=seed)}
+                **_edges(hpo_edges, test_ids, sizes, seed)}
     _, wider = split_by_branches(ontology, test_fraction=validation_fraction, seed=split_seed)
     validation_ids = wider - test_ids
     if not validation_ids:
@@ -48,7 +48,13 @@ def _hpo_sets(split: str, sizes: Mapping[str, int], test_fraction: float, valida
     return {"retrieval": retrieval_split(ontology, validation_ids, max_queries=sizes["queries"], seed=seed),
             "hierarchy": build_hierarchy_benchmark(ontology, validation_ids, max_queries=sizes["hierarchy_queries"],
                                                    seed=seed),
-            "edges": hpo_edges(validation_ids, sizes["edges"], seed=seed)}
+            **_edges(hpo_edges, validation_ids, sizes, seed)}
+
+
+def _edges(build, term_ids, sizes: Mapping[str, int], seed: int) -> dict:
+    """{"edges": ...} where the sizes ask for edge diagnostics (the compatibility evaluation reuses these sets
+    without them), else {}."""
+    return {"edges": build(term_ids, sizes["edges"], seed=seed)} if sizes.get("edges") else {}
 
 
 def _icd10_sets(sizes: Mapping[str, int], test_fraction: float, split_seed: int, seed: int) -> dict:
@@ -59,8 +65,8 @@ def _icd10_sets(sizes: Mapping[str, int], test_fraction: float, split_seed: int,
                                                    test_fraction=test_fraction, split_seed=split_seed),
             "depth_texts": icd10_texts_by_depth(per_depth=sizes["per_depth"], split="test", seed=seed,
                                                 test_fraction=test_fraction, split_seed=split_seed),
-            "edges": icd10_edges("test", sizes["edges"], seed=seed, test_fraction=test_fraction,
-                                 split_seed=split_seed)}
+            **({"edges": icd10_edges("test", sizes["edges"], seed=seed, test_fraction=test_fraction,
+                                     split_seed=split_seed)} if sizes.get("edges") else {})}
 
 
 def _manpages_sets(sizes: Mapping[str, int], seed: int) -> dict:
