@@ -439,6 +439,11 @@ def test_edge_diagnostics_read_the_radius_order_the_cones_and_the_relation_searc
     assert euclidean["child_farther"] == euclidean["broader_top1"] == euclidean["narrower_top1"] == 1.0
     assert euclidean["inside_cone"] is None
 
+    class EucBERTLike(Euclidean):  # HyteEncoder around EucBERT: kind "hyperbolic", curvature 0
+        kind, curvature = "hyperbolic", 0.0
+
+    assert edge_diagnostics(EucBERTLike(), edges) == euclidean
+
 
 def test_radius_summary_does_not_hang_on_the_texts_at_the_extremes():
     # Radii grow with depth for 60 texts; the deepest level holds two short outliers that pull its mean below the

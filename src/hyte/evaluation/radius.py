@@ -162,9 +162,9 @@ def edge_diagnostics(encoder, edges: Sequence[tuple[str, str]], cone_min_radius:
     children = np.array([row[child] for _, child in edges])
     documents = np.asarray(encoder.encode(texts, role="document", batch_size=batch_size))
     inside = None
-    if getattr(encoder, "kind", None) == "hyperbolic":
+    c = float(getattr(encoder, "curvature", 0.0) or 0.0)  # 0 for Euclidean encoders (EucBERT's HyteEncoder too)
+    if getattr(encoder, "kind", None) == "hyperbolic" and c > 0:
         points = torch.from_numpy(documents.astype(np.float64))
-        c = float(encoder.curvature)
         radii = lorentz.distance_to_origin(points, c).numpy()
         violation = lorentz.entailment_violation(points[parents], points[children], c, cone_min_radius)
         inside = float((violation == 0).double().mean())
