@@ -32,15 +32,17 @@ def _selection_lines(payload: dict) -> list[str]:
             rows.append([arm, candidate["name"] + (" **(chosen)**" if chosen else ""), candidate["variant"],
                          ", ".join(f"{k} {v}" for k, v in candidate["loss"].items()), number(hpo["ndcg@10"]),
                          number(hpo["spechr"]), percent(edges["child_farther"]), percent(edges["inside_cone"]),
-                         number(hpo["ndcg@10"] + hpo["spechr"] + edges["child_farther"])])
+                         number(edges["radius_sd"], 3), number(hpo["ndcg@10"] + hpo["spechr"] + edges["child_farther"])])
     base = payload["runs"]["base"]["hpo"]
     rows.append(["base", "all-MiniLM-L6-v2 (untrained)", "–", "–", number(base["ndcg@10"]), number(base["spechr"]),
-                 percent(base["edges"]["child_farther"]), "–", "–"])
+                 percent(base["edges"]["child_farther"]), "–", number(base["edges"]["radius_sd"], 3), "–"])
     return [(f"Selection on HPO validation branches (trained with {payload['validation_fraction']:.0%} of branches "
              f"held out, seed {payload['seed']}, {payload['steps']} steps); score = {payload['score']}, fixed "
              "before any run:"), "",
             *table(["arm", "candidate", "variant", "loss", "nDCG@10", "SpecHR", "child farther", "inside cone",
-                    "score"], rows)]
+                    "radius sd", "score"], rows),
+            ("Radius: geodesic distance to the origin (HyTE-H), vector norm (Euclidean); its standard deviation over "
+             "the edges' texts says how much room the shares above are measured in."), ""]
 
 
 def _targets(payload: dict) -> list[str]:
