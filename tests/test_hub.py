@@ -30,6 +30,7 @@ pytest.importorskip("faiss")
 pytest.importorskip("peft")
 
 from huggingface_hub import ModelCard  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
 
 import hyte  # noqa: E402
 from conftest import run_without_hyte, tiny_fh_config  # noqa: E402
@@ -418,6 +419,23 @@ def test_invalid_repo_ids_and_folders_are_refused_locally(local, tmp_path):
             push_to_hub(folders[FH], repo_id, dry_run_dir=tmp_path / "never")
     with pytest.raises(FileNotFoundError):
         push_to_hub(tmp_path / "missing", "org/name", dry_run_dir=tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+
+
+def test_weights_that_are_not_the_models_are_refused_before_any_request(local, tmp_path):
+    """Weights that lack the config's parameters would load as random weights everywhere; damaged ones not at all."""
+    folders, _ = local
+    foreign = tmp_path / "foreign"
+    shutil.copytree(folders[FH], foreign)
+    save_file({"unrelated.weight": torch.zeros(2, 2)}, foreign / "model.safetensors")
+    with pytest.raises(ValueError, match="lacks .* of the model's parameters"):
+        push_to_hub(foreign, "org/name", dry_run_dir=tmp_path / "never")
+    damaged = tmp_path / "damaged"
+    shutil.copytree(folders[FH], damaged)
+    weights = damaged / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    with pytest.raises(ValueError, match="weights file cannot be read"):
+        push_to_hub(damaged, "org/name", dry_run_dir=tmp_path / "never")
     assert not (tmp_path / "never").exists()
 
 

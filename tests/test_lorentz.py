@@ -322,6 +322,26 @@ def test_every_function_refuses_a_curvature_that_is_not_positive(c):
         with pytest.raises(ValueError, match="curvature c must be a finite number > 0"):
             call()
             pytest.fail(f"{name} accepted c = {c}")
+    with pytest.raises(ValueError, match="curvature c must be a finite number > 0"):
+        L.pairwise_distance(x, x, torch.tensor(c))  # a tensor c given by a user is checked as well
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_vectors_that_are_not_points_of_this_hyperboloid_are_refused(dtype):
+    """Distances re-derive x_0 from x_s; without a check any vector would silently become a point."""
+    x = random_points(0, 6, 8, 1.0, dtype, max_distance=3.0)
+    wrong = {
+        "Euclidean vectors": torch.randn(6, 9, dtype=dtype),
+        "a NaN coordinate": torch.cat([x[:1].clone().fill_(math.nan), x[1:]]),
+        "sign-flipped queries": L.flip_time(x),
+        "points of c = 4 near the origin": random_points(1, 6, 8, 4.0, dtype, max_distance=0.5),
+    }
+    for what, vectors in wrong.items():
+        for call in (lambda: L.distance(vectors, x), lambda: L.pairwise_distance(x, vectors),
+                     lambda: L.squared_lorentz_distance(vectors, x), lambda: L.centroid(vectors)):
+            with pytest.raises(ValueError, match="not points of the hyperboloid <x,x>_L = -c with c = 1"):
+                call()
+                pytest.fail(f"{what} accepted")
 
 
 def test_bad_arguments_are_named_not_turned_into_numbers():

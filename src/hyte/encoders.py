@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from transformers import AutoModel, AutoTokenizer
 
 from . import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
@@ -254,8 +255,12 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     if max_length:
         options["max_length"] = max_length
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=True)
-    model, loading = AutoModel.from_pretrained(path, trust_remote_code=True, dtype=torch.float32,
-                                               output_loading_info=True)
+    try:
+        model, loading = AutoModel.from_pretrained(path, trust_remote_code=True, dtype=torch.float32,
+                                                   output_loading_info=True)
+    except SafetensorError as error:
+        raise ValueError(f"{path}: the weights file cannot be read ({error}); it is damaged or incomplete. Copy the "
+                         "model folder again, or save the model again with save_pretrained.") from None
     if kind == "hyte" and loading["missing_keys"]:
         # transformers would initialise them at random and only print a report: the vectors would be meaningless.
         missing = sorted(loading["missing_keys"])

@@ -110,13 +110,21 @@ def _float64(x: Tensor) -> Tensor:
     return x if x.dtype == torch.float64 else x.to(torch.float64)
 
 
+def _value_checks_apply(x: Tensor) -> bool:
+    """Whether checks that read a tensor's values run: on an accelerator each would be a device sync per call, and
+    under torch.compile, torch.export or tracing reading a value breaks the graph, so they run on CPU in eager mode
+    (where users call these functions on their own data), and model code on a GPU relies on its own parametrisation."""
+    return x.device.type == "cpu" and not torch.compiler.is_compiling() and not torch.jit.is_tracing()
+
+
 def _curvature_like(c: float | Tensor, x: Tensor) -> Tensor:
-    """c as a tensor that broadcasts against x[..., :1] and has x's dtype and device. A number is checked (c <= 0
-    would give NaN downstream); a tensor c is a model's own, kept positive by its log parametrisation, and reading
-    its value here would cost a device sync and break torch.export."""
+    """c as a tensor that broadcasts against x[..., :1] and has x's dtype and device, checked (c <= 0 would give
+    NaN downstream; a model's own c is kept positive by its log parametrisation)."""
     if not isinstance(c, Tensor):
         if not isinstance(c, numbers.Real):
             raise TypeError(f"curvature c must be a number or a tensor; got {type(c).__name__} {c!r}")
+        check_curvature(c)
+    elif _value_checks_apply(c):
         check_curvature(c)
     return torch.as_tensor(c, dtype=x.dtype, device=x.device)
 
@@ -191,8 +199,32 @@ def _check_pairable(x: Tensor, y: Tensor, name: str, other: str) -> None:
 
 
 def _refresh_time64(x: Tensor, c: float | Tensor) -> Tensor:
-    """x in float64 with its time coordinate recomputed from its space part (see the module docstring)."""
-    return add_time(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
+    """x in float64 with its time coordinate recomputed from its space part (see the module docstring).
+
+    Recomputing would silently turn any vector into a point, so the given time coordinate must match the recomputed
+    one: Euclidean vectors, sign-flipped queries, NaN and points of another curvature are refused (the last only near
+    the origin, where x_0 depends on c; far out x_0 ~ ||x_s|| for every c).
+    """
+    refreshed = add_time(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
+    if _value_checks_apply(x):
+        _check_time_coordinate(x, refreshed[..., 0], c)
+    return refreshed
+
+
+def _check_time_coordinate(x: Tensor, expected_time: Tensor, c: float | Tensor) -> None:
+    # Relative tolerance: float32 rounding of x_0 is ~1e-7 relative at any radius; half precision needs more.
+    tolerance = max(1e-3, 16 * torch.finfo(x.dtype).eps) if x.is_floating_point() else 1e-3
+    relative_error = (_float64(x[..., 0]) - expected_time).abs() / expected_time
+    off = ~(relative_error <= tolerance)  # NaN compares False, so it counts as off
+    if off.any():
+        first = tuple(int(i) for i in off.nonzero()[0])
+        c_value = float(c.detach().flatten()[0]) if isinstance(c, Tensor) else float(c)
+        raise ValueError(
+            f"{int(off.sum())} of {off.numel()} vectors are not points of the hyperboloid <x,x>_L = -c with c = "
+            f"{c_value:g} (first at index {first}: x_0 = {float(x[first + (0,)]):.6g}, the point with that space part "
+            f"has x_0 = {float(expected_time[first]):.6g}). Pass points with the time coordinate first (an encoder's "
+            f"role='document' output, or lorentz.add_time(space, c)), made with this c (the model's "
+            f"config.curvature); flip query vectors back with lorentz.flip_time.")
 
 
 @_accepts_numpy

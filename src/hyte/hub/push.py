@@ -160,8 +160,22 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
         problems.append("tokenizer files are missing (tokenizer.save_pretrained(model_dir))")
     if (model_dir / "modules.json").is_file():
         problems += _sentence_transformers_problems(model_dir)
+    if not problems:
+        problems += _loading_problems(model_dir)
     if problems:
         raise ValueError(f"{model_dir} is not a HyTE model folder that can be pushed: {'; '.join(problems)}.")
+
+
+def _loading_problems(model_dir: Path) -> list[str]:
+    """The folder loaded as users will load it: weights that lack the model's parameters or cannot be read would
+    otherwise go up and load as random weights, or not at all, on every machine."""
+    from ..encoders import load_encoder  # loads torch models; only needed once the cheap checks have passed
+
+    try:
+        load_encoder(model_dir, kind="hyte")
+    except (ValueError, OSError) as error:
+        return [str(error).removeprefix(f"{model_dir}: ")]
+    return []
 
 
 def check_adapter_dir(adapter_dir: str | os.PathLike) -> None:
