@@ -23,7 +23,7 @@ Precision: FAISS computes in float32. An inner product of two points far from th
 two numbers of size ~ x_0(q) x_0(x), so its absolute error is ~ 1e-7 x_0(q) x_0(x), and near neighbours far out
 can swap ranks. The flat index therefore stays exact at any radius: it re-scores FAISS's shortlist in float64 and
 widens the shortlist until a bound on the float32 error certifies that it holds the true top k
-(``_certified_flat_search``). The approximate kinds return what they find (hnsw re-scored in float64).
+(``hyte.retrieval.store.certified_top_k``). The approximate kinds return what they find (hnsw re-scored in float64).
 
 Not thread-safe: do not call ``add``/``remove`` concurrently with anything else on the same index.
 """
@@ -38,13 +38,13 @@ from typing import Any
 
 import faiss
 import numpy as np
-import torch
 from faiss.contrib.inspect_tools import get_flat_data, get_invlist
 
 from .. import __version__ as _hyte_version
 from .. import lorentz
 from ..io import atomic_directory, saved_directory
-from ..lineage import IncompatibleIndexError, check_lineage
+from ..lineage import IncompatibleIndexError
+from .store import HyperboloidStore, as_array, certified_top_k, check_positive_int, flip, time_bounds, torch64
 
 __all__ = ["IncompatibleIndexError", "LorentzIndex"]
 
@@ -52,10 +52,6 @@ FORMAT_VERSION = 1
 INDEX_FILE = "index.faiss"
 METADATA_FILE = "metadata.json"
 KINDS = ("flat", "ivf", "hnsw")
-
-# A document x is accepted when x_0 > 0 and |<x,x>_L + c| / x_0^2 <= this: a valid point stored in float32 is
-# ~1e-7 off, a Euclidean vector is off by O(1). (A sign-flipped query has the right Lorentz norm but x_0 < 0.)
-HYPERBOLOID_RTOL = 1e-3
 
 # IVF default nprobe 16: recall@10 1.000 on 20k clustered points (nlist 512; nprobe 4 gives 0.993, 8 gives 1.000)
 # and 0.9999 on 100k x 385 (nlist 1265), at 10x the exact queries/s (benchmarks/bench_index.py). The margin is for
@@ -68,37 +64,6 @@ DEFAULT_HNSW_M = 32
 DEFAULT_EF_CONSTRUCTION = 100
 DEFAULT_EF_SEARCH = 64
 
-
-
-def _as_array(x: Any) -> np.ndarray:
-    """A numpy view of an array-like or a (CPU or GPU) torch tensor."""
-    if isinstance(x, torch.Tensor):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
-
-
-def _refreshed_time(points: np.ndarray, c: float) -> np.ndarray:
-    """x_0 = sqrt(c + |x_s|^2) in float64 from float32 points' space parts, (N, D) -> (N,) (as hyte.lorentz's
-    float64 distances recompute it)."""
-    space = points[:, 1:].astype(np.float64)
-    return np.sqrt(c + np.einsum("ij,ij->i", space, space))
-
-
-def _torch64(x: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(x, dtype=np.float64))
-
-
-def _flip(x: np.ndarray) -> np.ndarray:
-    """Negate the time coordinate (a copy): points <-> sign-flipped query vectors, (N, D) -> (N, D)."""
-    return lorentz.flip_time(torch.from_numpy(x)).numpy()
-
-
-def _on_hyperboloid(x: np.ndarray, c: float) -> np.ndarray:
-    """Row mask, (N, D) -> (N,) bool: x_0 > 0 and |<x,x>_L + c| / x_0^2 <= HYPERBOLOID_RTOL (in float64)."""
-    x64 = _torch64(x)
-    time_sq = x64[:, 0] ** 2  # clamped below only so that x_0 = 0 (rejected anyway) does not divide by zero
-    relative_error = (lorentz.inner(x64, x64) + c).abs() / time_sq.clamp_min(torch.finfo(torch.float64).tiny)
-    return ((x64[:, 0] > 0) & (relative_error <= HYPERBOLOID_RTOL)).numpy()
 
 
 def _augment(points: np.ndarray) -> np.ndarray:
@@ -122,7 +87,7 @@ def _graph_coordinates(points: np.ndarray, c: float) -> np.ndarray:
     recall@10 0.35 on 20k clustered points with radii up to 5 (0.99 only with radii below 1); built on Poincare
     coordinates and searched with the augmented vectors, 0.997.
     """
-    ball = lorentz.to_poincare(_torch64(points), c).numpy()
+    ball = lorentz.to_poincare(torch64(points), c).numpy()
     return np.hstack([ball, np.zeros((len(points), 2))]).astype(np.float32)
 
 
@@ -136,12 +101,6 @@ def _default_nlist(n: int) -> int:
     """IVF list count for n training points: the usual 4 sqrt(n), capped at n / 39 because FAISS's k-means wants
     at least 39 points per centroid."""
     return max(1, min(round(4 * math.sqrt(n)), n // 39))
-
-
-def _check_positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
 
 
 def _check_metric(kind: str, metric: str | None) -> str:
@@ -163,7 +122,7 @@ def _check_metric(kind: str, metric: str | None) -> str:
     return metric
 
 
-class LorentzIndex:
+class LorentzIndex(HyperboloidStore):
     """A FAISS index over hyperboloid documents, searched with sign-flipped queries.
 
     Args:
@@ -200,7 +159,7 @@ class LorentzIndex:
         ef_search: int = DEFAULT_EF_SEARCH,
         threads: int | None = None,
     ) -> None:
-        self.dim = _check_positive_int("dim", dim)
+        self.dim = check_positive_int("dim", dim)
         if self.dim < 2:
             raise ValueError(f"dim is the ambient dimension d + 1 and must be >= 2; got {dim}")
         lorentz.check_curvature(curvature)
@@ -212,7 +171,7 @@ class LorentzIndex:
         self.model_name = model_name
         self.model_fingerprint = model_fingerprint
         if threads is not None:
-            faiss.omp_set_num_threads(_check_positive_int("threads", threads))
+            faiss.omp_set_num_threads(check_positive_int("threads", threads))
 
         self._index: faiss.Index | None
         self.options: dict[str, Any]
@@ -220,13 +179,13 @@ class LorentzIndex:
             self.options = {}
             self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
         elif kind == "ivf":
-            self.options = {"nlist": None if nlist is None else _check_positive_int("nlist", nlist),
-                            "nprobe": _check_positive_int("nprobe", nprobe)}
+            self.options = {"nlist": None if nlist is None else check_positive_int("nlist", nlist),
+                            "nprobe": check_positive_int("nprobe", nprobe)}
             self._index = None  # created and trained by the first add()
         else:
-            self.options = {"hnsw_m": _check_positive_int("hnsw_m", hnsw_m),
-                            "ef_construction": _check_positive_int("ef_construction", ef_construction),
-                            "ef_search": _check_positive_int("ef_search", ef_search)}
+            self.options = {"hnsw_m": check_positive_int("hnsw_m", hnsw_m),
+                            "ef_construction": check_positive_int("ef_construction", ef_construction),
+                            "ef_search": check_positive_int("ef_search", ef_search)}
             hnsw = faiss.IndexHNSWFlat(self.dim + 1, self.options["hnsw_m"])
             hnsw.hnsw.efConstruction = self.options["ef_construction"]
             self._index = faiss.IndexIDMap2(hnsw)
@@ -250,96 +209,6 @@ class LorentzIndex:
         return (f"LorentzIndex(kind={self.kind!r}, dim={self.dim}, curvature={self.curvature}, "
                 f"model_name={self.model_name!r}, model_fingerprint={self.model_fingerprint!r}, count={len(self)}, options={self.options})")
 
-    # ------------------------------------------------------------------ validation
-
-    def _check_vectors(self, vectors: Any, what: str) -> np.ndarray:
-        """2-D, width ``dim``, finite; returned as C-contiguous float32 (N, D)."""
-        array = _as_array(vectors)
-        if array.ndim != 2:
-            raise ValueError(f"{what} must be a 2-D array (N, {self.dim}); got shape {array.shape}")
-        if array.shape[1] != self.dim:
-            raise ValueError(
-                f"{what} have dimension {array.shape[1]}, but this index expects dimension {self.dim} "
-                f"(ambient d + 1, time coordinate included; model {self.model_name!r})"
-            )
-        if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
-            raise ValueError(f"{what} must be real numbers; got dtype {array.dtype}")
-        bad = ~np.isfinite(array).all(axis=1)
-        if bad.any():
-            raise ValueError(f"{what} contain NaN or Inf in {int(bad.sum())} row(s), first row {int(np.argmax(bad))}")
-        return np.ascontiguousarray(array, dtype=np.float32)
-
-    def _check_points(self, points: Any, what: str) -> np.ndarray:
-        """``_check_vectors`` plus: every row is a point of the hyperboloid (x_0 > 0, <x,x>_L = -c)."""
-        array = self._check_vectors(points, what)
-        off = ~_on_hyperboloid(array, self.curvature)
-        if off.any():
-            first = int(np.argmax(off))
-            raise ValueError(
-                f"{what}: {int(off.sum())} of {len(array)} points off the hyperboloid <x,x>_L = -{self.curvature} "
-                f"with x_0 > 0 (first: row {first}, x_0 = {float(array[first, 0]):.6g}); did you pass sign-flipped "
-                f"query vectors as documents, or Euclidean vectors? Documents are the encoder's role='document' "
-                f"output, time coordinate first."
-            )
-        return array
-
-    def _check_queries(self, queries: Any) -> np.ndarray:
-        """Sign-flipped query vectors (N, D) -> float32. Unflipped hyperboloid points are rejected."""
-        array = self._check_vectors(queries, "queries")
-        # A flipped query always has q~_0 = -q_0 < 0; a row with q_0 > 0 on the hyperboloid is an unflipped point.
-        unflipped = (array[:, 0] > 0) & _on_hyperboloid(array, self.curvature)
-        if unflipped.any():
-            raise ValueError(
-                f"search() expects sign-flipped query vectors (first coordinate -q_0 < 0, the encoder's "
-                f"role='query' output), but {int(unflipped.sum())} of {len(array)} rows are unflipped hyperboloid "
-                f"points (first coordinate > 0). Use search_points() for points; it flips them itself."
-            )
-        return array
-
-    def _check_ids(self, ids: Any, count: int) -> np.ndarray:
-        """New document ids: (count,) non-negative int64, unique, not already stored."""
-        if ids is None:
-            start = int(self._ids[-1]) + 1 if len(self._ids) else 0
-            return np.arange(start, start + count, dtype=np.int64)
-        array = _as_array(ids)
-        if array.ndim != 1 or len(array) != count:
-            raise ValueError(f"ids must be a 1-D array with one id per vector ({count}); got shape {array.shape}")
-        if not np.issubdtype(array.dtype, np.integer):
-            raise ValueError(f"ids must be integers; got dtype {array.dtype}")
-        array = np.ascontiguousarray(array, dtype=np.int64)
-        if (array < 0).any():  # -1 is FAISS's "no result" (and the HNSW tombstone)
-            raise ValueError(f"ids must be >= 0; got {int(array.min())}")
-        unique, counts = np.unique(array, return_counts=True)
-        if (counts > 1).any():
-            raise ValueError(f"duplicate ids within the batch: {unique[counts > 1][:10].tolist()}")
-        stored = array[np.isin(array, self._ids)]
-        if len(stored):
-            raise ValueError(f"duplicate ids: {stored[:10].tolist()} are already in the index (remove them first)")
-        return array
-
-    def check_compatible(self, model_name: str | None = None, dim: int | None = None,
-                         curvature: float | None = None) -> None:
-        """Raise ``IncompatibleIndexError`` if any given value differs from what this index was built for."""
-        problems = []
-        if model_name is not None and model_name != self.model_name:
-            problems.append(f"model {model_name!r} != the index's {self.model_name!r}")
-        if dim is not None and dim != self.dim:
-            problems.append(f"dimension {dim} != the index's {self.dim}")
-        if curvature is not None and not math.isclose(curvature, self.curvature, rel_tol=1e-9):
-            problems.append(f"curvature {curvature} != the index's {self.curvature}")
-        if problems:
-            raise IncompatibleIndexError(
-                "this index cannot be used with these embeddings: " + "; ".join(problems)
-                + ". Rebuild the index with the model you query with; vectors of different models are not comparable."
-            )
-
-    def check_query_model(self, model_name: str | None, fingerprint: str | None,
-                          compatible_with: list[dict] | None = None, *, allow_incompatible: bool = False) -> str:
-        """Refuse (``IncompatibleIndexError``) queries from a model that may not search this index: see
-        ``hyte.lineage.check_lineage``. Returns how the query model was admitted."""
-        return check_lineage(self.model_name, self.model_fingerprint, model_name, fingerprint, compatible_with,
-                             allow_incompatible=allow_incompatible)
-
     # ------------------------------------------------------------------ add / remove
 
     def add(self, vectors: Any, ids: Any = None) -> np.ndarray:
@@ -360,19 +229,14 @@ class LorentzIndex:
             self._add_hnsw(points, new_ids)
         self._ids = np.union1d(self._ids, new_ids)
         if self._time_bound is not None:
-            self._time_bound = tuple(map(max, self._time_bound, self._bounds_of(points)))
+            self._time_bound = tuple(map(max, self._time_bound, time_bounds(points, self.curvature)))
         return new_ids
 
-    def _bounds_of(self, points: np.ndarray) -> tuple[float, float]:
-        """(largest x_0, largest |x_0 - x_0 recomputed in float64 from the space part|) of float32 points."""
-        refreshed = _refreshed_time(points, self.curvature)
-        return float(np.abs(points[:, 0]).max()), float(np.abs(points[:, 0] - refreshed).max())
-
     def _time_bounds(self) -> tuple[float, float]:
-        """``_bounds_of`` over every stored document (removals leave it as it was: still a bound)."""
+        """``store.time_bounds`` over every stored document (removals leave it as it was: still a bound)."""
         if self._time_bound is None:
             chunks = np.array_split(self._ids, max(1, math.ceil(len(self._ids) / 65536)))
-            bounds = [self._bounds_of(self._index.reconstruct_batch(chunk)) for chunk in chunks if len(chunk)]
+            bounds = [time_bounds(self._index.reconstruct_batch(chunk), self.curvature) for chunk in chunks if len(chunk)]
             self._time_bound = tuple(map(max, zip(*bounds))) if bounds else (0.0, 0.0)
         return self._time_bound
 
@@ -390,7 +254,7 @@ class LorentzIndex:
         kmeans = faiss.Kmeans(self.dim, nlist, niter=10, seed=1234)
         kmeans.train(points)
         quantizer = faiss.IndexFlatIP(self.dim)
-        quantizer.add(lorentz.project(_torch64(kmeans.centroids), self.curvature).numpy().astype(np.float32))
+        quantizer.add(lorentz.project(torch64(kmeans.centroids), self.curvature).numpy().astype(np.float32))
         self.options["nlist"] = nlist
         # Trained as built: FAISS marks an IVF trained when its quantizer holds nlist centroids.
         return faiss.IndexIVFFlat(quantizer, self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
@@ -404,7 +268,7 @@ class LorentzIndex:
         # document gives flip(x) . centroid = <x, centroid>_L: the geodesically nearest centroid, the same rule as
         # for queries. (FAISS's own assignment with these centroids: recall@10 0.21 at nprobe 32 on 20k clustered
         # points, one list holding most documents.)
-        _, lists = ivf.quantizer.search(_flip(points), 1)
+        _, lists = ivf.quantizer.search(flip(points), 1)
         lists = np.ascontiguousarray(lists.ravel())
         ivf.add_core(len(points), faiss.swig_ptr(points), faiss.swig_ptr(ids), faiss.swig_ptr(lists))
 
@@ -428,7 +292,7 @@ class LorentzIndex:
 
     def remove(self, ids: Any) -> int:
         """Remove documents by id, (M,) ints. Ids not in the index are ignored. Returns how many were removed."""
-        present = np.intersect1d(np.asarray(_as_array(ids), dtype=np.int64).ravel(), self._ids)
+        present = np.intersect1d(np.asarray(as_array(ids), dtype=np.int64).ravel(), self._ids)
         if len(present) == 0:
             return 0
         if self.kind == "hnsw":
@@ -453,67 +317,40 @@ class LorentzIndex:
         -inf, as FAISS pads. ``nprobe`` (ivf) and ``ef_search`` (hnsw) override the index's defaults for this call.
         """
         q = self._check_queries(queries)
-        k = _check_positive_int("k", k)
+        k = check_positive_int("k", k)
         if len(self) == 0:
             return np.full((len(q), k), -np.inf, dtype=np.float32), np.full((len(q), k), -1, dtype=np.int64)
         if self.kind == "flat":
-            scores, labels = self._certified_flat_search(q, k)
+            scores, labels = self.exact_search64(q, k)
+            scores = scores.astype(np.float32)
         elif self.kind == "ivf":
             nprobe = self.options["nprobe"] if nprobe is None else nprobe
-            params = faiss.SearchParametersIVF(nprobe=_check_positive_int("nprobe", nprobe))
+            params = faiss.SearchParametersIVF(nprobe=check_positive_int("nprobe", nprobe))
             scores, labels = self._index.search(q, k, params=params)
         else:
             scores, labels = self._search_hnsw(q, k, self.options["ef_search"] if ef_search is None else ef_search)
         scores[labels < 0] = -np.inf
         return scores, labels
 
-    def _certified_flat_search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The exact top k in float64 arithmetic, from FAISS's float32 search of a shortlist.
+    @property
+    def is_exact(self) -> bool:
+        return self.kind == "flat"
 
-        The reference is ``hyte.lorentz``'s float64 geodesic search: the stored float32 space coordinates, each time
-        coordinate recomputed from them in float64. The shortlist's documents are re-scored that way. One float32
-        inner product of length D errs from the float64 one of the same coordinates by at most gamma_D
-        sum_i |q_i x_i| (gamma_D = D u / (1 - D u), u = 2^-24, any summation order) <= gamma_D 2 |q_0| X, with X
-        the largest stored x_0 (|x_s| < x_0 on the hyperboloid); the recomputed time coordinates add at most
-        |q_0| dX + X dq (dX, dq: the largest change of a stored / query x_0). A document outside the shortlist
-        scores at most the shortlist's last float32 score plus that error; once the k-th float64 score is above
-        it, the top k is certified. Rows that are not grow their shortlist fourfold, up to every document (then
-        exact by itself). Near the origin the first shortlist (2k, at least k + 16) is nearly always certified.
-        """
-        n, rows_total = len(self), len(q)
-        unit = 2.0 ** -24
-        gamma = self.dim * unit / (1.0 - self.dim * unit)
-        largest, drift = self._time_bounds()
-        q64 = q.astype(np.float64)
-        q64[:, 0] = -_refreshed_time(q, self.curvature)  # flipped queries: -q_0
-        query_time = np.abs(q[:, 0].astype(np.float64))
-        error = (2.0 * gamma * query_time * largest + query_time * drift
-                 + largest * np.abs(q64[:, 0] - q[:, 0]))  # (N,)
-        scores = np.full((rows_total, k), -np.inf, dtype=np.float64)
-        labels = np.full((rows_total, k), -1, dtype=np.int64)
-        pending, size = np.arange(rows_total), min(n, max(2 * k, k + 16))
-        while len(pending):
-            shortlist_scores, shortlist = self._index.search(q[pending], size)
-            rows, cols = np.nonzero(shortlist >= 0)
-            exact = np.full(shortlist.shape, -np.inf)
-            stored = self._index.reconstruct_batch(shortlist[rows, cols])
-            documents = stored.astype(np.float64)
-            documents[:, 0] = _refreshed_time(stored, self.curvature)
-            exact[rows, cols] = np.einsum("ij,ij->i", documents, q64[pending][rows])
-            order = np.argsort(-exact, axis=1, kind="stable")[:, :k]  # (P, min(k, size))
-            top = np.take_along_axis(exact, order, axis=1)
-            if size >= n:
-                done = np.ones(len(pending), dtype=bool)
-            else:
-                done = top[:, -1] >= shortlist_scores[:, -1].astype(np.float64) + error[pending]
-            width = order.shape[1]
-            scores[pending[done], :width] = top[done]
-            labels[pending[done], :width] = np.take_along_axis(shortlist, order, axis=1)[done]
-            pending, size = pending[~done], min(n, 4 * size)
-        return scores.astype(np.float32), labels
+    def exact_search64(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.kind != "flat":
+            raise ValueError(f"exact_search64 needs a flat index; this one is {self.kind!r}")
+        return certified_top_k(q, k, len(self), self._flat_shortlist, self._time_bounds(), self.curvature)
+
+    def _flat_shortlist(self, q: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``certified_top_k``'s float32 shortlist: FAISS's flat search and the stored points it found."""
+        scores, labels = self._index.search(q, size)
+        points = np.zeros((*labels.shape, self.dim), dtype=np.float32)
+        found = labels >= 0
+        points[found] = self._index.reconstruct_batch(labels[found])
+        return scores, labels, points
 
     def _search_hnsw(self, q: np.ndarray, k: int, ef_search: int) -> tuple[np.ndarray, np.ndarray]:
-        params = faiss.SearchParametersHNSW(efSearch=max(_check_positive_int("ef_search", ef_search), k))
+        params = faiss.SearchParametersHNSW(efSearch=max(check_positive_int("ef_search", ef_search), k))
         if self._index.ntotal > len(self):
             # Tombstones (id -1, see ``remove``): IndexIDMap2 translates the selector to its stored ids.
             # Both selectors are kept in local variables: FAISS holds only raw pointers to them.
@@ -529,14 +366,6 @@ class LorentzIndex:
         scores = np.full(labels.shape, -np.inf, dtype=np.float32)
         scores[rows, cols] = np.einsum("ij,ij->i", documents.astype(np.float64), q[rows].astype(np.float64))
         return scores, labels
-
-    def search_points(self, points: Any, k: int = 10, **search_options: int | None) -> tuple[np.ndarray, np.ndarray]:
-        """``search`` for unflipped query points (N, D) on the hyperboloid: flips them, then searches."""
-        return self.search(_flip(self._check_points(points, "query points")), k, **search_options)
-
-    def to_distances(self, scores: np.ndarray) -> np.ndarray:
-        """Geodesic distances from ``search`` scores, (N, k) -> (N, k) float64 (padding -inf -> inf)."""
-        return lorentz.distance_from_inner(_torch64(scores), self.curvature).numpy()
 
     # ------------------------------------------------------------------ recall
 
@@ -557,28 +386,28 @@ class LorentzIndex:
         live = ids >= 0  # hnsw tombstones
         return ids[live], np.ascontiguousarray(points[live])
 
-    def measure_recall(self, k: int = 10, sample: int = 1000, seed: int = 0, *, nprobe: int | None = None,
-                       ef_search: int | None = None) -> float:
-        """Recall@k of this index against exact search over its own documents.
+    def points_of(self, ids: np.ndarray) -> np.ndarray:
+        if self.kind == "ivf":  # IVF lists have no id lookup: read them all (``stored``)
+            return super().points_of(ids)
+        flat = np.asarray(ids, dtype=np.int64).ravel()
+        result = np.full((len(flat), self.dim), np.nan, dtype=np.float32)
+        present = np.isin(flat, self._ids)
+        if present.any():
+            result[present] = self._index.reconstruct_batch(flat[present])[:, : self.dim]
+        return result.reshape(*np.shape(ids), self.dim)
 
-        ``sample`` stored documents (drawn with ``seed``) are the queries, flipped; each one's own id is among its
-        exact top k, which is the usual self-query protocol. The exact top k is brute force (``faiss.knn``) over a
-        copy of all stored documents: this temporarily needs N x D x 4 more bytes. Returns the mean over queries
-        of |approximate top k & exact top k| / min(k, N). "flat" is exact: 1.0 up to ties.
-        """
-        k = _check_positive_int("k", k)
+    def _largest_id(self) -> int | None:
+        return int(self._ids[-1]) if len(self._ids) else None
+
+    def _stored_among(self, ids: np.ndarray) -> np.ndarray:
+        return ids[np.isin(ids, self._ids)]
+
+    def _exact_search(self, queries: np.ndarray, k: int) -> np.ndarray:
+        """Brute force over a copy of all stored documents (``faiss.knn``, float32): N x D x 4 more bytes for a
+        moment, and much faster than the base class's float64 blocks."""
         ids, points = self.stored()
-        if len(ids) == 0:
-            raise ValueError("measure_recall needs a non-empty index")
-        sample = min(_check_positive_int("sample", sample), len(ids))
-        chosen = np.random.default_rng(seed).choice(len(ids), size=sample, replace=False)
-        queries = _flip(points[chosen])
-        _, found = self.search(queries, k, nprobe=nprobe, ef_search=ef_search)
-        k_exact = min(k, len(ids))
-        _, exact_rows = faiss.knn(queries, points, k_exact, metric=faiss.METRIC_INNER_PRODUCT)
-        exact = ids[exact_rows]
-        hits = [len(np.intersect1d(f, e)) for f, e in zip(found, exact)]
-        return float(np.mean(hits) / k_exact)
+        _, rows = faiss.knn(queries, points, k, metric=faiss.METRIC_INNER_PRODUCT)
+        return ids[rows]
 
     # ------------------------------------------------------------------ persistence
 

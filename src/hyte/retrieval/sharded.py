@@ -1,0 +1,216 @@
+"""``ShardedIndex``: one index over several stores (e.g. ``PgVectorIndex`` tables on several PostgreSQL servers).
+
+Scatter-gather: every shard returns its own top k, searched in parallel threads (the stores wait on the network);
+the merge keeps the k best of all. With exact shards the merged top k is exact, since the global top k is the top k
+of the union of per-shard top-k lists; shards compare in float64 (``exact_search64``), so a near-tie across two
+shards is broken as one float64 search would break it. Documents are placed by id: shard = id mod the number of
+shards, so an id always finds its shard again (``remove``, ``upsert``).
+
+A shard that cannot answer fails the whole search with ``ShardUnavailableError`` naming it: a partial answer is
+never returned silently. ``allow_partial=True`` returns what the other shards found, and the result says which
+shards are missing (``result.missing_shards``).
+
+This is the stock-PostgreSQL way to spread an index over machines. Citus does the same inside the database (a
+distributed table, each worker orders its shard by ``<#>``, the coordinator merges): README shows that setup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from .store import HyperboloidStore, as_array, check_positive_int
+
+__all__ = ["ShardUnavailableError", "ShardedIndex", "ShardedResult"]
+
+
+class ShardUnavailableError(RuntimeError):
+    """A shard of a ``ShardedIndex`` did not answer."""
+
+
+class ShardedResult(tuple):
+    """(scores, ids) as every store returns them, plus ``missing_shards``: the names of shards that did not answer
+    (empty unless the index allows partial answers)."""
+
+    missing_shards: tuple[str, ...]
+
+    def __new__(cls, scores: np.ndarray, ids: np.ndarray, missing_shards: Sequence[str] = ()):
+        result = super().__new__(cls, (scores, ids))
+        result.missing_shards = tuple(missing_shards)
+        return result
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.missing_shards)
+
+
+class ShardedIndex(HyperboloidStore):
+    """Several stores of the same model, searched as one (module docstring).
+
+    ``shards``: stores holding points of one model (same name, fingerprint, dimension and curvature).
+    ``names``: how messages name each shard (default: the store's ``repr``). ``allow_partial``: see the module.
+    """
+
+    def __init__(self, shards: Sequence[HyperboloidStore], names: Sequence[str] | None = None, *,
+                 allow_partial: bool = False):
+        shards = list(shards)
+        if not shards:
+            raise ValueError("a ShardedIndex needs at least one shard")
+        first = shards[0]
+        for position, shard in enumerate(shards[1:], start=1):
+            for field in ("dim", "curvature", "model_name", "model_fingerprint"):
+                if getattr(shard, field) != getattr(first, field):
+                    raise ValueError(f"shard {position} holds {field} {getattr(shard, field)!r} but shard 0 holds "
+                                     f"{getattr(first, field)!r}: every shard must hold the same model's points")
+        self.shards = shards
+        self.names = [repr(shard) for shard in shards] if names is None else [str(name) for name in names]
+        if len(self.names) != len(shards):
+            raise ValueError(f"{len(self.names)} names for {len(shards)} shards")
+        self.allow_partial = allow_partial
+        self.dim, self.curvature = first.dim, first.curvature
+        self.model_name, self.model_fingerprint = first.model_name, first.model_fingerprint
+
+    # ------------------------------------------------------------------ fan-out
+
+    def _each(self, call, shards: Sequence[int] | None = None, *, partial: bool = False) -> dict[int, Any]:
+        """``call(shard)`` on every shard (in threads); {position: result}. A failure raises
+        ``ShardUnavailableError`` naming the shard, unless ``partial`` (then the shard is left out)."""
+        positions = list(range(len(self.shards))) if shards is None else list(shards)
+        with ThreadPoolExecutor(max_workers=len(positions)) as pool:
+            futures = {position: pool.submit(call, self.shards[position]) for position in positions}
+        results = {}
+        for position, future in futures.items():
+            error = future.exception()
+            if error is None:
+                results[position] = future.result()
+            elif not partial or not self._is_unavailable(error):
+                if self._is_unavailable(error):
+                    raise ShardUnavailableError(f"shard {position} ({self.names[position]}) did not answer: "
+                                                f"{str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}. "
+                                                f"Bring it back, or open the index with allow_partial=True to search "
+                                                f"the other shards (results then name the missing ones)") from error
+                raise error
+        return results
+
+    @staticmethod
+    def _is_unavailable(error: BaseException) -> bool:
+        """Errors of an unreachable or failed server (not a bad argument, which every shard would raise alike)."""
+        try:
+            import psycopg
+            database_errors = (psycopg.OperationalError, psycopg.InterfaceError)
+        except ImportError:
+            database_errors = ()
+        from .postgres import PgVectorError
+
+        return isinstance(error, (ConnectionError, TimeoutError, PgVectorError, *database_errors))
+
+    def _shard_of(self, ids: np.ndarray) -> np.ndarray:
+        return ids % len(self.shards)
+
+    # ------------------------------------------------------------------ contents
+
+    def __len__(self) -> int:
+        return sum(self._each(len).values())
+
+    @property
+    def ids(self) -> np.ndarray:
+        return np.sort(np.concatenate([shard.ids for shard in self.shards]))
+
+    def stored(self) -> tuple[np.ndarray, np.ndarray]:
+        parts = list(self._each(lambda shard: shard.stored()).values())
+        return np.concatenate([ids for ids, _ in parts]), np.concatenate([points for _, points in parts])
+
+    def _largest_id(self) -> int | None:
+        largest = [value for value in self._each(lambda shard: shard._largest_id()).values() if value is not None]
+        return max(largest) if largest else None
+
+    def _stored_among(self, ids: np.ndarray) -> np.ndarray:
+        return np.sort(np.concatenate([shard._stored_among(ids) for shard in self.shards]))
+
+    def points_of(self, ids: np.ndarray) -> np.ndarray:
+        flat = np.asarray(ids, dtype=np.int64).ravel()
+        result = np.full((len(flat), self.dim), np.nan, dtype=np.float32)
+        for position, shard in enumerate(self.shards):
+            mine = (flat >= 0) & (self._shard_of(flat) == position)
+            if mine.any():
+                result[mine] = shard.points_of(flat[mine])
+        return result.reshape(*np.shape(ids), self.dim)
+
+    @property
+    def documents(self) -> _ShardedDocuments:
+        return _ShardedDocuments(self)
+
+    # ------------------------------------------------------------------ add / remove
+
+    def add(self, vectors: Any, ids: Any = None, documents: Sequence[dict] | None = None) -> np.ndarray:
+        """Add documents; each goes to shard id mod the shard count (``documents`` as the shards take them)."""
+        points = self._check_points(vectors, "documents")
+        new_ids = self._check_ids(ids, len(points))
+        self._route(points, new_ids, documents, lambda shard, *part: shard.add(*part))
+        return new_ids
+
+    def upsert(self, vectors: Any, ids: Any, documents: Sequence[dict] | None = None) -> np.ndarray:
+        points = self._check_points(vectors, "documents")
+        new_ids = self._check_id_values(ids, len(points))
+        self._route(points, new_ids, documents, lambda shard, *part: shard.upsert(*part))
+        return new_ids
+
+    def _route(self, points, ids, documents, write) -> None:
+        targets = self._shard_of(ids)
+        documents = None if documents is None else list(documents)
+        for position in range(len(self.shards)):
+            mine = np.flatnonzero(targets == position)
+            if len(mine):
+                part_documents = None if documents is None else [documents[i] for i in mine]
+                write(self.shards[position], points[mine], ids[mine], part_documents)
+
+    def remove(self, ids: Any) -> int:
+        flat = np.asarray(as_array(ids), dtype=np.int64).ravel()
+        return sum(self.shards[position].remove(flat[self._shard_of(flat) == position])
+                   for position in range(len(self.shards)))
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, queries: Any, k: int = 10, **options) -> ShardedResult:
+        """The merged top k of every shard's top k: (scores, ids), both (N, k), with ``missing_shards``."""
+        q = self._check_queries(queries)
+        k = check_positive_int("k", k)
+
+        def search_shard(shard):
+            if shard.is_exact and not options:
+                return shard.exact_search64(q, k)
+            scores, ids = shard.search(q, k, **options)
+            return scores.astype(np.float64), ids
+
+        answers = self._each(search_shard, partial=self.allow_partial)
+        missing = [self.names[position] for position in range(len(self.shards)) if position not in answers]
+        if not answers:
+            raise ShardUnavailableError(f"no shard answered ({', '.join(missing)})")
+        scores = np.hstack([answers[position][0] for position in sorted(answers)])  # (N, shards x k)
+        ids = np.hstack([answers[position][1] for position in sorted(answers)])
+        scores = np.where(ids >= 0, scores, -np.inf)
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        top_ids = np.take_along_axis(ids, order, axis=1)
+        top_scores = np.take_along_axis(scores, order, axis=1).astype(np.float32)
+        return ShardedResult(top_scores, np.where(np.isfinite(top_scores), top_ids, -1), missing)
+
+    @property
+    def is_exact(self) -> bool:
+        return all(getattr(shard, "is_exact", False) for shard in self.shards)
+
+
+class _ShardedDocuments:
+    """``documents[i]`` of a ``ShardedIndex``: read from the shard that holds id i."""
+
+    def __init__(self, index: ShardedIndex):
+        self._index = index
+
+    def __len__(self) -> int:
+        largest = self._index._largest_id()
+        return 0 if largest is None else largest + 1
+
+    def __getitem__(self, index_id: int) -> dict:
+        return self._index.shards[int(index_id) % len(self._index.shards)].documents[index_id]

