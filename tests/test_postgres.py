@@ -44,7 +44,7 @@ def servers():
         for folder in folders:
             try:
                 stop_local_postgres(folder)
-            except (FileNotFoundError, RuntimeError):
+            except (FileNotFoundError, ChildProcessError):
                 pass
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -213,3 +213,66 @@ def test_shards_of_different_models_are_refused(servers):
             PgVectorIndex.create(servers[0].dsn, "model_b", DIM, model_name="b", overwrite=True) as b, \
             pytest.raises(ValueError, match="shard 1 holds model_name 'b' but shard 0 holds 'a'"):
         ShardedIndex([a, b])
+
+
+DOCUMENTS = ["Abnormally long and slender fingers.", "A short stature for age.", "An abnormal rhythm of the heart.",
+             "Increased size of the liver.", "A small head circumference."]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, minilm_path, bert_tokenizer):
+    import hyte
+
+    path = tmp_path_factory.mktemp("pg-cli") / "model"
+    torch.manual_seed(0)
+    hyte.HyTEHModel.from_base(minilm_path, hidden_size=65).save_pretrained(path)
+    bert_tokenizer.save_pretrained(path)
+    return path
+
+
+def test_command_line_builds_searches_and_answers_from_a_pgvector_index_as_from_a_folder(tmp_path, model_dir,
+                                                                                          capsys):
+    from hyte.cli import main
+    from hyte.retrieval.searcher import HyteSearcher
+
+    folder = _server_folder()
+    try:
+        assert main(["postgres", "start", "--dir", folder]) == 0
+        dsn = capsys.readouterr().out.split("DSN: ")[1].split()[0]
+        docs = tmp_path / "docs.jsonl"
+        docs.write_text("".join(f'{{"id": "D{i}", "text": "{text}"}}\n' for i, text in enumerate(DOCUMENTS)))
+        build = ["index", "build", "--model", str(model_dir), "--input", str(docs)]
+        assert main([*build, "--backend", "pgvector", "--dsn", dsn, "--table", "docs"]) == 0
+        assert main([*build, "--output", str(tmp_path / "folder")]) == 0
+        capsys.readouterr()
+        # A second build into the same table is refused before anything is encoded; --overwrite replaces it.
+        assert main([*build, "--backend", "pgvector", "--dsn", dsn, "--table", "docs"]) == 2
+        assert "already holds the HyTE index 'docs'" in capsys.readouterr().err
+        assert main([*build, "--backend", "pgvector", "--dsn", dsn]) == 2
+        assert "--backend pgvector needs --table" in capsys.readouterr().err
+
+        query = ["--query", "abnormal heart rhythm", "--k", "3"]
+        assert main(["index", "search", "--dsn", dsn, "--table", "docs", *query]) == 0
+        from_table = capsys.readouterr().out
+        assert main(["index", "search", "--index", str(tmp_path / "folder"), *query]) == 0
+        assert from_table == capsys.readouterr().out and "[D2] An abnormal rhythm" in from_table
+
+        table_searcher = HyteSearcher.from_pgvector(dsn, "docs")
+        folder_searcher = HyteSearcher.from_folder(tmp_path / "folder")
+        for relation in (None, "broader", "narrower"):
+            ours = table_searcher.search("a heart problem", k=5, relation=relation)
+            theirs = folder_searcher.search("a heart problem", k=5, relation=relation)
+            assert [(p.id, p.text) for p in ours] == [(p.id, p.text) for p in theirs]
+            np.testing.assert_allclose([p.distance for p in ours], [p.distance for p in theirs], rtol=1e-6)
+            np.testing.assert_allclose([p.specificity for p in ours], [p.specificity for p in theirs], rtol=1e-6)
+
+        question = ["Which sign concerns the heart?", "--mode", "extract", "--k", "2"]
+        assert main(["rag", *question, "--dsn", dsn, "--table", "docs"]) == 0
+        answer = capsys.readouterr().out
+        assert main(["rag", *question, "--index", str(tmp_path / "folder")]) == 0
+        assert answer == capsys.readouterr().out and "supported by [D2]" in answer
+        assert main(["rag", "question", "--dsn", dsn]) == 2
+        assert "--dsn needs --table" in capsys.readouterr().err
+    finally:
+        main(["postgres", "stop", "--dir", folder])
+        shutil.rmtree(folder, ignore_errors=True)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import bench, eval, export, index, push, quickstart, rag, train
+from . import bench, eval, export, index, postgres, push, quickstart, rag, train
 from .common import Parser, UserError
 
 __all__ = ["build_parser", "main"]
@@ -32,7 +32,7 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="hyte", description="Hyperbolic text embeddings and retrieval.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (quickstart, index, rag, export, train, eval, bench, push):
+    for group in (quickstart, index, rag, export, train, eval, bench, push, postgres):
         group.add_commands(sub)
     return parser
 

@@ -2,7 +2,9 @@
 
     hyte encode --model M --input F --output O  texts (.txt one per line, or .jsonl with "text") -> .npy/.safetensors
     hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw] [--phrase]
+    hyte index build --model M --input F --backend pgvector --dsn DSN --table T [--kind exact|hnsw]
     hyte index search --index DIR [--model M] --query TEXT [--k 10] [--rerank phrase|hybrid|lexical]
+    hyte index search --dsn DSN --table T --query TEXT
 
 Plain and phrase index folders are one format: search opens either, checks the query model's lineage against the
 folder's model the same way, and prints the documents' texts stored beside the vectors.
@@ -14,10 +16,9 @@ import argparse
 from pathlib import Path
 
 from ..io import read_texts, write_vectors
-from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, positive_int, print_hits,
-                     queries_of)
+from .common import INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, positive_int, print_hits, queries_of
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "open_searcher"]
 
 
 def _encode(args: argparse.Namespace) -> int:
@@ -58,10 +59,35 @@ def _check_output_folder(output: str, overwrite: bool) -> None:
                         "the new one is complete) or choose another folder")
 
 
+def _check_backend(args: argparse.Namespace) -> None:
+    """--output for a folder index, --dsn and --table for pgvector: the one pair that fits --backend."""
+    if args.backend == "pgvector":
+        missing = [option for option, value in (("--dsn", args.dsn), ("--table", args.table)) if value is None]
+        if missing:
+            raise UserError(f"--backend pgvector needs {' and '.join(missing)} (e.g. --dsn "
+                            "postgresql://USER@HOST:5432/DB --table NAME; `hyte postgres start` makes a local server)")
+        if args.output is not None or args.phrase:
+            raise UserError(f"{'--output' if args.output is not None else '--phrase'} is for folder indexes; "
+                            "--backend pgvector writes to --dsn/--table")
+        if args.kind == "ivf":
+            raise UserError("--backend pgvector takes --kind exact (= flat) or hnsw; not ivf")
+        args.kind = "exact" if args.kind == "flat" else args.kind
+        return
+    if args.dsn is not None or args.table is not None or args.max_norm is not None:
+        raise UserError("--dsn, --table and --max-norm are for --backend pgvector")
+    if args.output is None:
+        raise UserError("--output is required: the index folder to write (or --backend pgvector --dsn ... --table ...)")
+    if args.kind == "exact":
+        args.kind = "flat"
+
+
 def _index_build(args: argparse.Namespace) -> int:
     if not args.phrase and (args.trie or args.phrase_dtype != "float32"):
         raise UserError(f"{'--trie' if args.trie else '--phrase-dtype'} is for phrase indexes: add --phrase (and a "
                         "phrase model)")
+    _check_backend(args)
+    if args.backend == "pgvector":
+        return _index_build_pgvector(args)
     _check_output_folder(args.output, args.overwrite)
     texts, ids = read_texts(args.input)
     if args.phrase:  # global index + phrase store (H+)
@@ -91,9 +117,57 @@ def _index_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _index_build_pgvector(args: argparse.Namespace) -> int:
+    from ..encoders import load_encoder
+    from ..retrieval.postgres import PgVectorIndex, build_pgvector_index, redacted
+
+    PgVectorIndex.check_table_free(args.dsn, args.table, args.overwrite)  # before the texts are read or encoded
+    texts, ids = read_texts(args.input)
+    encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
+    with build_pgvector_index(encoder, texts, args.dsn, args.table, ids=ids, kind=args.kind, overwrite=args.overwrite,
+                              max_norm=args.max_norm, batch_size=args.batch_size, show_progress_bar=True) as index:
+        message = f"indexed {len(index)} documents ({args.kind}) in table {args.table} of {redacted(index.dsn)}"
+        if args.kind == "hnsw":
+            message += f"; measured recall@10 against the exact scan: {index.measure_recall(k=10, sample=200):.3f}"
+    print(message)
+    return 0
+
+
+def open_searcher(args: argparse.Namespace):
+    """The searcher --index or --dsn/--table names (exactly one of them), with --model or the index's own model."""
+    from ..retrieval.searcher import HyteSearcher
+
+    if (args.index is None) == (args.dsn is None):
+        raise UserError("give the index to search: --index FOLDER, or --dsn DSN --table NAME for a pgvector index")
+    if args.dsn is not None:
+        if args.table is None:
+            raise UserError("--dsn needs --table: the name the index was built with")
+        return HyteSearcher.from_pgvector(args.dsn, args.table, args.model, check_model=args.check_model)
+    if args.table is not None:
+        raise UserError("--table goes with --dsn (a pgvector index); --index names a folder")
+    return HyteSearcher.from_folder(args.index, args.model, check_model=args.check_model)
+
+
+def _print_passages(searcher, queries: list[str], args: argparse.Namespace) -> None:
+    for query, passages in zip(queries, searcher.search_batch(queries, args.k, relation=args.relation,
+                                                              candidates=args.k_candidates)):
+        print(f"query: {query}" + (f"  ({args.relation} hits only)" if args.relation else ""))
+        for rank, passage in enumerate(passages, start=1):
+            print(f"  {rank:2d}. d={passage.distance:.4f}  spec={passage.specificity:.3f}  [{passage.id}] "
+                  f"{passage.text[:100]}")
+
+
 def _index_search(args: argparse.Namespace) -> int:
     from ..retrieval.folder import open_index_folder, resolve_index_model
 
+    if args.dsn is not None or args.table is not None:
+        if args.rerank is not None or args.trie:
+            raise UserError("--rerank and --trie need a phrase index folder (--index); a pgvector index is plain")
+        queries = queries_of(args)
+        _print_passages(open_searcher(args), queries, args)
+        return 0
+    if args.index is None:
+        raise UserError("give the index to search: --index FOLDER, or --dsn DSN --table NAME for a pgvector index")
     folder = open_index_folder(args.index)
     queries = queries_of(args)
     if args.model is None:
@@ -125,13 +199,7 @@ def _index_search(args: argparse.Namespace) -> int:
         return 0
     from ..retrieval.searcher import HyteSearcher
 
-    searcher = HyteSearcher(encoder, folder.index, folder.documents, check_model=args.check_model)
-    for query, passages in zip(queries, searcher.search_batch(queries, args.k, relation=args.relation,
-                                                              candidates=args.k_candidates)):
-        print(f"query: {query}" + (f"  ({args.relation} hits only)" if args.relation else ""))
-        for rank, passage in enumerate(passages, start=1):
-            print(f"  {rank:2d}. d={passage.distance:.4f}  spec={passage.specificity:.3f}  [{passage.id}] "
-                  f"{passage.text[:100]}")
+    _print_passages(HyteSearcher(encoder, folder.index, folder.documents, check_model=args.check_model), queries, args)
     return 0
 
 
@@ -152,10 +220,19 @@ def add_commands(sub) -> None:
     build = index_sub.add_parser("build", help="encode documents and build an index directory")
     build.add_argument("--model", required=True, help=MODEL_HELP)
     build.add_argument("--input", required=True, help=".txt or .jsonl documents")
-    build.add_argument("--output", required=True,
+    build.add_argument("--output", default=None,
                        help="index folder to write: new or empty (an existing index only with --overwrite)")
-    build.add_argument("--kind", choices=["flat", "ivf", "hnsw"], default="flat",
-                       help="flat is exact; ivf/hnsw are approximate and report their measured recall")
+    build.add_argument("--backend", choices=["faiss", "pgvector"], default="faiss",
+                       help="faiss: an index folder (--output); pgvector: a PostgreSQL table (--dsn, --table) that "
+                            "holds the vectors and the texts")
+    build.add_argument("--dsn", default=None, help="with --backend pgvector: postgresql://USER@HOST:PORT/DATABASE")
+    build.add_argument("--table", default=None, help="with --backend pgvector: the index's table name")
+    build.add_argument("--max-norm", type=float, default=None,
+                       help="with --backend pgvector --kind hnsw: the augmentation bound M (default 1.25 x the "
+                            "largest |x| of these documents; later documents beyond it are refused)")
+    build.add_argument("--kind", choices=["flat", "exact", "ivf", "hnsw"], default="flat",
+                       help="flat (also called exact) is exact; ivf/hnsw are approximate and report their measured "
+                            "recall (pgvector: exact or hnsw)")
     build.add_argument("--batch-size", type=positive_int, default=32)
     build.add_argument("--max-length", type=positive_int, default=None)
     build.add_argument("--phrase", action="store_true",
@@ -169,7 +246,9 @@ def add_commands(sub) -> None:
     build.add_argument("--overwrite", action="store_true", help="replace the index folder --output already holds")
     build.set_defaults(func=_index_build)
     search = index_sub.add_parser("search", help="search an index with query texts")
-    search.add_argument("--index", required=True)
+    search.add_argument("--index", default=None, help="index folder (or --dsn and --table for a pgvector index)")
+    search.add_argument("--dsn", default=None, help="a pgvector index's server: postgresql://USER@HOST:PORT/DATABASE")
+    search.add_argument("--table", default=None, help="a pgvector index's table name")
     search.add_argument("--model", default=None, help=INDEX_MODEL_HELP)
     group = search.add_mutually_exclusive_group(required=True)
     group.add_argument("--query")

@@ -1,5 +1,5 @@
-"""``hyte rag "QUESTION" --index DIR``: answer a question from an index folder (plain or phrase) with a local
-generator, with citations; offline."""
+"""``hyte rag "QUESTION" --index DIR`` (or ``--dsn DSN --table T``): answer a question from an index folder (plain
+or phrase) or a pgvector index with a local generator, with citations; offline."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from .common import INDEX_MODEL_HELP, UserError, positive_int
+from .index import open_searcher
 
 __all__ = ["add_commands"]
 
@@ -18,14 +19,13 @@ def _rag(args: argparse.Namespace) -> int:
         raise UserError(f"--k must be >= 1; got {args.k}")
     from ..generation import SMOLLM2_NAME, SMOLLM2_SUPPORTED_ANSWERS, load_generator, smollm2_gguf
     from ..rag import EXTRACT_BELOW, answer_question
-    from ..retrieval.searcher import HyteSearcher
 
     mode = args.mode
     if mode == "auto":  # the default generator's measured support decides (hyte.rag module docstring)
         mode = "extract" if args.generator is None and SMOLLM2_SUPPORTED_ANSWERS < EXTRACT_BELOW else "generate"
     if mode == "generate" and args.generator is None:
         smollm2_gguf()  # a missing package fails here, before the models load
-    searcher = HyteSearcher.from_folder(args.index, args.model, check_model=args.check_model)
+    searcher = open_searcher(args)
     passages = searcher.search(args.question, args.k)
     generator = load_generator(args.generator) if mode == "generate" else None
     if generator is not None and generator.converted:
@@ -55,7 +55,9 @@ def _rag(args: argparse.Namespace) -> int:
 def add_commands(sub) -> None:
     rag = sub.add_parser("rag", help="answer a question from an index with a local generator, with citations")
     rag.add_argument("question")
-    rag.add_argument("--index", required=True, help="index folder from hyte index build (holds the texts)")
+    rag.add_argument("--index", default=None, help="index folder from hyte index build (holds the texts)")
+    rag.add_argument("--dsn", default=None, help="instead of --index: a pgvector index's server (with --table)")
+    rag.add_argument("--table", default=None, help="a pgvector index's table name")
     rag.add_argument("--model", default=None, help=INDEX_MODEL_HELP)
     rag.add_argument("--k", type=positive_int, default=4, help="passages given to the generator")
     rag.add_argument("--no-check-model", dest="check_model", action="store_false",

@@ -37,7 +37,7 @@ import numpy as np
 from .. import __version__ as _hyte_version
 from .store import HyperboloidStore, as_array, certified_top_k, check_positive_int, refreshed_time, time_bounds
 
-__all__ = ["PgVectorError", "PgVectorIndex"]
+__all__ = ["PgVectorError", "PgVectorIndex", "build_pgvector_index"]
 
 FORMAT_VERSION = 1
 KINDS = ("exact", "hnsw")
@@ -55,11 +55,11 @@ NORM_HEADROOM = 1.25
 _TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
-class PgVectorError(RuntimeError):
-    """The server cannot hold or serve this index (not reachable, no pgvector, another index in the table)."""
+class PgVectorError(ConnectionError):
+    """The server cannot be reached or cannot serve HyTE vectors (no pgvector)."""
 
 
-def _redacted(dsn: str) -> str:
+def redacted(dsn: str) -> str:
     """The DSN without its password, for messages."""
     return re.sub(r"(password=)\S+", r"\1***", re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", dsn))
 
@@ -75,14 +75,14 @@ def connect(dsn: str):
         connection = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
     except psycopg.OperationalError as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise PgVectorError(f"cannot connect to PostgreSQL at {_redacted(dsn)}: {first}. Is the server running and the "
+        raise PgVectorError(f"cannot connect to PostgreSQL at {redacted(dsn)}: {first}. Is the server running and the "
                             f"DSN right (postgresql://USER@HOST:PORT/DATABASE)?") from None
     try:
         connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.Error as error:
         connection.close()
         first = str(error).strip().splitlines()[0]
-        raise PgVectorError(f"PostgreSQL at {_redacted(dsn)} has no usable pgvector extension ({first}): install "
+        raise PgVectorError(f"PostgreSQL at {redacted(dsn)} has no usable pgvector extension ({first}): install "
                             f"pgvector on the server (https://github.com/pgvector/pgvector#installation) and run "
                             f"CREATE EXTENSION vector as a user allowed to") from None
     register_vector(connection)
@@ -116,13 +116,15 @@ class PgVectorIndex(HyperboloidStore):
     def create(cls, dsn: str, table: str, dim: int, curvature: float = 1.0, kind: str = "exact",
                model_name: str | None = None, *, model_fingerprint: str | None = None, hnsw_m: int = DEFAULT_HNSW_M,
                ef_construction: int = DEFAULT_EF_CONSTRUCTION, ef_search: int = DEFAULT_EF_SEARCH,
-               candidates: int = DEFAULT_CANDIDATES, max_norm: float | None = None,
-               overwrite: bool = False) -> PgVectorIndex:
+               candidates: int = DEFAULT_CANDIDATES, max_norm: float | None = None, overwrite: bool = False,
+               points: Any = None, ids: Any = None, documents: Sequence[dict] | None = None) -> PgVectorIndex:
         """Create the table ``table`` (and its ``hyte_indexes`` row) for points of H^(dim-1)_c.
 
-        An existing HyTE table of that name is refused unless ``overwrite`` (which drops it first); a table that
-        is not HyTE's is never dropped. ``max_norm`` (kind "hnsw"): the augmentation bound M; None takes 1.25 x the
-        largest |x| of the first ``add``.
+        An existing HyTE table of that name is refused unless ``overwrite``; a table that is not HyTE's is never
+        dropped. ``points`` (with ``ids`` and ``documents``, as ``add`` takes them) are loaded in the same
+        transaction as the table is made: with ``overwrite`` the previous index stays until the new one is complete.
+        ``max_norm`` (kind "hnsw"): the augmentation bound M; None takes 1.25 x the largest |x| of the first
+        documents.
         """
         from ..lorentz import check_curvature
 
@@ -151,24 +153,39 @@ class PgVectorIndex(HyperboloidStore):
             with connection.transaction():
                 connection.execute(f"CREATE TABLE IF NOT EXISTS {METADATA_TABLE} (name text PRIMARY KEY, "
                                    "metadata jsonb NOT NULL)")
-                existing = connection.execute(f"SELECT 1 FROM {METADATA_TABLE} WHERE name = %s", (table,)).fetchone()
-                if existing and not overwrite:
-                    raise FileExistsError(f"PostgreSQL at {_redacted(dsn)} already holds the HyTE index {table!r}: "
-                                          f"open it, choose another table name, or pass overwrite=True "
-                                          f"(--overwrite) to replace it")
-                if not existing and cls._table_exists(connection, table):
-                    raise FileExistsError(f"PostgreSQL at {_redacted(dsn)} has a table {table!r} that is not a HyTE "
-                                          f"index; choose another table name")
+                cls._check_free(connection, dsn, table, overwrite)
                 connection.execute(f"DROP TABLE IF EXISTS {table}")
                 augmented = f", augmented vector({dim + 1})" if kind == "hnsw" else ""
                 connection.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, doc_id text, text text, "
                                    f"embedding vector({dim}) NOT NULL{augmented})")
                 connection.execute(f"INSERT INTO {METADATA_TABLE} (name, metadata) VALUES (%s, %s) ON CONFLICT (name) "
                                    f"DO UPDATE SET metadata = EXCLUDED.metadata", (table, json.dumps(metadata)))
+                index = cls(connection, dsn, table, metadata)
+                if points is not None:
+                    index.add(points, ids, documents)
         except BaseException:
             connection.close()
             raise
-        return cls(connection, dsn, table, metadata)
+        return index
+
+    @classmethod
+    def check_table_free(cls, dsn: str, table: str, overwrite: bool = False) -> None:
+        """Raise (as ``create`` would) unless ``create(dsn, table, overwrite=overwrite)`` can make the table: run it
+        before slow work such as encoding."""
+        _check_table_name(table)
+        with connect(dsn) as connection:
+            cls._check_free(connection, dsn, table, overwrite)
+
+    @classmethod
+    def _check_free(cls, connection, dsn: str, table: str, overwrite: bool) -> None:
+        known = cls._table_exists(connection, METADATA_TABLE) and connection.execute(
+            f"SELECT 1 FROM {METADATA_TABLE} WHERE name = %s", (table,)).fetchone()
+        if known and not overwrite:
+            raise FileExistsError(f"PostgreSQL at {redacted(dsn)} already holds the HyTE index {table!r}: open it, "
+                                  f"choose another table name, or pass overwrite=True (--overwrite) to replace it")
+        if not known and cls._table_exists(connection, table):
+            raise FileExistsError(f"PostgreSQL at {redacted(dsn)} has a table {table!r} that is not a HyTE index; "
+                                  f"choose another table name")
 
     @classmethod
     def open(cls, dsn: str, table: str, *, expected_model: str | None = None, expected_dim: int | None = None,
@@ -181,7 +198,7 @@ class PgVectorIndex(HyperboloidStore):
             row = has_metadata and connection.execute(f"SELECT metadata FROM {METADATA_TABLE} WHERE name = %s",
                                                       (table,)).fetchone()
             if not row:
-                raise FileNotFoundError(f"PostgreSQL at {_redacted(dsn)} holds no HyTE index {table!r}: build one "
+                raise FileNotFoundError(f"PostgreSQL at {redacted(dsn)} holds no HyTE index {table!r}: build one "
                                         f"with `hyte index build --backend pgvector --dsn DSN --table {table} ...`")
             metadata = row[0]
             if metadata.get("format_version") != FORMAT_VERSION:
@@ -208,7 +225,7 @@ class PgVectorIndex(HyperboloidStore):
         self.close()
 
     def __repr__(self) -> str:
-        return (f"PgVectorIndex(table={self.table!r}, dsn={_redacted(self.dsn)!r}, kind={self.kind!r}, dim={self.dim}, "
+        return (f"PgVectorIndex(table={self.table!r}, dsn={redacted(self.dsn)!r}, kind={self.kind!r}, dim={self.dim}, "
                 f"curvature={self.curvature}, model_name={self.model_name!r}, count={len(self)})")
 
     # ------------------------------------------------------------------ contents
@@ -433,3 +450,23 @@ class PgDocuments:
         if row is None:
             raise KeyError(f"no document with index id {index_id} in {self._index.table!r}")
         return {"id": row[0] if row[0] is not None else str(index_id), "text": row[1]}
+
+
+def build_pgvector_index(encoder, texts: Sequence[str], dsn: str, table: str, *,
+                         ids: Sequence[str | int] | None = None, kind: str = "exact", overwrite: bool = False,
+                         max_norm: float | None = None, batch_size: int = 32,
+                         show_progress_bar: bool | None = None) -> PgVectorIndex:
+    """Encode ``texts`` as documents with ``encoder`` into the new table ``table`` with their texts (``ids``: the
+    documents' own ids), recording the model as ``hyte.retrieval.folder.index_texts`` does. The table name is
+    checked before anything is encoded; an index it replaces (``overwrite``) stays until the new one is loaded."""
+    from ..lineage import weights_fingerprint
+    from .folder import documents_for, model_reference
+
+    if not texts:
+        raise ValueError("no texts to index")
+    documents = documents_for(texts, ids)
+    PgVectorIndex.check_table_free(dsn, table, overwrite)
+    points = encoder.encode(list(texts), role="document", batch_size=batch_size, show_progress_bar=show_progress_bar)
+    return PgVectorIndex.create(dsn, table, encoder.dim, encoder.curvature, kind, model_reference(encoder.name),
+                                model_fingerprint=weights_fingerprint(encoder.model), max_norm=max_norm,
+                                overwrite=overwrite, points=points, documents=documents)

@@ -141,7 +141,7 @@ def _checked(command: list, user: str | None, what: str, log: Path | None = None
         detail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         if log is not None and log.is_file():
             detail += log.read_text(errors="replace").strip().splitlines()[-3:]
-        raise RuntimeError(f"{what} failed (exit {done.returncode}): {' | '.join(detail)}")
+        raise ChildProcessError(f"{what} failed (exit {done.returncode}): {' | '.join(detail)}")
 
 
 def _accepts_connections(port: int) -> bool:

@@ -1,0 +1,43 @@
+"""``hyte postgres start | stop --dir DIR``: a throwaway local PostgreSQL + pgvector to try the pgvector backend
+(``hyte.retrieval.postgres_server``). Production indexes live on the PostgreSQL users already run."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import positive_int
+
+__all__ = ["add_commands"]
+
+
+def _start(args: argparse.Namespace) -> int:
+    from ..retrieval.postgres_server import start_local_postgres
+
+    server = start_local_postgres(args.dir, args.port)
+    print(f"PostgreSQL + pgvector running on 127.0.0.1:{server.port} (files in {server.directory}; local connections "
+          f"are trusted: a throwaway server, never expose it)")
+    print(f"DSN: {server.dsn}")
+    print(f"stop it with: hyte postgres stop --dir {args.dir}")
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from ..retrieval.postgres_server import stop_local_postgres
+
+    stop_local_postgres(args.dir)
+    print(f"stopped the PostgreSQL in {args.dir} (its files stay; start it again with hyte postgres start)")
+    return 0
+
+
+def add_commands(sub) -> None:
+    postgres = sub.add_parser("postgres", help="start or stop a throwaway local PostgreSQL + pgvector (for trying "
+                                               "--backend pgvector)")
+    commands = postgres.add_subparsers(dest="postgres_command", required=True)
+    start = commands.add_parser("start", help="create (first time) and start a server on 127.0.0.1; prints its DSN")
+    start.add_argument("--dir", required=True, help="folder for its files (run as root: one every user can enter, "
+                                                    "e.g. under /tmp, since PostgreSQL then runs as nobody)")
+    start.add_argument("--port", type=positive_int, default=None, help="default: a free port")
+    start.set_defaults(func=_start)
+    stop = commands.add_parser("stop", help="stop the server started in --dir")
+    stop.add_argument("--dir", required=True)
+    stop.set_defaults(func=_stop)
