@@ -69,6 +69,20 @@ def bert_tokenizer(minilm_path):
     return AutoTokenizer.from_pretrained(minilm_path)
 
 
+@pytest.fixture(scope="module")
+def tiny_hyte_h_dir(tmp_path_factory, minilm_path, bert_tokenizer):
+    """A HyTE-H model folder on MiniLM with a narrow (65-dim) projection: fast to encode with, untrained."""
+    import torch
+
+    import hyte
+
+    path = tmp_path_factory.mktemp("hyte-h") / "model"
+    torch.manual_seed(0)
+    hyte.HyTEHModel.from_base(minilm_path, hidden_size=65).save_pretrained(path)
+    bert_tokenizer.save_pretrained(path)
+    return path
+
+
 def tiny_fh_config(**overrides):
     from hyte import HyTEFHConfig
 

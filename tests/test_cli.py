@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-import hyte
 from hyte import lorentz as L
 from hyte.cli import main
 
@@ -21,12 +20,8 @@ DOCUMENTS = [
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, minilm_path, bert_tokenizer):
-    path = tmp_path_factory.mktemp("cli") / "model"
-    torch.manual_seed(0)
-    hyte.HyTEHModel.from_base(minilm_path, hidden_size=65).save_pretrained(path)
-    bert_tokenizer.save_pretrained(path)
-    return path
+def model_dir(tiny_hyte_h_dir):
+    return tiny_hyte_h_dir
 
 
 def test_encode_writes_npy_and_safetensors(tmp_path, model_dir):

@@ -220,14 +220,8 @@ DOCUMENTS = ["Abnormally long and slender fingers.", "A short stature for age.",
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, minilm_path, bert_tokenizer):
-    import hyte
-
-    path = tmp_path_factory.mktemp("pg-cli") / "model"
-    torch.manual_seed(0)
-    hyte.HyTEHModel.from_base(minilm_path, hidden_size=65).save_pretrained(path)
-    bert_tokenizer.save_pretrained(path)
-    return path
+def model_dir(tiny_hyte_h_dir):
+    return tiny_hyte_h_dir
 
 
 def test_command_line_builds_searches_and_answers_from_a_pgvector_index_as_from_a_folder(tmp_path, model_dir,
