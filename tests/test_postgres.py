@@ -270,3 +270,21 @@ def test_command_line_builds_searches_and_answers_from_a_pgvector_index_as_from_
     finally:
         main(["postgres", "stop", "--dir", folder])
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_pgvector_index_loads_vector_shards_without_encoding(tmp_path, model_dir, dsn, capsys):
+    from hyte.cli import main
+    from hyte.corpus import encode_corpus, read_vector_shards
+
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("\n".join(DOCUMENTS) + "\n")
+    encode_corpus(model_dir, corpus, tmp_path / "vectors", shard_size=2)
+    assert main(["index", "build", "--from-vectors", str(tmp_path / "vectors"), "--backend", "pgvector", "--dsn", dsn,
+                 "--table", "from_vectors", "--overwrite"]) == 0
+    assert "indexed 5 documents (exact) from the vector shards" in capsys.readouterr().out
+    manifest, _, documents, vectors = read_vector_shards(tmp_path / "vectors")
+    with PgVectorIndex.open(dsn, "from_vectors") as index:
+        assert (index.model_name, index.model_fingerprint) == (manifest["model"], manifest["model_fingerprint"])
+        ids, stored = index.stored()
+        np.testing.assert_array_equal(stored, vectors)
+        assert [index.documents[i] for i in ids] == [{"id": str(i), "text": d["text"]} for i, d in enumerate(documents)]

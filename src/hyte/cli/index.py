@@ -1,8 +1,10 @@
 """``hyte encode`` and ``hyte index build | search``: vectors to files, index folders (``hyte.retrieval.folder``).
 
     hyte encode --model M --input F --output O  texts (.txt one per line, or .jsonl with "text") -> .npy/.safetensors
+    hyte encode --model M --corpus F --output DIR [--ray ADDRESS]  documents -> resumable Parquet vector shards
     hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw] [--phrase]
     hyte index build --model M --input F --backend pgvector --dsn DSN --table T [--kind exact|hnsw]
+    hyte index build --from-vectors DIR (--output DIR | --backend pgvector ...)  shards in, no encoding
     hyte index search --index DIR [--model M] --query TEXT [--k 10] [--rerank phrase|hybrid|lexical]
     hyte index search --dsn DSN --table T --query TEXT
 
@@ -24,6 +26,13 @@ __all__ = ["add_commands", "open_searcher"]
 def _encode(args: argparse.Namespace) -> int:
     from ..encoders import load_encoder
 
+    if (args.input is None) == (args.corpus is None):
+        raise UserError("give --input FILE (vectors to one .npy/.safetensors file) or --corpus FILE (vector shards "
+                        "in the folder --output, resumable, optionally on Ray)")
+    if args.corpus is not None:
+        return _encode_corpus(args)
+    if args.ray is not None:
+        raise UserError("--ray encodes a --corpus into shards; give --corpus instead of --input")
     check_new_file(args.output, (".npy", ".safetensors"), args.overwrite, model_folder_ok=False)
     texts, _ = read_texts(args.input)
     encoder = load_encoder(args.model, max_length=args.max_length)
@@ -31,6 +40,22 @@ def _encode(args: argparse.Namespace) -> int:
     write_vectors(args.output, vectors, {"model": str(args.model), "role": args.role, "kind": encoder.kind,
                                          "curvature": str(encoder.curvature)})
     print(f"wrote {vectors.shape[0]} x {vectors.shape[1]} {args.role} vectors to {args.output}")
+    return 0
+
+
+def _encode_corpus(args: argparse.Namespace) -> int:
+    from ..corpus import encode_corpus
+
+    if args.role != "document":
+        raise UserError("--corpus encodes documents; query vectors go to one file (--input)")
+    done = encode_corpus(args.model, args.corpus, args.output, shard_size=args.shard_size, batch_size=args.batch_size,
+                         max_length=args.max_length, ray_address=args.ray, workers=args.ray_workers,
+                         overwrite=args.overwrite)
+    kept = done.shards - done.encoded
+    print(f"{done.documents} documents in {done.shards} shards in {done.output}: encoded {done.encoded}"
+          + (f", kept {kept} complete from an earlier run" if kept else "")
+          + f"{' on Ray at ' + args.ray if args.ray else ''}. Load them with: hyte index build --from-vectors "
+          f"{done.output} --output INDEX_DIR (or --backend pgvector ...)")
     return 0
 
 
@@ -86,6 +111,13 @@ def _index_build(args: argparse.Namespace) -> int:
         raise UserError(f"{'--trie' if args.trie else '--phrase-dtype'} is for phrase indexes: add --phrase (and a "
                         "phrase model)")
     _check_backend(args)
+    if (args.input is None) == (args.from_vectors is None):
+        raise UserError("give the documents: --input FILE (encoded now with --model) or --from-vectors DIR (shards "
+                        "from hyte encode --corpus)")
+    if args.from_vectors is not None:
+        return _index_build_from_vectors(args)
+    if args.model is None:
+        raise UserError("--model is required with --input: the HyTE model that encodes the documents")
     if args.backend == "pgvector":
         return _index_build_pgvector(args)
     _check_output_folder(args.output, args.overwrite)
@@ -114,6 +146,39 @@ def _index_build(args: argparse.Namespace) -> int:
     if args.kind != "flat":
         message += f"; measured recall@10 against exact search: {folder.index.measure_recall(k=10):.3f}"
     print(message)
+    return 0
+
+
+def _index_build_from_vectors(args: argparse.Namespace) -> int:
+    from ..corpus import read_vector_shards
+
+    if args.phrase:
+        raise UserError("--from-vectors holds one vector per document; a phrase index is built with --input")
+    if args.model is not None:
+        raise UserError("--from-vectors records the model the shards were encoded with; leave out --model")
+    if args.backend == "pgvector":
+        from ..retrieval.postgres import PgVectorIndex, redacted
+
+        PgVectorIndex.check_table_free(args.dsn, args.table, args.overwrite)
+    else:
+        _check_output_folder(args.output, args.overwrite)
+    manifest, _, documents, vectors = read_vector_shards(args.from_vectors)
+    options = {"model_name": manifest["model"], "model_fingerprint": manifest["model_fingerprint"]}
+    if args.backend == "pgvector":
+        with PgVectorIndex.create(args.dsn, args.table, manifest["dim"], manifest["curvature"], args.kind,
+                                  max_norm=args.max_norm, overwrite=args.overwrite, points=vectors,
+                                  documents=documents, **options) as index:
+            where = f"table {args.table} of {redacted(index.dsn)}"
+    else:
+        from ..retrieval.folder import write_index_folder
+        from ..retrieval.index import LorentzIndex
+
+        index = LorentzIndex(manifest["dim"], manifest["curvature"], kind=args.kind, **options)
+        index.add(vectors)
+        write_index_folder(args.output, index, documents)
+        where = args.output
+    print(f"indexed {len(documents)} documents ({args.kind}) from the vector shards in {args.from_vectors} in {where}, "
+          "without encoding")
     return 0
 
 
@@ -206,8 +271,17 @@ def _index_search(args: argparse.Namespace) -> int:
 def add_commands(sub) -> None:
     encode = sub.add_parser("encode", help="embed texts into .npy or .safetensors")
     encode.add_argument("--model", required=True, help=MODEL_HELP)
-    encode.add_argument("--input", required=True, help=".txt (one text per line) or .jsonl with a 'text' field")
-    encode.add_argument("--output", required=True, help="output file, .npy or .safetensors")
+    encode.add_argument("--input", default=None, help=".txt (one text per line) or .jsonl with a 'text' field")
+    encode.add_argument("--output", required=True,
+                        help="output file, .npy or .safetensors (with --corpus: a folder of vector shards)")
+    encode.add_argument("--corpus", default=None,
+                        help="instead of --input: documents (.txt/.jsonl) encoded into Parquet shards in the folder "
+                             "--output; a rerun resumes, encoding only the shards that are missing")
+    encode.add_argument("--shard-size", type=positive_int, default=10_000, help="with --corpus: documents per shard")
+    encode.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="with --corpus: encode on a Ray cluster (ray.init address: auto, HOST:PORT, or local); "
+                             "the corpus and --output must be on a file system every node sees")
+    encode.add_argument("--ray-workers", type=positive_int, default=2, help="with --ray: encoder actors")
     encode.add_argument("--role", choices=["document", "query"], default="document",
                         help="queries come out sign-flipped (-x0, xs) for inner-product search")
     encode.add_argument("--batch-size", type=positive_int, default=32)
@@ -218,8 +292,11 @@ def add_commands(sub) -> None:
     index = sub.add_parser("index", help="build or search a FAISS index of HyTE document vectors")
     index_sub = index.add_subparsers(dest="index_command", required=True)
     build = index_sub.add_parser("build", help="encode documents and build an index directory")
-    build.add_argument("--model", required=True, help=MODEL_HELP)
-    build.add_argument("--input", required=True, help=".txt or .jsonl documents")
+    build.add_argument("--model", default=None, help=MODEL_HELP)
+    build.add_argument("--input", default=None, help=".txt or .jsonl documents")
+    build.add_argument("--from-vectors", default=None, metavar="DIR",
+                       help="instead of --input and --model: the vector shards of hyte encode --corpus, loaded "
+                            "without encoding")
     build.add_argument("--output", default=None,
                        help="index folder to write: new or empty (an existing index only with --overwrite)")
     build.add_argument("--backend", choices=["faiss", "pgvector"], default="faiss",
