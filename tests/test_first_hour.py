@@ -243,12 +243,18 @@ def _readme_section(title: str) -> tuple[str, list[str]]:
     return python, shell
 
 
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """`hyte demo`'s output folder (an untrained HyTE-H model and its index), made once for the README's steps."""
+    folder = tmp_path_factory.mktemp("first-hour") / "demo"
+    assert main(["demo", "--output-dir", str(folder), "--num-documents", "20"]) == 0
+    return folder
+
+
 @pytest.mark.slow
-def test_the_readme_own_documents_steps_run_as_written(tmp_path, monkeypatch, capsys):
+def test_the_readme_own_documents_steps_run_as_written(tmp_path, monkeypatch, capsys, demo):
     import shlex
 
-    demo = tmp_path / "demo"
-    assert main(["demo", "--output-dir", str(demo), "--num-documents", "20"]) == 0
     # The demo's model folder is a sentence-transformers folder too (never mean-pooled by SentenceTransformer).
     assert (demo / "model" / "modules.json").is_file()
     monkeypatch.chdir(tmp_path)
@@ -338,3 +344,43 @@ def test_an_index_names_its_model_so_it_loads_from_anywhere(tmp_path, minilm_pat
     folder.index.model_name = "./gone/model"
     with pytest.raises(FileNotFoundError, match="--model"):
         resolve_index_model(folder)
+
+
+@pytest.mark.slow
+def test_the_readme_pgvector_steps_run_as_written(tmp_path, monkeypatch, capsys, demo):
+    """From a model and the held-out HPO folder to PostgreSQL: a local server, a table built by encoding and one
+    from vector shards, search, an answer, the retriever; model, port and server folder swapped for the test's."""
+    import os
+    import shlex
+    import socket
+    import tempfile
+
+    monkeypatch.chdir(tmp_path)
+    exec(_readme_section("### Your own documents")[0], {})  # writes hpo-heldout/
+    python, shell = _readme_section("### Beyond one machine")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    server = tempfile.mkdtemp(prefix="hyte-pg-")  # run as root, PostgreSQL runs as nobody, who must reach it
+    os.chmod(server, 0o755)
+
+    def as_tested(text: str) -> str:
+        return (text.replace("hyte-output/quickstart/model", str(demo / "model")).replace("5433", port)
+                .replace("/tmp/hyte-pg", server))
+
+    try:
+        outputs = []
+        for line in shell:
+            assert main(shlex.split(as_tested(line))[1:]) == 0, line
+            outputs.append(capsys.readouterr().out)
+        searched = _hits(outputs[2])
+        corpus = {json.loads(line)["_id"] for line in (tmp_path / "hpo-heldout" / "corpus.jsonl").read_text().splitlines()}
+        assert len(searched) == 3 and {doc_id for doc_id, _ in searched} <= corpus
+        assert "answer (" in outputs[3] and "500 documents in 3 shards" in outputs[4]
+        assert "recall@10 against exact search" in outputs[5]
+        main(["postgres", "start", "--dir", server, "--port", port])
+        namespace = {}
+        exec(as_tested(python), namespace)
+        assert [d.metadata["id"] for d in namespace["documents"]] == [doc_id for doc_id, _ in searched]
+    finally:
+        main(["postgres", "stop", "--dir", server])

@@ -25,7 +25,7 @@ LAYERS = [
      "hyte.model_kinds"),
     ("hyte.data",),
     ("hyte.encoders", "hyte.export", "hyte.hub"),
-    ("hyte.retrieval", "hyte.generation", "hyte.rag"),
+    ("hyte.retrieval", "hyte.corpus", "hyte.generation", "hyte.rag"),
     ("hyte.integrations",),
     ("hyte.evaluation",),
     ("hyte.training",),
