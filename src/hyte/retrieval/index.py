@@ -339,7 +339,8 @@ class LorentzIndex(HyperboloidStore):
     def exact_search64(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         if self.kind != "flat":
             raise ValueError(f"exact_search64 needs a flat index; this one is {self.kind!r}")
-        return certified_top_k(q, k, len(self), self._flat_shortlist, self._time_bounds(), self.curvature)
+        return certified_top_k(q, k, len(self), self._flat_shortlist, self._time_bounds(), self.curvature,
+                               self.stored)
 
     def _flat_shortlist(self, q: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``certified_top_k``'s float32 shortlist: FAISS's flat search and the stored points it found."""

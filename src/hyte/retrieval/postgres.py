@@ -385,7 +385,8 @@ class PgVectorIndex(HyperboloidStore):
 
     def exact_search64(self, q: np.ndarray, k: int, count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         count = len(self) if count is None else count
-        return certified_top_k(q, k, count, self._scan_shortlist, tuple(self._metadata["time_bounds"]), self.curvature)
+        return certified_top_k(q, k, count, self._scan_shortlist, tuple(self._metadata["time_bounds"]),
+                               self.curvature, self.stored)
 
     def _scan_shortlist(self, q: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``certified_top_k``'s float32 shortlist: the exact scan ``ORDER BY embedding <#> q~``."""

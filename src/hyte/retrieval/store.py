@@ -72,13 +72,24 @@ def time_bounds(points: np.ndarray, c: float) -> tuple[float, float]:
     return float(np.abs(points[:, 0]).max()), float(np.abs(points[:, 0] - refreshed_time(points, c)).max())
 
 
+def _top_k_columns(scores: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of each row's k largest scores, largest first, (B, N) -> (B, min(k, N)) (a tie at the k-th
+    place is broken arbitrarily)."""
+    if k < scores.shape[1]:
+        candidates = np.sort(np.argpartition(-scores, k - 1, axis=1)[:, :k], axis=1)
+    else:
+        candidates = np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
+    order = np.argsort(-np.take_along_axis(scores, candidates, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(candidates, order, axis=1)
+
+
 # A store's float32 search of a shortlist: (queries (P, D), size) -> (float32 scores (P, size), ids (P, size) with
 # -1 padding, the stored float32 points of those ids (P, size, D), any values where the id is -1).
 Shortlist = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def certified_top_k(q: np.ndarray, k: int, count: int, shortlist: Shortlist, bounds: tuple[float, float],
-                    c: float) -> tuple[np.ndarray, np.ndarray]:
+                    c: float, everything: Callable[[], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """The exact top k in float64 arithmetic, from a store's float32 inner-product search of a shortlist.
 
     The reference is ``hyte.lorentz``'s float64 geodesic search: the stored float32 space coordinates, each time
@@ -88,8 +99,11 @@ def certified_top_k(q: np.ndarray, k: int, count: int, shortlist: Shortlist, bou
     the largest stored x_0 (|x_s| < x_0 on the hyperboloid); the recomputed time coordinates add at most
     |q_0| dX + X dq (dX, dq: the largest change of a stored / query x_0); ``bounds`` is (X, dX). A document outside
     the shortlist scores at most the shortlist's last float32 score plus that error; once the k-th float64 score is
-    above it, the top k is certified. Rows that are not grow their shortlist fourfold, up to every document (then
-    exact by itself). Near the origin the first shortlist (2k, at least k + 16) is nearly always certified.
+    above it, the top k is certified. Rows that are not grow their shortlist fourfold; rows whose next shortlist
+    would hold every document are scored against ``everything()`` (the stored ids and points, read once) in float64
+    instead. Near the origin the first shortlist (2k, at least k + 16) is nearly always certified; far out (x_0 in
+    the hundreds) the float32 error exceeds the gaps between near neighbours and most rows end in the full scan,
+    which is what exactness costs there.
     Returns (scores float64, ids int64), both (len(q), k), padded with -inf / -1 beyond ``count`` documents.
     """
     dim = q.shape[1]
@@ -105,6 +119,18 @@ def certified_top_k(q: np.ndarray, k: int, count: int, shortlist: Shortlist, bou
     labels = np.full((len(q), k), -1, dtype=np.int64)
     pending, size = np.arange(len(q)), min(count, max(2 * k, k + 16))
     while len(pending) and size > 0:
+        if size >= count and count > 2 * max(2 * k, k + 16):  # every document: one float64 pass over them all
+            ids, stored = everything()
+            documents = stored.astype(np.float64)
+            documents[:, 0] = refreshed_time(stored, c)
+            rows = max(1, 2 ** 24 // max(len(ids), 1))  # query rows per block: at most 128 MB of scores
+            for start in range(0, len(pending), rows):
+                block = pending[start:start + rows]
+                exact = q64[block] @ documents.T  # (B, N)
+                top = _top_k_columns(exact, k)
+                scores[block, :top.shape[1]] = np.take_along_axis(exact, top, axis=1)
+                labels[block, :top.shape[1]] = ids[top]
+            break
         shortlist_scores, found, points = shortlist(q[pending], size)
         documents = points.astype(np.float64)  # (P, size, D)
         documents[..., 0] = np.sqrt(c + np.einsum("pij,pij->pi", documents[..., 1:], documents[..., 1:]))
