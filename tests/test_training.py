@@ -610,3 +610,151 @@ def test_set_of_a_dict_field_keeps_the_files_other_keys_and_a_model_folder_is_no
     (tmp_path / "out" / "config.json").write_text("{}")
     with pytest.raises(RunFolderError, match="is a model or index folder"):
         claim_output_dir(config, resume=False)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# A new user's mistakes (trial of `hyte train --config ... --set ...`): each refused at validation, before any model
+# is loaded or negatives are mined, with one line naming the file or --set, the field, the value and the remedy
+# ----------------------------------------------------------------------------------------------------------------
+
+def _config_file(tmp_path, name: str = "run.json", model: dict | None = None, **sections) -> Path:
+    path = tmp_path / name
+    model = model or {"build": "hyte_fh", "options": TINY_FH}
+    path.write_text(json.dumps(config_dict("finetune", tmp_path / "out", model,
+                                           mining={"num_negatives": 1, "candidates": 10}, **sections)))
+    return path
+
+
+def test_negative_weight_decay_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"--set training.weight_decay\): training.weight_decay must be a finite "
+                                          r"number >= 0 \(0 = none\); got -1"):
+        load_config(_config_file(tmp_path), {"training.weight_decay": -1})
+    with pytest.raises(ConfigError, match="training.weight_decay must be a finite number >= 0"):
+        load_config(_config_file(tmp_path), {"training.weight_decay": float("nan")})
+    assert load_config(_config_file(tmp_path), {"training.weight_decay": 0}).training.weight_decay == 0
+
+
+def test_negative_lora_rank_is_refused_not_run_as_a_full_fine_tune(tmp_path):
+    with pytest.raises(ConfigError, match=r"lora.r must be a positive integer \(the LoRA rank\) or 0 for full "
+                                          r"fine-tuning without LoRA; got -2"):
+        load_config(_config_file(tmp_path), {"lora.r": -2})
+    with pytest.raises(ConfigError, match="lora.target_modules is empty"):
+        load_config(_config_file(tmp_path), {"lora.r": 4, "lora.target_modules": []})
+    assert load_config(_config_file(tmp_path), {"lora.r": 4}).lora.r == 4
+    assert load_config(_config_file(tmp_path), {"lora.r": 0}).lora.r == 0  # 0 = no LoRA, as documented
+
+
+def test_unknown_model_option_is_refused_naming_the_closest_field(tmp_path):
+    path = _config_file(tmp_path, model={"build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2",
+                                         "options": {"norm_clip": 1.0}})
+    with pytest.raises(ConfigError, match=r"model.options.scale_initt is not a HyTEHConfig field \(did you mean "
+                                          r"'scale_init'\?\)"):
+        load_config(path, {"model.options": {"scale_initt": 1.0}})
+    assert load_config(path, {"model.options": {"scale_init": 1.0}}).model.options == {"norm_clip": 1.0,
+                                                                                       "scale_init": 1.0}
+    with pytest.raises(ConfigError, match="model.options.encoder_config cannot be set"):
+        load_config(path, {"model.options": {"encoder_config": {}}})
+    with pytest.raises(ConfigError, match=r"model.options.hiden_size is not a HyTEFHConfig field \(did you mean "
+                                          r"'hidden_size'\?\)"):
+        load_config(_config_file(tmp_path), {"model.options": {"hiden_size": 33}})
+    with pytest.raises(ConfigError, match=r"model.options.curvature is not a EucBERTConfig field"):
+        load_config(_config_file(tmp_path, model={"build": "eucbert", "options": {"curvature": 1.0}}))
+    with pytest.raises(ConfigError, match="model.options .'norm_clip'. are not used with model.build load"):
+        load_config(_config_file(tmp_path, model={"build": "load", "options": {"norm_clip": 1.0}}))
+
+
+def test_yaml_or_json_key_given_twice_is_refused(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("stage: contrastive\nmodel: {build: hyte_fh, options: {hidden_size: 33}}\ntraining:\n"
+                    "  output_dir: runs/a\n  max_steps: 5\n  output_dir: runs/b\n")
+    with pytest.raises(ConfigError, match=r"run.yaml, line 6, column 3: invalid YAML: duplicate key 'output_dir' "
+                                          r"\(first on line 4; the later value would silently win\): keep one"):
+        load_config(path)
+    from hyte.training.config import _read
+
+    path.write_text("a: &a {k: 1, j: 1}\nb: {<<: *a, k: 2}\n")  # a merged key may still be overridden
+    assert _read(path) == {"a": {"k": 1, "j": 1}, "b": {"k": 2, "j": 1}}
+    path.write_text("stage: contrastive\nmodel: {build: hyte_fh, options: {hidden_size: 33}}\n"
+                    "training: {output_dir: runs/a, max_steps: 5}\n")
+    assert load_config(path).training.output_dir == "runs/a"
+    json_path = tmp_path / "run.json"
+    json_path.write_text('{"stage": "contrastive", "training": {"max_steps": 5, "max_steps": 6}}')
+    with pytest.raises(ConfigError, match="run.json: key 'max_steps' appears twice in one JSON object"):
+        load_config(json_path)
+
+
+def test_warmup_steps_and_scheduler_name_are_checked_before_training(tmp_path):
+    with pytest.raises(ConfigError, match=r"training.warmup_steps must be an integer >= 0 \(0 = no warmup\); got -5"):
+        load_config(_config_file(tmp_path), {"training.warmup_steps": -5})
+    with pytest.raises(ConfigError, match=r"training.lr_scheduler_type 'cosin' is not a transformers scheduler; "
+                                          r"did you mean 'cosine'\? known: linear, cosine"):
+        load_config(_config_file(tmp_path), {"training.lr_scheduler_type": "cosin"})
+    with pytest.raises(ConfigError, match="'reduce_lr_on_plateau' needs evaluation during training"):
+        load_config(_config_file(tmp_path), {"training.lr_scheduler_type": "reduce_lr_on_plateau"})
+    config = load_config(_config_file(tmp_path), {"training.lr_scheduler_type": "cosine", "training.warmup_steps": 0})
+    assert (config.training.lr_scheduler_type, config.training.warmup_steps) == ("cosine", 0)
+
+
+def test_empty_output_dir_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"training.output_dir is empty \(''\); give the folder for checkpoints"):
+        load_config(_config_file(tmp_path), {"training.output_dir": ""})
+    with pytest.raises(ConfigError, match="training.output_dir is empty"):
+        load_config(_config_file(tmp_path), {"training.output_dir": "  "})
+
+
+@pytest.mark.parametrize("section, values, problem", [
+    ("loss", {"max_logit_scale": 0}, (r"loss.max_logit_scale must be a finite number >= 1 \(the logit scale is "
+                                      r"clamped to \[1, max_logit_scale\]\); got 0")),
+    ("loss", {"max_logit_scale": float("inf")}, "loss.max_logit_scale must be a finite number >= 1"),
+    ("loss", {"temperature": float("nan")}, "loss.temperature must be a finite number > 0; got nan"),
+    ("loss", {"temperature": 0}, "loss.temperature must be a finite number > 0; got 0"),
+    ("loss", {"logit_scale_learning_rate": float("inf")}, "loss.logit_scale_learning_rate must be a finite number"),
+    ("loss", {"hierarchy_weight": float("nan")}, "loss.hierarchy_weight must be a finite number >= 0; got nan"),
+    ("loss", {"cone_min_radius": float("inf")}, "loss.cone_min_radius > 0 .both finite."),
+])
+def test_loss_scales_must_be_positive_and_finite(tmp_path, section, values, problem):
+    with pytest.raises(ConfigError, match=problem):  # max_logit_scale 0 was a ZeroDivisionError traceback
+        parse_config(config_dict("finetune", tmp_path, {"build": "hyte_fh", "options": TINY_FH}, **{section: values}))
+
+
+def test_config_file_must_end_in_yaml_yml_or_json(tmp_path):
+    path = tmp_path / "run.txt"  # YAML saved under another name used to read as JSON: "invalid JSON: Expecting value"
+    path.write_text("stage: contrastive\nmodel: {build: hyte_fh, options: {hidden_size: 33}}\n")
+    with pytest.raises(ConfigError, match=r"run.txt: a config file must end in .yaml, .yml \(YAML\) or .json \(JSON\)"
+                                          r".*got '.txt': rename the file"):
+        load_config(path)
+    renamed = path.rename(tmp_path / "run.YML")
+    assert load_config(renamed).stage == "contrastive"
+
+
+def _checkpoint(folder: Path, step: int, *files: str) -> Path:
+    path = folder / f"checkpoint-{step}"
+    path.mkdir(parents=True)
+    for name in files:
+        (path / name).write_text("{}")
+    return path
+
+
+def test_resume_skips_an_incomplete_newest_checkpoint_or_names_it(tmp_path, caplog, capsys):
+    from hyte.cli import main
+    from hyte.training.loop import RunFolderError, resume_checkpoint
+
+    config = load_config(_config_file(tmp_path))
+    out = Path(config.training.output_dir)
+    killed = _checkpoint(out, 4, "model.safetensors")  # killed while saving: no trainer_state.json yet
+    with pytest.raises(RunFolderError, match=r"cannot resume: no complete checkpoint in .*out; .*checkpoint-4 "
+                                             r"lack\(s\) the weights .* delete that folder"):
+        resume_checkpoint(config, resume=True)
+    assert main(["train", "finetune", "--config", str(tmp_path / "run.json"), "--resume"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and str(killed) in error
+
+    complete = _checkpoint(out, 2, "model.safetensors", "trainer_state.json")
+    _checkpoint(out, 10, "trainer_state.json")  # no weights either (checkpoint-10 sorts by step, not by name)
+    with caplog.at_level("WARNING", logger="hyte.training.loop"):
+        assert resume_checkpoint(config, resume=True) == str(complete)
+    assert "checkpoint-10" in caplog.text and "checkpoint-4" in caplog.text
+    assert f"resuming from {complete}" in caplog.text
+    adapter = _checkpoint(out, 3, "adapter_model.safetensors", "trainer_state.json")  # a LoRA run's checkpoint
+    assert resume_checkpoint(config, resume=True) == str(adapter)
+    assert resume_checkpoint(config, resume=False) is None

@@ -15,7 +15,21 @@ from .bundled import bundled_minilm_path
 EXAMPLE_QUERIES = ["unusually short fingers", "abnormal heart rhythm"]
 
 
-def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2000) -> None:
+def _holds_other_model(model_dir: Path, model) -> bool:
+    """Whether ``model_dir`` holds a model other than ``model`` (the demo's, which is the same on every run)."""
+    import torch
+    from safetensors.torch import load_file
+
+    weights = model_dir / "model.safetensors"
+    if not (model_dir / "config.json").is_file() and not weights.is_file():
+        return model_dir.exists() and any(model_dir.iterdir())
+    if not weights.is_file():
+        return True
+    saved, own = load_file(weights), model.state_dict()
+    return saved.keys() != own.keys() or any(not torch.equal(saved[key], own[key]) for key in saved)
+
+
+def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2000, overwrite: bool = False) -> None:
     import torch
     from transformers import AutoTokenizer
 
@@ -35,6 +49,9 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     model = HyTEHModel.from_base(base)
     tokenizer = AutoTokenizer.from_pretrained(base)
     model_dir = output_dir / "model"
+    if not overwrite and _holds_other_model(model_dir, model):
+        raise FileExistsError(f"{model_dir} holds another model than the demo's (a trained one?): hyte demo would "
+                              "replace it. Choose another --output-dir, or pass --overwrite to replace it")
     save_model_folder(model, tokenizer, model_dir)  # loads in sentence-transformers too
 
     ontology = load_hpo()

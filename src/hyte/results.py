@@ -103,15 +103,33 @@ def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (
     An earlier result is replaced; any other existing file (a data file given as the output by mistake) is not:
     ValueError, before anything is written.
     """
-    path = Path(path)
-    if path.exists() and not _is_result(path):
-        raise ValueError(f"{path} exists and is not a result JSON: give another output file (results are never "
-                         "written over other files)")
+    path = check_result_output(path)
     if keep and path.is_file():
         earlier = json.loads(path.read_text())
         payload = {**payload, **{key: earlier[key] for key in keep if key in earlier and key not in payload}}
     text = json.dumps(_finite_or_none(portable_paths(payload)), indent=2, ensure_ascii=False) + "\n"
     return write_text_atomically(path, text)
+
+
+# Files that mark a folder as one of hyte's artifacts (a model, a training run, an index, vector shards, an adapter):
+# a result written there would replace or sit among the files that make it work (config.json, run.json, ...).
+_ARTIFACT_MARKERS = ("config.json", "run.json", "index.json", "metadata.json", "manifest.json", "adapter_config.json")
+
+
+def check_result_output(path: str | os.PathLike) -> Path:
+    """``path`` as a place for a result JSON, checked before any work: an earlier result may be replaced, any other
+    file may not, and nothing is written inside a model, run, index or vector-shard folder. ValueError otherwise."""
+    path = Path(path)
+    inside = [marker for marker in _ARTIFACT_MARKERS if (path.parent / marker).is_file()]
+    if inside:
+        raise ValueError(f"{path.parent} is a model, run or index folder (it holds {inside[0]}): write the result "
+                         "somewhere else, e.g. benchmarks/results/NAME.json")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder: give the result file's path, e.g. {path / 'result.json'}")
+    if path.exists() and not _is_result(path):
+        raise ValueError(f"{path} exists and is not a result JSON: give another output file (results are never "
+                         "written over other files)")
+    return path
 
 
 def _is_result(path: Path) -> bool:

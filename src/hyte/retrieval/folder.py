@@ -92,7 +92,16 @@ def resolve_index_model(folder: IndexFolder) -> str:
 
 
 def documents_for(texts: Sequence[str], ids: Sequence[str | int] | None = None) -> list[dict]:
-    """``documents.jsonl`` rows for ``texts``: row i has index id i; ``ids`` are the documents' own ids."""
+    """``documents.jsonl`` rows for ``texts``: row i has index id i; ``ids`` are the documents' own ids. Refuses a
+    bare string (it would index each character) and empty texts, as ``hyte index build`` does."""
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of documents, not one string (each character would be a document): "
+                        "wrap it in a list")
+    for position, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"text {position} is a {type(text).__name__}, not a string")
+        if not text.strip():
+            raise ValueError(f"text {position} is empty: every document needs a text (remove it or fill it)")
     if ids is not None and len(ids) != len(texts):
         raise ValueError(f"{len(ids)} ids for {len(texts)} texts")
     if ids is not None and len({str(i) for i in ids}) != len(ids):

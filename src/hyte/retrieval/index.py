@@ -44,7 +44,15 @@ from .. import __version__ as _hyte_version
 from .. import lorentz
 from ..io import atomic_directory, saved_directory
 from ..lineage import IncompatibleIndexError
-from .store import HyperboloidStore, as_array, certified_top_k, check_positive_int, flip, time_bounds, torch64
+from .store import (
+    HyperboloidStore,
+    certified_top_k,
+    check_positive_int,
+    flip,
+    integer_ids,
+    time_bounds,
+    torch64,
+)
 
 __all__ = ["IncompatibleIndexError", "LorentzIndex"]
 
@@ -292,7 +300,7 @@ class LorentzIndex(HyperboloidStore):
 
     def remove(self, ids: Any) -> int:
         """Remove documents by id, (M,) ints. Ids not in the index are ignored. Returns how many were removed."""
-        present = np.intersect1d(np.asarray(as_array(ids), dtype=np.int64).ravel(), self._ids)
+        present = np.intersect1d(integer_ids(ids).ravel(), self._ids)
         if len(present) == 0:
             return 0
         if self.kind == "hnsw":
@@ -435,6 +443,13 @@ class LorentzIndex(HyperboloidStore):
         (``hyte.io.atomic_directory``). A failure at any step leaves the previous index in place; a crash between the
         two renames leaves it as the backup, which ``load`` falls back to.
         """
+        texts = [name for name in ("index.json", "documents.jsonl") if (Path(directory) / name).is_file()]
+        if texts:
+            # Replacing the folder would drop its texts and manifest: the bare index cannot carry them.
+            raise ValueError(f"{directory} is an index folder with texts ({texts[0]}): saving the bare LorentzIndex "
+                             "there would delete them. Save the index with its texts (HyteSearcher(encoder, index, "
+                             "documents).save(folder), or hyte.retrieval.folder.write_index_folder), or choose "
+                             "another folder")
         atomic_directory(directory, self.write_files, METADATA_FILE, "LorentzIndex")
 
     def write_files(self, directory: Path) -> None:

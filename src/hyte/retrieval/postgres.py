@@ -35,7 +35,14 @@ from typing import Any, Self
 import numpy as np
 
 from .. import __version__ as _hyte_version
-from .store import HyperboloidStore, as_array, certified_top_k, check_positive_int, refreshed_time, time_bounds
+from .store import (
+    HyperboloidStore,
+    certified_top_k,
+    check_positive_int,
+    integer_ids,
+    refreshed_time,
+    time_bounds,
+)
 
 __all__ = ["PgVectorError", "PgVectorIndex", "build_pgvector_index"]
 
@@ -288,7 +295,7 @@ class PgVectorIndex(HyperboloidStore):
 
     def remove(self, ids: Any) -> int:
         """Delete documents by id; absent ids are ignored. Returns how many were removed."""
-        flat = np.asarray(as_array(ids), dtype=np.int64).ravel().tolist()
+        flat = integer_ids(ids).ravel().tolist()
         return self._connection.execute(f"DELETE FROM {self.table} WHERE id = ANY(%s)", (flat,)).rowcount
 
     @staticmethod

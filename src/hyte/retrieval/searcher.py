@@ -76,6 +76,11 @@ class HyteSearcher:
                                  "...] (row i = index id i)")
         else:
             documents = list(documents)
+            bad = next((i for i, d in enumerate(documents) if not isinstance(d, dict) or "text" not in d), None)
+            if bad is not None:
+                raise TypeError(f"documents[{bad}] is {documents[bad]!r:.60}: each document is a dict "
+                                "{'id': ..., 'text': ...} (row i = index id i); hyte.retrieval.folder.documents_for "
+                                "makes them from texts and ids")
             largest = index._largest_id()
             if largest is not None and largest >= len(documents):
                 raise ValueError(f"the index holds id {largest} but there are only {len(documents)} documents")

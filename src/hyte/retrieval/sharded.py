@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .store import HyperboloidStore, as_array, check_positive_int
+from .store import HyperboloidStore, check_positive_int, integer_ids
 
 __all__ = ["ShardUnavailableError", "ShardedIndex", "ShardedResult"]
 
@@ -168,7 +168,7 @@ class ShardedIndex(HyperboloidStore):
                 write(self.shards[position], points[mine], ids[mine], part_documents)
 
     def remove(self, ids: Any) -> int:
-        flat = np.asarray(as_array(ids), dtype=np.int64).ravel()
+        flat = integer_ids(ids).ravel()
         return sum(self.shards[position].remove(flat[self._shard_of(flat) == position])
                    for position in range(len(self.shards)))
 

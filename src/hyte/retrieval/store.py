@@ -58,6 +58,16 @@ def on_hyperboloid(x: np.ndarray, c: float) -> np.ndarray:
     return ((x64[:, 0] > 0) & (relative_error <= HYPERBOLOID_RTOL)).numpy()
 
 
+def integer_ids(ids: Any) -> np.ndarray:
+    """Document ids as int64, any shape; floats, booleans and values beyond int64 are refused (not truncated)."""
+    array = as_array(ids)
+    if array.size and (not np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(f"ids must be integers; got dtype {array.dtype}")
+    if array.size and array.dtype == np.uint64 and int(array.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"ids must fit in int64 (at most {np.iinfo(np.int64).max}); got {int(array.max())}")
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
 def check_positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be a positive integer; got {value!r}")
@@ -119,7 +129,7 @@ def certified_top_k(q: np.ndarray, k: int, count: int, shortlist: Shortlist, bou
     labels = np.full((len(q), k), -1, dtype=np.int64)
     pending, size = np.arange(len(q)), min(count, max(2 * k, k + 16))
     while len(pending) and size > 0:
-        if size >= count and count > 2 * max(2 * k, k + 16):  # every document: one float64 pass over them all
+        if size >= count > 2 * max(2 * k, k + 16):  # every document: one float64 pass over them all
             ids, stored = everything()
             documents = stored.astype(np.float64)
             documents[:, 0] = refreshed_time(stored, c)
@@ -229,6 +239,15 @@ class HyperboloidStore:
                 f"role='query' output), but {int(unflipped.sum())} of {len(array)} rows are unflipped hyperboloid "
                 f"points (first coordinate > 0). Use search_points() for points; it flips them itself."
             )
+        # Anything else that is not a flipped point (Euclidean vectors, another model's) would be ranked too.
+        other = ~on_hyperboloid(flip(array), self.curvature)
+        if other.any():
+            first = int(np.argmax(other))
+            raise ValueError(
+                f"search() expects sign-flipped query points (-q_0, q_s) of the hyperboloid <x,x>_L = "
+                f"-{self.curvature}, the encoder's role='query' output; {int(other.sum())} of {len(array)} rows are "
+                f"not (first: row {first}). Flip only the time coordinate (hyte.lorentz.flip_time), not the whole "
+                f"vector, and query with the model that built the index.")
         return array
 
     def _check_ids(self, ids: Any, count: int) -> np.ndarray:
@@ -250,9 +269,7 @@ class HyperboloidStore:
         array = as_array(ids)
         if array.ndim != 1 or len(array) != count:
             raise ValueError(f"ids must be a 1-D array with one id per vector ({count}); got shape {array.shape}")
-        if not np.issubdtype(array.dtype, np.integer):
-            raise ValueError(f"ids must be integers; got dtype {array.dtype}")
-        array = np.ascontiguousarray(array, dtype=np.int64)
+        array = integer_ids(array)
         if (array < 0).any():  # -1 is the "no result" padding (and FAISS's HNSW tombstone)
             raise ValueError(f"ids must be >= 0; got {int(array.min())}")
         unique, counts = np.unique(array, return_counts=True)

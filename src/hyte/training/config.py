@@ -14,11 +14,14 @@ A file has the sections ``model``, ``data``, ``training`` and the stage's own (`
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import inspect
 import json
 import math
 import types
 import typing
 from dataclasses import dataclass, field
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +155,7 @@ class MiningSpec:
 
 @dataclass
 class LoraSpec:
-    r: int = 0  # 0 = no LoRA (full fine-tuning); > 0 trains LoRA adapters of this rank via peft
+    r: int = 0  # 0 = no LoRA (full fine-tuning); > 0 trains LoRA adapters of this rank via peft; < 0 is refused
     alpha: int = 16
     dropout: float = 0.0
     target_modules: list[str] = field(default_factory=lambda: ["query", "value", "projection"])
@@ -321,23 +324,81 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
     return parse_config(values, f"{path} (with --set {', '.join(overrides)})")
 
 
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+
+
 def _read(path: Path) -> Any:
-    """The parsed YAML (.yaml/.yml) or JSON file; syntax errors name the file, line and column."""
+    """The parsed YAML (.yaml/.yml) or JSON (.json) file; syntax errors name the file, line and column, and a key
+    given twice in one mapping is refused (both parsers would silently keep the later value)."""
+    suffix = path.suffix.lower()
+    if suffix not in CONFIG_SUFFIXES:
+        raise ConfigError(f"{path}: a config file must end in .yaml, .yml (YAML) or .json (JSON), which says how to "
+                          f"read it; got {path.suffix or 'no extension'!r}: rename the file")
     text = path.read_text(encoding="utf-8")
-    if path.suffix not in (".yaml", ".yml"):
+    if suffix == ".json":
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=partial(_unique_json_keys, path))
         except json.JSONDecodeError as error:
             raise ConfigError(f"{path}, line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_unique_key_loader())  # a SafeLoader subclass: no arbitrary objects
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)  # 0-based; absent for errors before parsing (bad characters)
         where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
         problem = " ".join(str(getattr(error, "problem", None) or error).split())
         raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+
+
+def _unique_json_keys(path: Path, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object_pairs_hook: a dict, or ConfigError for a key given twice in one object."""
+    values: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in values:
+            raise ConfigError(f"{path}: key {key!r} appears twice in one JSON object (the later value would "
+                              f"silently win): keep one")
+        values[key] = value
+    return values
+
+
+@cache
+def _unique_key_loader():
+    """A yaml.SafeLoader that refuses a key given twice in one mapping (naming it and both lines); built once, on
+    first use (PyYAML is imported only when a YAML file is read)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                first_line: dict[Any, int] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":  # "<<: *defaults" may be overridden
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        earlier = first_line.get(key)
+                    except TypeError:  # an unhashable key: SafeLoader's own error follows
+                        continue
+                    if earlier is not None:
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping", node.start_mark,
+                            f"duplicate key {key!r} (first on line {earlier}; the later value would silently "
+                            f"win): keep one", key_node.start_mark)
+                    first_line[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
+def _check_number(source: str, name: str, value: float | None, minimum: float, *, strict: bool,
+                  meaning: str = "") -> None:
+    """ConfigError unless ``value`` is a finite number > ``minimum`` (``strict``) or >= it; None passes."""
+    if value is None:
+        return
+    if not (math.isfinite(value) and (value > minimum if strict else value >= minimum)):
+        raise ConfigError(f"{source}: {name} must be a finite number {'>' if strict else '>='} {minimum:g}"
+                          f"{f' ({meaning})' if meaning else ''}; got {value}")
 
 
 def validate(config: RunConfig, source: str) -> None:
@@ -349,6 +410,7 @@ def validate(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: a new {model.build} model needs model.options (its shape)")
     if model.path.startswith("bundled:") and model.path not in BUNDLED:
         raise ConfigError(f"{source}: model.path {model.path} is not a bundled model ({', '.join(BUNDLED)})")
+    _validate_options(model, source)
     if model.build in ("load", "hyte_h") and not model.path.startswith("bundled:"):
         local = Path(model.path)
         if (local.is_absolute() or model.path.startswith(".") or local.exists()) and not local.exists():
@@ -366,6 +428,9 @@ def validate(config: RunConfig, source: str) -> None:
             raise ConfigError(f"{source}: data.path {data.path} does not exist")
     if data.max_examples is not None and data.max_examples <= 0:
         raise ConfigError(f"{source}: data.max_examples must be > 0")
+    if not training.output_dir.strip():  # Path("") is the current folder: checkpoints and mined data would land there
+        raise ConfigError(f"{source}: training.output_dir is empty ({training.output_dir!r}); give the folder for "
+                          f"checkpoints and the final model, e.g. runs/my-run")
     if training.max_steps <= 0 or training.per_device_train_batch_size <= 0:
         raise ConfigError(f"{source}: training.max_steps and per_device_train_batch_size must be > 0")
     rates = {"training.learning_rate": training.learning_rate, "training.head_learning_rate": training.head_learning_rate,
@@ -373,6 +438,13 @@ def validate(config: RunConfig, source: str) -> None:
     for name, rate in rates.items():
         if rate is not None and not rate > 0:  # also refuses NaN; a negative rate would climb the loss
             raise ConfigError(f"{source}: {name} must be > 0; got {rate}")
+        if rate is not None and not math.isfinite(rate):
+            raise ConfigError(f"{source}: {name} must be a finite number; got {rate}")
+    _check_number(source, "training.weight_decay", training.weight_decay, 0, strict=False, meaning="0 = none")
+    if training.warmup_steps < 0:
+        raise ConfigError(f"{source}: training.warmup_steps must be an integer >= 0 (0 = no warmup); "
+                          f"got {training.warmup_steps}")
+    _validate_scheduler(training.lr_scheduler_type, source)
     if training.gradient_accumulation_steps < 1:
         raise ConfigError(f"{source}: training.gradient_accumulation_steps must be >= 1")
     if not 0 < training.max_grad_norm < math.inf:  # NaN would switch clipping off without a word
@@ -394,23 +466,101 @@ def validate(config: RunConfig, source: str) -> None:
     if config.loss.similarity not in ("geodesic", "lorentz_inner"):
         raise ConfigError(f"{source}: loss.similarity must be geodesic or lorentz_inner")
     loss = config.loss
+    # The logit scale is clamped to [1, max_logit_scale] and starts at 1 / temperature.
+    _check_number(source, "loss.max_logit_scale", loss.max_logit_scale, 1, strict=False,
+                  meaning="the logit scale is clamped to [1, max_logit_scale]")
+    _check_number(source, "loss.temperature", loss.temperature, 0, strict=True)
     if not 1.0 / loss.max_logit_scale <= loss.temperature <= 1.0:
         raise ConfigError(f"{source}: loss.temperature must lie in [1 / max_logit_scale, 1] = "
                           f"[{1.0 / loss.max_logit_scale:g}, 1]; got {loss.temperature}")
-    if loss.hierarchy_weight < 0:
-        raise ConfigError(f"{source}: loss.hierarchy_weight must be >= 0")
+    _check_number(source, "loss.hierarchy_weight", loss.hierarchy_weight, 0, strict=False)
     if loss.hierarchy_term not in ("cone", "radius"):
         raise ConfigError(f"{source}: loss.hierarchy_term must be cone or radius; got {loss.hierarchy_term!r}")
-    if not loss.radius_margin >= 0 or not loss.cone_min_radius > 0:
-        raise ConfigError(f"{source}: loss.radius_margin must be >= 0 and loss.cone_min_radius > 0")
+    if not 0 <= loss.radius_margin < math.inf or not 0 < loss.cone_min_radius < math.inf:
+        raise ConfigError(f"{source}: loss.radius_margin must be >= 0 and loss.cone_min_radius > 0 (both finite); "
+                          f"got {loss.radius_margin}, {loss.cone_min_radius}")
     if loss.hierarchy_weight > 0 and not data.hierarchy:
         raise ConfigError(f"{source}: loss.hierarchy_weight > 0 needs data.hierarchy: true (the parent pairs)")
     if config.stage == "finetune" and config.mining.num_negatives < 1:
         raise ConfigError(f"{source}: stage finetune needs mining.num_negatives >= 1")
+    _validate_lora(config.lora, source)
     if config.stage == "phrase":
         _validate_phrase(config, source)
     if config.stage == "compatible":
         _validate_compatible(config, source)
+
+
+# Which model config class model.options build (hyte.training.models.build_model), and the fields the builder sets
+# itself (HyTE-H takes its encoder's config from model.path).
+_OPTIONS_CONFIG = {"hyte_h": "HyTEHConfig", "hyte_fh": "HyTEFHConfig", "eucbert": "EucBERTConfig"}
+_OPTIONS_SET_BY_BUILD = {"hyte_h": {"encoder_config": "HyTE-H takes its encoder's config from model.path"}}
+
+
+def _validate_options(model: ModelSpec, source: str) -> None:
+    """model.options must be fields of the config class they build: an unknown key (a typo) would be stored in the
+    model's config.json and silently ignored."""
+    if not model.options:
+        return
+    if model.build == "load":
+        raise ConfigError(f"{source}: model.options {sorted(map(str, model.options))} are not used with model.build "
+                          f"load (the saved model keeps its own config): remove them, or build a new model "
+                          f"(model.build hyte_h, hyte_fh or eucbert)")
+    if model.build not in _OPTIONS_CONFIG:
+        return  # an unknown build is refused by validate
+    from .. import configuration_hyte  # transformers: imported only when a config has options to check
+
+    config_class = getattr(configuration_hyte, _OPTIONS_CONFIG[model.build])
+    parameters = inspect.signature(config_class.__init__).parameters.values()
+    accepted = sorted(p.name for p in parameters
+                      if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    set_by_build = _OPTIONS_SET_BY_BUILD.get(model.build, {})
+    for key in model.options:
+        if key in set_by_build:
+            raise ConfigError(f"{source}: model.options.{key} cannot be set: {set_by_build[key]}")
+        if key not in accepted:
+            close = difflib.get_close_matches(str(key), accepted, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(accepted)}"
+            raise ConfigError(f"{source}: model.options.{key} is not a {config_class.__name__} field ({hint}); "
+                              f"an unknown key would be stored in config.json and ignored")
+
+
+# Scheduler names transformers knows but hyte train cannot run: they need evaluation during training or
+# lr_scheduler_kwargs, which TrainingArguments here never gets.
+_UNSUPPORTED_SCHEDULERS = {"reduce_lr_on_plateau": "evaluation during training", "greedy": "evaluation during training",
+                           "cosine_with_min_lr": "lr_scheduler_kwargs (min_lr)",
+                           "cosine_warmup_with_min_lr": "lr_scheduler_kwargs (min_lr)",
+                           "warmup_stable_decay": "lr_scheduler_kwargs (num_decay_steps)"}
+
+
+def _validate_scheduler(name: str, source: str) -> None:
+    from transformers.trainer_utils import SchedulerType
+
+    usable = [s.value for s in SchedulerType if s.value not in _UNSUPPORTED_SCHEDULERS]
+    if name in _UNSUPPORTED_SCHEDULERS:
+        raise ConfigError(f"{source}: training.lr_scheduler_type {name!r} needs {_UNSUPPORTED_SCHEDULERS[name]}, "
+                          f"which hyte train does not give it; use one of {', '.join(usable)}")
+    if name not in usable:
+        close = difflib.get_close_matches(name, usable, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(f"{source}: training.lr_scheduler_type {name!r} is not a transformers scheduler; "
+                          f"{hint}known: {', '.join(usable)}")
+
+
+def _validate_lora(lora: LoraSpec, source: str) -> None:
+    """lora.r = 0 is full fine-tuning (no LoRA), r > 0 LoRA adapters of that rank; anything else is refused (a
+    negative rank used to mean full fine-tuning too, silently)."""
+    if lora.r < 0:
+        raise ConfigError(f"{source}: lora.r must be a positive integer (the LoRA rank) or 0 for full fine-tuning "
+                          f"without LoRA; got {lora.r}")
+    if lora.r == 0:
+        return
+    if lora.alpha <= 0:
+        raise ConfigError(f"{source}: lora.alpha must be > 0 (the adapters are scaled by alpha / r); got {lora.alpha}")
+    if not 0 <= lora.dropout < 1:
+        raise ConfigError(f"{source}: lora.dropout must lie in [0, 1); got {lora.dropout}")
+    if not lora.target_modules:
+        raise ConfigError(f"{source}: lora.target_modules is empty: LoRA with lora.r = {lora.r} needs the module "
+                          f"names to adapt (e.g. [query, value]), or set lora.r: 0 for full fine-tuning")
 
 
 def _validate_compatible(config: RunConfig, source: str) -> None:
@@ -425,7 +575,7 @@ def _validate_compatible(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: compatible.q_fixed must lie in (0, 1] (RINCE's exponent); got {spec.q_fixed}")
     if spec.temperature is not None and not 0 < spec.temperature <= 10:
         raise ConfigError(f"{source}: compatible.temperature must lie in (0, 10] or be null; got {spec.temperature}")
-    if spec.weight < 0 or spec.rince_lambda <= 0 or spec.cone_min_radius <= 0:
+    if not (0 <= spec.weight < math.inf and 0 < spec.rince_lambda < math.inf and 0 < spec.cone_min_radius < math.inf):
         raise ConfigError(f"{source}: compatible.weight must be >= 0, rince_lambda and cone_min_radius > 0")
     if config.lora.r > 0:
         raise ConfigError(f"{source}: stage compatible trains the whole model; set lora.r: 0")
@@ -437,10 +587,11 @@ def _validate_phrase(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: phrase.query_budget and phrase.document_budget must be >= 1")
     weights = (spec.global_weight, spec.token_weight, spec.lexical_weight, spec.segmentation_weight,
                spec.phrase_weight)
-    if min(weights) < 0 or sum(weights) == 0:
+    if not all(0 <= weight < math.inf for weight in weights) or sum(weights) == 0:
         raise ConfigError(f"{source}: the phrase.*_weight values must be >= 0 and not all 0")
-    if spec.temperature <= 0 or spec.lexical_temperature <= 0:
-        raise ConfigError(f"{source}: phrase.temperature and phrase.lexical_temperature must be > 0")
+    if not (0 < spec.temperature < math.inf and 0 < spec.lexical_temperature < math.inf):
+        raise ConfigError(f"{source}: phrase.temperature and phrase.lexical_temperature must be finite numbers > 0; "
+                          f"got {spec.temperature}, {spec.lexical_temperature}")
     unknown = sorted(set(spec.vocabularies) - {"hpo", "icd10"})
     if unknown:
         raise ConfigError(f"{source}: phrase.vocabularies may hold hpo and icd10; got {unknown}")

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..io import atomic_directory, write_text_atomically
 from ..results import portable_path, portable_paths
@@ -146,21 +146,59 @@ class RecordRun(TrainerCallback):
             write_text_atomically(Path(args.output_dir) / RUN_FILE, json.dumps(_identity(self.config), indent=2) + "\n")
 
 
+# A checkpoint folder is complete when it holds the weights (full model or LoRA adapter; one file or a sharded
+# index) and trainer_state.json, which the Trainer writes after them: a run killed while saving leaves one without.
+_CHECKPOINT_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors",
+                       "pytorch_model.bin", "pytorch_model.bin.index.json", "adapter_model.bin")
+_CHECKPOINT_STATE = "trainer_state.json"
+
+
+def _checkpoint_step(path: Path) -> int | None:
+    step = path.name[len(PREFIX_CHECKPOINT_DIR) + 1:]
+    return int(step) if path.name.startswith(f"{PREFIX_CHECKPOINT_DIR}-") and step.isdigit() else None
+
+
+def checkpoint_is_complete(path: Path) -> bool:
+    """Whether a Trainer checkpoint folder holds weights and trainer_state.json (see _CHECKPOINT_WEIGHTS)."""
+    return (path / _CHECKPOINT_STATE).is_file() and any((path / name).is_file() for name in _CHECKPOINT_WEIGHTS)
+
+
 def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
+    """The newest complete checkpoint in ``training.output_dir`` (None without ``resume`` or checkpoints).
+
+    Newer incomplete ones (a run killed while saving) are skipped with a warning naming them; when every
+    checkpoint is incomplete, RunFolderError names the folders to delete (transformers would only say it "can't
+    find a valid checkpoint")."""
     output_dir = Path(config.training.output_dir)
     if not resume or not output_dir.is_dir():
         return None
-    checkpoint = get_last_checkpoint(str(output_dir))
-    if checkpoint:
-        logger.info("resuming from %s", checkpoint)
-    return checkpoint
+    steps = {path: _checkpoint_step(path) for path in output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if path.is_dir()}
+    checkpoints = sorted((path for path, step in steps.items() if step is not None), key=steps.get, reverse=True)
+    incomplete = []
+    for checkpoint in checkpoints:
+        if checkpoint_is_complete(checkpoint):
+            if incomplete:
+                logger.warning("skipping incomplete checkpoint(s) %s (no weights or %s: interrupted while saving?); "
+                               "resuming from %s. Delete them to silence this warning.",
+                               ", ".join(map(str, incomplete)), _CHECKPOINT_STATE, checkpoint)
+            else:
+                logger.info("resuming from %s", checkpoint)
+            return str(checkpoint)
+        incomplete.append(checkpoint)
+    if incomplete:
+        raise RunFolderError(
+            f"cannot resume: no complete checkpoint in {output_dir}; {', '.join(map(str, incomplete))} lack(s) the "
+            f"weights (model.safetensors or adapter_model.safetensors) or {_CHECKPOINT_STATE} (interrupted while "
+            f"saving?): delete {'that folder' if len(incomplete) == 1 else 'those folders'} and start the run again "
+            f"without --resume")
+    return None
 
 
 def apply_lora(built: BuiltModel, config: RunConfig) -> None:
     """Wrap the model with LoRA adapters (peft). A base that exists only in memory (e.g. a HyTE-H just built on an
     encoder, whose projection is freshly initialised) is saved to output_dir/base first, so that the adapter can be
     loaded onto exactly the model it was trained on."""
-    if config.lora.r <= 0:
+    if config.lora.r == 0:  # 0 = full fine-tuning; a negative rank is refused by the config's validation
         return
     from peft import LoraConfig, get_peft_model
 
