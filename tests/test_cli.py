@@ -160,6 +160,11 @@ def test_outputs_never_replace_the_files_that_make_a_model_run_or_index_work(tmp
         index.save(tmp_path / "idx")
     assert (tmp_path / "idx" / "documents.jsonl").is_file() and (tmp_path / "idx" / "index.json").is_file()
 
+    other = tmp_path / "other-model"
+    shutil.copytree(model_dir, other)
+    assert main(["export", "onnx", str(model), "--output", str(other / "model.onnx")]) == 2
+    assert "inside another model's folder" in capsys.readouterr().err and not (other / "model.onnx").exists()
+
     weights = (model / "model.safetensors").read_bytes()
     assert main(["demo", "--output-dir", str(tmp_path), "--num-documents", "2"]) == 2
     assert "holds another model than the demo's" in capsys.readouterr().err

@@ -352,6 +352,7 @@ def test_the_readme_pgvector_steps_run_as_written(tmp_path, monkeypatch, capsys,
     from vector shards, search, an answer, the retriever; model, port and server folder swapped for the test's."""
     import os
     import shlex
+    import shutil
     import socket
     import tempfile
 
@@ -384,3 +385,24 @@ def test_the_readme_pgvector_steps_run_as_written(tmp_path, monkeypatch, capsys,
         assert [d.metadata["id"] for d in namespace["documents"]] == [doc_id for doc_id, _ in searched]
     finally:
         main(["postgres", "stop", "--dir", server])
+        shutil.rmtree(server, ignore_errors=True)
+
+
+def test_input_files_that_would_be_read_as_something_else_are_refused(tmp_path, capsys):
+    """Third new-user trial: a .jsonl saved as .txt (its raw JSON indexed), an empty BEIR query (scored as a query)."""
+    from hyte.data.beir import BEIRFormatError, load_beir
+    from hyte.io import DataFormatError, read_texts
+
+    lines = tmp_path / "corpus.txt"
+    lines.write_text('{"_id": "a", "text": "one"}\n{"_id": "b", "text": "two"}\n')
+    with pytest.raises(DataFormatError, match="rename it to .jsonl"):
+        read_texts(lines)
+    lines.write_text('{"_id": "a", "text": "one"}\na plain line\n')  # texts that merely start with a brace: kept
+    assert read_texts(lines)[0][1] == "a plain line"
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text('{"_id": "d1", "text": "a heart"}\n')
+    (beir / "queries.jsonl").write_text('{"_id": "q1", "text": "  "}\n')
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    with pytest.raises(BEIRFormatError, match=r'line 1: "text" is empty \(id q1\)'):
+        load_beir(beir)

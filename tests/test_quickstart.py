@@ -111,3 +111,7 @@ def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys, gener
     namespace = {}
     exec(python.replace("hyte-output/quickstart", str(tmp_path)), namespace)
     assert [d.id for d in namespace["documents"]] == [doc_id for doc_id, _ in hits]
+
+    # A rerun with other settings does not pass the finished 2-step model off as a 40-step one.
+    with pytest.raises(FileExistsError, match=r"finished run of other settings \(.*training steps: 2 -> 40"):
+        run_quickstart(tmp_path, steps=40, examples=48, queries=12, documents=80, per_depth=4)

@@ -256,9 +256,23 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
             if not text.strip():
                 raise DataFormatError(path, number, "blank line: each line is one text; remove blank lines")
             texts.append(text)
+        if texts and all(_is_json_record(text) for text in texts):
+            # Every line a {"text": ...} object: a .jsonl file under a .txt name, whose raw JSON would be indexed.
+            raise DataFormatError(path, None, "every line is a JSON object with a \"text\" field: this is a .jsonl "
+                                              "file; rename it to .jsonl so its texts and ids are read")
     if not texts:
         raise DataFormatError(path, None, "holds no texts")
     return texts, ids
+
+
+def _is_json_record(line: str) -> bool:
+    if not line.lstrip().startswith("{"):
+        return False
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and "text" in record
 
 
 def write_vectors(path: str | os.PathLike, vectors: np.ndarray, metadata: dict[str, str]) -> Path:

@@ -99,7 +99,7 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     from .evaluation.heldout import evaluate_heldout
     from .results import write_result
     from .runner import run
-    from .training.loop import remove_checkpoints
+    from .training.loop import finished_run_differences, remove_checkpoints
     from .training.recipes import hierarchy_finetune
 
     started = time.perf_counter()
@@ -115,11 +115,15 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     _step(2, f"fine-tuning {steps} steps on HPO training branches + ICD-10-CM training chapters "
              "(specificity head; hard negatives: mined by the base encoder, parents, siblings; entailment-cone term)")
     for name, (variant, folder) in trained.items():
+        config = hierarchy_finetune(variant, str(folder), steps=steps, examples=examples, mining_cache=cache)
         if (folder / "final").is_dir():
+            differences = finished_run_differences(config)
+            if differences:
+                raise FileExistsError(f"{folder} holds a finished run of other settings ({'; '.join(differences[:3])})"
+                                      f": give another --output-dir, or the settings of that run")
             print(f"  reusing the finished run in {folder / 'final'}")
         else:
-            run(hierarchy_finetune(variant, str(folder), steps=steps, examples=examples, mining_cache=cache),
-                resume=True)
+            run(config, resume=True)
         # A finished run is reused as it is, never resumed: its checkpoints would only take disk space.
         remove_checkpoints(folder)
 

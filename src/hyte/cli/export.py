@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..bundled import resolve_model
 from .common import MODEL_HELP, UserError, check_new_file
 
 __all__ = ["add_commands"]
@@ -13,10 +14,16 @@ __all__ = ["add_commands"]
 def _export_onnx(args: argparse.Namespace) -> int:
     from ..export import export_onnx
 
-    if args.output is None and not Path(args.model).is_dir():
+    if args.output is None and not Path(resolve_model(args.model)).is_dir():
         raise UserError(f"model folder {args.model} not found (a Hub id needs --output for the ONNX file)")
+    if args.output is None and str(args.model).startswith("bundled:"):
+        raise UserError(f"{args.model} is a bundled Euclidean encoder, not a HyTE model: export a HyTE model folder "
+                        "(hyte demo or hyte quickstart write one)")
     output = Path(args.output) if args.output is not None else Path(args.model) / "onnx" / "model.onnx"
     check_new_file(str(output), (".onnx",), args.overwrite)  # before the (slow) export
+    if (output.parent / "config.json").is_file() and output.parent.resolve() != Path(args.model).resolve():
+        raise UserError(f"--output {output} is inside another model's folder ({output.parent}): that model would "
+                        f"ship this graph (e.g. with hyte push); write it into {args.model} or a folder of its own")
     path = export_onnx(args.model, output)
     print(f"wrote {path} (inputs input_ids, attention_mask; outputs documents, queries); check it against PyTorch "
           f"with hyte.export.onnx_matches_pytorch")

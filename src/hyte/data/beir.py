@@ -31,8 +31,10 @@ def _require(path: Path) -> Path:
     return path
 
 
-def _read_jsonl(path: Path, fields: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, dict]:
-    """``{_id: record}`` from a JSONL file; each record must have string ``fields`` (ids may be JSON numbers)."""
+def _read_jsonl(path: Path, fields: tuple[str, ...], optional: tuple[str, ...] = (),
+                non_empty: tuple[str, ...] = ()) -> dict[str, dict]:
+    """``{_id: record}`` from a JSONL file; each record must have string ``fields`` (ids may be JSON numbers), and
+    the ``non_empty`` ones must hold more than white space."""
     records: dict[str, dict] = {}
     for number, record in iter_jsonl(_require(path), "BEIR file"):
         record_id = record.get("_id")
@@ -45,6 +47,9 @@ def _read_jsonl(path: Path, fields: tuple[str, ...], optional: tuple[str, ...] =
                 raise BEIRFormatError(path, number, f'missing "{field}" field (id {record_id})')
             if not isinstance(record[field], str):
                 raise BEIRFormatError(path, number, f'"{field}" must be a string (id {record_id})')
+            if field in non_empty and not record[field].strip():
+                raise BEIRFormatError(path, number, f'"{field}" is empty (id {record_id}): give the text, or remove '
+                                                    f"the line and its qrels")
         for field in optional:
             if record.get(field) is not None and not isinstance(record[field], str):
                 raise BEIRFormatError(path, number, f'"{field}" must be a string (id {record_id})')
@@ -74,7 +79,7 @@ def load_beir(folder: str | os.PathLike, split: str = "test") -> tuple[dict[str,
         raise BEIRFormatError(corpus_path, None, "the corpus is empty (no document lines)")
     corpus = {doc_id: f"{record['title']} {record['text']}" if record.get("title") else record["text"]
               for doc_id, record in documents.items()}
-    all_queries = {query_id: record["text"] for query_id, record in _read_jsonl(queries_path, ("text",)).items()}
+    all_queries = {query_id: record["text"] for query_id, record in _read_jsonl(queries_path, ("text",), non_empty=("text",)).items()}
 
     qrels: dict[str, dict[str, int]] = {}
     with _require(qrels_path).open(encoding="utf-8") as handle:

@@ -136,6 +136,10 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     try:
         target = saved_directory(directory, _MARKERS, "index folder")
     except FileNotFoundError as error:
+        if (Path(directory) / "final" / "config.json").is_file():
+            raise FileNotFoundError(f"{directory} is a training run folder, not an index: its model is "
+                                    f"{Path(directory) / 'final'}; build an index with it: `hyte index build --model "
+                                    f"{Path(directory) / 'final'} --input F --output NEW_FOLDER`") from None
         if (Path(directory) / "config.json").is_file():
             raise FileNotFoundError(f"{directory} is a model folder, not an index: give the index folder, or build "
                                     f"one with `hyte index build --model {directory} --input F --output NEW_FOLDER`"

@@ -25,7 +25,7 @@ from .data import hierarchy_for
 from .models import BuiltModel, detach_plain_logit_scale, embed, log_logit_scale_parameter, logit_scale, unwrap
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
-__all__ = ["ONTOLOGY_DATASETS", "RUN_FILE", "RecordRun", "RunFolderError", "apply_lora", "claim_output_dir", "heldout_metrics", "remove_checkpoints", "resume_checkpoint",
+__all__ = ["ONTOLOGY_DATASETS", "RUN_FILE", "RecordRun", "RunFolderError", "apply_lora", "claim_output_dir", "finished_run_differences", "heldout_metrics", "remove_checkpoints", "resume_checkpoint",
            "save_final", "train_pairs", "training_arguments"]
 
 logger = logging.getLogger(__name__)
@@ -132,6 +132,20 @@ def finished_run(config: RunConfig) -> Path | None:
         return None
     steps = json.loads(card.read_text()).get("training", {}).get("steps")
     return card.parent if isinstance(steps, int) and steps >= config.training.max_steps else None
+
+
+def finished_run_differences(config: RunConfig) -> list[str]:
+    """How the finished run in ``training.output_dir`` differs from ``config`` (empty when it is this run, trained to
+    exactly ``training.max_steps``): what a caller that reuses finished runs must check first."""
+    output_dir = Path(config.training.output_dir)
+    recorded, card = output_dir / RUN_FILE, output_dir / "final" / "hyte_card.json"
+    if not recorded.is_file() or not card.is_file():
+        return [f"{output_dir} lacks {RUN_FILE if not recorded.is_file() else 'final/hyte_card.json'}"]
+    differences = _differences(json.loads(recorded.read_text()), _identity(config))
+    steps = json.loads(card.read_text()).get("training", {}).get("steps")
+    if steps != config.training.max_steps:
+        differences.append(f"training steps: {steps!r} -> {config.training.max_steps!r}")
+    return differences
 
 
 class RecordRun(TrainerCallback):
