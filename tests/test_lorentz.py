@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -158,7 +159,7 @@ def test_theorem_4_7_holds_for_two_points_with_uniform_weights(seed, dtype, c):
     almost the far point itself, differed by 5e-5 in relative terms (seed 1463107)."""
     x = random_points(seed, 2, 4, c, dtype, 10.0 if dtype == torch.float64 else 5.0)
     radii = [float(L.radius(L.outward_einstein_midpoint(x, p=p, c=c))) for p in (0.0, 0.5, 1.0, 2.0, 4.0)]
-    assert all(b >= a * (1 - 1e-5) for a, b in zip(radii, radii[1:]))
+    assert all(b >= a * (1 - 1e-5) for a, b in itertools.pairwise(radii))
 
 
 def test_theorem_4_7_fails_in_general():
@@ -279,7 +280,7 @@ def test_exterior_angle_is_rotation_invariant_and_matches_float64(seed, c):
     x = random_points(seed, 32, 6, c, torch.float64, max_distance=5.0)
     y = random_points(seed + 7, 32, 6, c, torch.float64, max_distance=5.0)
     rotation, _ = torch.linalg.qr(torch.randn(6, 6, generator=torch.Generator().manual_seed(seed), dtype=torch.float64))
-    rotate = lambda p: torch.cat([p[..., :1], p[..., 1:] @ rotation.T], dim=-1)  # noqa: E731
+    rotate = lambda p: torch.cat([p[..., :1], p[..., 1:] @ rotation.T], dim=-1)
     torch.testing.assert_close(L.exterior_angle(rotate(x), rotate(y), c), L.exterior_angle(x, y, c))
     # float32 inputs agree with the float64 result (the computation itself runs in float64).
     torch.testing.assert_close(L.exterior_angle(x.float(), y.float(), c).double(), L.exterior_angle(x, y, c),
@@ -337,8 +338,8 @@ def test_vectors_that_are_not_points_of_this_hyperboloid_are_refused(dtype):
         "points of c = 4 near the origin": random_points(1, 6, 8, 4.0, dtype, max_distance=0.5),
     }
     for what, vectors in wrong.items():
-        for call in (lambda: L.distance(vectors, x), lambda: L.pairwise_distance(x, vectors),
-                     lambda: L.squared_lorentz_distance(vectors, x), lambda: L.centroid(vectors)):
+        for call in (lambda v=vectors: L.distance(v, x), lambda v=vectors: L.pairwise_distance(x, v),
+                     lambda v=vectors: L.squared_lorentz_distance(v, x), lambda v=vectors: L.centroid(v)):
             with pytest.raises(ValueError, match="not points of the hyperboloid <x,x>_L = -c with c = 1"):
                 call()
                 pytest.fail(f"{what} accepted")
@@ -367,3 +368,164 @@ def test_points_that_cannot_be_paired_are_named():
     with pytest.raises(TypeError, match="not a list"):
         L.expmap0([0.1, 0.2, 0.3])
     assert L.pairwise_distance(x, y).shape == (4, 3)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Wrong inputs are refused in one line naming the function; valid ones, far out and in float32, are not
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def space_like(seed: int, n: int, dim: int, dtype) -> torch.Tensor:
+    """n space-like vectors (v_0 = ||v_s|| / 2 > 0, norms from 0.1 to 1e3): <v, v>_L = 3/4 ||v_s||^2 > 0."""
+    g = torch.Generator().manual_seed(seed)
+    direction = torch.randn(n, dim, generator=g, dtype=torch.float64)
+    space = direction / direction.norm(dim=-1, keepdim=True) * 10 ** (4 * torch.rand(n, 1, generator=g) - 1)
+    return torch.cat([space.norm(dim=-1, keepdim=True) / 2, space], dim=-1).to(dtype)
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_wrong_inputs_are_refused_naming_the_function_and_the_problem(seed, dtype, c):
+    x = random_points(seed, 6, 8, c, dtype)
+    g = torch.Generator().manual_seed(seed)
+    euclidean = torch.randn(6, 9, generator=g, dtype=dtype)
+    direction = euclidean[:, 1:] / euclidean[:, 1:].norm(dim=-1, keepdim=True)
+    # Outside the ball by 1% to 100x: far beyond the ~1e-7 that rounding puts a point of its boundary layer outside.
+    outside = direction * math.sqrt(c) * (1.01 + 100 * torch.rand(6, 1, generator=g, dtype=dtype))
+    mask = torch.ones(2, 3, dtype=dtype)
+    not_points = "not points of the hyperboloid <x,x>_L = -c"
+    refused = [  # (call, exception, pattern the message must match)
+        # Point arguments: sign-flipped queries (with the hint to flip them back) and Euclidean vectors.
+        *[(lambda f=f: f(L.flip_time(x), c=c), ValueError,
+           rf"^{name}: .*{not_points}.*flip it back with lorentz\.flip_time")
+          for name, f in (("logmap0", L.logmap0), ("distance_to_origin", L.distance_to_origin),
+                          ("to_poincare", L.to_poincare), ("tangent_mean", L.tangent_mean))],
+        *[(lambda f=f: f(euclidean, c=c), ValueError, rf"^{name}: .*{not_points}")
+          for name, f in (("logmap0", L.logmap0), ("distance_to_origin", L.distance_to_origin),
+                          ("to_poincare", L.to_poincare), ("tangent_mean", L.tangent_mean),
+                          ("einstein_midpoint", L.einstein_midpoint))],
+        # project: space-like, v_0 <= 0 (flipped or negated points, space-like with v_0 = 0).
+        *[(lambda v=v: L.project(v, c), ValueError, r"^project: .*not time-like with v_0 > 0.*meaningless")
+          for v in (space_like(seed, 6, 8, dtype), L.flip_time(x), -x, torch.cat([x[:, :1] * 0, x[:, 1:]], -1))],
+        # from_poincare: outside the ball, NaN.
+        (lambda: L.from_poincare(outside, c), ValueError, r"^from_poincare: .*outside the Poincare ball"),
+        (lambda: L.from_poincare(torch.full((2, 8), math.nan, dtype=dtype), c), ValueError, "outside the Poincare"),
+        # centroid weights: negative, NaN, inf, a set summing to 0.
+        *[(lambda w=w: L.centroid(x[:3], torch.tensor(w, dtype=dtype), c), ValueError,
+           r"^centroid: weights must be >= 0, one per point, finite, with a positive sum")
+          for w in ([1.0, -0.5, 1.0], [1.0, math.nan, 1.0], [1.0, math.inf, 1.0], [0.0, 0.0, 0.0])],
+        (lambda: L.centroid(x.view(2, 3, 9), torch.tensor([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]], dtype=dtype), c),
+         ValueError, r"summing to 0 for the set at index \(1,\)"),
+        # Masks mark padding (0/1 or booleans); p must be finite.
+        *[(lambda f=f, m=m: f(x.view(2, 3, 9), mask * m, c=c), ValueError,
+           rf"^{name}: mask values must be 0 \(padding\) or 1")
+          for name, f in (("outward_einstein_midpoint", L.outward_einstein_midpoint),
+                          ("einstein_midpoint", L.einstein_midpoint), ("tangent_mean", L.tangent_mean))
+          for m in (0.5, 2.0, -1.0, math.nan)],
+        *[(lambda p=p: L.outward_einstein_midpoint(x.view(2, 3, 9), mask, p=p, c=c), ValueError,
+           r"^outward_einstein_midpoint: p must be a finite number") for p in (math.nan, math.inf, -math.inf)],
+        # The cone's min_radius: finite and > 0, as a number or per point.
+        *[(lambda k=k: L.half_aperture(x, c, min_radius=k), ValueError,
+           r"^half_aperture: min_radius must be a finite number > 0")
+          for k in (0.0, -0.1, math.nan, math.inf, torch.tensor([0.1, 0.1, 0.0, 0.1, 0.1, 0.1], dtype=dtype))],
+        (lambda: L.entailment_violation(x, x, c, min_radius=-0.1), ValueError, "^half_aperture: min_radius"),
+        (lambda: L.tangent_mean(x, c), TypeError, r"^tangent_mean: mask must be None or a tensor .* c=\.\.\."),
+        # Scores: ids instead of scores, NaN and +inf (padding is -inf).
+        (lambda: L.distance_from_inner(torch.arange(6), c), TypeError, r"^distance_from_inner .*not the ids"),
+        *[(lambda s=s: L.distance_from_inner(torch.tensor([-2.0, s], dtype=dtype), c), ValueError,
+           r"^distance_from_inner: 1 of 2 scores are NaN or \+inf") for s in (math.nan, math.inf)],
+        # Shapes and types, named instead of torch's own broadcasting / index errors.
+        (lambda: L.inner(x[:3], x[:2]), ValueError, r"^inner pairs matching rows, .* use pairwise_inner"),
+        (lambda: L.inner(x, x[:, :5]), ValueError, r"^inner: the points have 9 and 5 coordinates"),
+        (lambda: L.pairwise_inner(x[0], x[1]), ValueError, r"^pairwise_inner pairs every row .* use inner"),
+        (lambda: L.pairwise_distance(x[0], x[1], c), ValueError, r"^pairwise_distance pairs every row .* use distance"),
+        (lambda: L.pairwise_distance(x.view(2, 3, 9), x.view(3, 2, 9), c), ValueError,
+         r"^pairwise_distance: the leading \(batch\) dimensions"),
+        *[(lambda d=d: L.origin(d, c), TypeError, r"^origin\(dim, c\): dim is the space dimension d, an int")
+          for d in (3.0, "3", None, True)],
+    ]
+    for call, exception, pattern in refused:
+        with pytest.raises(exception, match=pattern):
+            call()
+            pytest.fail(f"accepted, expected {exception.__name__} matching {pattern!r}")
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_valid_inputs_up_to_radius_15_are_accepted(seed, dtype, c):
+    """Each check leaves room for what rounding does to valid inputs far from the origin, in float32 too."""
+    x = random_points(seed, 12, 8, c, dtype)  # radius up to 15 (21 sqrt(c) for c = 0.5)
+    g = torch.Generator().manual_seed(seed)
+    sets, mask = x.view(3, 4, 9), (torch.rand(3, 4, generator=g) < 0.7).index_fill(1, torch.tensor([0]), True)
+    for m in (mask, mask.to(dtype), mask.long()):  # booleans, floats and integer attention masks
+        for pooled in (L.outward_einstein_midpoint(sets, m, p=2.0, c=c), L.einstein_midpoint(sets, m, c=c),
+                       L.tangent_mean(sets, m, c=c)):
+            assert torch.isfinite(pooled).all()
+    weights = torch.rand(3, 4, generator=g, dtype=dtype).index_fill(1, torch.tensor([1]), 0)  # zeros are allowed
+    assert torch.isfinite(L.centroid(sets, weights, c)).all()
+    assert torch.isfinite(L.logmap0(x, c)).all() and torch.isfinite(L.distance_to_origin(x, c)).all()
+    # Stored points are light-like or slightly space-like by rounding beyond ~5 sqrt(c) in float32; still accepted.
+    assert L.project(x, c).shape == x.shape
+    # What attention gives rows of all padding passes through: zero (scaled dot-product) or NaN (eager).
+    degenerate = L.project(torch.tensor([[0.0] * 9, [math.nan] * 9], dtype=dtype), c)
+    assert (degenerate[0] == 0).all() and degenerate[1].isnan().all()
+    # A float32 point far out rounds onto (or just outside) the boundary of the ball: accepted, mapped far away.
+    assert L.from_poincare(L.to_poincare(x, c), c).shape == x.shape
+    assert L.from_poincare(L.to_poincare(x.double(), c).to(dtype), c).shape == x.shape
+    # Float32 scores of nearby far points can be positive (see test_float32_scores_of_far_points_can_be_positive).
+    scores = L.flip_time(x) @ x.T
+    distances = L.distance_from_inner(torch.cat([scores, torch.full((12, 1), -math.inf, dtype=dtype)], 1), c)
+    assert (distances[:, :-1] >= 0).all() and (distances[:, -1] == math.inf).all()
+    assert torch.isfinite(L.half_aperture(x, c, min_radius=torch.rand(12, generator=g, dtype=dtype) + 1e-3)).all()
+    # NumPy inputs take the same route.
+    assert np_finite(L.logmap0(x.numpy(), c)) and np_finite(L.to_poincare(x.numpy(), c))
+
+
+def np_finite(array) -> bool:
+    return bool(torch.isfinite(torch.from_numpy(array)).all())
+
+
+@pytest.mark.parametrize("c", CURVATURES)
+def test_float32_scores_of_far_points_can_be_positive(c):
+    """Why distance_from_inner does not refuse positive scores although <x, y>_L <= -c < 0 for points: the rounding
+    error of a float32 inner product is ~eps32 x_0 y_0, more than c from radius ~9 sqrt(c) on."""
+    x = random_points(0, 200, 8, c, torch.float32, max_distance=15.0)
+    scores = (L.flip_time(x) * x).sum(-1)  # each point with itself: -c exactly in exact arithmetic
+    positive = scores > 0
+    assert positive.any()
+    # Accepted; they clamp to distance ~0 (rounding as often errs the other way, which no rule could detect either).
+    assert (L.distance_from_inner(scores, c)[positive] < 1e-6).all()
+
+
+@pytest.mark.parametrize("c", CURVATURES)
+def test_project_accepts_kmeans_centroids_perturbed_by_a_cluster_split(c):
+    """FAISS k-means splits an empty cluster by scaling coordinates by 1 +- 1/1024 (alternating by coordinate); the
+    centroids of far clusters, nearly light-like, then turn slightly space-like. HyperbolicIndex projects them."""
+    x = random_points(1, 64, 8, c, torch.float64, max_distance=15.0)
+    mean = x.view(8, 8, 9).mean(1)
+    sign = torch.tensor([(-1) ** j for j in range(9)], dtype=torch.float64)
+    for perturbed in (mean * (1 + sign / 1024), mean * (1 - sign / 1024)):
+        assert torch.isfinite(L.project(perturbed, c)).all()
+
+
+def test_value_checks_stay_out_of_compiled_exported_and_meta_graphs():
+    """Checks that read values run on CPU tensors in eager mode only: torch.export and meta tensors see none."""
+
+    class Pool(torch.nn.Module):
+        def forward(self, x, mask, scores):
+            pooled = L.outward_einstein_midpoint(x, mask, p=1.0, c=1.0)
+            return (L.project(pooled + pooled, 1.0), L.logmap0(pooled), L.to_poincare(pooled),
+                    L.distance_from_inner(scores), L.half_aperture(pooled, 1.0, torch.ones(2) * 0.1))
+
+    x = L.expmap0(torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0)))
+    arguments = (x, torch.ones(2, 3), -torch.ones(2, 2) * 2)
+    exported = torch.export.export(Pool(), arguments)
+    for got, expected in zip(exported.module()(*arguments), Pool()(*arguments)):
+        torch.testing.assert_close(got, expected)
+    # Meta tensors have no values to read (OEM's all-padding check is left out: it also runs on accelerators).
+    meta = torch.ones(2, 3, 5, device="meta")  # not points, not time-like, outside the ball: nothing to see
+    for call in (L.project, L.logmap0, L.to_poincare, L.distance_to_origin, L.centroid,
+                 lambda m: L.tangent_mean(m, torch.full((2, 3), 0.5, device="meta")),
+                 lambda m: L.half_aperture(m, 1.0, torch.zeros(3, device="meta")), L.distance_from_inner,
+                 lambda m: L.from_poincare(m[..., 1:])):
+        assert call(meta).device.type == "meta"

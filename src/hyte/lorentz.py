@@ -41,8 +41,8 @@ __all__ = [
     "einstein_midpoint",
     "entailment_violation",
     "expmap0",
-    "flip_time",
     "exterior_angle",
+    "flip_time",
     "from_poincare",
     "half_aperture",
     "inner",
@@ -73,6 +73,18 @@ _MIN_CONE_DISTANCE = 1e-6
 # Smallest Euclidean norm accepted when normalising a direction (x_s / ||x_s||): the direction of the zero vector is
 # arbitrary, and the factor multiplying it is zero there, so any finite value gives the right (zero) result.
 _MIN_DIRECTION_NORM = 1e-15
+
+# Relative slack of ``project``'s time-like check: ||v_s|| <= (1 + slack) v_0 is accepted. Rounding of a stored point
+# or of a positive combination of points moves ||v_s|| / v_0 by ~1e-7 in float32 at any radius (beyond ~5 sqrt(c) a
+# float32 point is itself light-like or space-like by that much, which ``abs`` then absorbs), and FAISS k-means splits
+# an empty cluster by scaling coordinates by 1 +- 1/1024 (ratio up to 1.002; ``LorentzIndex`` projects its IVF
+# centroids). The mistakes the check exists for are far outside: a Euclidean embedding has ||v_s|| / |v_0| ~ sqrt(d),
+# a sign-flipped query or the zero vector v_0 <= 0.
+_TIME_LIKE_SLACK = 1e-2
+
+# Smallest relative slack of the checks that compare a value with the one a point must have (x_0 with the one its space
+# part gives, ||p||^2 with c): float32 points handed over as float64 carry float32 rounding (~1e-7 relative).
+_MIN_ROUNDING_SLACK = 1e-3
 
 
 def _accepts_numpy(function):
@@ -131,6 +143,9 @@ def _curvature_like(c: float | Tensor, x: Tensor) -> Tensor:
 
 def origin(dim: int, c: float = 1.0, *, dtype=torch.float32, device=None) -> Tensor:
     """The origin o = (sqrt(c), 0, ..., 0) of H^dim_c, shape (dim + 1,)."""
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+        raise TypeError(f"origin(dim, c): dim is the space dimension d, an int >= 1 (the origin has d + 1 "
+                        f"coordinates); got {type(dim).__name__} {dim!r}")
     check_curvature(c)
     if dim < 1:
         raise ValueError(f"dim is the space dimension, >= 1; got {dim}")
@@ -151,7 +166,11 @@ def add_time(space: Tensor, c: float | Tensor = 1.0) -> Tensor:
 
 @_accepts_numpy
 def inner(x: Tensor, y: Tensor, keepdim: bool = False) -> Tensor:
-    """Elementwise Lorentz inner product <x, y>_L of (..., D) tensors -> (...,) (or (..., 1) with keepdim)."""
+    """Elementwise Lorentz inner product <x, y>_L of (..., D) tensors -> (...,) (or (..., 1) with keepdim).
+
+    Any vectors, not only points: differences of points and sign-flipped queries are paired too, so no value check.
+    """
+    _check_pairable(x, y, "inner", "pairwise_inner")
     product = x * y
     result = product[..., 1:].sum(-1, keepdim=True) - product[..., :1]
     return result if keepdim else result.squeeze(-1)
@@ -169,7 +188,8 @@ def flip_time(x: Tensor) -> Tensor:
 
 @_accepts_numpy
 def pairwise_inner(x: Tensor, y: Tensor) -> Tensor:
-    """All Lorentz inner products between rows: (..., N, D) x (..., M, D) -> (..., N, M)."""
+    """All Lorentz inner products between rows: (..., N, D) x (..., M, D) -> (..., N, M); any vectors, as ``inner``."""
+    _check_pairable(x, y, "pairwise_inner", "inner", rows=True)
     return flip_time(x) @ y.transpose(-1, -2)
 
 
@@ -180,51 +200,141 @@ def distance_from_inner(lorentz_inner: Tensor, c: float | Tensor = 1.0) -> Tenso
     Evaluated in float64. The argument is >= 1 in exact arithmetic; rounding can push it slightly below 1 for
     (nearly) identical points, so it is clamped at 1 + 1e-15: the distance there is ~0, and the clamp also keeps
     the gradient finite (arccosh has an infinite slope at 1).
+
+    Refused: integer input (FAISS ids instead of scores), NaN and +inf. Positive values are NOT refused although
+    <x, y>_L <= -c < 0 for points: the rounding error of a float32 inner product is ~eps32 x_0 y_0, which exceeds c
+    from radius ~9 sqrt(c) on (x_0^2 > 1 / eps32). A float32 point and itself at radius 15 give flip_time(x) @ x up to
+    +6e5 (c = 1) and +6e10 (c = 0.5, radius 21 sqrt(c)), and a score carries no trace of the radii that produced it,
+    so no sign or size rule can tell a misused cosine similarity from a valid far-out score; those clamp to distance 0.
+    -inf (index padding) gives distance inf.
     """
+    if not isinstance(lorentz_inner, Tensor):
+        raise TypeError(f"distance_from_inner takes a tensor or NumPy array of Lorentz inner products; got "
+                        f"{type(lorentz_inner).__name__}: wrap it with torch.tensor(...) or np.asarray(...)")
+    if not lorentz_inner.is_floating_point():
+        raise TypeError(f"distance_from_inner takes Lorentz inner products (floating-point scores); got a "
+                        f"{lorentz_inner.dtype} tensor: pass the scores of a search (its first output), not the ids")
+    if _value_checks_apply(lorentz_inner):
+        off = torch.isnan(lorentz_inner) | (lorentz_inner == math.inf)
+        if off.any():
+            raise ValueError(f"distance_from_inner: {int(off.sum())} of {off.numel()} scores are NaN or +inf (first "
+                             f"at index {_first(off)}); a Lorentz inner product of two points is finite and <= -c "
+                             "(index padding is -inf, which gives distance inf)")
     c64 = _float64(_curvature_like(c, lorentz_inner))
     argument = (-_float64(lorentz_inner) / c64).clamp_min(1.0 + 1e-15)
     return (torch.sqrt(c64) * torch.acosh(argument)).to(lorentz_inner.dtype)
 
 
-def _check_pairable(x: Tensor, y: Tensor, name: str, other: str) -> None:
-    """A clear error for inputs ``name`` cannot pair up (torch's own names no function and no remedy)."""
+def _check_pairable(x: Tensor, y: Tensor, name: str, other: str, *, rows: bool = False) -> None:
+    """A clear error for inputs ``name`` cannot pair up (torch's own names no function and no remedy).
+
+    ``rows``: ``name`` pairs every row of x with every row of y, (..., N, D) x (..., M, D), instead of matching rows;
+    ``other`` is the function doing the other kind of pairing. Reads shapes only, so it always runs.
+    """
+    for value in (x, y):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name} takes tensors or NumPy arrays of points; got {type(value).__name__}")
+    if rows and min(x.ndim, y.ndim) < 2:
+        raise ValueError(f"{name} pairs every row of (..., N, D) with every row of (..., M, D), but got shapes "
+                         f"{tuple(x.shape)} and {tuple(y.shape)}; add a row dimension (x[None]) or, for matching "
+                         f"points, use {other}")
+    if min(x.ndim, y.ndim) < 1:
+        raise ValueError(f"{name} takes vectors (..., D); got shapes {tuple(x.shape)} and {tuple(y.shape)}")
     if x.shape[-1] != y.shape[-1]:
         raise ValueError(f"{name}: the points have {x.shape[-1]} and {y.shape[-1]} coordinates; both must be points "
                          "of the same hyperboloid")
     try:
-        torch.broadcast_shapes(x.shape, y.shape)
+        torch.broadcast_shapes(x.shape[:-2], y.shape[:-2]) if rows else torch.broadcast_shapes(x.shape, y.shape)
     except RuntimeError:
+        if rows:
+            raise ValueError(f"{name}: the leading (batch) dimensions of {tuple(x.shape)} and {tuple(y.shape)} do "
+                             "not broadcast; rows are paired within matching batches") from None
         raise ValueError(f"{name} pairs matching rows, but got {tuple(x.shape)} and {tuple(y.shape)}; for every pair "
                          f"of rows use {other}") from None
 
 
-def _refresh_time64(x: Tensor, c: float | Tensor) -> Tensor:
+def _first(mask: Tensor) -> tuple[int, ...]:
+    """Index of the first True of a boolean tensor, for error messages."""
+    return tuple(int(i) for i in mask.nonzero()[0])
+
+
+def _rounding_slack(x: Tensor, floor: float = _MIN_ROUNDING_SLACK) -> float:
+    """Relative slack for a value of x's dtype compared with the value a point must have: ``floor``, or more for half
+    precision, whose rounding (16 eps = 0.03 for float16, 0.125 for bfloat16) exceeds it."""
+    return max(floor, 16 * torch.finfo(x.dtype).eps) if x.is_floating_point() else floor
+
+
+def _refresh_time64(x: Tensor, c: float | Tensor, name: str) -> Tensor:
     """x in float64 with its time coordinate recomputed from its space part (see the module docstring).
 
     Recomputing would silently turn any vector into a point, so the given time coordinate must match the recomputed
     one: Euclidean vectors, sign-flipped queries, NaN and points of another curvature are refused (the last only near
     the origin, where x_0 depends on c; far out x_0 ~ ||x_s|| for every c).
     """
+    if not isinstance(x, Tensor) or x.ndim < 1:
+        raise TypeError(f"{name} takes a tensor or NumPy array of points (..., D); got "
+                        f"{type(x).__name__ if not isinstance(x, Tensor) else 'a 0-d tensor'}")
     refreshed = add_time(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
     if _value_checks_apply(x):
-        _check_time_coordinate(x, refreshed[..., 0], c)
+        _check_time_coordinate(x, refreshed[..., 0], c, name)
     return refreshed
 
 
-def _check_time_coordinate(x: Tensor, expected_time: Tensor, c: float | Tensor) -> None:
+def _check_points(x: Tensor, c: float | Tensor, name: str) -> None:
+    """Refuse vectors that are not points of H_c, for functions that read x as given (no refreshed time)."""
+    if not isinstance(x, Tensor) or _value_checks_apply(x):
+        with torch.no_grad():
+            _refresh_time64(x.detach() if isinstance(x, Tensor) else x, c, name)
+
+
+def _check_time_coordinate(x: Tensor, expected_time: Tensor, c: float | Tensor, name: str) -> None:
     # Relative tolerance: float32 rounding of x_0 is ~1e-7 relative at any radius; half precision needs more.
-    tolerance = max(1e-3, 16 * torch.finfo(x.dtype).eps) if x.is_floating_point() else 1e-3
     relative_error = (_float64(x[..., 0]) - expected_time).abs() / expected_time
-    off = ~(relative_error <= tolerance)  # NaN compares False, so it counts as off
+    off = ~(relative_error <= _rounding_slack(x))  # NaN compares False, so it counts as off
     if off.any():
-        first = tuple(int(i) for i in off.nonzero()[0])
+        first = _first(off)
+        time = float(x.detach()[first + (0,)])
         c_value = float(c.detach().flatten()[0]) if isinstance(c, Tensor) else float(c)
+        # -x_0 matching the expected time: the vector is a point with its time negated, i.e. a query as emitted.
+        flipped = abs(-time - float(expected_time[first])) <= _rounding_slack(x) * float(expected_time[first])
+        hint = ("x_0 = -(its point's x_0) there: a sign-flipped query vector (role='query' output); flip it back "
+                "with lorentz.flip_time(x)" if flipped else "flip query vectors back with lorentz.flip_time")
         raise ValueError(
-            f"{int(off.sum())} of {off.numel()} vectors are not points of the hyperboloid <x,x>_L = -c with c = "
-            f"{c_value:g} (first at index {first}: x_0 = {float(x[first + (0,)]):.6g}, the point with that space part "
-            f"has x_0 = {float(expected_time[first]):.6g}). Pass points with the time coordinate first (an encoder's "
+            f"{name}: {int(off.sum())} of {off.numel()} vectors are not points of the hyperboloid <x,x>_L = -c with "
+            f"c = {c_value:g} (first at index {first}: x_0 = {time:.6g}, the point with that space part has x_0 = "
+            f"{float(expected_time[first]):.6g}). Pass points with the time coordinate first (an encoder's "
             f"role='document' output, or lorentz.add_time(space, c)), made with this c (the model's "
-            f"config.curvature); flip query vectors back with lorentz.flip_time.")
+            f"config.curvature); {hint}.")
+
+
+def _check_number(value: float | Tensor, name: str, what: str, *, positive: bool) -> None:
+    """Refuse a parameter (a number or a tensor of them) that is not finite or, with ``positive``, not > 0."""
+    if isinstance(value, Tensor):
+        if not _value_checks_apply(value):
+            return
+        values = _float64(value.detach())
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+        values = torch.tensor(float(value), dtype=torch.float64)
+    else:
+        raise TypeError(f"{name}: {what} must be a number or a tensor; got {type(value).__name__} {value!r}")
+    off = ~torch.isfinite(values) | ((values <= 0) if positive else torch.zeros_like(values, dtype=torch.bool))
+    if off.any():
+        bad = float(values.flatten()[int(off.flatten().nonzero()[0])])
+        raise ValueError(f"{name}: {what} must be a finite number{' > 0' if positive else ''}; got {bad}")
+
+
+def _check_mask(mask: Tensor | None, name: str) -> None:
+    """Refuse masks with values other than 0 and 1: a mask marks padding, it does not weigh points."""
+    if mask is not None and not isinstance(mask, Tensor):
+        raise TypeError(f"{name}: mask must be None or a tensor (..., N) of 0/1 or booleans; got "
+                        f"{type(mask).__name__} {mask!r} (the curvature goes by keyword: c=...)")
+    if mask is None or mask.dtype == torch.bool or not _value_checks_apply(mask):
+        return
+    off = ~((mask == 0) | (mask == 1))  # NaN is neither
+    if off.any():
+        first = _first(off)
+        raise ValueError(f"{name}: mask values must be 0 (padding) or 1 (or booleans); got {float(mask[first]):g} at "
+                         f"index {first}. For weighted points use lorentz.centroid(x, weights, c)")
 
 
 @_accepts_numpy
@@ -238,7 +348,7 @@ def distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     hence the clamp, whose tiny floor also keeps the gradient of the square root finite at x = y.
     """
     _check_pairable(x, y, "distance", "pairwise_distance")
-    difference = _refresh_time64(x, c) - _refresh_time64(y, c)
+    difference = _refresh_time64(x, c, "distance") - _refresh_time64(y, c, "distance")
     chord = torch.sqrt(inner(difference, difference).clamp_min(1e-30))
     two_sqrt_c = 2 * torch.sqrt(_float64(_curvature_like(c, difference)))
     return (two_sqrt_c * torch.asinh(chord / two_sqrt_c)).to(x.dtype)
@@ -247,10 +357,9 @@ def distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
 @_accepts_numpy
 def pairwise_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """All geodesic distances between rows: (..., N, D) x (..., M, D) -> (..., N, M)."""
-    if x.shape[-1] != y.shape[-1]:
-        raise ValueError(f"pairwise_distance: the points have {x.shape[-1]} and {y.shape[-1]} coordinates; both "
-                         "must be points of the same hyperboloid")
-    return distance_from_inner(pairwise_inner(_refresh_time64(x, c), _refresh_time64(y, c)), c).to(x.dtype)
+    _check_pairable(x, y, "pairwise_distance", "distance", rows=True)
+    x64, y64 = _refresh_time64(x, c, "pairwise_distance"), _refresh_time64(y, c, "pairwise_distance")
+    return distance_from_inner(pairwise_inner(x64, y64), c).to(x.dtype)
 
 
 @_accepts_numpy
@@ -261,7 +370,8 @@ def squared_lorentz_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> T
     it slightly negative for identical points.
     """
     c64 = _float64(_curvature_like(c, x))
-    value = -2 * c64 - 2 * inner(_refresh_time64(x, c), _refresh_time64(y, c))
+    name = "squared_lorentz_distance"
+    value = -2 * c64 - 2 * inner(_refresh_time64(x, c, name), _refresh_time64(y, c, name))
     return value.clamp_min(0).to(x.dtype)
 
 
@@ -276,8 +386,9 @@ def distance_to_origin(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """d(o, x) = sqrt(c) asinh(||x_s|| / sqrt(c)), (..., D) -> (...,).
 
     The asinh form uses only the space part, so it is accurate both near the origin (where arccosh(x_0 / sqrt(c))
-    loses all digits) and far from it.
+    loses all digits) and far from it. Vectors that are not points of H_c are refused (see ``distance``).
     """
+    _check_points(x, c, "distance_to_origin")
     sqrt_c = torch.sqrt(_curvature_like(c, x))
     return sqrt_c * torch.asinh(x[..., 1:].norm(dim=-1) / sqrt_c)
 
@@ -289,14 +400,41 @@ def project(v: Tensor, c: float | Tensor = 1.0) -> Tensor:
     Pi_c(v) = sqrt(c) v / sqrt(|<v, v>_L|), evaluated in v's dtype: the input's own time coordinate is used, so its
     Lorentz norm is only as accurate as storage allows (eps x_0^2 << c: up to radius ~5 sqrt(c) for float32
     points, ~14 sqrt(c) for float64), and computing in a wider dtype would not help. ``centroid`` and OEM pooling
-    re-derive the time of their inputs and are accurate further out. ``abs`` follows the paper; a space-like v has
-    no meaningful projection, and callers only pass positive combinations of points, which are always time-like.
-    The clamp keeps a degenerate (light-like or zero) v from dividing by zero.
+    re-derive the time of their inputs and are accurate further out. A space-like v, or one with v_0 <= 0 (a
+    sign-flipped query), has no meaningful projection and is refused; callers pass positive combinations of points,
+    which are time-like with v_0 > 0. Within rounding (``_TIME_LIKE_SLACK``) a vector may be light-like or slightly
+    space-like: ``abs`` (as in the paper) and the clamp, which keeps a light-like v from dividing by zero, handle
+    those. The zero vector maps to zero and NaN propagates, as attention over all-padding rows needs.
     """
+    _check_time_like(v, "project")
     # -<v, v>_L = v_0^2 - ||v_s||^2, factored as (v_0 - ||v_s||)(v_0 + ||v_s||), which cancels less.
     time, space_norm = v[..., :1], torch.linalg.vector_norm(v[..., 1:], dim=-1, keepdim=True)
     norm_sq = ((time - space_norm) * (time + space_norm)).abs().clamp_min(_MIN_LORENTZ_NORM_SQ)
     return v * (torch.sqrt(_curvature_like(c, v)) * torch.rsqrt(norm_sq))
+
+
+def _check_time_like(v: Tensor, name: str) -> None:
+    """Refuse vectors that are not time-like with v_0 > 0, up to rounding (see ``_TIME_LIKE_SLACK``)."""
+    if not isinstance(v, Tensor) or v.ndim < 1:
+        raise TypeError(f"{name} takes a tensor or NumPy array of vectors (..., D)")
+    if not _value_checks_apply(v):
+        return
+    v64 = _float64(v.detach())
+    time, space_norm = v64[..., 0], torch.linalg.vector_norm(v64[..., 1:], dim=-1)
+    slack = max(_TIME_LIKE_SLACK, _rounding_slack(v))
+    time_like = (time > 0) & (space_norm <= (1 + slack) * time)
+    # Passed through as before: the zero vector (scaled to zero; scaled dot-product attention returns it for a sequence
+    # that is all padding) and NaN/inf (eager attention gives NaN there); the model's pooling then names the padding.
+    passed = ((time == 0) & (space_norm == 0)) | ~torch.isfinite(v64).all(-1)
+    off = ~time_like & ~passed
+    if off.any():
+        first = _first(off)
+        raise ValueError(
+            f"{name}: {int(off.sum())} of {off.numel()} vectors are not time-like with v_0 > 0 (first at index "
+            f"{first}: v_0 = {float(time[first]):.6g}, ||v_s|| = {float(space_norm[first]):.6g}); their projection "
+            "onto the hyperboloid is meaningless. Pass points or positive combinations of points (time coordinate "
+            "first); lift space coordinates with lorentz.add_time(space, c), flip query vectors back with "
+            "lorentz.flip_time.")
 
 
 @_accepts_numpy
@@ -322,7 +460,13 @@ def logmap0(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Logarithmic map at the origin: point (..., d + 1) -> tangent space part v (..., d), inverse of expmap0.
 
     ||v|| = d(o, x) = sqrt(c) asinh(||x_s|| / sqrt(c)) (accurate at every radius, see ``distance_to_origin``).
+    Vectors that are not points of H_c are refused (see ``distance``).
     """
+    _check_points(x, c, "logmap0")
+    return _logmap0(x, c)
+
+
+def _logmap0(x: Tensor, c: float | Tensor) -> Tensor:
     space = x[..., 1:]
     norm = space.norm(dim=-1, keepdim=True)
     sqrt_c = torch.sqrt(_curvature_like(c, x))
@@ -334,8 +478,10 @@ def to_poincare(x: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Hyperboloid -> Poincare ball of radius sqrt(c): (..., d + 1) -> (..., d), p = sqrt(c) x_s / (x_0 + sqrt(c)).
 
     Far from the origin p approaches the boundary, where 1 - ||p||^2 / c ~ 4 exp(-r / sqrt(c)): float32 keeps that
-    apart from 0 only up to r ~ 14 sqrt(c). Use float64 for round trips of points further out.
+    apart from 0 only up to r ~ 14 sqrt(c). Use float64 for round trips of points further out. Vectors that are not
+    points of H_c are refused (see ``distance``).
     """
+    _check_points(x, c, "to_poincare")
     sqrt_c = torch.sqrt(_curvature_like(c, x))
     return sqrt_c * x[..., 1:] / (x[..., :1] + sqrt_c)
 
@@ -345,8 +491,21 @@ def from_poincare(p: Tensor, c: float | Tensor = 1.0) -> Tensor:
     """Poincare ball of radius sqrt(c) -> hyperboloid: x_s = 2 c p / (c - ||p||^2), time recomputed.
 
     c - ||p||^2 is clamped at a tiny positive value so a point rounded onto the boundary maps far away instead of
-    to infinity or the other sheet.
+    to infinity or the other sheet. Points further outside than rounding can put them (||p||^2 > c (1 + 1e-3)) are
+    refused: they are not points of the ball (see ``_MIN_ROUNDING_SLACK``: float32 rounds a point at radius 15 to
+    ||p||^2 ~ c (1 + 6e-8)).
     """
+    if not isinstance(p, Tensor) or p.ndim < 1:
+        raise TypeError("from_poincare takes a tensor or NumPy array of Poincare ball points (..., d)")
+    if _value_checks_apply(p):
+        squared_norm = _float64(p.detach()).pow(2).sum(-1, keepdim=True)
+        off = ~(squared_norm <= _float64(_curvature_like(c, p)) * (1 + _rounding_slack(p)))  # NaN counts as off
+        if off.any():
+            first = _first(off)[:-1]
+            raise ValueError(
+                f"from_poincare: {int(off.sum())} of {off.numel()} vectors lie outside the Poincare ball ||p||^2 < c "
+                f"(first at index {first}: ||p||^2 = {float(squared_norm[first]):.6g}); pass points of the ball of "
+                f"radius sqrt(c), e.g. lorentz.to_poincare(x, c) of hyperboloid points, made with this c.")
     c = _curvature_like(c, p)
     gap = (c - p.pow(2).sum(-1, keepdim=True)).clamp_min(torch.finfo(p.dtype).tiny)
     return add_time(2 * c * p / gap, c)
@@ -356,15 +515,25 @@ def from_poincare(p: Tensor, c: float | Tensor = 1.0) -> Tensor:
 def centroid(x: Tensor, weights: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
     """Weighted Lorentzian centroid Pi_c(sum_i w_i x_i): (..., N, D), weights (..., N) -> (..., D).
 
-    With weights None every point weighs 1. Weights must be >= 0 and not all zero along N. Computed in float64
+    With weights None every point weighs 1. Weights must be finite, >= 0 and not all zero along N. Computed in float64
     with each point's time recomputed from its space part (module docstring); float64 resolves the Lorentz norm of
     the sum up to x_0 ~ 1e7 (radius ~14 sqrt(c)); further out the result stays finite but loses accuracy.
     """
-    x64 = _refresh_time64(x, c)
+    x64 = _refresh_time64(x, c, "centroid")
     w64 = torch.ones_like(x64[..., 0]) if weights is None else _float64(weights)
-    if weights is not None and (w64.shape[-1] != x64.shape[-2] or bool((w64 < 0).any())):
-        raise ValueError(f"weights must be >= 0, one per point: {x64.shape[-2]} points, weights of shape "
-                         f"{tuple(w64.shape)}")
+    if weights is not None and (w64.ndim < 1 or x64.ndim < 2 or w64.shape[-1] != x64.shape[-2]):
+        raise ValueError(f"centroid: weights must be >= 0, one per point: {x64.shape[-2] if x64.ndim > 1 else 1} "
+                         f"points, weights of shape {tuple(w64.shape)}")
+    if weights is not None and _value_checks_apply(weights):
+        # A negative weight can make the sum space-like; an all-zero set sums to the zero vector, which has no
+        # projection; NaN/inf poison the whole centroid.
+        off = ~(torch.isfinite(w64) & (w64 >= 0))
+        empty = ~(w64.sum(-1) > 0)
+        if off.any() or empty.any():
+            where = (f"{float(w64[_first(off)]):g} at index {_first(off)}" if off.any()
+                     else "weights summing to 0" + (f" for the set at index {_first(empty)}" if empty.ndim else ""))
+            raise ValueError(f"centroid: weights must be >= 0, one per point, finite, with a positive sum per set; "
+                             f"got {where}. Pass weights=None to weigh every point 1")
     return project((w64.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x))).to(x.dtype)
 
 
@@ -374,20 +543,28 @@ def outward_einstein_midpoint(
 ) -> Tensor:
     """Outward Einstein Midpoint OEM_p = Pi_c(sum_i w_i x_{i,0}^p x_i): (..., N, D), mask (..., N) -> (..., D).
 
-    ``mask`` holds the weights w_i (an attention mask: padding weighs 0); None weighs every point 1. p = 0 is the
-    Einstein midpoint (= the Lorentzian centroid of hyperboloid points); HyTE's default is p = 1, the HypRAG
-    reference code's value. The paper's appendix writes the weights as x_0^(p+1) applied to Klein points, which is
-    x_0^p on hyperboloid points: its p and ours coincide.
+    ``mask`` holds the weights w_i, an attention mask: 1 (or True) per token, 0 for padding; None weighs every point
+    1. p = 0 is the Einstein midpoint (= the Lorentzian centroid of hyperboloid points); HyTE's default is p = 1, the
+    HypRAG reference code's value. The paper's appendix writes the weights as x_0^(p+1) applied to Klein points,
+    which is x_0^p on hyperboloid points: its p and ours coincide.
 
     x_0^p overflows for far points and large p, and Pi_c does not care about a common positive factor, so the
     weights are formed as a softmax of p log x_0 + log w (masked points get log 0 = -inf).
+
+    Refused: mask values other than 0/1, a p that is not finite, and vectors that are not points of H_c.
     """
-    x64 = _refresh_time64(x, c)
+    return _outward_einstein_midpoint(x, mask, p, c, "outward_einstein_midpoint")
+
+
+def _outward_einstein_midpoint(x: Tensor, mask: Tensor | None, p: float, c: float | Tensor, name: str) -> Tensor:
+    _check_number(p, name, "p", positive=False)
+    _check_mask(mask, name)
+    x64 = _refresh_time64(x, c, name)
     w64 = torch.ones_like(x64[..., 0]) if mask is None else _float64(mask)
     # Checked in eager mode only: the check reads tensor values, which compiled and exported graphs do not know.
     tracing = torch.compiler.is_compiling() or torch.compiler.is_exporting()
     if mask is not None and not tracing and bool((w64.sum(-1) <= 0).any()):
-        raise ValueError("outward_einstein_midpoint: a row of the mask has no positive weight (all padding); "
+        raise ValueError(f"{name}: a row of the mask has no positive weight (all padding); "
                          "every sequence needs at least one unmasked token.")
     logits = p * torch.log(x64[..., 0]) + torch.log(w64)
     weights = torch.softmax(logits, dim=-1)
@@ -397,13 +574,15 @@ def outward_einstein_midpoint(
 @_accepts_numpy
 def einstein_midpoint(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
     """The Einstein midpoint, OEM with p = 0: (..., N, D), mask (..., N) -> (..., D)."""
-    return outward_einstein_midpoint(x, mask, p=0.0, c=c)
+    return _outward_einstein_midpoint(x, mask, 0.0, c, "einstein_midpoint")
 
 
 @_accepts_numpy
 def tangent_mean(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
     """expmap0 of the masked mean of logmap0(x_i): the 'naive' tangent-space mean pooling, (..., N, D) -> (..., D)."""
-    tangent = logmap0(x, c)
+    _check_mask(mask, "tangent_mean")
+    _check_points(x, c, "tangent_mean")
+    tangent = _logmap0(x, c)
     w = torch.ones_like(tangent[..., 0]) if mask is None else mask.to(tangent.dtype)
     total = w.sum(-1, keepdim=True).clamp_min(1.0)  # an all-padding row pools to the origin, not NaN
     return expmap0((w.unsqueeze(-1) * tangent).sum(-2) / total, c)
@@ -423,7 +602,9 @@ def half_aperture(x: Tensor, c: float | Tensor = 1.0, min_radius: float = 0.1) -
     with ||x_s|| <= 2 K sqrt(c) get the widest cone, pi/2 (the argument is clamped below 1). MERU writes
     2K / (||x_s|| sqrt(curv)) with curv = |K_sectional| = 1/c: the same value in this module's convention.
     Scale-invariant: a point of H_c and its rescaling to H_c' (x sqrt(c'/c)) have the same aperture.
+    ``min_radius`` must be finite and > 0 (0 would give every cone aperture 0, a negative one a negative angle).
     """
+    _check_number(min_radius, "half_aperture", "min_radius", positive=True)
     space_norm = x[..., 1:].norm(dim=-1)
     # ||x_s|| = 0 (the origin) makes the argument infinite; the clamp below turns that into the widest cone.
     argument = 2 * min_radius * torch.sqrt(_curvature_like(c, space_norm)) / space_norm.clamp_min(_MIN_DIRECTION_NORM)
@@ -449,7 +630,7 @@ def exterior_angle(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     Float32 *storage* bounds the accuracy far out: a float32 point at radius 14 has its direction known only to
     ~1e-7 x sinh(14) ~ 0.06 in geodesic units, so two stored points on one ray can be ~0.1 rad apart in truth.
     """
-    x64, y64 = _refresh_time64(x, c), _refresh_time64(y, c)
+    x64, y64 = _refresh_time64(x, c, "exterior_angle"), _refresh_time64(y, c, "exterior_angle")
     c64 = _float64(_curvature_like(c, x64[..., 0]))
     difference = x64 - y64
     half_chord = inner(difference, difference).clamp_min(0) / (2 * c64)  # D / 2c >= 0; rounding can dip below
