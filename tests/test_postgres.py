@@ -288,3 +288,26 @@ def test_a_pgvector_index_loads_vector_shards_without_encoding(tmp_path, model_d
         ids, stored = index.stored()
         np.testing.assert_array_equal(stored, vectors)
         assert [index.documents[i] for i in ids] == [{"id": str(i), "text": d["text"]} for i, d in enumerate(documents)]
+
+
+def test_the_serving_benchmark_runs_and_its_exact_searches_agree_with_float64_far_out(tmp_path):
+    """benchmarks/bench_serving.py at a tiny size: its own server, a result JSON, a BENCHMARKS.md section."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from hyte.report.build import write_benchmarks_md
+
+    root = Path(__file__).resolve().parents[1]
+    output = tmp_path / "results" / "serving_radius.json"
+    output.parent.mkdir()
+    subprocess.run([sys.executable, str(root / "benchmarks" / "bench_serving.py"), "radius", "--documents", "400",
+                    "--queries", "8", "--dim", "9", "--radii", "0", "9", "--output", str(output)], check=True,
+                   capture_output=True, timeout=600)
+    rows = json.loads(output.read_text())["rows"]
+    assert [row["radius"] for row in rows] == [0, 9]
+    for row in rows:
+        assert row["lorentz_flat"]["agreement"] == row["pgvector_exact"]["agreement"] == 1.0
+    markdown = write_benchmarks_md(output.parent, tmp_path / "BENCHMARKS.md").read_text()
+    assert "## Serving: exact search far from the origin" in markdown and "| serving_radius.json | 9.0 |" in markdown

@@ -5,7 +5,8 @@ each section is rendered by the module of its subject (``report.evaluation``, ``
 Each JSON is recognised by its ``"benchmark"`` key (``hierarchy``, ``retrieval``, ``radius``, ``mteb`` from
 ``hyte eval ...``; ``rag`` from ``hyte eval rag``; ``hierarchy_finetune`` / ``hierarchy_sweep`` from ``benchmarks/run_hierarchy_finetune.py``;
 ``specificity_selection`` / ``specificity`` from ``benchmarks/run_specificity.py``; ``forward``, ``encode``, ``index`` from
-``hyte bench`` / the ``benchmarks/bench_*.py`` scripts; an index JSON without the key is recognised by its
+``hyte bench`` / the ``benchmarks/bench_*.py`` scripts; ``serving_radius`` / ``serving_scale`` from
+``benchmarks/bench_serving.py``; an index JSON without the key is recognised by its
 ``"indexes"``). Sections come in that order; inside a section
 results measured on the same data share a table, one row per file, and a "Runs" list gives each file's command,
 date and machine (from its ``"meta"``). Adding a model is adding a JSON (``hyte eval hierarchy ... --output
@@ -25,13 +26,15 @@ from ..io import write_text_atomically
 from ..phrase.report import render_section as render_phrase_section
 from .evaluation import hierarchy_section, mteb_section, radius_section, rag_section, retrieval_section
 from .finetune import from_scratch_section, hierarchy_finetune_section, hierarchy_sweep_section
+from .serving import serving_radius_section, serving_scale_section
 from .specificity import specificity_section
 from .speed import encode_section, forward_section, index_section
 
 __all__ = ["load_results", "write_benchmarks_md"]
 
 SECTION_ORDER = ("from_scratch", "specificity", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade", "compatibility", "hierarchy",
-                 "phrase", "retrieval", "radius", "mteb", "rag", "forward", "encode", "index")
+                 "phrase", "retrieval", "radius", "mteb", "rag", "forward", "encode", "index", "serving_radius",
+                 "serving_scale")
 
 
 def load_results(results_dir: str | os.PathLike) -> tuple[dict[str, list[tuple[Path, dict]]], list[tuple[Path, str]]]:
@@ -80,7 +83,8 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
                 "encode": encode_section, "compatibility_upgrade": render_upgrade_section,
                 "compatibility": render_matrix_section, "phrase": render_phrase_section,
                 "radius": lambda items: radius_section(items, markdown_dir),
-                "index": lambda items: index_section(items, markdown_dir)}
+                "index": lambda items: index_section(items, markdown_dir),
+                "serving_radius": serving_radius_section, "serving_scale": serving_scale_section}
     for kind in SECTION_ORDER:
         if kind in results:
             lines += sections[kind](results[kind])
