@@ -473,3 +473,25 @@ def test_building_from_a_saved_checkpoint_and_refusing_euclidean_models(fh, bert
     np.testing.assert_allclose(rebuilt.encode_query(QUERIES), st.encode_query(QUERIES), atol=1e-6)
     with pytest.raises(ValueError, match="EucBERT"):
         sentence_transformer(hyte.EucBERTModel(tiny_euc_config()), bert_tokenizer)
+
+
+def test_a_training_checkpoint_loads_in_sentence_transformers_as_the_model_encodes(tmp_path, tiny_hyte_h_dir,
+                                                                                   bert_tokenizer):
+    """Third new-user trial: SentenceTransformer(<checkpoint>) mean-pooled token points (max diff 0.054). Checkpoints
+    get the sentence-transformers files (SentenceTransformerCheckpoints); the weights and other files stay."""
+    import shutil
+
+    from hyte.integrations.sentence_transformers import add_sentence_transformer_files
+
+    checkpoint = tmp_path / "checkpoint-2"
+    shutil.copytree(tiny_hyte_h_dir, checkpoint)
+    (checkpoint / "optimizer.pt").write_bytes(b"optimizer state")
+    weights = (checkpoint / "model.safetensors").read_bytes()
+    model = hyte.HyTEHModel.from_pretrained(checkpoint)
+    assert add_sentence_transformer_files(model, bert_tokenizer, checkpoint)
+    assert (checkpoint / "modules.json").is_file() and (checkpoint / "optimizer.pt").read_bytes() == b"optimizer state"
+    assert (checkpoint / "model.safetensors").read_bytes() == weights
+    texts = ["Abnormally short fingers.", "An abnormal rhythm of the heart."]
+    loaded = SentenceTransformer(str(checkpoint), trust_remote_code=True, device="cpu")
+    expected = model.encode(texts, bert_tokenizer, role="document")
+    np.testing.assert_allclose(loaded.encode_document(texts), np.asarray(expected), rtol=1e-5, atol=1e-6)

@@ -180,6 +180,8 @@ def test_killed_run_resumes_with_the_same_losses(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run(config(tmp_path / "killed"), callbacks=[StopAfter(17)])
     assert (tmp_path / "killed" / "checkpoint-12").is_dir() and not (tmp_path / "killed" / "final").exists()
+    # A checkpoint is a sentence-transformers folder too (never mean-pooled by SentenceTransformer(checkpoint)).
+    assert (tmp_path / "killed" / "checkpoint-12" / "modules.json").is_file()
     run(config(tmp_path / "killed"), resume=True)
     straight, resumed = logged_losses(tmp_path / "straight"), logged_losses(tmp_path / "killed")
     for step in range(13, 25):

@@ -23,6 +23,7 @@ Scores that are not query-document (document-document, query-query) need ``loren
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -244,6 +245,30 @@ def save_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def add_sentence_transformer_files(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                                   path: str | os.PathLike) -> bool:
+    """Make a folder that already holds ``model``'s weights (a training checkpoint) a sentence-transformers folder
+    too: the files ``save_model_folder`` adds, without touching its weights or anything else it holds (optimizer
+    state). Returns whether the model is one that gets them (a HyTE-FH / HyTE-H embedding model)."""
+    if model.config.model_type not in HYPERBOLIC_MODEL_TYPES or hasattr(model, "prediction_logits"):
+        return False
+    path = Path(path)
+    tokenizer = copy.deepcopy(tokenizer)  # the training tokenizer keeps its state; the saved one is reset below
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:  # as in save_model_folder: no padding / truncation frozen into tokenizer.json
+        backend.no_truncation()
+        backend.no_padding()
+    with tempfile.TemporaryDirectory() as staging:
+        save_sentence_transformer(sentence_transformer(model, tokenizer), staging)
+        for source in Path(staging).rglob("*"):
+            target = path / source.relative_to(staging)
+            if source.is_dir():
+                target.mkdir(exist_ok=True)
+            elif not (source.name.endswith(".safetensors") or source.name.endswith(".safetensors.index.json")):
+                shutil.copyfile(source, target)
+    return True
 
 
 # ----------------------------------------------------------------------------------------------------------------

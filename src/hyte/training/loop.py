@@ -148,6 +148,22 @@ def finished_run_differences(config: RunConfig) -> list[str]:
     return differences
 
 
+class SentenceTransformerCheckpoints(TrainerCallback):
+    """Makes every checkpoint of a HyTE embedding model a sentence-transformers folder too: without its
+    ``modules.json``, ``SentenceTransformer(checkpoint)`` would mean-pool the token points and drop the model's own
+    pooling and specificity head, silently (the final model gets the same files from ``save_final``)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def on_save(self, args, state, control, model=None, **kwargs):
+        from ..integrations.sentence_transformers import add_sentence_transformer_files
+
+        folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+        if model is not None and state.is_world_process_zero and not hasattr(model, "peft_config") and folder.is_dir():
+            add_sentence_transformer_files(model, self.tokenizer, folder)
+
+
 class RecordRun(TrainerCallback):
     """Writes the run's identity (``run.json``, see ``claim_output_dir``) into its output folder as training
     starts."""
@@ -359,7 +375,8 @@ def train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, resu
                                  cone_min_radius=config.loss.cone_min_radius,
                                  radius_margin=config.loss.radius_margin,
                                  gather_negatives=config.training.gather_negatives,
-                                 mini_batch_size=config.training.mini_batch_size, callbacks=callbacks,
+                                 mini_batch_size=config.training.mini_batch_size,
+                                 callbacks=[*(callbacks or []), SentenceTransformerCheckpoints(built.tokenizer)],
                                  **(trainer_options or {}))
     trainer.train(resume_from_checkpoint=checkpoint)
     after = heldout_metrics(built, config)
