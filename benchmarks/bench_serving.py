@@ -140,7 +140,7 @@ def real_points(model: str, limit: int | None) -> tuple[np.ndarray, list[str]]:
 def fill_around(points: np.ndarray, total: int, seed: int) -> np.ndarray:
     """``points`` plus samples around them up to ``total`` rows (module docstring)."""
     rng = np.random.default_rng(seed)
-    tangent = lorentz.logmap0(torch.from_numpy(points).double()).numpy()[:, 1:]
+    tangent = lorentz.logmap0(torch.from_numpy(points).double()).numpy()  # (N, d)
     sample = tangent[rng.choice(len(tangent), size=min(2000, len(tangent)), replace=False)]
     nearest = faiss.knn(sample.astype(np.float32), tangent.astype(np.float32), 2)[0][:, 1]
     noise = 0.1 * float(np.median(np.sqrt(np.maximum(nearest, 0))))
