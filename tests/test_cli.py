@@ -169,3 +169,15 @@ def test_outputs_never_replace_the_files_that_make_a_model_run_or_index_work(tmp
     assert main(["demo", "--output-dir", str(tmp_path), "--num-documents", "2"]) == 2
     assert "holds another model than the demo's" in capsys.readouterr().err
     assert (model / "model.safetensors").read_bytes() == weights
+
+
+def test_resume_into_a_runs_final_model_names_the_run_folder(tmp_path, capsys):
+    from pathlib import Path
+
+    final = tmp_path / "run" / "final"
+    final.mkdir(parents=True)
+    (final / "config.json").write_text("{}")
+    config = Path(__file__).resolve().parents[1] / "configs" / "finetune_hyte_h_hierarchy.yaml"
+    assert main(["train", "finetune", "--config", str(config), "--set", f"training.output_dir={final}",
+                 "--resume"]) == 2
+    assert f"set training.output_dir to the run's folder {tmp_path / 'run'}" in capsys.readouterr().err

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..training.config import parse_override
 
@@ -24,6 +25,10 @@ def _train(args: argparse.Namespace) -> int:
     if args.resume:  # the command line asks for a checkpoint; the library starts fresh when there is none
         from ..training.loop import resume_checkpoint
 
+        output_dir = Path(config.training.output_dir)
+        if (output_dir / "config.json").is_file():  # checked first: the advice below would be refused too
+            raise ConfigError(f"--resume: training.output_dir {output_dir} is a model folder (a run's final/?), not a "
+                              f"run folder: set training.output_dir to the run's folder{' ' + str(output_dir.parent) if output_dir.name == 'final' else ''}")
         checkpoint = resume_checkpoint(config, resume=True)
         if checkpoint is None:
             raise ConfigError(f"--resume: {config.training.output_dir} holds no checkpoint to resume from; drop "
