@@ -181,3 +181,14 @@ def test_resume_into_a_runs_final_model_names_the_run_folder(tmp_path, capsys):
     assert main(["train", "finetune", "--config", str(config), "--set", f"training.output_dir={final}",
                  "--resume"]) == 2
     assert f"set training.output_dir to the run's folder {tmp_path / 'run'}" in capsys.readouterr().err
+
+
+def test_a_model_path_that_is_no_model_folder_is_named_before_loading(tmp_path, capsys):
+    from pathlib import Path
+
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / "index.json").write_text("{}")
+    config = Path(__file__).resolve().parents[1] / "configs" / "finetune_hyte_h_hierarchy.yaml"
+    assert main(["train", "finetune", "--config", str(config), "--set", f"model.path={tmp_path / 'idx'}",
+                 "--set", f"training.output_dir={tmp_path / 'out'}"]) == 2
+    assert f"model.path {tmp_path / 'idx'} is not a model folder" in capsys.readouterr().err

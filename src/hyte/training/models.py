@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from huggingface_hub.errors import StrictDataclassError
@@ -13,8 +14,14 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel
 from .. import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
 from ..bundled import BUNDLED_MINILM, BUNDLED_MINILM_HUB_ID, resolve_model
 from ..configuration_hyte import EucBERTConfig, HyTEFHConfig
-from ..modeling_hyte import (EucBERTForMaskedLM, EucBERTModel, HyTEFHForMaskedLM, HyTEFHModel, HyTEHModel,
-                             HyTEPreTrainedModel)
+from ..modeling_hyte import (
+    EucBERTForMaskedLM,
+    EucBERTModel,
+    HyTEFHForMaskedLM,
+    HyTEFHModel,
+    HyTEHModel,
+    HyTEPreTrainedModel,
+)
 from .config import ConfigError, ModelSpec
 
 
@@ -38,6 +45,12 @@ def _from_options(build, *args, **options):
 def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
     """The model named by a ModelSpec, with its tokenizer."""
     path = resolve_model(spec.path)
+    for role, folder in (("model.path", path), ("model.tokenizer", resolve_model(spec.tokenizer) if spec.tokenizer
+                                                 else None)):
+        # A local folder without config.json (an index or run folder) would fail deep inside the tokenizer loader.
+        if folder is not None and Path(folder).is_dir() and not (Path(folder) / "config.json").is_file():
+            hint = f"; its model is {Path(folder) / 'final'}" if (Path(folder) / "final" / "config.json").is_file() else ""
+            raise ConfigError(f"{role} {folder} is not a model folder (it has no config.json){hint}")
     tokenizer_path = resolve_model(spec.tokenizer) if spec.tokenizer else (
         resolve_model(BUNDLED_MINILM) if spec.build in ("hyte_fh", "eucbert") else path)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path, trust_remote_code=True)
