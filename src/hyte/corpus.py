@@ -86,22 +86,26 @@ def _check_output_usable(output: Path) -> None:
                               "new or empty folder")
 
 
-def _write_shard(output: Path, shard: int, index_ids: np.ndarray, ids: list[str], texts: list[str],
-                 vectors: np.ndarray, fingerprint: str) -> None:
-    """One Parquet shard, written under a temporary name and renamed once complete."""
+def _encode_shard(encoder, texts: list[str], ids: list, shard: int, manifest: dict[str, Any], output: Path,
+                  batch_size: int) -> int:
+    """Encode shard ``shard`` of ``texts`` (rows [shard x shard_size, ...)) and write it as one Parquet file, under a
+    temporary name renamed once complete; returns its row count. One process and the Ray actors both call it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    dim = vectors.shape[1]
+    size = manifest["shard_size"]
+    start, stop = shard * size, min((shard + 1) * size, len(texts))
+    vectors = encoder.encode(texts[start:stop], role="document", batch_size=batch_size, show_progress_bar=False)
     table = pa.table({
-        "index_id": pa.array(index_ids, type=pa.int64()),
-        "id": pa.array([str(identifier) for identifier in ids], type=pa.string()),
-        "text": pa.array(texts, type=pa.string()),
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.astype(np.float32).ravel()), dim),
-    }).replace_schema_metadata({"model_fingerprint": fingerprint})
+        "index_id": pa.array(np.arange(start, stop), type=pa.int64()),
+        "id": pa.array([str(identifier) for identifier in ids[start:stop]], type=pa.string()),
+        "text": pa.array(texts[start:stop], type=pa.string()),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.astype(np.float32).ravel()), vectors.shape[1]),
+    }).replace_schema_metadata({"model_fingerprint": manifest["model_fingerprint"]})
     temporary = output / f".{_shard_path(output, shard).name}.tmp"
     pq.write_table(table, temporary)
     os.replace(temporary, _shard_path(output, shard))
+    return stop - start
 
 
 def encode_corpus(model: str | os.PathLike, corpus: str | os.PathLike, output: str | os.PathLike, *,
@@ -138,11 +142,7 @@ def encode_corpus(model: str | os.PathLike, corpus: str | os.PathLike, output: s
         from tqdm.auto import tqdm
 
         for shard in tqdm(todo, desc="shards", unit="shard", disable=show_progress_bar is False):
-            start, stop = shard * shard_size, min((shard + 1) * shard_size, len(texts))
-            vectors = encoder.encode(texts[start:stop], role="document", batch_size=batch_size,
-                                     show_progress_bar=False)
-            _write_shard(output, shard, np.arange(start, stop), ids[start:stop], texts[start:stop], vectors,
-                         manifest["model_fingerprint"])
+            _encode_shard(encoder, texts, ids, shard, manifest, output, batch_size)
     elif todo:
         _encode_on_ray(ray_address, manifest, corpus, output, todo, batch_size, max_length, workers, cpus_per_worker)
     missing = [shard for shard in todo if not _shard_path(output, shard).is_file()]
@@ -168,14 +168,8 @@ class _ShardEncoder:
         self.manifest, self.output, self.batch_size = manifest, Path(output), batch_size
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        size, rows = self.manifest["shard_size"], []
-        for shard in batch["shard"].tolist():
-            start, stop = shard * size, min((shard + 1) * size, len(self.texts))
-            vectors = self.encoder.encode(self.texts[start:stop], role="document", batch_size=self.batch_size,
-                                          show_progress_bar=False)
-            _write_shard(self.output, shard, np.arange(start, stop), self.ids[start:stop], self.texts[start:stop],
-                         vectors, self.manifest["model_fingerprint"])
-            rows.append(stop - start)
+        rows = [_encode_shard(self.encoder, self.texts, self.ids, shard, self.manifest, self.output, self.batch_size)
+                for shard in batch["shard"].tolist()]
         return {"shard": batch["shard"], "rows": np.array(rows, dtype=np.int64)}
 
 

@@ -37,6 +37,7 @@ import numpy as np
 from .. import __version__ as _hyte_version
 from .store import (
     HyperboloidStore,
+    StoredDocuments,
     certified_top_k,
     check_positive_int,
     integer_ids,
@@ -52,7 +53,7 @@ METADATA_TABLE = "hyte_indexes"
 # pgvector indexes at most 2000 dimensions; the augmented column has D + 1.
 MAX_INDEXED_DIM = 2000
 # HNSW defaults: m 16 / ef_construction 64 are pgvector's; the search beam and the re-scored candidates are wider
-# because the augmented vectors crowd far-out documents together (benchmarks/bench_pgvector.py measures recall).
+# because the augmented vectors crowd far-out documents together (benchmarks/bench_serving.py measures recall).
 DEFAULT_HNSW_M = 16
 DEFAULT_EF_CONSTRUCTION = 64
 DEFAULT_EF_SEARCH = 200
@@ -271,9 +272,17 @@ class PgVectorIndex(HyperboloidStore):
         return result.reshape(*np.shape(ids), self.dim)
 
     @property
-    def documents(self) -> PgDocuments:
+    def documents(self) -> StoredDocuments:
         """The texts beside the vectors: ``documents[i]`` is {"id": ..., "text": ...} of index id i."""
-        return PgDocuments(self)
+        return StoredDocuments(self)
+
+    def document(self, index_id: int) -> dict[str, str]:
+        """Index id ``index_id``'s {"id": its own id (the index id if it has none), "text": ...}."""
+        row = self._connection.execute(f"SELECT doc_id, text FROM {self.table} WHERE id = %s",
+                                       (index_id,)).fetchone()
+        if row is None:
+            raise KeyError(f"no document with index id {index_id} in {self.table!r}")
+        return {"id": row[0] if row[0] is not None else str(index_id), "text": row[1]}
 
     # ------------------------------------------------------------------ add / upsert / remove
 
@@ -441,24 +450,6 @@ class PgVectorIndex(HyperboloidStore):
 
     def _exact_search(self, queries: np.ndarray, k: int) -> np.ndarray:
         return self.exact_search64(queries, k)[1]
-
-
-class PgDocuments:
-    """The ``documents`` of a ``PgVectorIndex``: ``documents[i]`` reads index id i's {"id", "text"} row."""
-
-    def __init__(self, index: PgVectorIndex):
-        self._index = index
-
-    def __len__(self) -> int:
-        largest = self._index._largest_id()
-        return 0 if largest is None else largest + 1
-
-    def __getitem__(self, index_id: int) -> dict[str, str | None]:
-        row = self._index._connection.execute(f"SELECT doc_id, text FROM {self._index.table} WHERE id = %s",
-                                              (int(index_id),)).fetchone()
-        if row is None:
-            raise KeyError(f"no document with index id {index_id} in {self._index.table!r}")
-        return {"id": row[0] if row[0] is not None else str(index_id), "text": row[1]}
 
 
 def build_pgvector_index(encoder, texts: Sequence[str], dsn: str, table: str, *,

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .store import HyperboloidStore, check_positive_int, integer_ids
+from .store import HyperboloidStore, StoredDocuments, check_positive_int, integer_ids
 
 __all__ = ["ShardUnavailableError", "ShardedIndex", "ShardedResult"]
 
@@ -140,8 +140,12 @@ class ShardedIndex(HyperboloidStore):
         return result.reshape(*np.shape(ids), self.dim)
 
     @property
-    def documents(self) -> _ShardedDocuments:
-        return _ShardedDocuments(self)
+    def documents(self) -> StoredDocuments:
+        return StoredDocuments(self)
+
+    def document(self, index_id: int) -> dict[str, str]:
+        """From the shard that holds ``index_id``."""
+        return self.shards[index_id % len(self.shards)].document(index_id)
 
     # ------------------------------------------------------------------ add / remove
 
@@ -200,17 +204,3 @@ class ShardedIndex(HyperboloidStore):
     @property
     def is_exact(self) -> bool:
         return all(getattr(shard, "is_exact", False) for shard in self.shards)
-
-
-class _ShardedDocuments:
-    """``documents[i]`` of a ``ShardedIndex``: read from the shard that holds id i."""
-
-    def __init__(self, index: ShardedIndex):
-        self._index = index
-
-    def __len__(self) -> int:
-        largest = self._index._largest_id()
-        return 0 if largest is None else largest + 1
-
-    def __getitem__(self, index_id: int) -> dict:
-        return self._index.shards[int(index_id) % len(self._index.shards)].documents[index_id]

@@ -20,7 +20,7 @@ import torch
 from .. import lorentz
 from ..lineage import IncompatibleIndexError, check_lineage
 
-__all__ = ["HyperboloidStore", "certified_top_k"]
+__all__ = ["HyperboloidStore", "StoredDocuments", "certified_top_k"]
 
 # A document x is accepted when x_0 > 0 and |<x,x>_L + c| / x_0^2 <= this: a valid point stored in float32 is
 # ~1e-7 off, a Euclidean vector is off by O(1). (A sign-flipped query has the right Lorentz norm but x_0 < 0.)
@@ -143,7 +143,7 @@ def certified_top_k(q: np.ndarray, k: int, count: int, shortlist: Shortlist, bou
             break
         shortlist_scores, found, points = shortlist(q[pending], size)
         documents = points.astype(np.float64)  # (P, size, D)
-        documents[..., 0] = np.sqrt(c + np.einsum("pij,pij->pi", documents[..., 1:], documents[..., 1:]))
+        documents[..., 0] = refreshed_time(points.reshape(-1, dim), c).reshape(points.shape[:2])
         exact = np.where(found >= 0, np.einsum("pij,pj->pi", documents, q64[pending]), -np.inf)
         order = np.argsort(-exact, axis=1, kind="stable")[:, :k]  # (P, min(k, size))
         top = np.take_along_axis(exact, order, axis=1)
@@ -156,6 +156,21 @@ def certified_top_k(q: np.ndarray, k: int, count: int, shortlist: Shortlist, bou
         labels[pending[done], :width] = np.where(np.isfinite(top), np.take_along_axis(found, order, axis=1), -1)[done]
         pending, size = pending[~done], min(count, 4 * size)
     return scores, labels
+
+
+class StoredDocuments:
+    """The ``documents`` of a store that keeps each document's text beside its vector (``PgVectorIndex``,
+    ``ShardedIndex``): ``documents[i]`` is index id i's {"id", "text"}, read with the store's ``document(i)``."""
+
+    def __init__(self, index: HyperboloidStore):
+        self._index = index
+
+    def __len__(self) -> int:
+        largest = self._index._largest_id()
+        return 0 if largest is None else largest + 1
+
+    def __getitem__(self, index_id: int) -> dict[str, str]:
+        return self._index.document(int(index_id))
 
 
 class HyperboloidStore:
