@@ -244,6 +244,8 @@ def test_command_line_builds_searches_and_answers_from_a_pgvector_index_as_from_
         assert "already holds the HyTE index 'docs'" in capsys.readouterr().err
         assert main([*build, "--backend", "pgvector", "--dsn", dsn]) == 2
         assert "--backend pgvector needs --table" in capsys.readouterr().err
+        assert main([*build, "--backend", "pgvector", "--dsn", dsn, "--table", "other", "--max-norm", "9"]) == 2
+        assert "--max-norm bounds the augmented vectors of --kind hnsw" in capsys.readouterr().err
 
         query = ["--query", "abnormal heart rhythm", "--k", "3"]
         assert main(["index", "search", "--dsn", dsn, "--table", "docs", *query]) == 0

@@ -97,6 +97,9 @@ def _check_backend(args: argparse.Namespace) -> None:
         if args.kind == "ivf":
             raise UserError("--backend pgvector takes --kind exact (= flat) or hnsw; not ivf")
         args.kind = "exact" if args.kind == "flat" else args.kind
+        if args.max_norm is not None and args.kind != "hnsw":
+            raise UserError("--max-norm bounds the augmented vectors of --kind hnsw; an exact table has none: drop it "
+                            "or add --kind hnsw")
         return
     if args.dsn is not None or args.table is not None or args.max_norm is not None:
         raise UserError("--dsn, --table and --max-norm are for --backend pgvector")
