@@ -443,6 +443,14 @@ def test_wrong_inputs_are_refused_naming_the_function_and_the_problem(seed, dtyp
          r"^pairwise_distance: the leading \(batch\) dimensions"),
         *[(lambda d=d: L.origin(d, c), TypeError, r"^origin\(dim, c\): dim is the space dimension d, an int")
           for d in (3.0, "3", None, True)],
+        # Points (or flipped queries) where space coordinates belong: they would become points of one more dimension.
+        *[(lambda f=f, v=v: f(v, c), ValueError, rf"^{name} takes space coordinates .*already {what}.*x\[\.\.\., 1:\]")
+          for name, f in (("add_time", L.add_time), ("expmap0", L.expmap0))
+          for v, what in ((x, "a point"), (L.flip_time(x), "a sign-flipped query"))],
+        # Sign-flipped queries paired with points: their plain dot product already is <q, d>_L.
+        *[(lambda f=f, a=a, b=b: f(a, b), ValueError, rf"^{name}: one argument holds sign-flipped query .*flip_time")
+          for name, f in (("inner", L.inner), ("pairwise_inner", L.pairwise_inner))
+          for a, b in ((L.flip_time(x), x), (x, L.flip_time(x)))],
     ]
     for call, exception, pattern in refused:
         with pytest.raises(exception, match=pattern):
@@ -479,6 +487,14 @@ def test_valid_inputs_up_to_radius_15_are_accepted(seed, dtype, c):
     assert torch.isfinite(L.half_aperture(x, c, min_radius=torch.rand(12, generator=g, dtype=dtype) + 1e-3)).all()
     # NumPy inputs take the same route.
     assert np_finite(L.logmap0(x.numpy(), c)) and np_finite(L.to_poincare(x.numpy(), c))
+    # Space coordinates, tangent vectors and the vector (sqrt(c), 0, ..., 0), which is also the origin, lift; points
+    # pair with points and flipped queries with flipped queries (a Lorentz inner product of two queries is valid).
+    tangent = torch.randn(12, 9, generator=g, dtype=dtype)
+    axis = torch.zeros(2, 9, dtype=dtype).index_fill(1, torch.tensor([0]), math.sqrt(c))
+    for v in (x[:, 1:], tangent, axis):
+        assert torch.isfinite(L.add_time(v, c)).all() and torch.isfinite(L.expmap0(v, c)).all()
+    assert torch.isfinite(L.pairwise_inner(x, x)).all() and torch.isfinite(L.inner(L.flip_time(x), L.flip_time(x))).all()
+    assert torch.isfinite(L.inner(x - x.flip(0), x)).all()  # differences of points pair with anything
 
 
 def np_finite(array) -> bool:

@@ -226,6 +226,26 @@ def test_euclidean_options_and_similarities_are_refused(fh, tmp_path):
         copy.encode_query(QUERIES, normalize_embeddings=True)
 
 
+@pytest.mark.parametrize("which", ["fh", "h"])
+def test_similarity_takes_one_query_side_and_one_document_side(which, request):
+    _, st = request.getfixturevalue(which)
+    q = st.encode_query(QUERIES[:2])
+    d = st.encode_document(DOCUMENTS[:2])
+    # The dot product is symmetric, so either order is the Lorentz inner product <q, d>_L.
+    torch.testing.assert_close(st.similarity(d, q), st.similarity(q, d).T)
+    torch.testing.assert_close(st.similarity_pairwise(d, q), torch.diagonal(st.similarity(q, d)))
+    torch.testing.assert_close(st.similarity(list(q), d), st.similarity(q, d))
+    for a, b, route in ((d, d, "document"), (q, q, "query")):
+        for function in (st.similarity, st.similarity_pairwise):
+            with pytest.raises(ValueError, match=f"Both sides here are {route} vectors.*lorentz_similarity"):
+                function(a, b)
+    with pytest.raises(ValueError, match="first argument mixes query vectors"):
+        st.similarity(np.concatenate([q[:1], d[:1]]), d)
+    copy = pickle.loads(pickle.dumps(st))
+    with pytest.raises(ValueError, match="Both sides here are document"):
+        copy.similarity(d, d)
+
+
 def test_saved_card_says_how_to_score_the_lorentz_vectors(fh, tmp_path):
     _, st = fh
     st.save(str(tmp_path / "model"))

@@ -160,17 +160,45 @@ def add_time(space: Tensor, c: float | Tensor = 1.0) -> Tensor:
 
     Computed as hypot(||x_s||, sqrt(c)): two fused kernels, no overflow of ||x_s||^2, no clamp needed (>= sqrt(c)).
     """
+    _refuse_points_as_space(space, c, "add_time")
     time = torch.hypot(torch.linalg.vector_norm(space, dim=-1, keepdim=True), torch.sqrt(_curvature_like(c, space)))
     return torch.cat([time, space], dim=-1)
+
+
+def _refuse_points_as_space(space: Tensor, c: float | Tensor, name: str) -> None:
+    """Refuse points (or flipped queries) passed where space coordinates (..., d) belong: they would silently become
+    points of one more dimension. Every row meeting |x_0| = sqrt(c + ||x_s||^2) identifies points; space vectors meet
+    it with probability zero, except rows near (+-sqrt(c), 0, ..., 0), which are both the origin and a plausible
+    space vector, so those alone never trigger it. Skipped for tensors that require grad (model activations in
+    training: they are never points, and the check would cost a pass over every layer's output)."""
+    if not isinstance(space, Tensor):
+        raise TypeError(f"{name} takes a tensor or NumPy array (..., d); got {type(space).__name__}")
+    if (space.ndim < 1 or space.shape[-1] < 2 or space.numel() == 0 or space.requires_grad
+            or not _value_checks_apply(space)):
+        return
+    s64 = _float64(space)
+    rest = torch.linalg.vector_norm(s64[..., 1:], dim=-1, keepdim=True)  # (..., 1)
+    sqrt_c = torch.sqrt(_float64(_curvature_like(c, space)))  # broadcasts against (..., 1)
+    expected = torch.hypot(rest, sqrt_c)
+    is_point = (s64[..., :1].abs() - expected).abs() <= _rounding_slack(space) * expected
+    if bool(is_point.all()) and bool((rest > 1e-3 * sqrt_c).any()):
+        flipped = bool((s64[..., 0] < 0).all())
+        raise ValueError(
+            f"{name} takes space coordinates (..., d), but every row of this {tuple(space.shape)} input is already "
+            f"{'a sign-flipped query (a point with x_0 negated)' if flipped else 'a point of the hyperboloid'} "
+            f"(|x_0| = sqrt(c + ||x_s||^2)): use the points as they are{', flipped back with flip_time' * flipped}, "
+            f"or pass their space part x[..., 1:].")
 
 
 @_accepts_numpy
 def inner(x: Tensor, y: Tensor, keepdim: bool = False) -> Tensor:
     """Elementwise Lorentz inner product <x, y>_L of (..., D) tensors -> (...,) (or (..., 1) with keepdim).
 
-    Any vectors, not only points: differences of points and sign-flipped queries are paired too, so no value check.
+    Any vectors, not only points (differences of points, tangent vectors), with one exception: sign-flipped queries
+    against points are refused, since their plain dot product already is the inner product (see ``flip_time``).
     """
     _check_pairable(x, y, "inner", "pairwise_inner")
+    _refuse_flipped_against_points(x, y, "inner")
     product = x * y
     result = product[..., 1:].sum(-1, keepdim=True) - product[..., :1]
     return result if keepdim else result.squeeze(-1)
@@ -188,9 +216,37 @@ def flip_time(x: Tensor) -> Tensor:
 
 @_accepts_numpy
 def pairwise_inner(x: Tensor, y: Tensor) -> Tensor:
-    """All Lorentz inner products between rows: (..., N, D) x (..., M, D) -> (..., N, M); any vectors, as ``inner``."""
+    """All Lorentz inner products between rows: (..., N, D) x (..., M, D) -> (..., N, M); any vectors, as ``inner``
+    (sign-flipped queries against points refused)."""
     _check_pairable(x, y, "pairwise_inner", "inner", rows=True)
+    _refuse_flipped_against_points(x, y, "pairwise_inner")
     return flip_time(x) @ y.transpose(-1, -2)
+
+
+def _refuse_flipped_against_points(x: Tensor, y: Tensor, name: str) -> None:
+    """Refuse one side of sign-flipped queries (every row time-like with x_0 < 0) against a side of points (every row
+    x_0 > 0): the inner product then has the wrong sign on its time term, a plausible number rather than an error. A
+    flipped query's plain dot product with a point already is <q, d>_L. Vectors of other kinds (differences of points,
+    tangent vectors) pass. Skipped where value checks do not apply and for tensors that require grad (see
+    ``_refuse_points_as_space``)."""
+    if x.requires_grad or y.requires_grad or not (_value_checks_apply(x) and _value_checks_apply(y)):
+        return
+    if x.numel() == 0 or y.numel() == 0:
+        return
+
+    def sheet(v: Tensor) -> int:  # -1: every row past-pointing time-like, +1: every row x_0 > 0, 0: neither
+        v64 = _float64(v)
+        time, space_norm = v64[..., 0], torch.linalg.vector_norm(v64[..., 1:], dim=-1)
+        # Far out a float32 point is light-like by rounding: the slack of ``project``'s time-like check.
+        if bool(((time < 0) & (space_norm <= (1 + _TIME_LIKE_SLACK) * -time)).all()):
+            return -1
+        return 1 if bool((time > 0).all()) else 0
+
+    if {sheet(x), sheet(y)} == {-1, 1}:
+        raise ValueError(
+            f"{name}: one argument holds sign-flipped query vectors (every time coordinate negative, as encode_query "
+            "and role='query' emit them) and the other points; their plain dot product (q~ @ d.T) already is <q, d>_L. "
+            f"For {name} pass points on both sides: flip the queries back with lorentz.flip_time(q~).")
 
 
 @_accepts_numpy
@@ -447,6 +503,7 @@ def expmap0(tangent: Tensor, c: float | Tensor = 1.0) -> Tensor:
     ||v|| / sqrt(c) is clamped at a dtype-dependent maximum so that x_0^2 stays finite: beyond it the point is not
     representable in that dtype (float32: distance ~43 sqrt(c); callers such as HyTE-H clip norms far below this).
     """
+    _refuse_points_as_space(tangent, c, "expmap0")
     sqrt_c = torch.sqrt(_curvature_like(c, tangent))
     norm = tangent.norm(dim=-1, keepdim=True)
     max_scaled_norm = 0.5 * math.log(torch.finfo(tangent.dtype).max) - 1.0

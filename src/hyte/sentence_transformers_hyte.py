@@ -143,6 +143,47 @@ class _EncodeGuard:
         return encode(self.model, *args, **kwargs)
 
 
+class _SimilarityGuard:
+    """Stands in for ``model.similarity`` / ``model.similarity_pairwise``: the stock "dot" is the Lorentz inner product
+    only for a query vector (time coordinate < 0) against a document vector (> 0), so any other pairing is refused.
+
+    A point's time coordinate is >= sqrt(c) > 0 and a flipped query's <= -sqrt(c), so the sign tells the routes apart
+    exactly. Two documents (or two queries) would give -q_0 d_0 ... with the wrong sign on the time term: a plausible
+    number, not an error, which is why this is checked.
+    """
+
+    def __init__(self, model, name: str) -> None:
+        self.model = model
+        self.name = name
+
+    def __call__(self, embeddings1, embeddings2) -> Tensor:
+        routes = [_route_of(embeddings1, "first"), _route_of(embeddings2, "second")]
+        if sorted(routes) != ["document", "query"]:
+            raise ValueError(
+                f"model.{self.name}(a, b) takes one side from encode_query and the other from encode_document: only then "
+                f"is its dot product the Lorentz inner product <q, d>_L. Both sides here are {routes[0]} vectors. For "
+                "document-document or query-query scores use hyte.integrations.sentence_transformers."
+                "lorentz_similarity(a, b, c) (or geodesic_similarity), which take vectors of either route."
+            )
+        return getattr(type(self.model), self.name)(self.model, embeddings1, embeddings2)
+
+
+def _route_of(embeddings, which: str) -> str:
+    """"query" when every row's time coordinate is negative (flipped), "document" when every row's is positive."""
+    if isinstance(embeddings, list):
+        embeddings = torch.stack([torch.as_tensor(row) for row in embeddings]) if embeddings else torch.empty(0)
+    vectors = torch.as_tensor(embeddings)
+    time = vectors.reshape(-1, vectors.shape[-1])[:, 0] if vectors.numel() else vectors  # (N,): first coordinates
+    if time.numel() and bool((time < 0).all()):
+        return "query"
+    if time.numel() and bool((time > 0).all()):
+        return "document"
+    raise ValueError(
+        f"the {which} argument mixes query vectors (time coordinate < 0, from encode_query) and document vectors "
+        "(> 0, from encode_document), or is empty; pass the vectors of one route per side"
+    )
+
+
 CARD_TASK = "hierarchy-aware semantic search in hyperbolic space: score queries against documents as under Scoring"
 CARD_TAGS = ("hyte", "hyperbolic", "lorentz")
 CARD_SCORING = """## Scoring
@@ -278,6 +319,9 @@ class HyperbolicPooling(_RootFileModule):
         refuse_euclidean_options(False, getattr(model, "truncate_dim", None))
         if not isinstance(model.__dict__.get("encode"), _EncodeGuard):
             model.encode = _EncodeGuard(model)
+        for name in ("similarity", "similarity_pairwise"):
+            if not isinstance(model.__dict__.get(name), _SimilarityGuard):
+                setattr(model, name, _SimilarityGuard(model, name))
         _use_hyperbolic_card(model.model_card_data)
 
 
