@@ -986,6 +986,35 @@ def test_specificity_report_states_the_choices_and_checks_the_targets(tmp_path):
     assert "**tie**" in markdown
 
 
+def test_serving_report_marks_the_fastest_setting_meeting_the_recall_target(tmp_path):
+    from hyte.report import write_benchmarks_md
+
+    def point(setting, recall, qps):
+        return {"setting": setting, "recall_at_10": recall, "qps": qps, "qps_ratio_to_exact": qps / 10}
+
+    engines = {
+        "lorentz_flat": {"recall_at_10": 1.0, "qps": 10, "qps_ratio_to_exact": 1, "sweep": []},
+        # Faster settings miss the 0.99 target; the fastest at or above it (nprobe 8) reaches 25x: met.
+        "lorentz_ivf": {"recall_at_10": 0.995, "qps": 180, "qps_ratio_to_exact": 18, "sweep": [
+            point({"nprobe": 4}, 0.97, 330), point({"nprobe": 8}, 0.991, 250), point({"nprobe": 16}, 0.996, 180)]},
+        "pgvector_exact": {"recall_at_10": 1.0, "qps": 10, "qps_ratio_to_exact": 1, "sweep": []},
+        # Above the 0.95 target only at 5x: the ratio target is not met.
+        "pgvector_hnsw": {"recall_at_10": 0.96, "qps": 50, "qps_ratio_to_exact": 5, "sweep": [
+            point({"ef_search": 40, "candidates": 10}, 0.90, 120), point({"ef_search": 80, "candidates": 40}, 0.96, 50)]},
+    }
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "serving_scale_1m.json").write_text(json.dumps(
+        {"benchmark": "serving_scale", "documents": 1000000, "engines": engines}))
+    markdown = write_benchmarks_md(results, tmp_path / "BENCHMARKS.md").read_text()
+    rows = {line.split(" | ")[0].strip("| ") + " " + line.split(" | ")[1]: line
+            for line in markdown.splitlines() if line.startswith(("| lorentz_ivf", "| pgvector_hnsw"))}
+    assert "fastest ≥ target recall, ratio target met" in rows["lorentz_ivf nprobe 8"]
+    assert "fastest" not in rows["lorentz_ivf nprobe 4"] + rows["lorentz_ivf nprobe 16"]
+    assert "ratio target not met" in rows["pgvector_hnsw ef_search 80, candidates 40"]
+    assert (results / "serving_scale_1m.png").stat().st_size > 0 and "(results/serving_scale_1m.png)" in markdown
+
+
 def test_results_and_reports_never_replace_other_files(tmp_path):
     from hyte.report import write_benchmarks_md
     from hyte.results import write_result

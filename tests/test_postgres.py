@@ -37,8 +37,9 @@ def servers():
     folders = [_server_folder() for _ in range(3)]
     started = []
     try:
-        for folder in folders:
-            started.append(start_local_postgres(folder))
+        for number, folder in enumerate(folders):
+            # The last one with a server setting, as bench_serving.py starts its server.
+            started.append(start_local_postgres(folder, settings={"work_mem": "7MB"} if number == 2 else None))
         yield started
     finally:
         for folder in folders:
@@ -290,6 +291,18 @@ def test_a_pgvector_index_loads_vector_shards_without_encoding(tmp_path, model_d
         ids, stored = index.stored()
         np.testing.assert_array_equal(stored, vectors)
         assert [index.documents[i] for i in ids] == [{"id": str(i), "text": d["text"]} for i, d in enumerate(documents)]
+
+
+def test_a_local_server_starts_with_the_settings_asked_for_and_refuses_malformed_ones(servers, tmp_path):
+    import psycopg
+
+    with psycopg.connect(servers[2].dsn) as connection:
+        assert connection.execute("SHOW work_mem").fetchone()[0] == "7MB"
+    with psycopg.connect(servers[0].dsn) as connection:
+        assert connection.execute("SHOW work_mem").fetchone()[0] != "7MB"
+    with pytest.raises(ValueError, match="work_mem='4MB -c fsync=off'.*letters, digits"):
+        start_local_postgres(tmp_path / "never", settings={"work_mem": "4MB -c fsync=off"})
+    assert not (tmp_path / "never").exists()  # refused before anything is created
 
 
 def test_the_serving_benchmark_runs_and_its_exact_searches_agree_with_float64_far_out(tmp_path):

@@ -84,7 +84,7 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
                 "compatibility": render_matrix_section, "phrase": render_phrase_section,
                 "radius": lambda items: radius_section(items, markdown_dir),
                 "index": lambda items: index_section(items, markdown_dir),
-                "serving_radius": serving_radius_section, "serving_scale": serving_scale_section}
+                "serving_radius": serving_radius_section, "serving_scale": lambda items: serving_scale_section(items, markdown_dir)}
     for kind in SECTION_ORDER:
         if kind in results:
             lines += sections[kind](results[kind])

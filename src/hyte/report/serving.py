@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..markdown import number, runs, table
+from .speed import plot_recall_curves
 
 _RADIUS_COLUMNS = (("faiss_float32_scan", "FAISS float32 scan"), ("lorentz_flat", "LorentzIndex flat"),
                    ("pgvector_float32_scan", "pgvector `<#>` scan"), ("pgvector_exact", "PgVectorIndex exact"),
@@ -30,7 +32,7 @@ def serving_radius_section(items: list[tuple[Path, dict]]) -> list[str]:
     return lines + runs(items)
 
 
-def serving_scale_section(items: list[tuple[Path, dict]]) -> list[str]:
+def serving_scale_section(items: list[tuple[Path, dict]], markdown_dir: Path) -> list[str]:
     lines = ["## Serving: approximate search at scale, FAISS and pgvector", "",
              "Documents with a trained HyTE-H's radius and direction distribution (real texts encoded, then filled "
              "by sampling around them); recall@10 against the exact search, queries/s and its ratio to the same "
@@ -57,4 +59,34 @@ def serving_scale_section(items: list[tuple[Path, dict]]) -> list[str]:
         lines += [f"`{path.name}`: {number(payload.get('real_documents'))} real texts; geodesic radius 5 / 50 / 95 % "
                   f"{' / '.join(number(value, 2) for value in radius)}; top 10 equal to float64 geodesic search: "
                   + ", ".join(f"{name} {number(value, 3)}" for name, value in agreement.items()), ""]
+        lines += _sweep_lines(path, payload, markdown_dir)
     return lines + runs(items)
+
+
+def _sweep_lines(path: Path, payload: dict, markdown_dir: Path) -> list[str]:
+    """Each ANN engine's search settings: recall@10 against queries/s as a multiple of its exact search (table and
+    PNG beside the result file), and the fastest setting that meets the engine's target."""
+    swept = {name: engine for name, engine in payload.get("engines", {}).items() if engine.get("sweep")}
+    if not swept:
+        return []
+    rows, series = [], {}
+    for name, engine in swept.items():
+        recall_target, ratio_target = _TARGETS[name.split("_")[0]]
+        points = engine["sweep"]  # in the order swept: increasing search effort
+        meeting = [point for point in points if point["recall_at_10"] >= recall_target]
+        best = max(meeting, key=lambda point: point["qps_ratio_to_exact"]) if meeting else None
+        for point in points:
+            setting = ", ".join(f"{key} {value}" for key, value in point["setting"].items())
+            rows.append([name, setting, number(point["recall_at_10"], 4), number(point["qps"], 1),
+                         number(point["qps_ratio_to_exact"], 1),
+                         ("fastest ≥ target recall" + (", ratio target met" if point["qps_ratio_to_exact"]
+                                                       >= ratio_target else ", ratio target not met"))
+                         if point is best else ""])
+        series[name] = [(point["qps_ratio_to_exact"], point["recall_at_10"],
+                         "/".join(str(value) for value in point["setting"].values())) for point in points]
+    png = plot_recall_curves(series, path.with_suffix(".png"),
+                             f"{number(payload.get('documents'))} documents: recall vs speed-up over exact",
+                             xlabel="queries/s ÷ the same engine's exact search (log scale)", ymin=None)
+    return [f"Search settings of `{path.name}` (recall@10 against each engine's exact search):", "",
+            *table(["engine", "setting", "recall@10", "queries/s", "× exact", ""], rows),
+            f"![recall vs speed-up]({Path(os.path.relpath(png, markdown_dir)).as_posix()})", ""]

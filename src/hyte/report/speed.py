@@ -37,31 +37,47 @@ def encode_section(items: list[tuple[Path, dict]]) -> list[str]:
     return lines + runs(items)
 
 
-def plot_index_tradeoff(payload: dict, path_png: str | os.PathLike, title: str | None = None) -> Path:
-    """Recall@10 against queries/s (log scale) for each index kind of one ``bench_index.py`` result."""
+def plot_recall_curves(series: dict[str, list[tuple[float, float, str]]], path_png: str | os.PathLike, title: str,
+                       xlabel: str = "queries / s (log scale)", target: float = 0.95,
+                       ymin: float | None = 0.0) -> Path:
+    """Recall@10 (y) against a speed (x, log scale): per series its points (x, recall, label), joined by a line in
+    the given order, each point annotated with its label; a dotted line at the ``target`` recall. ``ymin`` None:
+    the y axis starts just below the lowest recall (or the target)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     path_png = Path(path_png)
-    figure, axes = plt.subplots(figsize=(6, 4))
-    for kind, entry in payload.get("indexes", {}).items():
-        axes.scatter(entry["qps"], entry["recall_at_10"], s=60)
-        axes.annotate(f"{kind} ({entry['speedup_vs_exact']:.1f}x)", (entry["qps"], entry["recall_at_10"]),
-                      textcoords="offset points", xytext=(6, -12), fontsize=9)
+    figure, axes = plt.subplots(figsize=(6.5, 4.2))
+    for name, points in series.items():
+        xs, ys = [x for x, _, _ in points], [y for _, y, _ in points]
+        axes.plot(xs, ys, marker="o", markersize=5, label=name if len(series) > 1 and len(points) > 1 else None)
+        for x, y, label in points:
+            axes.annotate(label, (x, y), textcoords="offset points", xytext=(6, -12), fontsize=8)
     axes.set_xscale("log")
     axes.margins(x=0.25)  # room for the labels right of the rightmost point
-    axes.set_xlabel("queries / s (log scale)")
+    axes.set_xlabel(xlabel)
     axes.set_ylabel("recall@10 vs exact search")
-    axes.axhline(0.95, color="grey", linestyle=":", linewidth=0.8)
-    axes.set_ylim(min(0.0, axes.get_ylim()[0]), 1.05)
-    axes.set_title(title or f"{payload.get('num_docs')} docs × {payload.get('dim')}, "
-                            f"{payload.get('threads')} threads")
+    axes.axhline(target, color="grey", linestyle=":", linewidth=0.8)
+    if ymin is None:
+        ymin = max(0.0, min([target] + [y for points in series.values() for _, y, _ in points]) - 0.03)
+    axes.set_ylim(ymin, 1.01 if ymin > 0 else 1.05)
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(fontsize=8, loc="lower left")
+    axes.set_title(title)
     figure.tight_layout()
     figure.savefig(path_png, dpi=110)
     plt.close(figure)
     return path_png
+
+
+def plot_index_tradeoff(payload: dict, path_png: str | os.PathLike, title: str | None = None) -> Path:
+    """Recall@10 against queries/s (log scale) for each index kind of one ``bench_index.py`` result."""
+    series = {kind: [(entry["qps"], entry["recall_at_10"], f"{kind} ({entry['speedup_vs_exact']:.1f}x)")]
+              for kind, entry in payload.get("indexes", {}).items()}
+    return plot_recall_curves(series, path_png, title or f"{payload.get('num_docs')} docs × {payload.get('dim')}, "
+                                                         f"{payload.get('threads')} threads")
 
 
 def index_section(items: list[tuple[Path, dict]], markdown_dir: Path) -> list[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -66,11 +67,18 @@ def _run_as(user: str | None):
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
-def start_local_postgres(directory: str | os.PathLike, port: int | None = None) -> LocalPostgres:
+def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
+                         settings: dict[str, str] | None = None) -> LocalPostgres:
     """Create (first time) and start a server whose files live in ``directory``; returns where it listens.
 
-    A folder whose server is already running is returned as it is. ``port`` defaults to a free one.
+    A folder whose server is already running is returned as it is. ``port`` defaults to a free one. ``settings``:
+    server parameters for this start (``-c name=value``), e.g. {"maintenance_work_mem": "8GB"} so that a large HNSW
+    graph is built in memory (pgvector builds much more slowly once the graph outgrows it).
     """
+    for name, value in (settings or {}).items():  # they travel in one pg_ctl -o string: no spaces or quotes
+        if not re.fullmatch(r"[A-Za-z0-9_.]+", f"{name}{value}"):
+            raise ValueError(f"server setting {name}={value!r}: names and values are letters, digits, '_' or '.' "
+                             "(e.g. maintenance_work_mem=8GB)")
     directory = Path(directory).absolute()
     state = directory / STATE_FILE
     if state.is_file():
@@ -89,7 +97,8 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None) 
                  "initdb")
     port = port or _free_port()
     # -k: the Unix socket goes into the data folder (the default /var/run/postgresql may not exist or be writable).
-    options = f"-h 127.0.0.1 -p {port} -k {data}"
+    options = f"-h 127.0.0.1 -p {port} -k {data}" + "".join(
+        f" -c {name}={value}" for name, value in (settings or {}).items())
     _checked([binaries / "pg_ctl", "-D", data, "-o", options, "-l", data / "server.log", "-w", "start"], user,
              "pg_ctl start", log=data / "server.log")
     state.write_text(json.dumps({"port": port, "user": user}) + "\n")
