@@ -71,6 +71,10 @@ def test_user_errors_are_one_line_messages(tmp_path, model_dir, capsys):
     assert ".npy or .safetensors" in capsys.readouterr().err
     assert main(["encode", "--model", str(tmp_path), "--input", str(good), "--output", str(tmp_path / "x.npy")]) == 2
     assert "no config.json" in capsys.readouterr().err
+    for option in (["--shard-size", "2"], ["--ray-workers", "3"]):  # corpus-only options are not ignored
+        assert main(["encode", "--model", str(model_dir), "--input", str(good), "--output", str(tmp_path / "x.npy"),
+                     *option]) == 2
+        assert f"{option[0]}: for a --corpus" in capsys.readouterr().err and not (tmp_path / "x.npy").exists()
 
 
 def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silently(tmp_path, model_dir, capsys):
@@ -86,6 +90,16 @@ def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silen
     assert main(build + [str(tmp_path / "index")]) == 2
     assert "--overwrite" in capsys.readouterr().err and (tmp_path / "index" / "index.faiss").read_bytes() == saved
     assert main(build + [str(tmp_path / "index"), "--overwrite"]) == 0
+    # A user's own file inside an index folder would go with the folder: --overwrite is refused before encoding,
+    # and so is saving over it from Python.
+    (tmp_path / "index" / "NOTES.md").write_text("keep me")
+    assert main(build + [str(tmp_path / "index"), "--overwrite"]) == 2
+    assert "holds NOTES.md, which a saved index folder does not hold" in capsys.readouterr().err
+    from hyte.retrieval.folder import open_index_folder, write_index_folder
+    opened = open_index_folder(tmp_path / "index")
+    with pytest.raises(FileExistsError, match="NOTES.md"):
+        write_index_folder(tmp_path / "index", opened.index, opened.documents)
+    assert (tmp_path / "index" / "NOTES.md").read_text() == "keep me"
     assert main(["export", "onnx", str(model_dir), "--output", str(tmp_path / "notes")]) == 2
     assert "is a folder" in capsys.readouterr().err
     # A model's own files are never the target of vectors or an ONNX graph, not even with --overwrite.

@@ -39,6 +39,13 @@ def test_shards_hold_the_encoders_vectors_and_a_rerun_encodes_only_what_is_missi
         read_vector_shards(output)
     assert encode_corpus(tiny_hyte_h_dir, corpus, output, shard_size=16).encoded == 1
     np.testing.assert_array_equal(read_vector_shards(output)[3], vectors)
+    copy = tmp_path / "elsewhere" / "corpus.jsonl"  # the same bytes at another path: the same corpus
+    copy.parent.mkdir()
+    copy.write_bytes(corpus.read_bytes())
+    assert encode_corpus(tiny_hyte_h_dir, copy, output, shard_size=16).encoded == 0
+    copy.write_text(corpus.read_text().replace("organ", "tissue"))
+    with pytest.raises(FileExistsError, match="another encoding \\(different corpus\\)"):
+        encode_corpus(tiny_hyte_h_dir, copy, output, shard_size=16)
 
     with pytest.raises(FileExistsError, match="another encoding \\(different shard_size, shards\\).*--overwrite"):
         encode_corpus(tiny_hyte_h_dir, corpus, output, shard_size=10)

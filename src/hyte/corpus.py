@@ -64,8 +64,9 @@ def _prepare_output(output: Path, manifest: dict[str, Any], overwrite: bool) -> 
     previous = output / MANIFEST
     _check_output_usable(output)
     if previous.is_file():
-        recorded = json.loads(previous.read_text())
-        differences = [key for key in manifest if recorded.get(key) != manifest[key]]
+        recorded = _what_decides_the_vectors(json.loads(previous.read_text()))
+        wanted = _what_decides_the_vectors(manifest)
+        differences = [key for key in wanted if recorded.get(key) != wanted[key]]
         if differences and not overwrite:
             raise FileExistsError(
                 f"{output} holds vectors of another encoding (different {', '.join(differences)}): choose a new "
@@ -77,6 +78,13 @@ def _prepare_output(output: Path, manifest: dict[str, Any], overwrite: bool) -> 
     temporary = output / f".{MANIFEST}.tmp"
     temporary.write_text(json.dumps(manifest, indent=2) + "\n")
     os.replace(temporary, previous)
+
+
+def _what_decides_the_vectors(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest without the corpus file's path: a byte-identical copy elsewhere (same size and SHA-256) is the
+    same corpus, so a rerun naming it resumes."""
+    corpus = {key: value for key, value in (manifest.get("corpus") or {}).items() if key != "path"}
+    return {**manifest, "corpus": corpus}
 
 
 def _check_output_usable(output: Path) -> None:

@@ -21,7 +21,7 @@ import os
 import shutil
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,20 +85,36 @@ def write_jsonl(path: str | os.PathLike, records: Iterable) -> Path:
     return write_lines_atomically(path, (json.dumps(record, ensure_ascii=False) for record in records))
 
 
+def check_only_owned(folder: str | os.PathLike, owned: Collection[str], what: str) -> None:
+    """Refuse (FileExistsError) a ``folder`` about to be replaced that holds entries a save of ``what`` never
+    writes: they would be deleted with it."""
+    folder = Path(folder)
+    foreign = sorted(entry.name for entry in folder.iterdir() if entry.name not in owned) if folder.is_dir() else []
+    if foreign:
+        raise FileExistsError(f"{folder} holds {', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}, which a "
+                              f"saved {what} does not hold: replacing the folder would delete "
+                              f"{'it' if len(foreign) == 1 else 'them'}. Move {'it' if len(foreign) == 1 else 'them'} "
+                              "out, or choose another folder")
+
+
 def _holds(folder: Path, marker: str | tuple[str, ...]) -> bool:
     return any((folder / name).is_file() for name in ((marker,) if isinstance(marker, str) else marker))
 
 
 def atomic_directory(target: str | os.PathLike, write: Callable[[Path], None], marker: str | tuple[str, ...],
-                     what: str) -> None:
+                     what: str, owned: Collection[str] | None = None) -> None:
     """Replace folder ``target`` by what ``write(staging)`` puts into a fresh staging folder (module docstring).
 
     ``marker`` is a file (or files, any one will do) every saved folder of this kind (``what``, for messages)
     holds: an existing, non-empty ``target`` without it is refused, so a typo cannot replace an unrelated folder.
+    ``owned``: every name a save of this kind may write; a ``target`` holding anything else (a user's notes) is
+    refused too (``check_only_owned``), since replacing the folder would delete it.
     """
     target = Path(target).absolute()
     if target.exists() and not _holds(target, marker) and (not target.is_dir() or any(target.iterdir())):
         raise FileExistsError(f"refusing to replace {target}: it exists and is not a saved {what}")
+    if owned is not None:
+        check_only_owned(target, owned, what)
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     for stale in parent.glob(f".{target.name}.tmp-*"):
@@ -235,6 +251,9 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
             title = record.get("title")
             # A BEIR corpus line: title and text, joined as BEIR's readers (and hyte eval retrieval) join them.
             texts.append(f"{title} {text}".strip() if isinstance(title, str) and title.strip() else text)
+            if "id" in record and "_id" in record and record["id"] != record["_id"]:
+                raise DataFormatError(path, number, f"two ids, \"id\" {record['id']!r} and \"_id\" "
+                                                    f"{record['_id']!r}: keep one of the two fields")
             has_id = "id" in record or "_id" in record
             with_ids = has_id if with_ids is None else with_ids
             if has_id != with_ids:

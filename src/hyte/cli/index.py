@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..corpus import DEFAULT_SHARD_SIZE
 from ..io import read_texts, write_vectors
 from .common import INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, positive_int, print_hits, queries_of
 
@@ -31,8 +32,11 @@ def _encode(args: argparse.Namespace) -> int:
                         "in the folder --output, resumable, optionally on Ray)")
     if args.corpus is not None:
         return _encode_corpus(args)
-    if args.ray is not None:
-        raise UserError("--ray encodes a --corpus into shards; give --corpus instead of --input")
+    corpus_only = [flag for flag, value in (("--ray", args.ray), ("--shard-size", args.shard_size),
+                                            ("--ray-workers", args.ray_workers)) if value is not None]
+    if corpus_only:
+        raise UserError(f"{', '.join(corpus_only)}: for a --corpus encoded into shards; --input writes one file. Give "
+                        "--corpus instead of --input, or leave them out")
     check_new_file(args.output, (".npy", ".safetensors"), args.overwrite, model_folder_ok=False)
     texts, _ = read_texts(args.input)
     encoder = load_encoder(args.model, max_length=args.max_length)
@@ -48,9 +52,11 @@ def _encode_corpus(args: argparse.Namespace) -> int:
 
     if args.role != "document":
         raise UserError("--corpus encodes documents; query vectors go to one file (--input)")
-    done = encode_corpus(args.model, args.corpus, args.output, shard_size=args.shard_size, batch_size=args.batch_size,
-                         max_length=args.max_length, ray_address=args.ray, workers=args.ray_workers,
-                         overwrite=args.overwrite)
+    if args.ray is None and args.ray_workers is not None:
+        raise UserError("--ray-workers is for --ray ADDRESS (encoder actors on a Ray cluster)")
+    done = encode_corpus(args.model, args.corpus, args.output, shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
+                         batch_size=args.batch_size, max_length=args.max_length, ray_address=args.ray,
+                         workers=args.ray_workers or 2, overwrite=args.overwrite)
     kept = done.shards - done.encoded
     print(f"{done.documents} documents in {done.shards} shards in {done.output}: encoded {done.encoded}"
           + (f", kept {kept} complete from an earlier run" if kept else "")
@@ -72,7 +78,7 @@ def _trie_override(args: argparse.Namespace, texts: list[str], tokenizer, max_le
 
 def _check_output_folder(output: str, overwrite: bool) -> None:
     """Before anything is encoded: an existing index folder is replaced only with --overwrite, anything else never."""
-    from ..retrieval.folder import is_index_folder
+    from ..retrieval.folder import check_replaceable_index_folder, is_index_folder
 
     path = Path(output)
     if not path.exists() or path.is_dir() and not any(path.iterdir()):
@@ -82,6 +88,10 @@ def _check_output_folder(output: str, overwrite: bool) -> None:
     if not overwrite:
         raise UserError(f"--output {output} already holds an index: pass --overwrite to replace it (atomically, once "
                         "the new one is complete) or choose another folder")
+    try:
+        check_replaceable_index_folder(path)
+    except FileExistsError as error:
+        raise UserError(f"--output {error}") from None
 
 
 def _check_backend(args: argparse.Namespace) -> None:
@@ -290,11 +300,12 @@ def add_commands(sub) -> None:
     encode.add_argument("--corpus", default=None,
                         help="instead of --input: documents (.txt/.jsonl) encoded into Parquet shards in the folder "
                              "--output; a rerun resumes, encoding only the shards that are missing")
-    encode.add_argument("--shard-size", type=positive_int, default=10_000, help="with --corpus: documents per shard")
+    encode.add_argument("--shard-size", type=positive_int, default=None,
+                        help=f"with --corpus: documents per shard (default {DEFAULT_SHARD_SIZE})")
     encode.add_argument("--ray", default=None, metavar="ADDRESS",
                         help="with --corpus: encode on a Ray cluster (ray.init address: auto, HOST:PORT, or local); "
                              "the corpus and --output must be on a file system every node sees")
-    encode.add_argument("--ray-workers", type=positive_int, default=2, help="with --ray: encoder actors")
+    encode.add_argument("--ray-workers", type=positive_int, default=None, help="with --ray: encoder actors (default 2)")
     encode.add_argument("--role", choices=["document", "query"], default="document",
                         help="queries come out sign-flipped (-x0, xs) for inner-product search")
     encode.add_argument("--batch-size", type=positive_int, default=32)

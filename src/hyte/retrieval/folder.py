@@ -26,21 +26,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..io import atomic_directory, saved_directory
+from ..io import atomic_directory, check_only_owned, saved_directory
 from .documents import DOCUMENTS_FILE, read_documents, write_documents
-from .index import METADATA_FILE, LorentzIndex
+from .index import INDEX_FILE, METADATA_FILE, LorentzIndex
 
 if TYPE_CHECKING:
     from .phrase import PhraseIndex
 
-__all__ = ["FOLDER_FILE", "IndexFolder", "build_index_folder", "build_phrase_index_folder", "documents_for",
-           "index_texts", "is_index_folder", "model_reference", "open_index_folder", "resolve_index_model",
-           "write_index_folder"]
+__all__ = ["FOLDER_FILE", "INDEX_FOLDER_ENTRIES", "IndexFolder", "build_index_folder", "build_phrase_index_folder",
+           "check_replaceable_index_folder", "documents_for", "index_texts", "is_index_folder", "model_reference",
+           "open_index_folder", "resolve_index_model", "write_index_folder"]
 
 FOLDER_FILE = "index.json"
 FOLDER_FORMAT_VERSION = 1
 # Any one of these marks a folder that an index save may replace (see hyte.io.atomic_directory).
 _MARKERS = (FOLDER_FILE, METADATA_FILE, "phrase_index.json")
+# Everything an index folder (plain or phrase) may hold; anything else in it is the user's and stops a replacement.
+INDEX_FOLDER_ENTRIES = (*_MARKERS, DOCUMENTS_FILE, INDEX_FILE, "global", "phrase")
+
+
+def check_replaceable_index_folder(path: str | os.PathLike) -> None:
+    """Refuse (FileExistsError) an index folder that also holds the user's files: replacing it would delete them."""
+    check_only_owned(path, INDEX_FOLDER_ENTRIES, "index folder")
 
 
 def is_index_folder(path: str | os.PathLike) -> bool:
@@ -127,7 +134,7 @@ def write_index_folder(directory: str | os.PathLike, index: LorentzIndex | Phras
         write_documents(staging, documents)
         (staging / FOLDER_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
 
-    atomic_directory(directory, write, _MARKERS, "index folder")
+    atomic_directory(directory, write, _MARKERS, "index folder", owned=INDEX_FOLDER_ENTRIES)
     return Path(directory)
 
 

@@ -450,7 +450,7 @@ class LorentzIndex(HyperboloidStore):
                              "there would delete them. Save the index with its texts (HyteSearcher(encoder, index, "
                              "documents).save(folder), or hyte.retrieval.folder.write_index_folder), or choose "
                              "another folder")
-        atomic_directory(directory, self.write_files, METADATA_FILE, "LorentzIndex")
+        atomic_directory(directory, self.write_files, METADATA_FILE, "LorentzIndex", owned=(INDEX_FILE, METADATA_FILE))
 
     def write_files(self, directory: Path) -> None:
         """Write ``index.faiss`` and ``metadata.json`` into an existing folder (not atomic by itself: ``save`` and

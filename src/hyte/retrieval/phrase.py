@@ -416,7 +416,8 @@ class PhraseIndex:
     def save(self, directory: str | os.PathLike) -> None:
         """Save the global index (``global/``), the store (``phrase/``) and ``phrase_index.json`` together,
         atomically (``hyte.io.atomic_directory``): a crash at any point leaves the previous complete save loadable."""
-        atomic_directory(directory, self.write_files, PHRASE_INDEX_FILE, "PhraseIndex")
+        atomic_directory(directory, self.write_files, PHRASE_INDEX_FILE, "PhraseIndex",
+                         owned=(PHRASE_INDEX_FILE, "global", "phrase"))
 
     def write_files(self, directory: Path) -> None:
         """Write ``global/``, ``phrase/`` and ``phrase_index.json`` into an existing folder (not atomic by itself:
