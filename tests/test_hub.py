@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import shutil
+import warnings
 import subprocess
 import sys
 import textwrap
@@ -460,6 +461,35 @@ def test_dry_run_writes_the_repository_content(local, tmp_path):
     assert str(card) == str(render_model_card(source, "org/dry"))
     with pytest.raises(ValueError, match="not empty"):
         push_to_hub(source, "org/dry", dry_run_dir=tmp_path / "repo")
+
+
+
+def test_a_push_says_what_it_leaves_behind_and_when_nothing_records_training(local, tmp_path, capsys):
+    folders, _ = local
+    parser = argparse.ArgumentParser(prog="hyte")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    source = tmp_path / "model"
+    shutil.copytree(folders[H], source)
+    (source / "README.md").write_text("# My model\n\nTrained by hand on my notes.\n")  # hand-written: not a card
+    args = parser.parse_args(["push", str(source), "--repo-id", "org/mine", "--dry-run", str(tmp_path / "repo")])
+    assert args.func(args) == 0
+    printed = capsys.readouterr().out
+    assert "note: " in printed and "README.md is not uploaded" in printed and "hyte_card.json under \"notes\"" in printed
+    assert "untrained" not in printed  # this folder records its training and evaluation
+    # The way to keep the text: hyte_card.json "notes" becomes the card's Notes section.
+    info = json.loads((source / "hyte_card.json").read_text())
+    (source / "hyte_card.json").write_text(json.dumps({**info, "notes": "Trained by hand on my notes."}))
+    (source / "README.md").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to warn about any more
+        push_to_hub(source, "org/mine", dry_run_dir=tmp_path / "repo2")
+    assert "## Notes\n\nTrained by hand on my notes." in (tmp_path / "repo2" / "README.md").read_text()
+    # A folder recording neither training nor evaluation: warned, and the card says it may be untrained.
+    (source / "eval_results.json").unlink()
+    (source / "hyte_card.json").write_text(json.dumps({k: v for k, v in info.items() if k != "training"}))
+    with pytest.warns(UserWarning, match="nothing in .* records training or evaluation"):
+        push_to_hub(source, "org/mine", dry_run_dir=tmp_path / "repo3")
+    assert "may be an untrained initialisation" in (tmp_path / "repo3" / "README.md").read_text()
 
 
 def test_push_command_dry_run_and_user_errors(local, tmp_path, capsys):

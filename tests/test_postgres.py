@@ -176,6 +176,12 @@ def test_unreachable_servers_and_servers_without_pgvector_are_one_line_errors(ds
     plain = dsn.replace("hyte@", "plain@").replace("/postgres", "/plain")
     with pytest.raises(PgVectorError, match="has no usable pgvector extension.*install pgvector"):
         PgVectorIndex.open(plain, "t")
+    # The server's folder where its DSN belongs: named, with the form a DSN takes.
+    with pytest.raises(PgVectorError, match="'/tmp/pg' is not a PostgreSQL connection string.*postgresql://USER@"):
+        PgVectorIndex.open("/tmp/pg", "t")
+    import hyte.retrieval
+
+    assert hyte.retrieval.PgVectorIndex is PgVectorIndex and hyte.retrieval.ShardedIndex is ShardedIndex
 
 
 def test_sharded_scatter_gather_equals_one_exact_index_and_a_down_shard_is_named(servers):
@@ -303,6 +309,11 @@ def test_a_local_server_starts_with_the_settings_asked_for_and_refuses_malformed
     with pytest.raises(ValueError, match="work_mem='4MB -c fsync=off'.*letters, digits"):
         start_local_postgres(tmp_path / "never", settings={"work_mem": "4MB -c fsync=off"})
     assert not (tmp_path / "never").exists()  # refused before anything is created
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(FileExistsError, match="holds no local PostgreSQL started by hyte: give a new or empty folder"):
+        start_local_postgres(tmp_path / "mine")
+    assert [entry.name for entry in (tmp_path / "mine").iterdir()] == ["notes.txt"]
 
 
 def test_the_serving_benchmark_runs_and_its_exact_searches_agree_with_float64_far_out(tmp_path):

@@ -9,6 +9,7 @@ User errors surface as ValueError / FileNotFoundError, which ``hyte.cli.app.main
 from __future__ import annotations
 
 import argparse
+import warnings
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -43,7 +44,11 @@ def _push(args: argparse.Namespace) -> int:
     elif args.base_model is not None:
         raise ValueError("--base-model applies to adapters only; add --adapter or drop it.")
     else:
-        result = push_to_hub(args.model_dir, args.repo_id, **options)
+        with warnings.catch_warnings(record=True) as notices:
+            warnings.simplefilter("always", UserWarning)
+            result = push_to_hub(args.model_dir, args.repo_id, **options)
+        for notice in notices:
+            print(f"note: {notice.message}")
     if args.dry_run_dir is not None:
         print(f"wrote the content of {args.repo_id} to {result} (nothing uploaded)")
     else:

@@ -118,6 +118,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
             for result in eval_results
         ],
         limitations=_limitations(model_type, config, datasets, bool(eval_results)),
+        notes=info.get("notes"),
     )
 
 

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -74,6 +75,8 @@ def push_to_hub(
     check_model_dir(model_dir)
     token = None if dry_run_dir is not None else _require_token(token)
     card = render_model_card(model_dir, repo_id)
+    for notice in push_notices(model_dir):
+        warnings.warn(notice, UserWarning, stacklevel=2)
     return _publish(model_dir, repo_id, card, {}, private=private, revision=revision, token=token,
                     dry_run_dir=dry_run_dir, commit_message=commit_message or "Upload HyTE model")
 
@@ -115,6 +118,31 @@ def push_adapter(
 # ----------------------------------------------------------------------------------------------------------------
 # Checks (no network)
 # ----------------------------------------------------------------------------------------------------------------
+
+
+def push_notices(model_dir: str | os.PathLike) -> list[str]:
+    """What a push does that the user may not expect, said before it happens (``push_to_hub`` warns with each): a
+    hand-written README.md stays behind (the card replaces it), and a folder that records neither training nor
+    evaluation goes up with a card saying it may be untrained."""
+    model_dir = Path(model_dir)
+    notices = []
+    readme = model_dir / "README.md"
+    if readme.is_file() and not _is_generated_card(readme.read_text(encoding="utf-8", errors="replace")):
+        notices.append(f"{readme} is not uploaded: the repository's README.md is the generated HyTE card. To keep "
+                       "text of your own in the card, put it in hyte_card.json under \"notes\" (it becomes the "
+                       "card's \"Notes\" section)")
+    info = _json_or_none(model_dir / "hyte_card.json") or {}
+    if not info.get("training") and _json_or_none(model_dir / "eval_results.json") is None:
+        notices.append(f"nothing in {model_dir} records training or evaluation (hyte_card.json \"training\", "
+                       "eval_results.json): the card says it may be an untrained initialisation. Push the output of "
+                       "hyte train / hyte quickstart to publish a trained model")
+    return notices
+
+
+def _is_generated_card(text: str) -> bool:
+    """A card hyte or sentence-transformers wrote: YAML front matter tagged hyte or naming sentence-transformers."""
+    front = text.split("---", 2)[1] if text.startswith("---") and text.count("---") >= 2 else ""
+    return "- hyte" in front or "sentence-transformers" in front
 
 
 def check_repo_id(repo_id: str) -> None:

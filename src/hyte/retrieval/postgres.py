@@ -79,8 +79,14 @@ def connect(dsn: str):
         from pgvector.psycopg import register_vector
     except ImportError:
         raise ImportError("the pgvector store needs psycopg and pgvector: pip install 'hyte-embeddings[postgres]'") from None
+    if not isinstance(dsn, str):
+        raise TypeError(f"dsn must be a PostgreSQL connection string (postgresql://USER@HOST:PORT/DATABASE); got "
+                        f"{type(dsn).__name__}")
     try:
         connection = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    except psycopg.ProgrammingError as error:  # not a connection string at all (e.g. a folder path)
+        raise PgVectorError(f"{redacted(dsn)!r} is not a PostgreSQL connection string ({str(error).strip()}): give "
+                            "postgresql://USER@HOST:PORT/DATABASE (hyte postgres start prints its DSN)") from None
     except psycopg.OperationalError as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise PgVectorError(f"cannot connect to PostgreSQL at {redacted(dsn)}: {first}. Is the server running and the "

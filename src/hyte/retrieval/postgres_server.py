@@ -85,6 +85,10 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
         running = LocalPostgres(directory, json.loads(state.read_text())["port"])
         if _accepts_connections(running.port):
             return running
+    ours = state.is_file() or (directory / "data" / "PG_VERSION").is_file()
+    if directory.exists() and not ours and (not directory.is_dir() or any(directory.iterdir())):
+        raise FileExistsError(f"{directory} exists and holds no local PostgreSQL started by hyte: give a new or empty "
+                              "folder (the server's binaries and data are written into it)")
     user = _UNPRIVILEGED if os.geteuid() == 0 else None
     directory.mkdir(parents=True, exist_ok=True)
     binaries = _binaries_for(directory, user)
