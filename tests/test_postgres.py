@@ -209,6 +209,19 @@ def test_sharded_scatter_gather_equals_one_exact_index_and_a_down_shard_is_named
         expected = flat.search(queries, k=30)[1]
         for row, found in zip(expected, result[1]):  # the others' exact top k, in order
             np.testing.assert_array_equal(found, row[row % 3 != 1][:10])
+        # Writes name the shard too, and say how to complete them.
+        with pytest.raises(ShardUnavailableError, match="shard 1 \\(shard-b\\) did not answer.*upsert the same"):
+            index.upsert(points[:6], np.arange(6), documents[:6])
+        # Brought back (on its own port again), the same index object reconnects and answers exactly.
+        assert start_local_postgres(servers[1].directory).port == servers[1].port
+        np.testing.assert_array_equal(index.search(queries, k=10)[1], flat.search(queries, k=10)[1])
+
+        # Shards must be where id mod n puts their documents, and each given once.
+        with pytest.raises(ValueError, match="shard 0 \\(.*\\) holds id 1, which belongs on shard 1"):
+            ShardedIndex([shards[1], shards[0], shards[2]])
+        with PgVectorIndex.open(servers[0].dsn.replace("127.0.0.1", "localhost"), "sharded") as again:
+            with pytest.raises(ValueError, match="shards 0 and 1 are the same store"):
+                ShardedIndex([shards[0], again, shards[2]])
     finally:
         start_local_postgres(servers[1].directory, servers[1].port)
         for shard in shards:

@@ -115,7 +115,9 @@ class PgVectorIndex(HyperboloidStore):
     ``open``; ``close`` (or a ``with`` block) releases the connection."""
 
     def __init__(self, connection, dsn: str, table: str, metadata: dict[str, Any]):
-        self._connection, self.dsn, self.table = connection, dsn, table
+        self._live_connection, self.dsn, self.table = connection, dsn, table
+        info = connection.info  # where the rows live, whatever the DSN's spelling (localhost or 127.0.0.1)
+        self.location = (info.hostaddr or info.host, info.port, info.dbname, table)
         self._metadata = metadata
         self.dim = int(metadata["dim"])
         self.curvature = float(metadata["curvature"])
@@ -229,8 +231,20 @@ class PgVectorIndex(HyperboloidStore):
     def _table_exists(connection, table: str) -> bool:
         return connection.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
 
+    @property
+    def _connection(self):
+        """The connection, opened again when the last one was lost (a restarted server): the call that met the lost
+        connection failed, the next one reconnects."""
+        if self._live_connection.closed and not self._closed_by_user:
+            self._live_connection = connect(self.dsn)
+        return self._live_connection
+
+    _closed_by_user = False
+
+
     def close(self) -> None:
-        self._connection.close()
+        self._closed_by_user = True
+        self._live_connection.close()
 
     def __enter__(self) -> Self:
         return self

@@ -99,7 +99,9 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
             shutil.chown(data, user)
         _checked([binaries / "initdb", "-D", data, "-U", USER, "--auth=trust", "-E", "UTF8", "--no-locale"], user,
                  "initdb")
-    port = port or _free_port()
+    # A restarted server keeps its port when it is free, so DSNs handed out before (and open stores) still work.
+    recorded = json.loads(state.read_text()).get("port") if state.is_file() else None
+    port = port or (recorded if recorded and _port_is_free(recorded) else _free_port())
     # -k: the Unix socket goes into the data folder (the default /var/run/postgresql may not exist or be writable).
     options = f"-h 127.0.0.1 -p {port} -k {data}" + "".join(
         f" -c {name}={value}" for name, value in (settings or {}).items())
@@ -155,6 +157,15 @@ def _checked(command: list, user: str | None, what: str, log: Path | None = None
         if log is not None and log.is_file():
             detail += log.read_text(errors="replace").strip().splitlines()[-3:]
         raise ChildProcessError(f"{what} failed (exit {done.returncode}): {' | '.join(detail)}")
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _accepts_connections(port: int) -> bool:

@@ -27,6 +27,12 @@ from .store import HyperboloidStore, StoredDocuments, check_positive_int, intege
 __all__ = ["ShardUnavailableError", "ShardedIndex", "ShardedResult"]
 
 
+_SEARCH_REMEDY = ("Bring it back (an open index reconnects on its next call), or open the index with "
+                  "allow_partial=True to search the other shards (results then name the missing ones)")
+_WRITE_REMEDY = ("The other shards' parts were written; once it is back, upsert the same documents (upsert replaces, "
+                 "so nothing is doubled)")
+
+
 class ShardUnavailableError(RuntimeError):
     """A shard of a ``ShardedIndex`` did not answer."""
 
@@ -72,15 +78,43 @@ class ShardedIndex(HyperboloidStore):
         self.allow_partial = allow_partial
         self.dim, self.curvature = first.dim, first.curvature
         self.model_name, self.model_fingerprint = first.model_name, first.model_fingerprint
+        self._check_placement()
+
+    def _check_placement(self) -> None:
+        """Refuse one table given as two shards (every hit would come back twice) and shards whose documents are not
+        where id mod n puts them (remove and upsert would miss them, and an upsert would duplicate them)."""
+        locations = [getattr(shard, "location", ("object", id(shard))) for shard in self.shards]
+        for position, location in enumerate(locations):
+            if location in locations[:position]:
+                raise ValueError(f"shards {locations.index(location)} and {position} are the same store "
+                                 f"({self.names[position]}): give each shard once")
+        count = len(self.shards)
+
+        def misplaced(shard_and_position):
+            shard, position = shard_and_position
+            ids = shard.ids
+            wrong = ids[ids % count != position]
+            return int(wrong[0]) if len(wrong) else None
+
+        answers = self._each(misplaced, arguments=[(shard, position) for position, shard in enumerate(self.shards)],
+                             partial=self.allow_partial)
+        for position, wrong in sorted(answers.items()):
+            if wrong is not None:
+                raise ValueError(f"shard {position} ({self.names[position]}) holds id {wrong}, which belongs on shard "
+                                 f"{wrong % count} (a ShardedIndex places id i on shard i mod {count}): fill the shards "
+                                 "through ShardedIndex.add, or give them in the order they were filled")
 
     # ------------------------------------------------------------------ fan-out
 
-    def _each(self, call, shards: Sequence[int] | None = None, *, partial: bool = False) -> dict[int, Any]:
-        """``call(shard)`` on every shard (in threads); {position: result}. A failure raises
-        ``ShardUnavailableError`` naming the shard, unless ``partial`` (then the shard is left out)."""
-        positions = list(range(len(self.shards))) if shards is None else list(shards)
+    def _each(self, call, *, arguments: Sequence | None = None, partial: bool = False,
+              remedy: str = _SEARCH_REMEDY) -> dict[int, Any]:
+        """``call(shard)`` (or ``call(arguments[position])``) for every shard, in threads; {position: result}. A
+        failure raises ``ShardUnavailableError`` naming the shard and the ``remedy``, unless ``partial`` (then the
+        shard is left out)."""
+        positions = list(range(len(self.shards)))
         with ThreadPoolExecutor(max_workers=len(positions)) as pool:
-            futures = {position: pool.submit(call, self.shards[position]) for position in positions}
+            futures = {position: pool.submit(call, self.shards[position] if arguments is None else arguments[position])
+                       for position in positions}
         results = {}
         for position, future in futures.items():
             error = future.exception()
@@ -88,10 +122,9 @@ class ShardedIndex(HyperboloidStore):
                 results[position] = future.result()
             elif not partial or not self._is_unavailable(error):
                 if self._is_unavailable(error):
+                    first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
                     raise ShardUnavailableError(f"shard {position} ({self.names[position]}) did not answer: "
-                                                f"{str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}. "
-                                                f"Bring it back, or open the index with allow_partial=True to search "
-                                                f"the other shards (results then name the missing ones)") from error
+                                                f"{first_line}. {remedy}") from error
                 raise error
         return results
 
@@ -163,18 +196,25 @@ class ShardedIndex(HyperboloidStore):
         return new_ids
 
     def _route(self, points, ids, documents, write) -> None:
+        """Each shard's part of a write, in parallel; a shard that fails is named (the others' parts are written:
+        ``upsert`` the same documents once it is back, which replaces rather than doubles them)."""
         targets = self._shard_of(ids)
         documents = None if documents is None else list(documents)
+        parts = []
         for position in range(len(self.shards)):
             mine = np.flatnonzero(targets == position)
-            if len(mine):
-                part_documents = None if documents is None else [documents[i] for i in mine]
-                write(self.shards[position], points[mine], ids[mine], part_documents)
+            parts.append((self.shards[position], mine,
+                          None if documents is None else [documents[i] for i in mine]))
+        self._each(lambda part: write(part[0], points[part[1]], ids[part[1]], part[2]) if len(part[1]) else None,
+                   arguments=parts, remedy=_WRITE_REMEDY)
 
     def remove(self, ids: Any) -> int:
         flat = integer_ids(ids).ravel()
-        return sum(self.shards[position].remove(flat[self._shard_of(flat) == position])
-                   for position in range(len(self.shards)))
+        removed = self._each(lambda shard_and_position: shard_and_position[0].remove(
+            flat[self._shard_of(flat) == shard_and_position[1]]),
+            arguments=[(shard, position) for position, shard in enumerate(self.shards)],
+            remedy="The other shards removed their documents; once it is back, remove the same ids again")
+        return sum(removed.values())
 
     # ------------------------------------------------------------------ search
 
