@@ -97,8 +97,10 @@ def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silen
     assert "holds NOTES.md, which a saved index folder does not hold" in capsys.readouterr().err
     from hyte.retrieval.folder import open_index_folder, write_index_folder
     opened = open_index_folder(tmp_path / "index")
-    with pytest.raises(FileExistsError, match="NOTES.md"):
+    with pytest.raises(FileExistsError, match="already holds an index: pass overwrite=True"):
         write_index_folder(tmp_path / "index", opened.index, opened.documents)
+    with pytest.raises(FileExistsError, match="NOTES.md"):
+        write_index_folder(tmp_path / "index", opened.index, opened.documents, overwrite=True)
     assert (tmp_path / "index" / "NOTES.md").read_text() == "keep me"
     assert main(["export", "onnx", str(model_dir), "--output", str(tmp_path / "notes")]) == 2
     assert "is a folder" in capsys.readouterr().err

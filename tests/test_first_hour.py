@@ -295,6 +295,7 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
     from hyte.encoders import HyteEncoder
     from hyte.lineage import weights_fingerprint
     from hyte.retrieval.folder import build_index_folder, open_index_folder
+    from hyte.retrieval.searcher import HyteSearcher
 
     encoder = HyteEncoder(HyTEHModel.from_base(minilm_path, hidden_size=33), AutoTokenizer.from_pretrained(minilm_path),
                           name="tiny")
@@ -305,6 +306,15 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
     assert folder.index.model_fingerprint == weights_fingerprint(encoder.model) and folder.model_name == "tiny"
     manifest = json.loads((tmp_path / "idx" / "index.json").read_text())
     assert manifest["kind"] == "plain" and manifest["count"] == 3
+    # An existing index is replaced only when asked, from Python as from the command line.
+    searcher = HyteSearcher(encoder, folder.index, folder.documents)
+    for save in (lambda: searcher.save(tmp_path / "idx"),
+                 lambda: build_index_folder(encoder, texts[:1], tmp_path / "idx")):
+        with pytest.raises(FileExistsError, match="already holds an index: pass overwrite=True"):
+            save()
+    assert len(open_index_folder(tmp_path / "idx").documents) == 3
+    build_index_folder(encoder, texts[:2], tmp_path / "idx", overwrite=True)
+    assert len(open_index_folder(tmp_path / "idx").documents) == 2
 
     folder.index.save(tmp_path / "old")  # the layout before index folders: no texts, no index.json
     old = open_index_folder(tmp_path / "old")

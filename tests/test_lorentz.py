@@ -443,6 +443,11 @@ def test_wrong_inputs_are_refused_naming_the_function_and_the_problem(seed, dtyp
          r"^pairwise_distance: the leading \(batch\) dimensions"),
         *[(lambda d=d: L.origin(d, c), TypeError, r"^origin\(dim, c\): dim is the space dimension d, an int")
           for d in (3.0, "3", None, True)],
+        # A mask that does not mark the points of x, and the "radius" of a flipped query.
+        *[(lambda f=f: f(x.view(2, 3, 9), mask[:, :2], c=c), ValueError,
+           rf"^{name}: the mask \(2, 2\) does not mark the points of x \(2, 3, 9\)")
+          for name, f in (("einstein_midpoint", L.einstein_midpoint), ("tangent_mean", L.tangent_mean))],
+        (lambda: L.radius(L.flip_time(x)), ValueError, r"^radius: x_0 = .* < 0 at index \(0,\): a sign-flipped query"),
         # Points (or flipped queries) where space coordinates belong: they would become points of one more dimension.
         *[(lambda f=f, v=v: f(v, c), ValueError, rf"^{name} takes space coordinates .*already {what}.*x\[\.\.\., 1:\]")
           for name, f in (("add_time", L.add_time), ("expmap0", L.expmap0))
@@ -509,8 +514,26 @@ def test_float32_scores_of_far_points_can_be_positive(c):
     scores = (L.flip_time(x) * x).sum(-1)  # each point with itself: -c exactly in exact arithmetic
     positive = scores > 0
     assert positive.any()
-    # Accepted; they clamp to distance ~0 (rounding as often errs the other way, which no rule could detect either).
-    assert (L.distance_from_inner(scores, c)[positive] < 1e-6).all()
+    # Accepted with a warning naming the causes; they clamp to distance ~0 (rounding as often errs the other way,
+    # which no rule could detect either).
+    with pytest.warns(RuntimeWarning, match="float32 products of points far from the origin"):
+        assert (L.distance_from_inner(scores, c)[positive] < 1e-6).all()
+
+
+@pytest.mark.parametrize("c", CURVATURES)
+def test_scores_no_two_points_can_have_are_warned_about_and_valid_ones_are_not(c):
+    import warnings
+
+    x = random_points(1, 50, 8, c, torch.float32, max_distance=3.0)
+    q, d = L.flip_time(x[:10]), x[10:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # valid float32 scores near the origin: no warning
+        L.distance_from_inner(q @ d.T, c)
+        L.distance_from_inner(q.double() @ d.double().T, c)
+    with pytest.warns(RuntimeWarning, match="Every score is positive: a plain dot product of two document vectors"):
+        L.distance_from_inner(d @ d.T, c)
+    with pytest.warns(RuntimeWarning, match="the curvature c is not the one the points were made with"):
+        L.distance_from_inner(q @ d.T, 4 * c)
 
 
 @pytest.mark.parametrize("c", CURVATURES)

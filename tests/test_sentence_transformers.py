@@ -244,6 +244,13 @@ def test_similarity_takes_one_query_side_and_one_document_side(which, request):
     copy = pickle.loads(pickle.dumps(st))
     with pytest.raises(ValueError, match="Both sides here are document"):
         copy.similarity(d, d)
+    copy.similarity_fn_name = "cosine"  # set after loading: the cosine of a flipped query and a point means nothing
+    with pytest.raises(ValueError, match="similarity_fn_name was set to 'cosine'.*'dot'"):
+        copy.similarity(q, d)
+    with pytest.raises(ValueError, match="output_value='token_embeddings'.*last_hidden_state"):
+        st.encode_document(DOCUMENTS[:1], output_value="token_embeddings")
+    tokens = st[0].auto_model(**st.tokenizer(DOCUMENTS[:1], return_tensors="pt")).last_hidden_state  # as it says
+    assert tokens.shape[-1] == d.shape[-1]
 
 
 def test_saved_card_says_how_to_score_the_lorentz_vectors(fh, tmp_path):

@@ -64,7 +64,8 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     index_dir = output_dir / "index"
     # The index names the saved model folder, absolute so `hyte rag --index` finds it from any directory.
     index = build_index_folder(encoder, [t.definition for t in terms], index_dir, ids=[t.id for t in terms],
-                               model_name=str(model_dir.absolute()), show_progress_bar=True).index
+                               model_name=str(model_dir.absolute()), show_progress_bar=True,
+                               overwrite=True).index  # the demo's own index, rebuilt on every run
 
     print("[4/4] searching")
     scores, found = index.search(encoder.encode(EXAMPLE_QUERIES, role="query"), k=3)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -81,6 +82,10 @@ _MIN_DIRECTION_NORM = 1e-15
 # centroids). The mistakes the check exists for are far outside: a Euclidean embedding has ||v_s|| / |v_0| ~ sqrt(d),
 # a sign-flipped query or the zero vector v_0 <= 0.
 _TIME_LIKE_SLACK = 1e-2
+
+# Relative slack of distance_from_inner's warning: -<x, y>_L / c >= 1 for points; float32 scores of points near the
+# origin round by ~1e-7, far from it by ~eps32 x_0 y_0 (which the warning then names as a cause).
+_SCORE_SLACK = 1e-3
 
 # Smallest relative slack of the checks that compare a value with the one a point must have (x_0 with the one its space
 # part gives, ||p||^2 with c): float32 points handed over as float64 carry float32 rounding (~1e-7 relative).
@@ -257,7 +262,9 @@ def distance_from_inner(lorentz_inner: Tensor, c: float | Tensor = 1.0) -> Tenso
     (nearly) identical points, so it is clamped at 1 + 1e-15: the distance there is ~0, and the clamp also keeps
     the gradient finite (arccosh has an infinite slope at 1).
 
-    Refused: integer input (FAISS ids instead of scores), NaN and +inf. Positive values are NOT refused although
+    Refused: integer input (FAISS ids instead of scores), NaN and +inf. Scores above -c are warned about
+    (RuntimeWarning naming the causes: a dot product of two documents, a wrong c, float32 far out), not refused,
+    although
     <x, y>_L <= -c < 0 for points: the rounding error of a float32 inner product is ~eps32 x_0 y_0, which exceeds c
     from radius ~9 sqrt(c) on (x_0^2 > 1 / eps32). A float32 point and itself at radius 15 give flip_time(x) @ x up to
     +6e5 (c = 1) and +6e10 (c = 0.5, radius 21 sqrt(c)), and a score carries no trace of the radii that produced it,
@@ -277,8 +284,32 @@ def distance_from_inner(lorentz_inner: Tensor, c: float | Tensor = 1.0) -> Tenso
                              f"at index {_first(off)}); a Lorentz inner product of two points is finite and <= -c "
                              "(index padding is -inf, which gives distance inf)")
     c64 = _float64(_curvature_like(c, lorentz_inner))
-    argument = (-_float64(lorentz_inner) / c64).clamp_min(1.0 + 1e-15)
-    return (torch.sqrt(c64) * torch.acosh(argument)).to(lorentz_inner.dtype)
+    ratio = -_float64(lorentz_inner) / c64
+    if _value_checks_apply(lorentz_inner) and not lorentz_inner.requires_grad:
+        _warn_scores_above_minus_c(lorentz_inner, ratio, c64)
+    return (torch.sqrt(c64) * torch.acosh(ratio.clamp_min(1.0 + 1e-15))).to(lorentz_inner.dtype)
+
+
+def _warn_scores_above_minus_c(scores: Tensor, ratio: Tensor, c64: Tensor) -> None:
+    """Warn (not refuse, see ``distance_from_inner``) about scores no inner product of two points of H_c can take:
+    -<x, y>_L / c < 1 beyond float32 rounding near the origin (1e-3 relative). The warning names the likely causes;
+    which one applies only the caller can tell."""
+    above = torch.isfinite(ratio) & (ratio < 1 - _SCORE_SLACK)
+    if not above.any():
+        return
+    first = _first(above)
+    finite = torch.isfinite(scores)
+    every_positive = bool((scores[finite] > 0).all())
+    warnings.warn(
+        f"distance_from_inner: {int(above.sum())} of {above.numel()} scores lie above -c = "
+        f"{-float(c64.flatten()[0]):g} (first {float(scores.detach()[first]):.6g} at index {first}), where no Lorentz "
+        "inner product of two points of H_c can lie; they give distance ~0. "
+        + ("Every score is positive: a plain dot product of two document vectors (or a cosine similarity) is not a "
+           "Lorentz inner product; flip one side with lorentz.flip_time, or use lorentz.pairwise_distance. Else: "
+           if every_positive else "Likely causes: ")
+        + "the curvature c is not the one the points were made with (the model's config.curvature), or float32 "
+          "products of points far from the origin lost their precision (re-score those in float64 with "
+          "lorentz.pairwise_distance).", RuntimeWarning, stacklevel=4)  # the caller of distance_from_inner
 
 
 def _check_pairable(x: Tensor, y: Tensor, name: str, other: str, *, rows: bool = False) -> None:
@@ -379,11 +410,21 @@ def _check_number(value: float | Tensor, name: str, what: str, *, positive: bool
         raise ValueError(f"{name}: {what} must be a finite number{' > 0' if positive else ''}; got {bad}")
 
 
-def _check_mask(mask: Tensor | None, name: str) -> None:
-    """Refuse masks with values other than 0 and 1: a mask marks padding, it does not weigh points."""
+def _check_mask(mask: Tensor | None, name: str, x: Tensor) -> None:
+    """Refuse masks that do not mark the N points of every set of x (..., N, D), or with values other than 0 and 1:
+    a mask marks padding, it does not weigh points."""
     if mask is not None and not isinstance(mask, Tensor):
         raise TypeError(f"{name}: mask must be None or a tensor (..., N) of 0/1 or booleans; got "
                         f"{type(mask).__name__} {mask!r} (the curvature goes by keyword: c=...)")
+    if mask is not None and isinstance(x, Tensor):
+        try:
+            fits = torch.broadcast_shapes(mask.shape, x.shape[:-1]) == x.shape[:-1]
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(f"{name}: the mask {tuple(mask.shape)} does not mark the points of x "
+                             f"{tuple(x.shape)}: it must have shape (..., N) = {tuple(x.shape[:-1])}, one 0/1 per "
+                             "point (the attention mask of the token points)")
     if mask is None or mask.dtype == torch.bool or not _value_checks_apply(mask):
         return
     off = ~((mask == 0) | (mask == 1))  # NaN is neither
@@ -433,7 +474,12 @@ def squared_lorentz_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> T
 
 @_accepts_numpy
 def radius(x: Tensor) -> Tensor:
-    """Radial depth r(x) = x_0, (..., D) -> (...,). Monotone in the distance to the origin."""
+    """Radial depth r(x) = x_0, (..., D) -> (...,). Monotone in the distance to the origin. A negative x_0 (a
+    sign-flipped query) is refused: its "radius" would be negative."""
+    if isinstance(x, Tensor) and x.ndim >= 1 and _value_checks_apply(x) and x.numel() and bool((x[..., 0] < 0).any()):
+        first = _first(x[..., 0] < 0)
+        raise ValueError(f"radius: x_0 = {float(x.detach()[first + (0,)]):.6g} < 0 at index {first}: a sign-flipped "
+                         "query vector (role='query' output), not a point; flip it back with lorentz.flip_time(x)")
     return x[..., 0]
 
 
@@ -615,7 +661,7 @@ def outward_einstein_midpoint(
 
 def _outward_einstein_midpoint(x: Tensor, mask: Tensor | None, p: float, c: float | Tensor, name: str) -> Tensor:
     _check_number(p, name, "p", positive=False)
-    _check_mask(mask, name)
+    _check_mask(mask, name, x)
     x64 = _refresh_time64(x, c, name)
     w64 = torch.ones_like(x64[..., 0]) if mask is None else _float64(mask)
     # Checked in eager mode only: the check reads tensor values, which compiled and exported graphs do not know.
@@ -637,7 +683,7 @@ def einstein_midpoint(x: Tensor, mask: Tensor | None = None, c: float | Tensor =
 @_accepts_numpy
 def tangent_mean(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
     """expmap0 of the masked mean of logmap0(x_i): the 'naive' tangent-space mean pooling, (..., N, D) -> (..., D)."""
-    _check_mask(mask, "tangent_mean")
+    _check_mask(mask, "tangent_mean", x)
     _check_points(x, c, "tangent_mean")
     tangent = _logmap0(x, c)
     w = torch.ones_like(tangent[..., 0]) if mask is None else mask.to(tangent.dtype)

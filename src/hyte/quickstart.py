@@ -229,8 +229,9 @@ def _index_and_search(encoder, index_dir: Path, model_dir: Path, queries: int, d
     held_out_queries, corpus, qrels = heldout_retrieval_set(queries, documents)
     doc_ids = sorted(corpus)
     # The index names the saved model folder (same weights as the trained one), absolute so it loads from anywhere.
+    # Rebuilt on every run (cheap): the quickstart's own folder, replaced as a whole.
     index = build_index_folder(encoder, [corpus[d] for d in doc_ids], index_dir, ids=doc_ids,
-                               model_name=str(model_dir.absolute())).index
+                               model_name=str(model_dir.absolute()), overwrite=True).index
     chosen = random.Random(0).sample(sorted(held_out_queries), NUM_EXAMPLE_QUERIES)
     texts = [held_out_queries[q] for q in chosen]
     scores, found = index.search(encoder.encode(texts, role="query"), k=3)

@@ -135,6 +135,11 @@ class _EncodeGuard:
         encode = type(self.model).encode
         arguments = inspect.signature(encode).bind_partial(self.model, *args, **kwargs).arguments
         truncate_dim = arguments.get("truncate_dim")
+        if arguments.get("output_value", "sentence_embedding") not in ("sentence_embedding", None):
+            raise ValueError(
+                f"output_value={arguments['output_value']!r}: a HyTE model's modules emit one hyperboloid point per "
+                "text ('sentence_embedding'); its token points come from the HyTE model itself: "
+                "model[0].auto_model(**model.tokenizer(texts, return_tensors='pt')).last_hidden_state")
         refuse_euclidean_options(
             bool(arguments.get("normalize_embeddings", False)),
             truncate_dim if truncate_dim is not None else getattr(self.model, "truncate_dim", None),
@@ -157,6 +162,11 @@ class _SimilarityGuard:
         self.name = name
 
     def __call__(self, embeddings1, embeddings2) -> Tensor:
+        if self.model.similarity_fn_name != "dot":
+            raise ValueError(
+                f"similarity_fn_name was set to {self.model.similarity_fn_name!r}; a HyTE model scores with 'dot' "
+                "only (its query vectors are time-flipped hyperboloid points, so only the dot product gives "
+                "<q, d>_L). Set model.similarity_fn_name = 'dot'.")
         routes = [_route_of(embeddings1, "first"), _route_of(embeddings2, "second")]
         if sorted(routes) != ["document", "query"]:
             raise ValueError(

@@ -143,7 +143,7 @@ def _index_build(args: argparse.Namespace) -> int:
         folder = build_phrase_index_folder(
             model, tokenizer, texts, args.output, ids=ids, kind=args.kind, dtype=args.phrase_dtype,
             model_name=str(args.model), batch_size=args.batch_size, max_length=args.max_length,
-            **_trie_override(args, texts, tokenizer, args.max_length))
+            overwrite=args.overwrite, **_trie_override(args, texts, tokenizer, args.max_length))
         stats = folder.index.store.stats()
         print(f"indexed {len(folder.index)} documents in {args.output}: global index ({args.kind}) + phrase store "
               f"({stats['vectors_per_document']:.1f} unit vectors and {stats['bytes_per_document']:.0f} bytes per "
@@ -154,7 +154,7 @@ def _index_build(args: argparse.Namespace) -> int:
 
     encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
     folder = build_index_folder(encoder, texts, args.output, ids=ids, kind=args.kind, batch_size=args.batch_size,
-                                show_progress_bar=True)
+                                show_progress_bar=True, overwrite=args.overwrite)
     message = f"indexed {len(folder.index)} documents ({args.kind}) in {args.output}"
     message += _recall_note(folder.index)
     print(message)
@@ -187,7 +187,7 @@ def _index_build_from_vectors(args: argparse.Namespace) -> int:
 
         index = LorentzIndex(manifest["dim"], manifest["curvature"], kind=args.kind, **options)
         index.add(vectors)
-        write_index_folder(args.output, index, documents)
+        write_index_folder(args.output, index, documents, overwrite=args.overwrite)
         where = args.output + _recall_note(index)
     print(f"indexed {len(documents)} documents ({args.kind}) from the vector shards in {args.from_vectors}, without "
           f"encoding, in {where}")

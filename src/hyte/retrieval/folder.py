@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from .phrase import PhraseIndex
 
 __all__ = ["FOLDER_FILE", "INDEX_FOLDER_ENTRIES", "IndexFolder", "build_index_folder", "build_phrase_index_folder",
-           "check_replaceable_index_folder", "documents_for", "index_texts", "is_index_folder", "model_reference",
-           "open_index_folder", "resolve_index_model", "write_index_folder"]
+           "check_index_folder_free", "check_replaceable_index_folder", "documents_for", "index_texts",
+           "is_index_folder", "model_reference", "open_index_folder", "resolve_index_model", "write_index_folder"]
 
 FOLDER_FILE = "index.json"
 FOLDER_FORMAT_VERSION = 1
@@ -43,6 +43,13 @@ FOLDER_FORMAT_VERSION = 1
 _MARKERS = (FOLDER_FILE, METADATA_FILE, "phrase_index.json")
 # Everything an index folder (plain or phrase) may hold; anything else in it is the user's and stops a replacement.
 INDEX_FOLDER_ENTRIES = (*_MARKERS, DOCUMENTS_FILE, INDEX_FILE, "global", "phrase")
+
+
+def check_index_folder_free(directory: str | os.PathLike, overwrite: bool) -> None:
+    """Refuse (FileExistsError) to write an index folder over an existing one unless ``overwrite``."""
+    if is_index_folder(directory) and not overwrite:
+        raise FileExistsError(f"{directory} already holds an index: pass overwrite=True to replace it (atomically, "
+                              "once the new one is written), or choose another folder")
 
 
 def check_replaceable_index_folder(path: str | os.PathLike) -> None:
@@ -118,10 +125,12 @@ def documents_for(texts: Sequence[str], ids: Sequence[str | int] | None = None) 
 
 
 def write_index_folder(directory: str | os.PathLike, index: LorentzIndex | PhraseIndex,
-                       documents: Sequence[dict]) -> Path:
-    """Write ``index`` and its ``documents`` (row i = index id i) as one index folder, atomically; returns it."""
+                       documents: Sequence[dict], *, overwrite: bool = False) -> Path:
+    """Write ``index`` and its ``documents`` (row i = index id i) as one index folder, atomically; returns it. An
+    existing index folder is replaced only with ``overwrite`` (and never when it also holds other files)."""
     from .phrase import PhraseIndex
 
+    check_index_folder_free(directory, overwrite)
     if len(documents) != len(index):
         raise ValueError(f"{len(documents)} documents for an index of {len(index)}: row i of documents.jsonl "
                          "must be index id i")
@@ -194,19 +203,22 @@ def index_texts(encoder, texts: Sequence[str], *, kind: str = "flat", model_name
 
 def build_index_folder(encoder, texts: Sequence[str], directory: str | os.PathLike, *,
                        ids: Sequence[str | int] | None = None, kind: str = "flat", batch_size: int = 32,
-                       model_name: str | None = None, show_progress_bar: bool | None = None) -> IndexFolder:
-    """``index_texts`` and the texts (``ids``: the documents' own ids) written as one index folder."""
+                       model_name: str | None = None, show_progress_bar: bool | None = None,
+                       overwrite: bool = False) -> IndexFolder:
+    """``index_texts`` and the texts (``ids``: the documents' own ids) written as one index folder (an existing one
+    is replaced only with ``overwrite``; checked before anything is encoded)."""
     documents = documents_for(texts, ids)
+    check_index_folder_free(directory, overwrite)  # before anything is encoded
     index = index_texts(encoder, texts, kind=kind, model_name=model_name, batch_size=batch_size,
                         show_progress_bar=show_progress_bar)
-    write_index_folder(directory, index, documents)
+    write_index_folder(directory, index, documents, overwrite=overwrite)
     return IndexFolder(Path(directory).absolute(), "plain", index, documents)
 
 
 def build_phrase_index_folder(model, tokenizer, texts: Sequence[str], directory: str | os.PathLike, *,
                               ids: Sequence[str | int] | None = None, kind: str = "flat", dtype: str = "float32",
                               model_name: str | None = None, batch_size: int = 32, max_length: int | None = None,
-                              **encode_options) -> IndexFolder:
+                              overwrite: bool = False, **encode_options) -> IndexFolder:
     """Encode ``texts`` with a phrase model (``HyTEPhraseModel``) into a ``PhraseIndex`` (global index of ``kind``
     + phrase store in ``dtype``) and write the folder. ``encode_options`` go to ``encode_phrases`` (e.g. the
     terminology trie's ``override``)."""
@@ -215,9 +227,10 @@ def build_phrase_index_folder(model, tokenizer, texts: Sequence[str], directory:
     if not texts:
         raise ValueError("no texts to index")
     documents = documents_for(texts, ids)
+    check_index_folder_free(directory, overwrite)  # before anything is encoded
     index = PhraseIndex.create(model, kind=kind, dtype=dtype,
                                model_name=model_reference(model_name) if model_name is not None else None)
     index.add_texts(model, tokenizer, list(texts), ids=list(range(len(texts))), batch_size=batch_size,
                     max_length=max_length, **encode_options)
-    write_index_folder(directory, index, documents)
+    write_index_folder(directory, index, documents, overwrite=overwrite)
     return IndexFolder(Path(directory).absolute(), "phrase", index, documents)

@@ -127,12 +127,13 @@ class HyteSearcher:
         index = index_texts(encoder, texts, kind=kind, batch_size=batch_size, show_progress_bar=show_progress_bar)
         return cls(encoder, index, documents)
 
-    def save(self, directory: str | os.PathLike) -> None:
+    def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Save the index and the texts to ``directory`` as one index folder (``hyte.retrieval.folder``), which
-        ``from_folder``, ``hyte index search`` and ``hyte rag`` read."""
+        ``from_folder``, ``hyte index search`` and ``hyte rag`` read. An existing index folder is replaced only with
+        ``overwrite``."""
         from .folder import write_index_folder
 
-        write_index_folder(directory, self.index, self.documents)
+        write_index_folder(directory, self.index, self.documents, overwrite=overwrite)
 
     def __len__(self) -> int:
         return len(self.index)
