@@ -1027,6 +1027,15 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     earlier = write_result(tmp_path / "result.json", {"benchmark": "retrieval", "ndcg@10": 0.5})
     write_result(earlier, {"benchmark": "retrieval", "ndcg@10": 0.6})  # an earlier result is replaced
     assert json.loads(earlier.read_text())["ndcg@10"] == 0.6
+    # ... but only by a result of its own kind (a quickstart's comparison is not replaced by a retrieval run).
+    quickstart = write_result(tmp_path / "results.json", {"heldout": {"hpo": {}}, "steps": 60})
+    for other in (quickstart, earlier):
+        kind = "rag" if other == earlier else "retrieval"
+        with pytest.raises(ValueError, match="holds .* result, not a .* one: give another output file"):
+            write_result(other, {"benchmark": kind})
+    assert json.loads(quickstart.read_text())["steps"] == 60
+    with pytest.raises(ValueError, match="holds another kind of result"):
+        run_command(["eval", "retrieval", "--model", "unused", "--data", "unused", "--output", str(quickstart)])
     (tmp_path / "empty").mkdir()
     report = tmp_path / "BENCHMARKS.md"
     report.write_text("# the recorded benchmarks\n")

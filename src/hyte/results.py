@@ -103,7 +103,7 @@ def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (
     An earlier result is replaced; any other existing file (a data file given as the output by mistake) is not:
     ValueError, before anything is written.
     """
-    path = check_result_output(path)
+    path = check_result_output(path, payload.get("benchmark"))
     if keep and path.is_file():
         earlier = json.loads(path.read_text())
         payload = {**payload, **{key: earlier[key] for key in keep if key in earlier and key not in payload}}
@@ -116,9 +116,13 @@ def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (
 _ARTIFACT_MARKERS = ("config.json", "run.json", "index.json", "metadata.json", "manifest.json", "adapter_config.json")
 
 
-def check_result_output(path: str | os.PathLike) -> Path:
-    """``path`` as a place for a result JSON, checked before any work: an earlier result may be replaced, any other
-    file may not, and nothing is written inside a model, run, index or vector-shard folder. ValueError otherwise."""
+_ANY = object()
+
+
+def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple = _ANY) -> Path:
+    """``path`` as a place for a result JSON, checked before any work: an earlier result of the same ``benchmark``
+    kind (its "benchmark" field; one of them when a tuple) may be replaced, any other result or file may not, and
+    nothing is written inside a model, run, index or vector-shard folder. ValueError otherwise."""
     path = Path(path)
     inside = [marker for marker in _ARTIFACT_MARKERS if (path.parent / marker).is_file()]
     if inside:
@@ -129,6 +133,13 @@ def check_result_output(path: str | os.PathLike) -> Path:
     if path.exists() and not _is_result(path):
         raise ValueError(f"{path} exists and is not a result JSON: give another output file (results are never "
                          "written over other files)")
+    kinds = benchmark if isinstance(benchmark, tuple) else (benchmark,)
+    if benchmark is not _ANY and path.exists():
+        earlier = json.loads(path.read_text(encoding="utf-8")).get("benchmark")
+        if earlier not in kinds:
+            raise ValueError(f"{path} holds {'a ' + repr(earlier) if earlier else 'another kind of'} result, not "
+                             f"{'a ' + repr(kinds[0]) if kinds[0] else 'this'} one: give another output file (a "
+                             "result is replaced only by a rerun of the same kind)")
     return path
 
 

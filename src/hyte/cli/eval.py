@@ -40,11 +40,12 @@ DEFAULT_MARKDOWN = "BENCHMARKS.md"
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _output_checked_first(command):
-    """``command`` with its ``--output`` result path checked before anything is loaded or evaluated."""
+def _output_checked_first(command, benchmark: str | tuple):
+    """``command`` with its ``--output`` result path checked before anything is loaded or evaluated: a new file, or
+    an earlier result of the same ``benchmark`` kind."""
     def checked(args: argparse.Namespace) -> int:
         if getattr(args, "output", None):
-            check_result_output(args.output)
+            check_result_output(args.output, benchmark)
         return command(args)
 
     return checked
@@ -404,13 +405,13 @@ def add_commands(subparsers) -> None:
                                 "token, bigram and random) units per text under every unit kind, so runs with "
                                 "different --rerank compare at identical vector counts (the H+ paper's control); "
                                 "'cap' keeps min(B, the kind's own count)")
-    retrieval.set_defaults(func=_output_checked_first(_eval_retrieval))
+    retrieval.set_defaults(func=_output_checked_first(_eval_retrieval, ("retrieval", "retrieval-rerank")))
 
     hierarchy = sub.add_parser("hierarchy", help="hierarchy-sensitive retrieval: SpecHR, R@1, R@5, MRR, top-1 types")
     _model_options(hierarchy)
     hierarchy.add_argument("--data", required=True, help="benchmark JSONL (hyte eval build-hierarchy)")
     hierarchy.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/hierarchy_NAME.json)")
-    hierarchy.set_defaults(func=_output_checked_first(_eval_hierarchy))
+    hierarchy.set_defaults(func=_output_checked_first(_eval_hierarchy, "hierarchy"))
 
     build = sub.add_parser("build-hierarchy", help="build a hierarchy benchmark JSONL from an OBO ontology or HPO")
     source = build.add_mutually_exclusive_group(required=True)
@@ -450,7 +451,7 @@ def add_commands(subparsers) -> None:
     mteb.add_argument("--name", help="task name for --data (default: the folder name)")
     mteb.add_argument("--split", default="test")
     mteb.add_argument("--output", help="write mteb's scores as JSON")
-    mteb.set_defaults(func=_output_checked_first(_eval_mteb))
+    mteb.set_defaults(func=_output_checked_first(_eval_mteb, "mteb"))
 
     rag = sub.add_parser("rag", help="RAG on held-out HPO questions: context recall, answer support, HyTE vs base")
     rag.add_argument("--model", required=True, help="the HyTE model folder or hub id (the retriever under test)")
@@ -467,7 +468,7 @@ def add_commands(subparsers) -> None:
     rag.add_argument("--batch-size", type=positive_int, default=32)
     rag.add_argument("--seed", type=non_negative_int, default=0)
     rag.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/rag_hpo.json)")
-    rag.set_defaults(func=_output_checked_first(_eval_rag))
+    rag.set_defaults(func=_output_checked_first(_eval_rag, "rag"))
 
     compatibility = sub.add_parser(
         "compatibility", help="old->old, new->old, new->new retrieval and hierarchy metrics; P_com, P_up")
@@ -487,7 +488,7 @@ def add_commands(subparsers) -> None:
     compatibility.add_argument("--seed", type=non_negative_int, default=0, help="seed of the query / document sample")
     compatibility.add_argument("--max-length", type=positive_int, default=None)
     compatibility.add_argument("--output", help="write the results as JSON")
-    compatibility.set_defaults(func=_output_checked_first(_eval_compatibility))
+    compatibility.set_defaults(func=_output_checked_first(_eval_compatibility, "compatibility"))
 
     report = sub.add_parser("report", help="regenerate BENCHMARKS.md from every JSON in the results folder")
     report.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR)
