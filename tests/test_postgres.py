@@ -281,7 +281,6 @@ def test_command_line_builds_searches_and_answers_from_a_pgvector_index_as_from_
             assert [(p.id, p.text) for p in ours] == [(p.id, p.text) for p in theirs]
             np.testing.assert_allclose([p.distance for p in ours], [p.distance for p in theirs], rtol=1e-6)
             np.testing.assert_allclose([p.specificity for p in ours], [p.specificity for p in theirs], rtol=1e-6)
-
         question = ["Which sign concerns the heart?", "--mode", "extract", "--k", "2"]
         assert main(["rag", *question, "--dsn", dsn, "--table", "docs"]) == 0
         answer = capsys.readouterr().out
@@ -289,6 +288,18 @@ def test_command_line_builds_searches_and_answers_from_a_pgvector_index_as_from_
         assert answer == capsys.readouterr().out and "supported by [D2]" in answer
         assert main(["rag", "question", "--dsn", dsn]) == 2
         assert "--dsn needs --table" in capsys.readouterr().err
+        # Growing both with the searcher's own model: the same documents, ids and answers on both stores.
+        for searcher in (table_searcher, folder_searcher):
+            assert searcher.add_texts(["A fast heartbeat at rest."], ids=["D5"]).tolist() == [5]
+            assert searcher.add_texts(["An enlarged spleen."]).tolist() == [6]
+            with pytest.raises(ValueError, match="id 'D5' is already in this index"):
+                searcher.add_texts(["again"], ids=["D5"])
+        ours, theirs = (s.search("a fast heartbeat", k=2) for s in (table_searcher, folder_searcher))
+        assert [(p.id, p.text) for p in ours] == [(p.id, p.text) for p in theirs]
+        assert ours[0].id == "D5"
+        for searcher in (table_searcher, folder_searcher):  # the one without an own id answers with its index id
+            assert {str(p.id) for p in searcher.search("spleen", k=7)} == {*(f"D{i}" for i in range(6)), "6"}
+
     finally:
         main(["postgres", "stop", "--dir", folder])
         shutil.rmtree(folder, ignore_errors=True)

@@ -304,6 +304,12 @@ class PgVectorIndex(HyperboloidStore):
             raise KeyError(f"no document with index id {index_id} in {self.table!r}")
         return {"id": row[0] if row[0] is not None else str(index_id), "text": row[1]}
 
+    def stored_own_ids(self, own_ids: Sequence[str]) -> list[str]:
+        """Which of the documents' own ids (``documents[i]["id"]``) the table already holds, sorted."""
+        rows = self._connection.execute(f"SELECT DISTINCT doc_id FROM {self.table} WHERE doc_id = ANY(%s)",
+                                        (list(own_ids),)).fetchall()
+        return sorted(row[0] for row in rows)
+
     # ------------------------------------------------------------------ add / upsert / remove
 
     def add(self, vectors: Any, ids: Any = None, documents: Sequence[dict] | None = None) -> np.ndarray:

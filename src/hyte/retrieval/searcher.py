@@ -127,6 +127,37 @@ class HyteSearcher:
         index = index_texts(encoder, texts, kind=kind, batch_size=batch_size, show_progress_bar=show_progress_bar)
         return cls(encoder, index, documents)
 
+    def add_texts(self, texts: Sequence[str], ids: Sequence[str | int] | None = None, *, batch_size: int = 32,
+                  show_progress_bar: bool | None = None) -> np.ndarray:
+        """Encode ``texts`` with this searcher's own encoder and add them with their texts; returns their index ids.
+
+        The safe way to grow an index: vectors handed to a store's ``add`` carry no trace of the model that made
+        them, so points of another model would be accepted there and silently mix two embedding spaces. ``ids``:
+        the documents' own ids (default: their index ids), unique among all documents."""
+        from .folder import documents_for
+
+        documents = documents_for(texts, ids)  # refuses a bare string, empty texts, repeated ids
+        if not isinstance(self.documents, list) and not hasattr(self.index, "stored_own_ids"):
+            raise TypeError(f"{type(self.index).__name__} keeps no texts to add to")
+        points = self.encoder.encode(list(texts), role="document", batch_size=batch_size,
+                                     show_progress_bar=show_progress_bar)
+        if isinstance(self.documents, list):  # row i of the list is index id i
+            start = len(self.documents)
+            own = [d["id"] for d in documents] if ids is not None else [start + i for i in range(len(documents))]
+            taken = {str(d["id"]) for d in self.documents} & {str(i) for i in own}
+            if taken:
+                raise ValueError(f"id {sorted(taken)[0]!r} is already in this index: ids must be unique")
+            new_ids = self.index.add(points, np.arange(start, start + len(points)))
+            self.documents.extend({"id": identifier, "text": d["text"]} for identifier, d in zip(own, documents))
+            return new_ids
+        # A store keeping texts beside the vectors: without ids of their own, documents answer with their index id.
+        if ids is not None:
+            taken = self.index.stored_own_ids([str(d["id"]) for d in documents])
+            if taken:
+                raise ValueError(f"id {taken[0]!r} is already in this index: ids must be unique")
+        return self.index.add(points, documents=documents if ids is not None else
+                              [{"id": None, "text": d["text"]} for d in documents])
+
     def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Save the index and the texts to ``directory`` as one index folder (``hyte.retrieval.folder``), which
         ``from_folder``, ``hyte index search`` and ``hyte rag`` read. An existing index folder is replaced only with

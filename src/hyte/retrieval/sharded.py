@@ -180,6 +180,11 @@ class ShardedIndex(HyperboloidStore):
         """From the shard that holds ``index_id``."""
         return self.shards[index_id % len(self.shards)].document(index_id)
 
+    def stored_own_ids(self, own_ids: Sequence[str]) -> list[str]:
+        """Which of the documents' own ids any shard holds (shards that keep texts), sorted."""
+        found = self._each(lambda shard: shard.stored_own_ids(own_ids))
+        return sorted({identifier for ids in found.values() for identifier in ids})
+
     # ------------------------------------------------------------------ add / remove
 
     def add(self, vectors: Any, ids: Any = None, documents: Sequence[dict] | None = None) -> np.ndarray:
