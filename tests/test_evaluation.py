@@ -1038,7 +1038,20 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
         run_command(["eval", "retrieval", "--model", "unused", "--data", "unused", "--output", str(quickstart)])
     (tmp_path / "empty").mkdir()
     report = tmp_path / "BENCHMARKS.md"
-    report.write_text("# the recorded benchmarks\n")
+    report.write_text("# HyTE benchmarks\n\nthe recorded ones\n")
     with pytest.raises(ValueError, match="holds no result JSON"):
         write_benchmarks_md(tmp_path / "empty", report)
-    assert report.read_text() == "# the recorded benchmarks\n"
+    assert report.read_text() == "# HyTE benchmarks\n\nthe recorded ones\n"
+    # The report goes only to a new .md file or one hyte generated: never over a config or a hand-written page.
+    config = tmp_path / "good.yaml"
+    config.write_text("stage: finetune\n")
+    notes = tmp_path / "NOTES.md"
+    notes.write_text("# my notes\n")
+    with pytest.raises(ValueError, match="give a .md file"):
+        write_benchmarks_md(tmp_path, config)
+    with pytest.raises(ValueError, match="is not a report hyte generated"):
+        write_benchmarks_md(tmp_path, notes)
+    with pytest.raises(ValueError, match="is not a report hyte generated"):
+        run_command(["bench", "--only", "index", "--output-dir", str(tmp_path / "b"), "--markdown", str(notes)])
+    assert config.read_text() == "stage: finetune\n" and notes.read_text() == "# my notes\n"
+    assert not (tmp_path / "b").exists()  # refused before any benchmark ran

@@ -189,6 +189,14 @@ def test_hyte_h_runs_a_bf16_backbone_with_a_float32_island(minilm_path, tmp_path
     points = half(**batch).pooler_output
     assert points.dtype == torch.float32 and torch.isfinite(points).all()
     torch.testing.assert_close(points, full(**batch).pooler_output, rtol=0.05, atol=0.05)
+    # Converted after loading (model.half(), as sentence-transformers' .half() does): the island stays float32.
+    converted = hyte.HyTEHModel.from_pretrained(tmp_path).eval().to(torch.bfloat16)
+    assert converted.encoder.embeddings.word_embeddings.weight.dtype == torch.bfloat16
+    assert converted.projection.weight.dtype == converted.scale.dtype == torch.float32
+    converted_points = converted(**batch).pooler_output
+    assert converted_points.dtype == torch.float32
+    torch.testing.assert_close(converted_points, full(**batch).pooler_output, rtol=0.05, atol=0.05)
+    assert converted.float().encoder.embeddings.word_embeddings.weight.dtype == torch.float32
 
 
 @pytest.mark.parametrize("configuration", ["hyte_fh_mlm", "eucbert_mlm"])

@@ -115,3 +115,13 @@ def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys, gener
     # A rerun with other settings does not pass the finished 2-step model off as a 40-step one.
     with pytest.raises(FileExistsError, match=r"finished run of other settings \(.*training steps: 2 -> 40"):
         run_quickstart(tmp_path, steps=40, examples=48, queries=12, documents=80, per_depth=4)
+
+
+def test_quickstart_refuses_a_model_run_or_index_folder_before_any_work(tmp_path):
+    for marker in ("config.json", "run.json", "index.json"):
+        folder = tmp_path / marker.split(".")[0]
+        folder.mkdir()
+        (folder / marker).write_text("{}")
+        with pytest.raises(FileExistsError, match=f"is a model, run or index folder \\(it holds {marker}\\)"):
+            run_quickstart(output_dir=folder, steps=1)
+        assert [entry.name for entry in folder.iterdir()] == [marker]

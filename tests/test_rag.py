@@ -116,6 +116,11 @@ def test_llama_index_retriever_returns_the_lorentz_index_top_k(searcher, hpo_ter
         assert [n.node_id for n in asyncio.run(retriever.aretrieve(query))] == [n.node_id for n in nodes]
     with pytest.raises(ValueError, match="k must be"):
         HyTERetriever(searcher=searcher, k=0)
+    for bad in (None, ["a", "b"]):  # named before LlamaIndex's own event models see them
+        with pytest.raises(TypeError, match="retrieve takes one query text"):
+            retriever.retrieve(bad)
+        with pytest.raises(TypeError, match="retrieve takes one query text"):
+            asyncio.run(retriever.aretrieve(bad))
 
 
 @pytest.fixture(scope="module")

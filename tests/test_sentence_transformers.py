@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import pickle
@@ -522,3 +523,12 @@ def test_a_training_checkpoint_loads_in_sentence_transformers_as_the_model_encod
     loaded = SentenceTransformer(str(checkpoint), trust_remote_code=True, device="cpu")
     expected = model.encode(texts, bert_tokenizer, role="document")
     np.testing.assert_allclose(loaded.encode_document(texts), np.asarray(expected), rtol=1e-5, atol=1e-6)
+
+
+def test_half_precision_keeps_hyte_hs_geometry_in_float32(h):
+    _, st = h
+    expected = st.encode_document(DOCUMENTS)
+    halved = copy.deepcopy(st).half()  # sentence-transformers' .half(): the backbone only, the island stays float32
+    points = halved.encode_document(DOCUMENTS)
+    assert points.dtype == np.float32 and np.isfinite(points).all()
+    np.testing.assert_allclose(points, expected, rtol=0.05, atol=0.05)

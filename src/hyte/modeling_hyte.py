@@ -815,11 +815,25 @@ class HyTEHModel(HyTEPreTrainedModel):
         # no backbone module of the same name matches.
         island = [name for name in ("projection", "scale", "hyperbolic_layers", "radius_head", "log_curvature",
                                     "log_logit_scale") if getattr(self, name) is not None]
-        for name in island:
-            if isinstance(getattr(self, name), nn.Module):
-                getattr(self, name).float()
+        self._float32_island = tuple(island)
+        self._keep_island_float32()
         self._keep_in_fp32_modules_strict = {f"^{name}" for name in island}
         self.post_init()
+
+    def _keep_island_float32(self) -> None:
+        for name in getattr(self, "_float32_island", ()):
+            value = getattr(self, name)
+            if isinstance(value, nn.Module):
+                value.float()
+            elif value.dtype != torch.float32:  # a bare parameter (scale, log_curvature)
+                value.data = value.data.float()
+
+    def _apply(self, fn, recurse: bool = True):
+        """``model.half()``, ``model.to(torch.bfloat16)`` (and sentence-transformers' ``.half()``) convert the
+        backbone only: the float32 island goes back to float32, as when loading with ``dtype=``."""
+        super()._apply(fn, recurse)
+        self._keep_island_float32()
+        return self
 
     def _scale_init(self) -> float:
         return self.config.scale_init or 1.0 / math.sqrt(self.config.hidden_size - 1)

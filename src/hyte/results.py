@@ -93,17 +93,18 @@ def _finite_or_none(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = ()) -> Path:
+def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (), *, replace: bool = False) -> Path:
     """Write a result JSON: paths made portable, NaN / Inf written as null (JSON has neither), numpy scalars as
     numbers, the file replaced only once complete (``hyte.io``); returns its path.
 
     ``keep``: fields written by hand into the earlier file at ``path`` (the reading of its numbers) that
     ``payload`` lacks; they are carried over, so rerunning a driver does not drop them.
 
-    An earlier result is replaced; any other existing file (a data file given as the output by mistake) is not:
+    An earlier result of the same kind (its "benchmark" field) is replaced, or any earlier result with ``replace``
+    (for a caller that checked it); any other existing file (a data file given as the output by mistake) is not:
     ValueError, before anything is written.
     """
-    path = check_result_output(path, payload.get("benchmark"))
+    path = check_result_output(path, _ANY if replace else payload.get("benchmark"))
     if keep and path.is_file():
         earlier = json.loads(path.read_text())
         payload = {**payload, **{key: earlier[key] for key in keep if key in earlier and key not in payload}}
@@ -113,7 +114,7 @@ def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (
 
 # Files that mark a folder as one of hyte's artifacts (a model, a training run, an index, vector shards, an adapter):
 # a result written there would replace or sit among the files that make it work (config.json, run.json, ...).
-_ARTIFACT_MARKERS = ("config.json", "run.json", "index.json", "metadata.json", "manifest.json", "adapter_config.json")
+ARTIFACT_MARKERS = ("config.json", "run.json", "index.json", "metadata.json", "manifest.json", "adapter_config.json")
 
 
 _ANY = object()
@@ -124,7 +125,7 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
     kind (its "benchmark" field; one of them when a tuple) may be replaced, any other result or file may not, and
     nothing is written inside a model, run, index or vector-shard folder. ValueError otherwise."""
     path = Path(path)
-    inside = [marker for marker in _ARTIFACT_MARKERS if (path.parent / marker).is_file()]
+    inside = [marker for marker in ARTIFACT_MARKERS if (path.parent / marker).is_file()]
     if inside:
         raise ValueError(f"{path.parent} is a model, run or index folder (it holds {inside[0]}): write the result "
                          "somewhere else, e.g. benchmarks/results/NAME.json")

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..results import machine_info, portable_command, write_result
+from ..results import check_result_output, machine_info, portable_command, write_result
 from .common import positive_int
 
 # A benchmark run measures this machine: its files go beside the other outputs, not over the tracked results and
@@ -43,14 +43,20 @@ def find_benchmarks_dir(explicit: str | None = None) -> Path:
 
 def _bench(args: argparse.Namespace) -> int:
     from ..report import write_benchmarks_md
+    from ..report.build import check_report_output
 
     directory = find_benchmarks_dir(args.benchmarks_dir)
     output_dir = Path(args.output_dir)
+    check_report_output(args.markdown or output_dir / "BENCHMARKS.md")  # before the benchmarks run
+    names = args.only or list(BENCHMARKS)
+    outputs = {name: output_dir / f"{name}{'_quick' if args.quick else ''}.json" for name in names}
+    for name, output in outputs.items():  # an earlier run's result of the same benchmark, or nothing
+        check_result_output(output, name)
     output_dir.mkdir(parents=True, exist_ok=True)
     failed = []
-    for name in args.only or list(BENCHMARKS):
+    for name in names:
         script, quick, full = BENCHMARKS[name]
-        output = output_dir / f"{name}{'_quick' if args.quick else ''}.json"
+        output = outputs[name]
         command = [sys.executable, str(directory / script), *(quick if args.quick else full),
                    "--threads", str(args.threads), "--output", str(output)]
         shown = portable_command(shlex.join(["python", *command[1:]]))
@@ -65,7 +71,7 @@ def _bench(args: argparse.Namespace) -> int:
         payload = json.loads(output.read_text(encoding="utf-8"))
         payload.setdefault("benchmark", name)
         payload["meta"] = {"command": shown, "quick": args.quick, "wall_s": round(seconds, 1), **machine_info()}
-        write_result(output, payload)
+        write_result(output, payload, replace=True)  # the script's own output, just written: checked above
         print(f"[bench] {name}: {seconds:.0f} s -> {output}", flush=True)
     path = write_benchmarks_md(output_dir, args.markdown or output_dir / "BENCHMARKS.md")
     print(f"wrote {path}")

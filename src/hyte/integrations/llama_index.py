@@ -40,6 +40,14 @@ class HyTERetriever(SearcherConstructors, BaseRetriever):
         self.searcher, self.k = searcher, k
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
+    def retrieve(self, str_or_query_bundle: str | QueryBundle) -> list[NodeWithScore]:
+        _check_query(str_or_query_bundle)  # before LlamaIndex's event models, whose errors name no query
+        return super().retrieve(str_or_query_bundle)
+
+    async def aretrieve(self, str_or_query_bundle: str | QueryBundle) -> list[NodeWithScore]:
+        _check_query(str_or_query_bundle)
+        return await super().aretrieve(str_or_query_bundle)
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return [NodeWithScore(node=TextNode(id_=p.id, text=p.text, metadata=p.metadata()), score=p.score)
                 for p in self.searcher.search(query_bundle.query_str, self.k)]
@@ -47,3 +55,8 @@ class HyTERetriever(SearcherConstructors, BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # The base class would run the search on the event loop and block it.
         return await asyncio.to_thread(self._retrieve, query_bundle)
+
+
+def _check_query(query) -> None:
+    if not isinstance(query, (str, QueryBundle)):
+        raise TypeError(f"retrieve takes one query text (or a QueryBundle); got {type(query).__name__} {query!r:.60}")

@@ -55,9 +55,32 @@ def load_results(results_dir: str | os.PathLike) -> tuple[dict[str, list[tuple[P
     return results, problems
 
 
+REPORT_HEADER = "# HyTE benchmarks"
+
+
+def check_report_output(path: str | os.PathLike) -> Path:
+    """``path`` as the place of a generated report, checked before any work: a new .md file, or one this module
+    generated before (it starts with the header); never another file. ValueError otherwise."""
+    path = Path(path)
+    if path.suffix.lower() != ".md":
+        raise ValueError(f"{path}: the report is Markdown; give a .md file (e.g. BENCHMARKS.md)")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder: give the report's file, e.g. {path / 'BENCHMARKS.md'}")
+    if path.exists():
+        try:
+            generated = path.read_text(encoding="utf-8").startswith(REPORT_HEADER)
+        except (OSError, UnicodeDecodeError):
+            generated = False
+        if not generated:
+            raise ValueError(f"{path} exists and is not a report hyte generated (it does not start with "
+                             f"{REPORT_HEADER!r}): give a new file, or the BENCHMARKS.md to regenerate")
+    return path
+
+
 def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike = "BENCHMARKS.md") -> Path:
     """(Re)write ``path`` from every ``*.json`` in ``results_dir`` (see the module docstring); returns ``path``."""
     results_dir, path = Path(results_dir), Path(path)
+    check_report_output(path)
     if not results_dir.is_dir():
         raise FileNotFoundError(f"results folder not found: {results_dir}")
     results, problems = load_results(results_dir)
@@ -66,7 +89,7 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
                          "results, e.g. benchmarks/results)")
     markdown_dir = path.parent.resolve()
     shown_dir = os.path.relpath(results_dir.resolve(), markdown_dir)
-    lines = ["# HyTE benchmarks", "",
+    lines = [REPORT_HEADER, "",
              f"Generated from `{Path(shown_dir).as_posix()}/*.json` by `hyte eval report` (also run by `hyte bench`)."
              " Do not edit by hand: add or replace a JSON there and regenerate. Evaluation results come from "
              "`hyte eval hierarchy|retrieval|radius|mteb|rag --output ...`, speed results from `hyte bench`.", ""]
