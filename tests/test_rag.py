@@ -244,9 +244,11 @@ def test_readme_rag_snippets_run(encoder, tmp_path, monkeypatch):
     exec(blocks[0], namespace)
     documents = namespace["documents"]
     assert [d.id for d in documents][0] == "HP:0009381" and len(documents) == 2
+    assert len(namespace["retriever"].searcher) == 4  # the text added before saving
+    saved = namespace["retriever"].invoke("short fingers")  # what the saved folder holds
     exec(blocks[1], namespace)
-    assert [n.node_id for n in namespace["nodes"]] == [d.id for d in documents]
-    assert [n.score for n in namespace["nodes"]] == [d.metadata["score"] for d in documents]
+    assert [n.node_id for n in namespace["nodes"]] == [d.id for d in saved]
+    assert [n.score for n in namespace["nodes"]] == [d.metadata["score"] for d in saved]
 
 
 def test_hyte_rag_answers_from_a_phrase_index_folder(bert_tokenizer, generator_cache, tmp_path, monkeypatch, capsys):
