@@ -15,6 +15,7 @@ from hyte.phrase.teacher import (
     boundary_f1,
     build_trie,
     coverage,
+    icd10_terms,
     override_tags,
     teacher_tags,
     unit_boundaries,
@@ -117,3 +118,23 @@ def test_the_trie_override_reaches_encode_phrases(bert_tokenizer):
     # "type 2 diabetes mel ##lit ##us" and "diabetic ne ##ph ##rop ##athy" are one unit each after the override.
     units = units_from_tags(merged, out.unit_mask)[0]
     assert len(set(units[1:7].tolist())) == 1 and len(set(units[8:13].tolist())) == 1
+
+
+def test_the_training_teacher_never_labels_a_held_out_term():
+    """Built for training (``training_split``), the trie holds no held-out chapter's term: a training text that
+    contains one is not given that term's span as a unit (the full trie does hold them)."""
+    from hyte.data.icd10 import split_chapters
+
+    _, test_chapters = split_chapters(0.2, 0)
+    training = build_trie(("icd10",), 5, training_split=(0.2, 0))
+    everything = build_trie(("icd10",))
+    known_in_training = {t.lower() for t in icd10_terms(split_chapters(0.2, 0)[0])}
+    # Held-out terms the full trie holds as one unit (2-5 words) and no training chapter names.
+    only_held_out = [t for t in icd10_terms(test_chapters)
+                     if t.lower() not in known_in_training and everything.find(t) == [(0, len(t))]][:500]
+    assert len(only_held_out) == 500 and 0 < training.size < everything.size
+    for term in only_held_out:
+        text = f"The patient has {term} since childhood."
+        span = (len("The patient has "), len("The patient has ") + len(term))
+        assert span in everything.find(text)  # the full trie labels the held-out term
+        assert span not in training.find(text), term  # the training teacher does not

@@ -111,19 +111,36 @@ def icd10_terms(chapters: Iterable[str] | None = None) -> list[str]:
 
 
 @functools.lru_cache(maxsize=4)
-def build_trie(sources: Sequence[str] = ("hpo", "icd10"), max_words: int = 5) -> TermTrie:
+def build_trie(sources: Sequence[str] = ("hpo", "icd10"), max_words: int = 5,
+               training_split: tuple[float, int] | None = None) -> TermTrie:
     """The terminology trie over the named vocabularies ("hpo", "icd10"), multi-word terms of 2..max_words words.
 
+    ``training_split`` = (test_fraction, seed): only the terms of the training HPO branches and ICD-10-CM chapters of
+    that split (``hyte.data.hpo.split_by_branches``, ``hyte.data.icd10.split_chapters``), so that a teacher labelling
+    training texts never marks the span of a held-out term as a unit. None: every term (an inference-time override).
     Cached per process (building it reads HPO, ~10 s): treat the result as read-only."""
     trie = TermTrie(max_words=max_words)
     for source in sources:
         if source == "hpo":
-            trie.update(hpo_terms())
+            trie.update(hpo_terms(None if training_split is None else _training_hpo_terms(*training_split)))
         elif source == "icd10":
-            trie.update(icd10_terms())
+            chapters = None
+            if training_split is not None:
+                from ..data.icd10 import split_chapters
+
+                chapters = split_chapters(*training_split)[0]
+            trie.update(icd10_terms(chapters))
         else:
             raise ValueError(f"unknown vocabulary {source!r}; known: hpo, icd10")
     return trie
+
+
+def _training_hpo_terms(test_fraction: float, seed: int) -> list[str]:
+    """Every HPO term but the held-out branches' (terms outside "Phenotypic abnormality" are never held out)."""
+    from ..data.hpo import load_hpo, split_by_branches
+
+    ontology = load_hpo()
+    return sorted(set(ontology.terms) - split_by_branches(ontology, test_fraction=test_fraction, seed=seed)[1])
 
 
 def teacher_spans(text: str, trie: TermTrie | None) -> list[tuple[int, int, str]]:

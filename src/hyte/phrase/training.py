@@ -226,8 +226,9 @@ def _write_final(model, tokenizer, config: RunConfig, trainer: Trainer, base_mod
                              "config": portable_paths(config.to_dict()),
                              "final_loss": next((e["loss"] for e in reversed(trainer.state.log_history)
                                                  if "loss" in e), None),
-                             "teacher": {"bio_labels": f"terminology trie ({', '.join(config.phrase.vocabularies)})"
-                                         " + numbers + sub-word words", "kl_teacher": None}}}
+                             "teacher": {"bio_labels": f"terminology trie ({', '.join(config.phrase.vocabularies)}; "
+                                                       "training branches and chapters only) + numbers + sub-word "
+                                                       "words", "kl_teacher": None}}}
         (staging / "hyte_card.json").write_text(json.dumps(card, indent=2, default=str))
 
     final = output_dir / "final"
@@ -241,7 +242,9 @@ def train_phrase(config: RunConfig, resume: bool = False, callbacks: list | None
     """Stage phrase: train the H+ heads (and the backbone, or LoRA adapters on it); returns output_dir/final."""
     model, tokenizer, base_model = build_phrase_model(config)
     examples = contrastive_examples(config.data, seed=config.training.seed)
-    trie = build_trie(tuple(config.phrase.vocabularies), config.phrase.max_term_words)
+    # The teacher knows training terms only: a held-out term's span is never labelled as a unit in training texts.
+    trie = build_trie(tuple(config.phrase.vocabularies), config.phrase.max_term_words,
+                      training_split=(config.data.hpo_test_fraction, config.data.hpo_seed))
     collator = PhraseCollator(tokenizer, trie, config.loss.max_query_length, config.loss.max_document_length)
     model = apply_lora(model, config)
     trainer = PhraseTrainer(model=model, args=training_arguments(config), train_dataset=examples,
