@@ -54,7 +54,7 @@ def render_upgrade_section(items: list) -> list[str]:
              "ICD-10-CM training data, 3x the steps; `configs/compat_new_hbct.yaml`) must "
              "search its index. `a->b` = queries embedded by a, documents (the index) by b. `independent` = the "
              "new model without compatibility objective (the reference of P_com / P_up); `hbct` = cone + RINCE "
-             "with q = q(h_old); `l2-bct` = the Euclidean BCT baseline (squared L2 between the new embedding and "
+             "with q = q(h_old) (the cone's aperture widened by (1 + q): HyTE's addition, not the seed's); `l2-bct` = the Euclidean BCT baseline (squared L2 between the new embedding and "
              "the old one in the tangent space at the origin, no cone); `hbct-*` = ablations. P_com = (M(new,old) "
              "- M(old,old)) / (M(ref,ref) - M(old,old)), P_up = M(new,new) / M(ref,ref) - 1, ref = the same seed's "
              "independent run (`hyte.compatibility.evaluation`). Mean ± sd over seeds.", ""]

@@ -10,7 +10,8 @@ A new HyTE model is trained so that its **query** vectors can search an index of
 * ``L_cone``: each new document embedding must lie in the entailment cone of the old embedding of the same text,
   ``lorentz.entailment_violation(old, new, c, K_i)`` with K_i = K (1 + q_i) (``cone_widening``): the new model may
   move a text further out along its old direction (refine) but not sideways (contradict); uncertain old embeddings
-  (large q) get wider cones.
+  (large q) get wider cones. The widening is this package's addition, not the HBCT seed's (which uses q in the
+  alignment term only); ``cone_widening: false`` gives the seed's fixed aperture.
 * ``L_align``: anchors are the batch's new query vectors and new positive-document vectors (2B rows); each anchor's
   positive is the **old** embedding of its positive document, its negatives the old embeddings of every other
   document in the batch (positives, mined negatives, parents). Logits are the task similarity (-geodesic distance)

@@ -193,7 +193,8 @@ class CompatibleSpec:
     # the new model starts in another space (measured, BENCHMARKS.md). 0.5 keeps it ~0.4 there.
     temperature: float | None = None
     # Cone half-aperture arcsin(2 K_i sqrt(c) / ||x_s||) at the old point with K_i = cone_min_radius (1 + q_i) when
-    # cone_widening (uncertain old embeddings get wider cones), else K_i = cone_min_radius.
+    # cone_widening (uncertain old embeddings get wider cones; HyTE's addition, not the HBCT seed's), else
+    # K_i = cone_min_radius (the seed's fixed aperture).
     cone_min_radius: float = 0.1
     cone_widening: bool = True
     permutation_seed: int = 0  # seed of the "permuted" control
