@@ -39,6 +39,12 @@ def test_shards_hold_the_encoders_vectors_and_a_rerun_encodes_only_what_is_missi
         read_vector_shards(output)
     assert encode_corpus(tiny_hyte_h_dir, corpus, output, shard_size=16).encoded == 1
     np.testing.assert_array_equal(read_vector_shards(output)[3], vectors)
+    whole = (output / "shard-00002.parquet").read_bytes()  # a shard cut short (an interrupted copy) is encoded again
+    (output / "shard-00002.parquet").write_bytes(whole[: len(whole) // 2])
+    assert encode_corpus(tiny_hyte_h_dir, corpus, output, shard_size=16).encoded == 1
+    np.testing.assert_array_equal(read_vector_shards(output)[3], vectors)
+    with pytest.raises(ValueError, match="give ray_address too"):
+        encode_corpus(tiny_hyte_h_dir, corpus, output, shard_size=16, workers=4)
     copy = tmp_path / "elsewhere" / "corpus.jsonl"  # the same bytes at another path: the same corpus
     copy.parent.mkdir()
     copy.write_bytes(corpus.read_bytes())

@@ -316,6 +316,29 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
     build_index_folder(encoder, texts[:2], tmp_path / "idx", overwrite=True)
     assert len(open_index_folder(tmp_path / "idx").documents) == 2
 
+    # A damaged folder is named in one line: documents.jsonl edited after the build, index.faiss cut short or gone,
+    # index.json broken.
+    import shutil
+
+    def damaged(name, damage):
+        shutil.copytree(tmp_path / "idx", tmp_path / name)
+        damage(tmp_path / name)
+        return tmp_path / name
+
+    swapped = damaged("swapped", lambda d: (d / "documents.jsonl").write_text(
+        "".join(reversed((d / "documents.jsonl").read_text().splitlines(keepends=True)))))
+    with pytest.raises(ValueError, match="documents.jsonl was changed after the index was built"):
+        open_index_folder(swapped)
+    cut = damaged("cut", lambda d: (d / "index.faiss").write_bytes((d / "index.faiss").read_bytes()[:200]))
+    with pytest.raises(ValueError, match="index.faiss is damaged .*rebuild the index"):
+        open_index_folder(cut)
+    gone = damaged("gone", lambda d: (d / "index.faiss").unlink())
+    with pytest.raises(FileNotFoundError, match="index.faiss is missing"):
+        open_index_folder(gone)
+    broken = damaged("broken", lambda d: (d / "index.json").write_text('{"format_version": 1, "ki'))
+    with pytest.raises(ValueError, match="index.json is not valid JSON \\(line 1, column"):
+        open_index_folder(broken)
+
     folder.index.save(tmp_path / "old")  # the layout before index folders: no texts, no index.json
     old = open_index_folder(tmp_path / "old")
     assert old.kind == "plain" and old.documents is None and len(old.index) == 3
@@ -353,6 +376,13 @@ def test_an_index_names_its_model_so_it_loads_from_anywhere(tmp_path, minilm_pat
     assert resolve_index_model(folder) == str(tmp_path / "model")
     folder.index.model_name = "./gone/model"
     with pytest.raises(FileNotFoundError, match="--model"):
+        resolve_index_model(folder)
+    # Model and index moved together: the absolute path is gone, the model of that name beside the index is used,
+    # and loading it checks its weights against the fingerprint the index records.
+    folder.index.model_name = str(tmp_path / "moved-away" / "model")
+    assert resolve_index_model(folder) == str(tmp_path / "model")
+    folder.index.model_name = str(tmp_path / "moved-away" / "other")
+    with pytest.raises(FileNotFoundError, match="which is not found from here: pass the model with --model"):
         resolve_index_model(folder)
 
 

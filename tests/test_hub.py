@@ -461,6 +461,10 @@ def test_dry_run_writes_the_repository_content(local, tmp_path):
     assert str(card) == str(render_model_card(source, "org/dry"))
     with pytest.raises(ValueError, match="not empty"):
         push_to_hub(source, "org/dry", dry_run_dir=tmp_path / "repo")
+    (tmp_path / "a-file.txt").write_text("mine")
+    with pytest.raises(ValueError, match="dry-run folder .*a-file.txt is a file; give a new or empty folder"):
+        push_to_hub(source, "org/dry", dry_run_dir=tmp_path / "a-file.txt")
+    assert (tmp_path / "a-file.txt").read_text() == "mine"
 
 
 

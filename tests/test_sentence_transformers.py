@@ -532,3 +532,16 @@ def test_half_precision_keeps_hyte_hs_geometry_in_float32(h):
     points = halved.encode_document(DOCUMENTS)
     assert points.dtype == np.float32 and np.isfinite(points).all()
     np.testing.assert_allclose(points, expected, rtol=0.05, atol=0.05)
+
+
+def test_folders_that_are_not_models_are_named(tmp_path):
+    (tmp_path / "run" / "final").mkdir(parents=True)
+    (tmp_path / "run" / "final" / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="is a training run folder, not a model folder: its model is .*final"):
+        sentence_transformer(tmp_path / "run")
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "index.json").write_text("{}")
+    with pytest.raises(ValueError, match="is an index folder, not a model folder"):
+        sentence_transformer(tmp_path / "index")
+    with pytest.raises(FileNotFoundError, match="holds no config.json"):
+        sentence_transformer(tmp_path)

@@ -87,6 +87,20 @@ def _what_decides_the_vectors(manifest: dict[str, Any]) -> dict[str, Any]:
     return {**manifest, "corpus": corpus}
 
 
+def _shard_is_complete(path: Path, rows: int) -> bool:
+    """Whether ``path`` is a readable shard of ``rows`` rows: a file cut short (an interrupted copy, a full disk)
+    is encoded again rather than kept."""
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        return False
+    try:
+        return pq.read_metadata(path).num_rows == rows
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+        print(f"{path.name} is damaged (unreadable Parquet): encoding it again")
+        return False
+
+
 def _check_output_usable(output: Path) -> None:
     """A new or empty folder, or one an earlier run wrote (module docstring); nothing else is written into."""
     if output.exists() and not (output / MANIFEST).is_file() and (not output.is_dir() or any(output.iterdir())):
@@ -134,6 +148,10 @@ def encode_corpus(model: str | os.PathLike, corpus: str | os.PathLike, output: s
 
     if shard_size < 1:
         raise ValueError(f"shard_size must be >= 1; got {shard_size}")
+    if ray_address is None and (workers, cpus_per_worker) != (2, 0.5):
+        raise ValueError("workers and cpus_per_worker size the Ray actors: give ray_address too (or leave them out)")
+    if workers < 1 or not cpus_per_worker > 0:
+        raise ValueError(f"workers must be >= 1 and cpus_per_worker > 0; got {workers} and {cpus_per_worker}")
     corpus, output = Path(corpus), Path(output)
     _check_output_usable(output)  # before the slow part (reading, loading the model)
     texts, ids = read_texts(corpus)
@@ -145,7 +163,8 @@ def encode_corpus(model: str | os.PathLike, corpus: str | os.PathLike, output: s
                 "curvature": encoder.curvature, "role": "document", "max_length": max_length,
                 "corpus": _file_identity(corpus), "count": len(texts), "shard_size": shard_size, "shards": shards}
     _prepare_output(output, manifest, overwrite)
-    todo = [shard for shard in range(shards) if not _shard_path(output, shard).is_file()]
+    todo = [shard for shard in range(shards)
+            if not _shard_is_complete(_shard_path(output, shard), min(shard_size, len(texts) - shard * shard_size))]
     if todo and ray_address is None:
         from tqdm.auto import tqdm
 

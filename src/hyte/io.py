@@ -16,6 +16,7 @@ Nothing here imports torch or numpy at module level: ``hyte --help`` reads this 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -210,6 +211,29 @@ def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
     except UnicodeDecodeError as error:
         raise DataFormatError(path, None, f"is not UTF-8 text ({error.reason} at byte {error.start}): save it as "
                                           "UTF-8") from None
+
+
+def read_json_file(path: str | os.PathLike, remedy: str) -> dict:
+    """A JSON object from ``path``; a damaged file is a one-line ValueError naming it, its position and ``remedy``."""
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}): the "
+                         f"file is damaged; {remedy}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text: the file is damaged; {remedy}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} holds a JSON {type(value).__name__}, not an object: the file is damaged; {remedy}")
+    return value
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def read_jsonl(path: str | os.PathLike, what: str = "data file", objects: bool = True) -> list:

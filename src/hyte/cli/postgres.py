@@ -11,9 +11,17 @@ __all__ = ["add_commands"]
 
 
 def _start(args: argparse.Namespace) -> int:
-    from ..retrieval.postgres_server import start_local_postgres
+    import json
+    from pathlib import Path
 
+    from ..retrieval.postgres_server import STATE_FILE, start_local_postgres
+
+    state = Path(args.dir) / STATE_FILE
+    previous = json.loads(state.read_text()).get("port") if state.is_file() else None
     server = start_local_postgres(args.dir, args.port)
+    if previous is not None and server.port != previous:
+        print(f"note: port {previous} was taken, so the server now listens on {server.port}: DSNs and open indexes "
+              "naming the old port must be given the new DSN")
     print(f"PostgreSQL + pgvector running on 127.0.0.1:{server.port} (files in {server.directory}; local connections "
           f"are trusted: a throwaway server, never expose it)")
     print(f"DSN: {server.dsn}")

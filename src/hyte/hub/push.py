@@ -302,6 +302,8 @@ def _publish(source: Path, repo_id: str, card: ModelCard, replacements: dict[str
     replacements = {"README.md": str(card), **replacements}
     if dry_run_dir is not None:
         target = Path(dry_run_dir)
+        if target.exists() and not target.is_dir():
+            raise ValueError(f"dry-run folder {target} is a file; give a new or empty folder.")
         if target.exists() and any(target.iterdir()):
             raise ValueError(f"dry-run folder {target} is not empty; give a new or empty folder.")
         # Real copies: the user may inspect and edit the result without touching the model folder.

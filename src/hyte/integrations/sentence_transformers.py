@@ -140,6 +140,8 @@ def _model_path(model: str | os.PathLike) -> str:
         if (path / "index.json").is_file():
             raise ValueError(f"{path} is an index folder, not a model folder: give the model it was built with "
                              "(its index.json names it)")
+        if (path / "final" / "config.json").is_file():
+            raise ValueError(f"{path} is a training run folder, not a model folder: its model is {path / 'final'}")
         raise FileNotFoundError(f"{path} holds no config.json: not a model folder")
     return resolve_model(model)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..io import atomic_directory, check_only_owned, saved_directory
+from ..io import atomic_directory, check_only_owned, file_sha256, read_json_file, saved_directory
 from .documents import DOCUMENTS_FILE, read_documents, write_documents
 from .index import INDEX_FILE, METADATA_FILE, LorentzIndex
 
@@ -41,6 +41,7 @@ FOLDER_FILE = "index.json"
 FOLDER_FORMAT_VERSION = 1
 # Any one of these marks a folder that an index save may replace (see hyte.io.atomic_directory).
 _MARKERS = (FOLDER_FILE, METADATA_FILE, "phrase_index.json")
+_REBUILD = "rebuild the index with `hyte index build ... --overwrite`"
 # Everything an index folder (plain or phrase) may hold; anything else in it is the user's and stops a replacement.
 INDEX_FOLDER_ENTRIES = (*_MARKERS, DOCUMENTS_FILE, INDEX_FILE, "global", "phrase")
 
@@ -99,9 +100,14 @@ def resolve_index_model(folder: IndexFolder) -> str:
     beside = folder.path.parent / name
     if not Path(name).is_absolute() and beside.is_dir():
         return str(beside)
+    # Model and index copied or moved together (hyte demo / quickstart layouts): the model folder of the same name
+    # beside the index. Loading it checks its weights against the fingerprint the index records.
+    moved = folder.path.parent / Path(name).name
+    if Path(name).is_absolute() and (moved / "config.json").is_file() and folder.index.model_fingerprint:
+        return str(moved)
     if Path(name).is_absolute() or name.startswith((".", "~")) or name.count("/") > 1:  # a folder, not a Hub id
         raise FileNotFoundError(f"{folder.path} was built by the model folder {name!r}, which is not found from "
-                                "here (nor beside the index folder): pass the model with --model (or model=...)")
+                                "here: pass the model with --model (or model=...)")
     return name  # a bundled alias or a Hub id
 
 
@@ -141,6 +147,8 @@ def write_index_folder(directory: str | os.PathLike, index: LorentzIndex | Phras
     def write(staging: Path) -> None:
         index.write_files(staging)
         write_documents(staging, documents)
+        # Rows are matched to vectors by position: a sorted or edited documents.jsonl must not go unnoticed.
+        manifest["documents_sha256"] = file_sha256(staging / DOCUMENTS_FILE)
         (staging / FOLDER_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
 
     atomic_directory(directory, write, _MARKERS, "index folder", owned=INDEX_FOLDER_ENTRIES)
@@ -163,8 +171,9 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
         raise FileNotFoundError(f"no index at {directory}: build one with `hyte index build --model M --input F "
                                 f"--output {directory}`") from error
     manifest_file = target / FOLDER_FILE
+    manifest = {}
     if manifest_file.is_file():
-        manifest = json.loads(manifest_file.read_text())
+        manifest = read_json_file(manifest_file, _REBUILD)
         if manifest.get("format_version") != FOLDER_FORMAT_VERSION:
             raise ValueError(f"{target}: index folder format {manifest.get('format_version')!r} is not supported "
                              f"(this hyte reads {FOLDER_FORMAT_VERSION}); rebuild it with `hyte index build`")
@@ -178,6 +187,11 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     else:
         index = LorentzIndex.load(target)
     documents = read_documents(target) if (target / DOCUMENTS_FILE).is_file() else None
+    recorded = manifest.get("documents_sha256")
+    if documents is not None and recorded is not None and file_sha256(target / DOCUMENTS_FILE) != recorded:
+        raise ValueError(f"{target / DOCUMENTS_FILE} was changed after the index was built (its SHA-256 is not the one "
+                         f"{FOLDER_FILE} records): row i is the text of vector i, so a sorted or edited file would "
+                         f"give hits the wrong texts. {_REBUILD[0].upper()}{_REBUILD[1:]}")
     if documents is not None and len(documents) != len(index):
         raise ValueError(f"{target}: {DOCUMENTS_FILE} holds {len(documents)} documents, the index {len(index)}; "
                          "rebuild the folder with `hyte index build`")

@@ -42,7 +42,7 @@ from faiss.contrib.inspect_tools import get_flat_data, get_invlist
 
 from .. import __version__ as _hyte_version
 from .. import lorentz
-from ..io import atomic_directory, saved_directory
+from ..io import atomic_directory, read_json_file, saved_directory
 from ..lineage import IncompatibleIndexError
 from .store import (
     HyperboloidStore,
@@ -128,6 +128,18 @@ def _check_metric(kind: str, metric: str | None) -> str:
     if metric != expected:
         raise ValueError(f"kind={kind!r} supports metric={expected!r} only; got metric={metric!r}")
     return metric
+
+
+def read_faiss_file(path: Path):
+    """``faiss.read_index`` with a one-line error for a missing or damaged file (FAISS raises a C++ traceback)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the index folder is incomplete; rebuild the index (hyte index "
+                                "build ... --overwrite)")
+    try:
+        return faiss.read_index(str(path))
+    except RuntimeError:
+        raise ValueError(f"{path} is damaged (cut short, or not a FAISS index: FAISS cannot read it); rebuild the "
+                         "index (hyte index build ... --overwrite)") from None
 
 
 class LorentzIndex(HyperboloidStore):
@@ -220,7 +232,9 @@ class LorentzIndex(HyperboloidStore):
     # ------------------------------------------------------------------ add / remove
 
     def add(self, vectors: Any, ids: Any = None) -> np.ndarray:
-        """Add documents: hyperboloid points (N, D) (numpy or torch), ids (N,) int or None.
+        """Add documents: hyperboloid points (N, D) (numpy or torch), ids (N,) int or None. Points carry no trace of
+        the model that made them: adding another model's points (same dimension and curvature) mixes two embedding
+        spaces unnoticed; ``HyteSearcher.add_texts`` encodes with the index's own model instead.
 
         None numbers the documents from (largest stored id + 1). Returns the ids, (N,) int64.
         On "ivf", the first call trains the index on its batch: make it representative of the collection.
@@ -466,7 +480,7 @@ class LorentzIndex(HyperboloidStore):
              threads: int | None = None) -> LorentzIndex:
         """Load a ``save``d index. ``expected_*`` are checked with ``check_compatible`` (IncompatibleIndexError)."""
         target = saved_directory(directory, METADATA_FILE, "LorentzIndex")
-        metadata = json.loads((target / METADATA_FILE).read_text())
+        metadata = read_json_file(target / METADATA_FILE, "rebuild the index (hyte index build ... --overwrite)")
         if metadata.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{target}: index format version {metadata.get('format_version')!r} is not supported "
                              f"(this hyte reads version {FORMAT_VERSION})")
@@ -475,7 +489,7 @@ class LorentzIndex(HyperboloidStore):
                     model_fingerprint=metadata.get("model_fingerprint"), metric=metadata["metric"], threads=threads,
                     **metadata["options"])
         index.check_compatible(expected_model, expected_dim, expected_curvature)
-        index._index = faiss.read_index(str(target / INDEX_FILE))
+        index._index = read_faiss_file(target / INDEX_FILE)
         expected_width = index.dim + 1 if index.kind == "hnsw" else index.dim
         if index._index.d != expected_width:
             raise ValueError(f"{target}: {INDEX_FILE} has dimension {index._index.d}, metadata says {index.dim}")

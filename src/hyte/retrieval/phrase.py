@@ -36,7 +36,7 @@ import torch
 
 from .. import lorentz
 from ..io import atomic_directory, saved_directory
-from .index import LorentzIndex
+from .index import LorentzIndex, read_faiss_file
 
 __all__ = ["RERANK_MODES", "EuclideanFlatIndex", "PhraseIndex", "PhraseStore", "fuse", "segment_maxsim"]
 
@@ -289,7 +289,7 @@ class EuclideanFlatIndex:
     def load(cls, directory: Path) -> EuclideanFlatIndex:
         metadata = json.loads((directory / "metadata.json").read_text())
         index = cls(metadata["dim"])
-        index._index = faiss.read_index(str(directory / "index.faiss"))
+        index._index = read_faiss_file(directory / "index.faiss")
         return index
 
 

@@ -315,7 +315,8 @@ class PgVectorIndex(HyperboloidStore):
     def add(self, vectors: Any, ids: Any = None, documents: Sequence[dict] | None = None) -> np.ndarray:
         """Add documents: hyperboloid points (N, D), ids (N,) or None (numbered on), and optionally their
         ``documents`` ({"id": own id, "text": ...}, one per point). Bulk-loaded with COPY in one transaction.
-        Returns the ids."""
+        Returns the ids. Points carry no trace of their model: ``HyteSearcher.add_texts`` encodes with the table's
+        own model (another model's points of the same dimension would be accepted here)."""
         points = self._check_points(vectors, "documents")
         new_ids = self._check_ids(ids, len(points))
         self._write(points, new_ids, self._check_documents(documents, len(points)), upsert=False)

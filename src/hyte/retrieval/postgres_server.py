@@ -89,6 +89,9 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
     if directory.exists() and not ours and (not directory.is_dir() or any(directory.iterdir())):
         raise FileExistsError(f"{directory} exists and holds no local PostgreSQL started by hyte: give a new or empty "
                               "folder (the server's binaries and data are written into it)")
+    if port is not None and not _port_is_free(port):
+        raise OSError(f"port {port} on 127.0.0.1 is in use (another server?): choose another --port, or leave it out "
+                      "for a free one")
     user = _UNPRIVILEGED if os.geteuid() == 0 else None
     directory.mkdir(parents=True, exist_ok=True)
     binaries = _binaries_for(directory, user)
@@ -161,6 +164,8 @@ def _checked(command: list, user: str | None, what: str, log: Path | None = None
 
 def _port_is_free(port: int) -> bool:
     with socket.socket() as probe:
+        # As the server binds: a port whose last connections are in TIME_WAIT (a server just stopped) is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:

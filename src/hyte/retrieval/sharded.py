@@ -161,7 +161,7 @@ class ShardedIndex(HyperboloidStore):
         return max(largest) if largest else None
 
     def _stored_among(self, ids: np.ndarray) -> np.ndarray:
-        return np.sort(np.concatenate([shard._stored_among(ids) for shard in self.shards]))
+        return np.sort(np.concatenate(list(self._each(lambda shard: shard._stored_among(ids)).values())))
 
     def points_of(self, ids: np.ndarray) -> np.ndarray:
         flat = np.asarray(ids, dtype=np.int64).ravel()
