@@ -103,3 +103,15 @@ def test_an_index_built_from_vectors_is_the_index_built_from_texts(tmp_path, cor
     assert main(["encode", "--model", str(tiny_hyte_h_dir), "--input", str(corpus), "--corpus", str(corpus),
                  "--output", str(tmp_path / "x")]) == 2
     assert "give --input FILE" in capsys.readouterr().err
+
+
+def test_the_command_line_states_encode_corpus_defaults():
+    import inspect
+
+    from hyte.cli.app import build_parser
+
+    encode = inspect.signature(encode_corpus).parameters
+    help_text = build_parser()._subparsers._group_actions[0].choices["encode"].format_help()
+    assert f"(default {encode['shard_size'].default})" in help_text.replace("\n", " ").replace("  ", " ")
+    assert f"(default {encode['workers'].default})" in help_text
+

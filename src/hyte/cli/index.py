@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..corpus import DEFAULT_SHARD_SIZE
 from ..io import read_texts, write_vectors
 from .common import INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, positive_int, print_hits, queries_of
 
@@ -54,9 +53,10 @@ def _encode_corpus(args: argparse.Namespace) -> int:
         raise UserError("--corpus encodes documents; query vectors go to one file (--input)")
     if args.ray is None and args.ray_workers is not None:
         raise UserError("--ray-workers is for --ray ADDRESS (encoder actors on a Ray cluster)")
-    done = encode_corpus(args.model, args.corpus, args.output, shard_size=args.shard_size or DEFAULT_SHARD_SIZE,
-                         batch_size=args.batch_size, max_length=args.max_length, ray_address=args.ray,
-                         workers=args.ray_workers or 2, overwrite=args.overwrite)
+    sizes = {name: value for name, value in (("shard_size", args.shard_size), ("workers", args.ray_workers))
+             if value is not None}  # encode_corpus's defaults otherwise
+    done = encode_corpus(args.model, args.corpus, args.output, batch_size=args.batch_size, max_length=args.max_length,
+                         ray_address=args.ray, overwrite=args.overwrite, **sizes)
     kept = done.shards - done.encoded
     print(f"{done.documents} documents in {done.shards} shards in {done.output}: encoded {done.encoded}"
           + (f", kept {kept} complete from an earlier run" if kept else "")
@@ -301,7 +301,7 @@ def add_commands(sub) -> None:
                         help="instead of --input: documents (.txt/.jsonl) encoded into Parquet shards in the folder "
                              "--output; a rerun resumes, encoding only the shards that are missing")
     encode.add_argument("--shard-size", type=positive_int, default=None,
-                        help=f"with --corpus: documents per shard (default {DEFAULT_SHARD_SIZE})")
+                        help="with --corpus: documents per shard (default 10000)")
     encode.add_argument("--ray", default=None, metavar="ADDRESS",
                         help="with --corpus: encode on a Ray cluster (ray.init address: auto, HOST:PORT, or local); "
                              "the corpus and --output must be on a file system every node sees")
