@@ -568,3 +568,18 @@ def test_value_checks_stay_out_of_compiled_exported_and_meta_graphs():
                  lambda m: L.half_aperture(m, 1.0, torch.zeros(3, device="meta")), L.distance_from_inner,
                  lambda m: L.from_poincare(m[..., 1:])):
         assert call(meta).device.type == "meta"
+
+
+def test_a_points_own_space_part_that_looks_like_a_point_is_lifted_by_the_internal_paths():
+    """The space part of a far-out point can pass for a point (its first coordinate ~ the norm of the others); the
+    functions that lift space parts they computed themselves must not refuse it (a centroid of copies of such a point,
+    found by hypothesis, did)."""
+    c = 0.5
+    space = torch.tensor([[1000.0, 1000.0 * (1 - 1e-4), 0.1, 0.0]], dtype=torch.float64)
+    x = torch.cat([torch.hypot(space.norm(dim=-1, keepdim=True), torch.tensor(c ** 0.5, dtype=torch.float64)), space],
+                  -1)  # built by hand: add_time itself refuses this space part (the point of the test)
+    same = x.expand(8, -1)
+    torch.testing.assert_close(L.centroid(same, None, c), x[0], rtol=1e-6, atol=0)
+    assert torch.isfinite(L.distance(same, same, c)).all() and torch.isfinite(L.logmap0(same, c)).all()
+    with pytest.raises(ValueError, match="already a point"):
+        L.add_time(same[:, 1:], c)  # given by a user, the same space part is refused as a point

@@ -166,6 +166,12 @@ def add_time(space: Tensor, c: float | Tensor = 1.0) -> Tensor:
     Computed as hypot(||x_s||, sqrt(c)): two fused kernels, no overflow of ||x_s||^2, no clamp needed (>= sqrt(c)).
     """
     _refuse_points_as_space(space, c, "add_time")
+    return _lift(space, c)
+
+
+def _lift(space: Tensor, c: float | Tensor) -> Tensor:
+    """``add_time`` without the input check, for space parts this module computed itself (a point's own space part
+    can pass for a point by chance: its first coordinate close to the norm of the others)."""
     time = torch.hypot(torch.linalg.vector_norm(space, dim=-1, keepdim=True), torch.sqrt(_curvature_like(c, space)))
     return torch.cat([time, space], dim=-1)
 
@@ -361,7 +367,7 @@ def _refresh_time64(x: Tensor, c: float | Tensor, name: str) -> Tensor:
     if not isinstance(x, Tensor) or x.ndim < 1:
         raise TypeError(f"{name} takes a tensor or NumPy array of points (..., D); got "
                         f"{type(x).__name__ if not isinstance(x, Tensor) else 'a 0-d tensor'}")
-    refreshed = add_time(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
+    refreshed = _lift(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
     if _value_checks_apply(x):
         _check_time_coordinate(x, refreshed[..., 0], c, name)
     return refreshed
@@ -555,7 +561,7 @@ def expmap0(tangent: Tensor, c: float | Tensor = 1.0) -> Tensor:
     max_scaled_norm = 0.5 * math.log(torch.finfo(tangent.dtype).max) - 1.0
     scaled = (norm / sqrt_c).clamp(max=max_scaled_norm)
     direction = tangent / norm.clamp_min(_MIN_DIRECTION_NORM)
-    return add_time(sqrt_c * torch.sinh(scaled) * direction, c)
+    return _lift(sqrt_c * torch.sinh(scaled) * direction, c)
 
 
 @_accepts_numpy
@@ -611,7 +617,7 @@ def from_poincare(p: Tensor, c: float | Tensor = 1.0) -> Tensor:
                 f"radius sqrt(c), e.g. lorentz.to_poincare(x, c) of hyperboloid points, made with this c.")
     c = _curvature_like(c, p)
     gap = (c - p.pow(2).sum(-1, keepdim=True)).clamp_min(torch.finfo(p.dtype).tiny)
-    return add_time(2 * c * p / gap, c)
+    return _lift(2 * c * p / gap, c)
 
 
 @_accepts_numpy
