@@ -71,6 +71,18 @@ def test_user_errors_are_one_line_messages(tmp_path, model_dir, capsys):
     assert ".npy or .safetensors" in capsys.readouterr().err
     assert main(["encode", "--model", str(tmp_path), "--input", str(good), "--output", str(tmp_path / "x.npy")]) == 2
     assert "no config.json" in capsys.readouterr().err
+    import shutil
+
+    no_tokenizer = tmp_path / "no-tokenizer"
+    shutil.copytree(model_dir, no_tokenizer)
+    for name in ("tokenizer.json", "vocab.txt"):
+        (no_tokenizer / name).unlink(missing_ok=True)
+    assert main(["encode", "--model", str(no_tokenizer), "--input", str(good), "--output", str(tmp_path / "x.npy")]) == 2
+    assert "has no tokenizer" in capsys.readouterr().err and not (tmp_path / "x.npy").exists()
+    for length in ("1", "2"):  # [CLS] and [SEP] alone: every text would get the same vector
+        assert main(["encode", "--model", str(model_dir), "--input", str(good), "--output", str(tmp_path / "x.npy"),
+                     "--max-length", length]) == 2
+        assert f"max_length {length} leaves no token of the text" in capsys.readouterr().err
     for option in (["--shard-size", "2"], ["--ray-workers", "3"]):  # corpus-only options are not ignored
         assert main(["encode", "--model", str(model_dir), "--input", str(good), "--output", str(tmp_path / "x.npy"),
                      *option]) == 2

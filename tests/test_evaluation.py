@@ -354,6 +354,13 @@ def test_load_beir_and_its_errors(tmp_path):
         load_beir(folder)
     with pytest.raises(FileNotFoundError, match="dev.tsv"):
         load_beir(write_beir(tmp_path / "ok2"), split="dev")
+    # A pair judged twice (its scores disagreeing) and a negative score: named, not silently resolved or dropped.
+    folder = write_beir(tmp_path / "twice", qrels_lines=["q1\td1\t1", "q2\td2\t1", "q1\td1\t2"])
+    with pytest.raises(BEIRFormatError, match=r"test\.tsv, line 4: the pair \('q1', 'd1'\) is judged twice"):
+        load_beir(folder)
+    folder = write_beir(tmp_path / "negative", qrels_lines=["q1\td1\t1", "q2\td2\t-1"])
+    with pytest.raises(BEIRFormatError, match=r"test\.tsv, line 3: score -1 is negative"):
+        load_beir(folder)
 
 
 def test_evaluate_beir_uses_the_shared_metrics(tmp_path):

@@ -448,6 +448,7 @@ def test_wrong_inputs_are_refused_naming_the_function_and_the_problem(seed, dtyp
            rf"^{name}: the mask \(2, 2\) does not mark the points of x \(2, 3, 9\)")
           for name, f in (("einstein_midpoint", L.einstein_midpoint), ("tangent_mean", L.tangent_mean))],
         (lambda: L.radius(L.flip_time(x)), ValueError, r"^radius: x_0 = .* < 0 at index \(0,\): a sign-flipped query"),
+        (lambda: L.centroid(x[:0], None, c), ValueError, r"^centroid: takes sets of points .* N >= 1"),
         # Points (or flipped queries) where space coordinates belong: they would become points of one more dimension.
         *[(lambda f=f, v=v: f(v, c), ValueError, rf"^{name} takes space coordinates .*already {what}.*x\[\.\.\., 1:\]")
           for name, f in (("add_time", L.add_time), ("expmap0", L.expmap0))

@@ -333,6 +333,11 @@ def test_a_local_server_starts_with_the_settings_asked_for_and_refuses_malformed
     with pytest.raises(ValueError, match="work_mem='4MB -c fsync=off'.*letters, digits"):
         start_local_postgres(tmp_path / "never", settings={"work_mem": "4MB -c fsync=off"})
     assert not (tmp_path / "never").exists()  # refused before anything is created
+    from hyte.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["postgres", "start", "--dir", str(tmp_path / "never"), "--port", "70000"])  # argparse: exit 2
+    assert not (tmp_path / "never").exists()
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
     with pytest.raises(FileExistsError, match="holds no local PostgreSQL started by hyte: give a new or empty folder"):

@@ -125,3 +125,13 @@ def test_quickstart_refuses_a_model_run_or_index_folder_before_any_work(tmp_path
         with pytest.raises(FileExistsError, match=f"is a model, run or index folder \\(it holds {marker}\\)"):
             run_quickstart(output_dir=folder, steps=1)
         assert [entry.name for entry in folder.iterdir()] == [marker]
+
+
+def test_demo_refuses_a_file_as_its_output_folder_before_any_work(tmp_path):
+    from hyte.demo import run_demo
+
+    (tmp_path / "docs.txt").write_text("mine\n")
+    with pytest.raises(NotADirectoryError, match="is a file: give a folder"):
+        run_demo(output_dir=tmp_path / "docs.txt", num_documents=5)
+    assert (tmp_path / "docs.txt").read_text() == "mine\n"
+

@@ -116,6 +116,10 @@ def test_llama_index_retriever_returns_the_lorentz_index_top_k(searcher, hpo_ter
         assert [n.node_id for n in asyncio.run(retriever.aretrieve(query))] == [n.node_id for n in nodes]
     with pytest.raises(ValueError, match="k must be"):
         HyTERetriever(searcher=searcher, k=0)
+    from llama_index.core.schema import QueryBundle
+
+    with pytest.raises(ValueError, match="custom_embedding_strs / embedding would be ignored"):
+        retriever.retrieve(QueryBundle("short fingers", custom_embedding_strs=["big heart"]))
     for bad in (None, ["a", "b"]):  # named before LlamaIndex's own event models see them
         with pytest.raises(TypeError, match="retrieve takes one query text"):
             retriever.retrieve(bad)
@@ -313,6 +317,8 @@ def test_searcher_inputs_that_would_index_nonsense_are_refused(encoder):
         HyteSearcher.from_texts("abc def", encoder)  # would have indexed 7 one-character documents
     with pytest.raises(ValueError, match="text 1 is empty"):
         HyteSearcher.from_texts(["a heart", " "], encoder)
+    with pytest.raises(TypeError, match="model must be a model folder, a Hub id or a hyte.encoders.HyteEncoder"):
+        HyteSearcher.from_texts(["a heart"], (encoder.model, encoder.tokenizer))
     searcher = HyteSearcher.from_texts(["a heart", "a liver"], encoder)
     with pytest.raises(TypeError, match=r"documents\[0\] is 'a heart'.*dict"):
         HyteSearcher(encoder, searcher.index, ["a heart", "a liver"])

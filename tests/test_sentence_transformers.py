@@ -248,6 +248,8 @@ def test_similarity_takes_one_query_side_and_one_document_side(which, request):
     copy.similarity_fn_name = "cosine"  # set after loading: the cosine of a flipped query and a point means nothing
     with pytest.raises(ValueError, match="similarity_fn_name was set to 'cosine'.*'dot'"):
         copy.similarity(q, d)
+    with pytest.raises(ValueError, match="prompt_name='query' adds a prompt but does not choose the route"):
+        st.encode(DOCUMENTS[:1], prompt_name="query")  # would be the query prompt on the document (unflipped) route
     with pytest.raises(ValueError, match="output_value='token_embeddings'.*last_hidden_state"):
         st.encode_document(DOCUMENTS[:1], output_value="token_embeddings")
     tokens = st[0].auto_model(**st.tokenizer(DOCUMENTS[:1], return_tensors="pt")).last_hidden_state  # as it says

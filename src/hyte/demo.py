@@ -40,6 +40,8 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     from .retrieval.folder import build_index_folder
 
     output_dir = Path(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise NotADirectoryError(f"--output-dir {output_dir} is a file: give a folder (new, or an earlier demo's)")
     base = bundled_minilm_path()
     started = time.perf_counter()
     print(f"[1/4] building HyTE-H on all-MiniLM-L6-v2 ({base})")

@@ -232,6 +232,10 @@ def _json_or_empty(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
+# Any one of these in a model folder holds its tokenizer (fast tokenizers, or a WordPiece / SentencePiece vocabulary).
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model")
+
+
 def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = None) -> HyteEncoder | EuclideanEncoder:
     """Load a model folder, hub id or bundled alias (``hyte.bundled``) as a HyTE encoder or, for any other encoder,
     a Euclidean one.
@@ -252,8 +256,15 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
         raise ValueError(f"{path} is a hyperbolic HyTE model: load it as one (kind 'hyte' or 'auto'; on the command "
                          "line drop --kind euclidean)")
     options = sentence_transformers_options(path) if kind == "euclidean" and Path(path).is_dir() else {}
+    if max_length is not None and max_length < 3:
+        raise ValueError(f"max_length {max_length} leaves no token of the text ([CLS] and [SEP] take 2): give 3 or "
+                         "more, or leave it out for the model's own limit")
     if max_length:
         options["max_length"] = max_length
+    if Path(path).is_dir() and not any((Path(path) / name).is_file() for name in TOKENIZER_FILES):
+        raise FileNotFoundError(f"{path} has no tokenizer ({' or '.join(TOKENIZER_FILES)}): another tokenizer would "
+                                "split the texts differently. Save the tokenizer into the model folder "
+                                "(tokenizer.save_pretrained(folder))")
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=True)
     try:
         model, loading = AutoModel.from_pretrained(path, trust_remote_code=True, dtype=torch.float32,

@@ -629,6 +629,8 @@ def centroid(x: Tensor, weights: Tensor | None = None, c: float | Tensor = 1.0) 
     the sum up to x_0 ~ 1e7 (radius ~14 sqrt(c)); further out the result stays finite but loses accuracy.
     """
     x64 = _refresh_time64(x, c, "centroid")
+    if x64.ndim < 2 or x64.shape[-2] == 0:  # the zero vector would come back, which is no point
+        raise ValueError(f"centroid: takes sets of points (..., N, D) with N >= 1; got shape {tuple(x64.shape)}")
     w64 = torch.ones_like(x64[..., 0]) if weights is None else _float64(weights)
     if weights is not None and (w64.ndim < 1 or x64.ndim < 2 or w64.shape[-1] != x64.shape[-2]):
         raise ValueError(f"centroid: weights must be >= 0, one per point: {x64.shape[-2] if x64.ndim > 1 else 1} "

@@ -135,6 +135,11 @@ class _EncodeGuard:
         encode = type(self.model).encode
         arguments = inspect.signature(encode).bind_partial(self.model, *args, **kwargs).arguments
         truncate_dim = arguments.get("truncate_dim")
+        task = arguments.get("task", arguments.get("kwargs", {}).get("task"))  # encode_query passes task="query"
+        if arguments.get("prompt_name") is not None and task is None:
+            raise ValueError(
+                f"prompt_name={arguments['prompt_name']!r} adds a prompt but does not choose the route: a query must "
+                "also be time-flipped. Use encode_query(...) / encode_document(...) (or task='query' / 'document').")
         if arguments.get("output_value", "sentence_embedding") not in ("sentence_embedding", None):
             raise ValueError(
                 f"output_value={arguments['output_value']!r}: a HyTE model's modules emit one hyperboloid point per "

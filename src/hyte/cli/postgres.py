@@ -10,6 +10,13 @@ from .common import positive_int
 __all__ = ["add_commands"]
 
 
+def _port_number(value: str) -> int:
+    port = positive_int(value)
+    if port > 65535:
+        raise argparse.ArgumentTypeError(f"a TCP port is 1 to 65535; got {port}")
+    return port
+
+
 def _start(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
@@ -44,7 +51,7 @@ def add_commands(sub) -> None:
     start = commands.add_parser("start", help="create (first time) and start a server on 127.0.0.1; prints its DSN")
     start.add_argument("--dir", required=True, help="folder for its files (run as root: one every user can enter, "
                                                     "e.g. under /tmp, since PostgreSQL then runs as nobody)")
-    start.add_argument("--port", type=positive_int, default=None, help="default: a free port")
+    start.add_argument("--port", type=_port_number, default=None, help="default: a free port")
     start.set_defaults(func=_start)
     stop = commands.add_parser("stop", help="stop the server started in --dir")
     stop.add_argument("--dir", required=True)

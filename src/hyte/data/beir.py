@@ -101,6 +101,12 @@ def load_beir(folder: str | os.PathLike, split: str = "test") -> tuple[dict[str,
                 raise BEIRFormatError(qrels_path, number, f"query id {query_id!r} is not in {queries_path.name}")
             if doc_id not in corpus:
                 raise BEIRFormatError(qrels_path, number, f"corpus id {doc_id!r} is not in {corpus_path.name}")
+            if relevance < 0:
+                raise BEIRFormatError(qrels_path, number, f"score {relevance} is negative: scores are 0 (judged, not "
+                                                          "relevant) or more (graded relevance)")
+            if doc_id in qrels.get(query_id, {}):
+                raise BEIRFormatError(qrels_path, number, f"the pair ({query_id!r}, {doc_id!r}) is judged twice: keep "
+                                                          "one line per query and document")
             qrels.setdefault(query_id, {})[doc_id] = relevance
     if not qrels:
         raise BEIRFormatError(qrels_path, None, "no relevance judgements")

@@ -60,3 +60,6 @@ class HyTERetriever(SearcherConstructors, BaseRetriever):
 def _check_query(query) -> None:
     if not isinstance(query, (str, QueryBundle)):
         raise TypeError(f"retrieve takes one query text (or a QueryBundle); got {type(query).__name__} {query!r:.60}")
+    if isinstance(query, QueryBundle) and (query.custom_embedding_strs or query.embedding is not None):
+        raise ValueError("HyTERetriever encodes query_str with its own HyTE model; a QueryBundle's "
+                         "custom_embedding_strs / embedding would be ignored: put the text to search in query_str")

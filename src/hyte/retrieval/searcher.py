@@ -48,9 +48,14 @@ class Passage:
 
 
 def _load_hyte_encoder(model) -> HyteEncoder:
-    from ..encoders import load_encoder
+    from ..encoders import HyteEncoder, load_encoder
 
-    return load_encoder(model, kind="hyte") if isinstance(model, (str, os.PathLike)) else model
+    if isinstance(model, (str, os.PathLike)):
+        return load_encoder(model, kind="hyte")
+    if not isinstance(model, HyteEncoder):
+        raise TypeError(f"model must be a model folder, a Hub id or a hyte.encoders.HyteEncoder; got "
+                        f"{type(model).__name__}. For a loaded model and tokenizer: HyteEncoder(model, tokenizer)")
+    return model
 
 
 class HyteSearcher:
