@@ -97,6 +97,8 @@ def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silen
     build = ["index", "build", "--model", str(model_dir), "--input", str(docs), "--output"]
     assert main(build + [str(tmp_path / "notes")]) == 2
     assert "is not an index folder" in capsys.readouterr().err and (tmp_path / "notes" / "mine.txt").is_file()
+    assert main(build + [""]) == 2
+    assert "--output is empty" in capsys.readouterr().err
     assert main(build + [str(tmp_path / "index")]) == 0
     saved = (tmp_path / "index" / "index.faiss").read_bytes()
     assert main(build + [str(tmp_path / "index")]) == 2

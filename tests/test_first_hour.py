@@ -335,6 +335,8 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
     gone = damaged("gone", lambda d: (d / "index.faiss").unlink())
     with pytest.raises(FileNotFoundError, match="index.faiss is missing"):
         open_index_folder(gone)
+    with pytest.raises(NotADirectoryError, match="index.json is a file: give the index folder that holds it"):
+        open_index_folder(tmp_path / "idx" / "index.json")
     broken = damaged("broken", lambda d: (d / "index.json").write_text('{"format_version": 1, "ki'))
     with pytest.raises(ValueError, match="index.json is not valid JSON \\(line 1, column"):
         open_index_folder(broken)

@@ -68,6 +68,7 @@ def test_jsonl_errors_name_the_file_and_line_and_caches_may_hold_any_value(tmp_p
     ("docs.jsonl", '{"id": 1, "text": "x"}\n{"id": "1", "text": "y"}\n', r"line 2: id '1' repeats the one of line 1"),
     ("docs.jsonl", '{"id": 1, "text": "x"}\n{"text": "y"}\n', r"line 2: some lines have an id and others not"),
     ("docs.jsonl", '{"id": "a", "_id": "z", "text": "x"}\n', r"line 1: two ids, \"id\" 'a' and \"_id\" 'z'"),
+    ("docs.txt", "HP:1\tSmall head.\nHP:2\tShort fingers.\n", "every line is ID<TAB>TEXT.*jsonl"),
 ])
 def test_input_texts_that_would_be_accepted_silently_are_refused(tmp_path, name, content, problem):
     (tmp_path / name).write_text(content)

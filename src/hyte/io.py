@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import os
 import shutil
 import uuid
@@ -299,6 +300,10 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
             if not text.strip():
                 raise DataFormatError(path, number, "blank line: each line is one text; remove blank lines")
             texts.append(text)
+        if texts and all(re.match(r"[^\s]+\t", text) for text in texts):
+            # ID<TAB>TEXT lines: the ids would be indexed as part of the texts and the documents numbered 0, 1, ...
+            raise DataFormatError(path, None, "every line is ID<TAB>TEXT: the ids would become part of the texts. "
+                                              "Write a .jsonl file with {\"id\": ..., \"text\": ...} per line")
         if texts and all(_is_json_record(text) for text in texts):
             # Every line a {"text": ...} object: a .jsonl file under a .txt name, whose raw JSON would be indexed.
             raise DataFormatError(path, None, "every line is a JSON object with a \"text\" field: this is a .jsonl "

@@ -80,6 +80,8 @@ def _check_output_folder(output: str, overwrite: bool) -> None:
     """Before anything is encoded: an existing index folder is replaced only with --overwrite, anything else never."""
     from ..retrieval.folder import check_replaceable_index_folder, is_index_folder
 
+    if not output.strip():
+        raise UserError("--output is empty: give the index folder to write")
     path = Path(output)
     if not path.exists() or path.is_dir() and not any(path.iterdir()):
         return
