@@ -20,7 +20,6 @@ every node at the same path (a shared file system), and hyte installed on every 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .io import file_sha256
 
 __all__ = ["CorpusEncoding", "encode_corpus", "read_vector_shards"]
 
@@ -51,11 +52,7 @@ def _shard_path(output: Path, shard: int) -> Path:
 
 
 def _file_identity(path: Path) -> dict[str, Any]:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return {"path": str(path.absolute()), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+    return {"path": str(path.absolute()), "bytes": path.stat().st_size, "sha256": file_sha256(path)}
 
 
 def _prepare_output(output: Path, manifest: dict[str, Any], overwrite: bool) -> None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import os
+import re
 import shutil
 import uuid
 import warnings
@@ -230,6 +230,7 @@ def read_json_file(path: str | os.PathLike, remedy: str) -> dict:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

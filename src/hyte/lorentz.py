@@ -270,8 +270,7 @@ def distance_from_inner(lorentz_inner: Tensor, c: float | Tensor = 1.0) -> Tenso
 
     Refused: integer input (FAISS ids instead of scores), NaN and +inf. Scores above -c are warned about
     (RuntimeWarning naming the causes: a dot product of two documents, a wrong c, float32 far out), not refused,
-    although
-    <x, y>_L <= -c < 0 for points: the rounding error of a float32 inner product is ~eps32 x_0 y_0, which exceeds c
+    although <x, y>_L <= -c < 0 for points: the rounding error of a float32 inner product is ~eps32 x_0 y_0, which exceeds c
     from radius ~9 sqrt(c) on (x_0^2 > 1 / eps32). A float32 point and itself at radius 15 give flip_time(x) @ x up to
     +6e5 (c = 1) and +6e10 (c = 0.5, radius 21 sqrt(c)), and a score carries no trace of the radii that produced it,
     so no sign or size rule can tell a misused cosine similarity from a valid far-out score; those clamp to distance 0.

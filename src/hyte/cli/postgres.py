@@ -18,13 +18,9 @@ def _port_number(value: str) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
+    from ..retrieval.postgres_server import recorded_port, start_local_postgres
 
-    from ..retrieval.postgres_server import STATE_FILE, start_local_postgres
-
-    state = Path(args.dir) / STATE_FILE
-    previous = json.loads(state.read_text()).get("port") if state.is_file() else None
+    previous = recorded_port(args.dir)
     server = start_local_postgres(args.dir, args.port)
     if previous is not None and server.port != previous:
         print(f"note: port {previous} was taken, so the server now listens on {server.port}: DSNs and open indexes "

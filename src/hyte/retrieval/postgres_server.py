@@ -81,10 +81,9 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
                              "(e.g. maintenance_work_mem=8GB)")
     directory = Path(directory).absolute()
     state = directory / STATE_FILE
-    if state.is_file():
-        running = LocalPostgres(directory, json.loads(state.read_text())["port"])
-        if _accepts_connections(running.port):
-            return running
+    recorded = recorded_port(directory)
+    if recorded is not None and _accepts_connections(recorded):
+        return LocalPostgres(directory, recorded)
     ours = state.is_file() or (directory / "data" / "PG_VERSION").is_file()
     if directory.exists() and not ours and (not directory.is_dir() or any(directory.iterdir())):
         raise FileExistsError(f"{directory} exists and holds no local PostgreSQL started by hyte: give a new or empty "
@@ -103,7 +102,6 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
         _checked([binaries / "initdb", "-D", data, "-U", USER, "--auth=trust", "-E", "UTF8", "--no-locale"], user,
                  "initdb")
     # A restarted server keeps its port when it is free, so DSNs handed out before (and open stores) still work.
-    recorded = json.loads(state.read_text()).get("port") if state.is_file() else None
     port = port or (recorded if recorded and _port_is_free(recorded) else _free_port())
     # -k: the Unix socket goes into the data folder (the default /var/run/postgresql may not exist or be writable).
     options = f"-h 127.0.0.1 -p {port} -k {data}" + "".join(
@@ -112,6 +110,12 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
              "pg_ctl start", log=data / "server.log")
     state.write_text(json.dumps({"port": port, "user": user}) + "\n")
     return LocalPostgres(directory, port)
+
+
+def recorded_port(directory: str | os.PathLike) -> int | None:
+    """The port the server in ``directory`` was last started on (None: never started there)."""
+    state = Path(directory) / STATE_FILE
+    return json.loads(state.read_text()).get("port") if state.is_file() else None
 
 
 def stop_local_postgres(directory: str | os.PathLike) -> None:
