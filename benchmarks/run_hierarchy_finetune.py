@@ -48,7 +48,7 @@ def _scores(name: str, model_dir: Path | None, runs: Path, evaluation: dict) -> 
 
     path = runs / name / "scores.json"
     scores = json.loads(path.read_text()) if path.is_file() else {}
-    wanted = evaluation.get("ontologies", ("hpo", "icd10", "manpages"))
+    wanted = evaluation.get("ontologies", ("hpo", "icd10", "manpages", "handbook"))
     missing = [ontology for ontology in wanted if ontology not in scores]
     if not missing:
         return scores

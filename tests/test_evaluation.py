@@ -471,7 +471,7 @@ def test_heldout_scores_report_the_rank_correlation_only(monkeypatch):
     from hyte.evaluation import heldout
 
     depth_texts = {1: ["a"], 2: ["b"], 3: ["c"], 4: ["d"]}
-    monkeypatch.setattr(heldout, "_manpages_sets", lambda sizes, seed: {
+    monkeypatch.setattr(heldout, "_general_domain_sets", lambda name, sizes, seed: {
         "retrieval": ({"q": "c"}, {"a": "a", "c": "c"}, {"q": {"c": 1}}), "depth_texts": depth_texts})
     encoder = FakeEncoder({"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}, radii={"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0})
     scores = heldout.evaluate_heldout({"m": encoder}, ontologies=("manpages",))["m"]["manpages"]

@@ -54,13 +54,15 @@ def format_summary(results: dict) -> str:
     """The quickstart's comparison table, rendered from its results.json (``{"heldout": {model: {ontology:
     scores}}}``): one block per ontology, one row per model, each fine-tune's change against the base, and the
     radius-depth Spearman correlations with their intervals."""
+    from .evaluation.heldout import GENERAL_DOMAIN
     from .evaluation.radius import format_depth_correlation
 
     lines = []
     heldout = results["heldout"]
     ontologies = list(next(iter(heldout.values())))
     titles = {"hpo": "HPO, held-out branches", "icd10": "ICD-10-CM, held-out chapters",
-              "manpages": "Linux man pages (general domain: should not fall below the base)"}
+              **{key: f"{title} (general domain: should not fall below the base)"
+                 for key, title in GENERAL_DOMAIN.items()}}
     for ontology in ontologies:
         lines.append(f"  {titles.get(ontology, ontology)}")
         lines.append(f"  {'model':32}" + "".join(f"{label:>14}" for _, label in SUMMARY_COLUMNS))
@@ -178,25 +180,32 @@ def _size_mb(folder: Path) -> float:
 
 
 def _evaluation_sets() -> tuple[str, ...]:
-    """HPO and ICD-10-CM always; the man-page control where Debian's manpages packages are installed."""
-    from .data.manpages import ManpagesNotInstalledError, manpage_files
+    """HPO and ICD-10-CM always; each general-domain control where its Debian packages are installed."""
+    from .data.debian_docs import DebianPackageMissingError
+    from .data.debian_handbook import handbook_files
+    from .data.manpages import manpage_files
+    from .evaluation.heldout import GENERAL_DOMAIN
 
-    try:
-        manpage_files()
-    except ManpagesNotInstalledError as error:
-        print(f"  (general-domain control skipped: {error})")
-        return ("hpo", "icd10")
-    return ("hpo", "icd10", "manpages")
+    sets = ["hpo", "icd10"]
+    for name, files in (("manpages", manpage_files), ("handbook", handbook_files)):
+        try:
+            files()
+        except DebianPackageMissingError as error:
+            print(f"  (general-domain control {GENERAL_DOMAIN[name]} skipped: {error})")
+        else:
+            sets.append(name)
+    return tuple(sets)
 
 
 def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
     """Copy the trained model with eval_results.json, the comparison with the base in its card info and a rendered
     README.md; the folder is swapped in atomically."""
+    from .evaluation.heldout import GENERAL_DOMAIN
     from .hub.card import render_model_card
     from .io import atomic_directory
 
     names = {"hpo": "HPO held-out branches", "icd10": "ICD-10-CM held-out chapters",
-             "manpages": "Linux man pages (general domain)"}
+             **{key: f"{title} (general domain)" for key, title in GENERAL_DOMAIN.items()}}
     ours, base = heldout[HYTE_NAME], heldout[BASE_NAME]
     results = {"retrieval": [], "hierarchy": []}
     comparison = []

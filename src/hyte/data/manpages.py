@@ -32,42 +32,27 @@ corpus (``max_documents=2000`` is not reached). Building it takes under a second
 from __future__ import annotations
 
 import gzip
-import random
 import re
-import subprocess
 from pathlib import Path
+
+from .debian_docs import (
+    DebianPackageMissingError,
+    dpkg_listing,
+    sampled_retrieval_set,
+    truncate,
+    unambiguous_pairs,
+)
 
 DEFAULT_PACKAGES = ("manpages", "manpages-dev")
 MAX_DOCUMENT_CHARS = 600
 MIN_DOCUMENT_CHARS = 40
 
-_INSTALL_HINT = "apt-get install -y manpages manpages-dev"
 # /usr/share/man/man2/fork.2.gz, /usr/share/man/man3/size_t.3type.gz; not translations (/usr/share/man/de/...).
 _PAGE_PATH = re.compile(r"^/usr/share/man/man[0-9][^/]*/(?P<name>[^/]+)\.(?P<section>[0-9][a-z]*)\.gz$")
 
 
-class ManpagesNotInstalledError(RuntimeError):
+class ManpagesNotInstalledError(DebianPackageMissingError):
     """The Debian man-pages packages (or their files) are not on this machine."""
-
-
-def _dpkg_listing(packages) -> list[str]:
-    missing, paths = [], []
-    for package in packages:
-        try:
-            result = subprocess.run(["dpkg", "-L", package], capture_output=True, text=True, check=False)
-        except FileNotFoundError:
-            raise ManpagesNotInstalledError(
-                f"dpkg is not available, so the Debian packages {', '.join(packages)} cannot be found; on Debian or "
-                f"Ubuntu install them with `{_INSTALL_HINT}`") from None
-        if result.returncode != 0:
-            missing.append(package)
-        else:
-            paths.extend(line.strip() for line in result.stdout.splitlines())
-    if missing:
-        raise ManpagesNotInstalledError(
-            f"Debian package(s) not installed: {', '.join(missing)}; install them with "
-            f"`apt-get install -y {' '.join(packages)}`")
-    return paths
 
 
 def _is_redirect(text: str) -> bool:
@@ -78,7 +63,7 @@ def _is_redirect(text: str) -> bool:
 
 def _read_pages(packages) -> list[tuple[Path, str]]:
     pages = []
-    for path_text in sorted(set(_dpkg_listing(packages))):
+    for path_text in sorted(set(dpkg_listing(packages, ManpagesNotInstalledError))):
         if not _PAGE_PATH.match(path_text):
             continue
         path = Path(path_text)
@@ -342,18 +327,11 @@ def _first_paragraph(lines: list[str]) -> str:
     return _join(pieces)
 
 
-def _truncate(text: str, limit: int = MAX_DOCUMENT_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[:limit + 1].rsplit(" ", 1)[0] if " " in text[:limit + 1] else text[:limit]
-    return cut.rstrip(" ,;:")
-
-
 def page_pair(text: str) -> tuple[str, str]:
     """``(query, document)`` of one page's roff source: NAME description and first DESCRIPTION paragraph."""
     sections = _sections(text)
     query = _query(sections.get("NAME", []))
-    document = _truncate(_first_paragraph(sections.get("DESCRIPTION", [])))
+    document = truncate(_first_paragraph(sections.get("DESCRIPTION", [])), MAX_DOCUMENT_CHARS)
     return query, document
 
 
@@ -369,13 +347,7 @@ def manpage_pairs(packages=DEFAULT_PACKAGES) -> dict[str, tuple[str, str]]:
         query, document = page_pair(text)
         if query and len(document) >= MIN_DOCUMENT_CHARS:
             pairs[_page_id(path)] = (query, document)
-    query_counts: dict[str, int] = {}
-    document_counts: dict[str, int] = {}
-    for query, document in pairs.values():
-        query_counts[query.casefold()] = query_counts.get(query.casefold(), 0) + 1
-        document_counts[document] = document_counts.get(document, 0) + 1
-    return {page_id: (query, document) for page_id, (query, document) in sorted(pairs.items())
-            if query_counts[query.casefold()] == 1 and document_counts[document] == 1}
+    return unambiguous_pairs(pairs)
 
 
 def manpages_retrieval_set(max_queries: int | None = 500, max_documents: int | None = 2000, seed: int = 0,
@@ -387,17 +359,4 @@ def manpages_retrieval_set(max_queries: int | None = 500, max_documents: int | N
     every sampled query's document and fills up with other pages' documents (seeded) to ``max_documents``, as
     :func:`hyte.evaluation.heldout.heldout_retrieval_set` does.
     """
-    pairs = manpage_pairs(packages)
-    query_ids = sorted(pairs)
-    if max_queries is not None and max_queries < len(query_ids):
-        query_ids = sorted(random.Random(seed).sample(query_ids, max_queries))
-    queries = {page_id: pairs[page_id][0] for page_id in query_ids}
-    qrels = {page_id: {page_id: 1} for page_id in query_ids}
-    corpus_ids = set(pairs)
-    if max_documents is not None and len(corpus_ids) > max_documents:
-        needed = set(query_ids)
-        others = sorted(corpus_ids - needed)
-        fill = random.Random(seed).sample(others, max(0, max_documents - len(needed)))
-        corpus_ids = needed | set(fill)
-    corpus = {page_id: pairs[page_id][1] for page_id in sorted(corpus_ids)}
-    return queries, corpus, qrels
+    return sampled_retrieval_set(manpage_pairs(packages), max_queries, max_documents, seed)

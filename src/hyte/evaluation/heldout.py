@@ -1,8 +1,8 @@
 """The held-out evaluation suite of the fine-tuning recipes: HPO branches and ICD-10-CM chapters that training never
-sees, and general-domain text (Linux man pages), scored the same way for every encoder (HyTE or Euclidean); and the
-held-out sets of each source it is built from (``heldout_retrieval_set`` for HPO, ``icd10_*`` for ICD-10-CM, built
-at run time from the simple-icd-10-cm package: the same ``test_fraction`` / ``split_seed`` as the training run select
-the same held-out chapters).
+sees, and general-domain text (Linux man pages, the Debian Administrator's Handbook), scored the same way for every
+encoder (HyTE or Euclidean); and the held-out sets of each source it is built from (``heldout_retrieval_set`` for
+HPO, ``icd10_*`` for ICD-10-CM, built at run time from the simple-icd-10-cm package: the same ``test_fraction`` /
+``split_seed`` as the training run select the same held-out chapters).
 
 Per ontology: retrieval (nDCG@10, R@10, MRR@10 over the held-out corpus), the hierarchy benchmark (SpecHR, R@1,
 top-1 by candidate type) and the rank correlation of radius with depth (Spearman, 95 % bootstrap interval). The
@@ -22,6 +22,8 @@ from collections.abc import Mapping
 
 RETRIEVAL_KEYS = ("ndcg@10", "recall@10", "mrr@10")
 HIERARCHY_KEYS = ("spechr", "recall@1", "mrr")
+# The general-domain controls (retrieval only; a fine-tune should not fall below its base on them), by key.
+GENERAL_DOMAIN = {"manpages": "Linux man pages", "handbook": "Debian Administrator's Handbook"}
 
 
 def _hpo_sets(split: str, sizes: Mapping[str, int], test_fraction: float, validation_fraction: float,
@@ -69,10 +71,13 @@ def _icd10_sets(sizes: Mapping[str, int], test_fraction: float, split_seed: int,
                                      split_seed=split_seed)} if sizes.get("edges") else {})}
 
 
-def _manpages_sets(sizes: Mapping[str, int], seed: int) -> dict:
+def _general_domain_sets(name: str, sizes: Mapping[str, int], seed: int) -> dict:
+    """A general-domain control (``GENERAL_DOMAIN``): retrieval only, from installed Debian documentation."""
+    from ..data.debian_handbook import handbook_retrieval_set
     from ..data.manpages import manpages_retrieval_set
 
-    return {"retrieval": manpages_retrieval_set(sizes["queries"], sizes["documents"], seed=seed)}
+    build = {"manpages": manpages_retrieval_set, "handbook": handbook_retrieval_set}[name]
+    return {"retrieval": build(sizes["queries"], sizes["documents"], seed=seed)}
 
 
 def _score(encoder, sets: dict, cone_min_radius: float) -> dict:
@@ -98,8 +103,9 @@ def _score(encoder, sets: dict, cone_min_radius: float) -> dict:
     return scores
 
 
-def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test", ontologies=("hpo", "icd10", "manpages"),
-                     queries: int = 500, documents: int = 2000, hierarchy_queries: int = 500, per_depth: int = 50,
+def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test",
+                     ontologies=("hpo", "icd10", "manpages", "handbook"), queries: int = 500, documents: int = 2000,
+                     hierarchy_queries: int = 500, per_depth: int = 50,
                      test_fraction: float = 0.2, validation_fraction: float = 0.35, split_seed: int = 0,
                      seed: int = 0, edges: int = 300, cone_min_radius: float = 0.1) -> dict[str, dict[str, dict]]:
     """{encoder name: {ontology: scores}} on the held-out ("test") or validation branches (module docstring).
@@ -108,9 +114,9 @@ def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test", ont
     (for "validation": the test fraction whose branches stay untouched). Validation covers HPO only, without the
     radius correlation (selection looks at retrieval, SpecHR and the edge diagnostics). Both give ``edges``:
     ``edge_diagnostics`` on up to ``edges`` is-a edges of the same branches (cones of half-aperture constant
-    ``cone_min_radius``, the run's K). "manpages" is the general-domain control (Linux
-    man pages, :mod:`hyte.data.manpages`): retrieval only, text unlike any training data, where a fine-tune
-    should not fall below its base.
+    ``cone_min_radius``, the run's K). "manpages" and "handbook" are the general-domain controls (Linux
+    man pages, :mod:`hyte.data.manpages`; the Debian Administrator's Handbook, :mod:`hyte.data.debian_handbook`):
+    retrieval only, text unlike any training data, where a fine-tune should not fall below its base.
     """
     if split not in ("test", "validation"):
         raise ValueError(f"split must be 'test' or 'validation'; got {split!r}")
@@ -122,10 +128,10 @@ def evaluate_heldout(encoders: Mapping[str, object], *, split: str = "test", ont
             sets["hpo"] = _hpo_sets(split, sizes, test_fraction, validation_fraction, split_seed, seed)
         elif ontology == "icd10" and split == "test":
             sets["icd10"] = _icd10_sets(sizes, test_fraction, split_seed, seed)
-        elif ontology == "manpages" and split == "test":
-            sets["manpages"] = _manpages_sets(sizes, seed)
-        elif ontology not in ("icd10", "manpages"):
-            raise ValueError(f"unknown ontology {ontology!r}; known: hpo, icd10, manpages")
+        elif ontology in GENERAL_DOMAIN and split == "test":
+            sets[ontology] = _general_domain_sets(ontology, sizes, seed)
+        elif ontology != "icd10" and ontology not in GENERAL_DOMAIN:
+            raise ValueError(f"unknown ontology {ontology!r}; known: hpo, icd10, {', '.join(GENERAL_DOMAIN)}")
     return {name: {ontology: _score(encoder, data, cone_min_radius) for ontology, data in sets.items()}
             for name, encoder in encoders.items()}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..evaluation.heldout import GENERAL_DOMAIN
 from ..markdown import number, runs, table
 
 FINETUNE_COLUMNS = (("ndcg@10", "nDCG@10"), ("recall@10", "R@10"), ("spechr", "SpecHR"), ("recall@1", "R@1 (hier.)"),
@@ -12,7 +13,8 @@ FINETUNE_COLUMNS = (("ndcg@10", "nDCG@10"), ("recall@10", "R@10"), ("spechr", "S
 
 
 ONTOLOGY_TITLES = {"hpo": "HPO, held-out branches", "icd10": "ICD-10-CM, held-out chapters",
-                   "manpages": "Linux man pages (general domain, retrieval only; a fine-tune should not regress here)"}
+                   **{key: f"{title} (general domain, retrieval only; a fine-tune should not regress here)"
+                      for key, title in GENERAL_DOMAIN.items()}}
 
 
 def _mean_std(entry: dict | None) -> str:
@@ -40,7 +42,7 @@ def _finetune_verdict(summary: dict, ontology: str) -> list[str]:
         return "; per seed " + ", ".join(f"{d:+.4f}" for d in differences) if len(differences or []) > 1 else ""
 
     lines = []
-    if ontology == "manpages":  # the general-domain control: no regression against the base encoder
+    if ontology in GENERAL_DOMAIN:  # a general-domain control: no regression against the base encoder
         base = summary.get("base", {}).get(ontology, {}).get("ndcg@10")
         for name, by in summary.items():
             entry = by.get(ontology, {}).get("ndcg@10")

@@ -1,0 +1,78 @@
+"""What the general-domain retrieval sets built from installed Debian documentation share.
+
+Two sets check that a model tuned on medical ontologies still retrieves general text: the Linux man pages
+(:mod:`hyte.data.manpages`) and the Debian Administrator's Handbook (:mod:`hyte.data.debian_handbook`). Both read
+files a Debian package installed (found with ``dpkg -L``), turn each page or section into one ``(query, document)``
+pair, drop ambiguous pairs and sample a BEIR-shaped set from the rest; this module holds those shared steps.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+
+
+class DebianPackageMissingError(RuntimeError):
+    """A Debian package (or the files it installs) that a general-domain set reads is not on this machine."""
+
+
+def dpkg_listing(packages, error: type[DebianPackageMissingError] = DebianPackageMissingError) -> list[str]:
+    """Every path the installed Debian ``packages`` own (``dpkg -L``); ``error`` names the install command."""
+    missing, paths = [], []
+    for package in packages:
+        try:
+            result = subprocess.run(["dpkg", "-L", package], capture_output=True, text=True, check=False)
+        except FileNotFoundError:
+            raise error(f"dpkg is not available, so the Debian packages {', '.join(packages)} cannot be found; on "
+                        f"Debian or Ubuntu install them with `apt-get install -y {' '.join(packages)}`") from None
+        if result.returncode != 0:
+            missing.append(package)
+        else:
+            paths.extend(line.strip() for line in result.stdout.splitlines())
+    if missing:
+        raise error(f"Debian package(s) not installed: {', '.join(missing)}; install them with "
+                    f"`apt-get install -y {' '.join(packages)}`")
+    return paths
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary (trailing punctuation of the cut dropped)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit + 1].rsplit(" ", 1)[0] if " " in text[:limit + 1] else text[:limit]
+    return cut.rstrip(" ,;:")
+
+
+def unambiguous_pairs(pairs: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """``pairs`` (id -> (query, document)) sorted by id, without every pair that shares its query (case-folded) or
+    its document with another: such a query would have two right answers but qrels naming one."""
+    query_counts: dict[str, int] = {}
+    document_counts: dict[str, int] = {}
+    for query, document in pairs.values():
+        query_counts[query.casefold()] = query_counts.get(query.casefold(), 0) + 1
+        document_counts[document] = document_counts.get(document, 0) + 1
+    return {key: (query, document) for key, (query, document) in sorted(pairs.items())
+            if query_counts[query.casefold()] == 1 and document_counts[document] == 1}
+
+
+def sampled_retrieval_set(pairs: dict[str, tuple[str, str]], max_queries: int | None, max_documents: int | None,
+                          seed: int):
+    """(queries, corpus, qrels) in BEIR's in-memory shape from one-answer ``pairs`` (id -> (query, document)).
+
+    ``max_queries`` ids are sampled with ``random.Random(seed)`` (all with None), each relevant to its own document
+    only; the corpus keeps every sampled query's document and fills up with other pairs' documents (seeded) to
+    ``max_documents``, as :func:`hyte.evaluation.heldout.heldout_retrieval_set` does.
+    """
+    query_ids = sorted(pairs)
+    if max_queries is not None and max_queries < len(query_ids):
+        query_ids = sorted(random.Random(seed).sample(query_ids, max_queries))
+    queries = {key: pairs[key][0] for key in query_ids}
+    qrels = {key: {key: 1} for key in query_ids}
+    corpus_ids = set(pairs)
+    if max_documents is not None and len(corpus_ids) > max_documents:
+        needed = set(query_ids)
+        others = sorted(corpus_ids - needed)
+        fill = random.Random(seed).sample(others, max(0, max_documents - len(needed)))
+        corpus_ids = needed | set(fill)
+    corpus = {key: pairs[key][1] for key in sorted(corpus_ids)}
+    return queries, corpus, qrels

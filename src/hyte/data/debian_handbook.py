@@ -1,0 +1,163 @@
+"""A second general-domain retrieval set: section titles of The Debian Administrator's Handbook to their text.
+
+The man pages (:mod:`hyte.data.manpages`) check a medical fine-tune for regressions on reference text about
+programming; this set checks it on explanatory prose about running a system, from an independent source. It is
+built from the English HTML of the Debian package ``debian-handbook`` (``apt-get install -y debian-handbook``), read
+from the installed files (``dpkg -L``). One item per numbered section (``8.9.3. Rotating Log Files``):
+
+* query: the section's title without its number ("Rotating Log Files");
+* document: the section's own paragraphs (not those of its subsections, sidebars, figures, examples or tables) as
+  plain text, joined into one line and cut to about 600 characters at a word boundary;
+* id: the section's anchor (``sect.rotation-logs``); the query's only relevant document is its own section's.
+
+Sections with a document under 40 characters are dropped (a section made only of subsections or a figure), and so
+are all sections sharing their title (case-folded) or their text with another section (ambiguous qrels).
+The result depends only on ``seed`` and the installed package version.
+
+Licence: the book is under GPL-2.0-or-later or CC-BY-SA-3.0 (Raphaël Hertzog and Roland Mas; Debian main).
+HyTE ships none of its text: it reads the files installed on the machine and keeps the set in memory.
+
+Size, measured with debian-handbook 11.20220922 (Debian 12 bookworm): 538 sections in 127 English HTML pages, 489
+usable (query, document) pairs after the filters (documents: 329 of 500-600 characters, 47 cut at 600, the rest
+shorter). The default set is 300 queries over the 489-document corpus. Building it takes about two seconds.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import re
+from pathlib import Path
+
+from .debian_docs import (
+    DebianPackageMissingError,
+    dpkg_listing,
+    sampled_retrieval_set,
+    truncate,
+    unambiguous_pairs,
+)
+
+DEFAULT_PACKAGES = ("debian-handbook",)
+MAX_DOCUMENT_CHARS = 600
+MIN_DOCUMENT_CHARS = 40
+
+_HTML_PATH = re.compile(r"^/usr/share/doc/debian-handbook/html/en-US/[^/]+\.html$")
+# "8.9.3. Rotating Log Files", "A.4. Knoppix", "B.3.3. The Kernel": the number goes, the title stays.
+_SECTION_NUMBER = re.compile(r"^(?:[0-9]+|[A-Z])(?:\.[0-9]+)*\.\s+")
+_VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+class HandbookNotInstalledError(DebianPackageMissingError):
+    """The Debian package debian-handbook (or its HTML files) is not on this machine."""
+
+
+class _SectionParser(html.parser.HTMLParser):
+    """Collects ``(anchor id, numbered title, own paragraph texts)`` of every ``div.section`` of one page.
+
+    DocBook's HTML nests a section as ``div.section > div.titlepage > ... > hN.title`` followed by its paragraphs as
+    ``div.para`` children of the section itself; paragraphs inside a sidebar, figure or subsection have another
+    parent, which is how they are left out.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.sections: list[dict] = []
+        self._stack: list[tuple[str, str, dict | None]] = []  # (tag, class, the section a div.section opened)
+        self._title: dict | None = None  # the section whose title is being read
+        self._para: list[str] | None = None  # the text of the section paragraph being read
+        self._para_depth = 0
+
+    def _innermost_section(self) -> dict | None:
+        return next((section for _, _, section in reversed(self._stack) if section is not None), None)
+
+    def handle_starttag(self, tag, attrs):
+        if tag in _VOID_TAGS:
+            return
+        attributes = dict(attrs)
+        css = attributes.get("class") or ""
+        section = None
+        if tag == "div" and css == "section":
+            section = {"id": None, "title": [], "paragraphs": []}
+            self.sections.append(section)
+        elif re.fullmatch(r"h[1-6]", tag) and css == "title" and self._title is None:
+            owner = self._innermost_section()
+            # The title of a section is inside its titlepage; a sidebar's or figure's title is not an h-element.
+            if owner is not None and not owner["title"] and any(c == "titlepage" for _, c, _ in self._stack):
+                self._title = owner
+        elif tag == "a" and self._title is not None and attributes.get("id") and self._title["id"] is None:
+            self._title["id"] = attributes["id"]
+        elif tag == "div" and css == "para" and self._para is None and self._stack:
+            parent_tag, parent_class, _ = self._stack[-1]
+            if parent_tag == "div" and parent_class == "section":
+                self._para, self._para_depth = [], len(self._stack)
+        self._stack.append((tag, css, section))
+
+    def handle_endtag(self, tag):
+        if tag in _VOID_TAGS or not self._stack:
+            return
+        while self._stack:  # tolerate an unclosed inner element: close up to the matching tag
+            open_tag, _, _ = self._stack.pop()
+            if open_tag == tag:
+                break
+        if self._title is not None and re.fullmatch(r"h[1-6]", tag):
+            self._title = None
+        if self._para is not None and len(self._stack) == self._para_depth:
+            self._innermost_section()["paragraphs"].append("".join(self._para))
+            self._para = None
+
+    def handle_data(self, data):
+        if self._title is not None:
+            self._title["title"].append(data)
+        if self._para is not None:
+            self._para.append(data)
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def page_sections(page_html: str) -> list[tuple[str, str, str]]:
+    """``(anchor id, query, document)`` of every numbered section of one handbook HTML page, in page order."""
+    parser = _SectionParser()
+    parser.feed(page_html)
+    parser.close()
+    out = []
+    for section in parser.sections:
+        title = _one_line("".join(section["title"]))
+        if section["id"] is None or not _SECTION_NUMBER.match(title):
+            continue
+        query = _SECTION_NUMBER.sub("", title)
+        document = truncate(_one_line(" ".join(section["paragraphs"])), MAX_DOCUMENT_CHARS)
+        out.append((section["id"], query, document))
+    return out
+
+
+def handbook_files(packages=DEFAULT_PACKAGES) -> list[Path]:
+    """The handbook's English HTML pages, sorted; :class:`HandbookNotInstalledError` names the install command."""
+    paths = [Path(p) for p in sorted(set(dpkg_listing(packages, HandbookNotInstalledError))) if _HTML_PATH.match(p)]
+    paths = [path for path in paths if path.is_file()]
+    if not paths:
+        raise HandbookNotInstalledError(
+            f"the package(s) {', '.join(packages)} are installed but none of the handbook's English HTML pages is on "
+            f"disk (a dpkg path-exclude for /usr/share/doc, as in slim container images?); remove it and reinstall "
+            f"with `apt-get install -y --reinstall {' '.join(packages)}`")
+    return paths
+
+
+def handbook_pairs(packages=DEFAULT_PACKAGES) -> dict[str, tuple[str, str]]:
+    """Section id -> ``(query, document)`` for every usable section, after the length and duplicate filters."""
+    pairs = {}
+    for path in handbook_files(packages):
+        for section_id, query, document in page_sections(path.read_text(encoding="utf-8")):
+            if query and len(document) >= MIN_DOCUMENT_CHARS:
+                pairs.setdefault(section_id, (query, document))  # a section shown on two pages counts once
+    return unambiguous_pairs(pairs)
+
+
+def handbook_retrieval_set(max_queries: int | None = 300, max_documents: int | None = 2000, seed: int = 0,
+                           packages=DEFAULT_PACKAGES):
+    """(queries, corpus, qrels) in BEIR's in-memory shape from the installed handbook (see the module doc).
+
+    ``queries`` and ``corpus`` map section anchors (``"sect.rotation-logs"``) to text; ``qrels`` maps each query id
+    to ``{same id: 1}``; sampling as :func:`hyte.data.debian_docs.sampled_retrieval_set`.
+    """
+    return sampled_retrieval_set(handbook_pairs(packages), max_queries, max_documents, seed)
