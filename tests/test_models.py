@@ -100,6 +100,43 @@ def test_gradient_checkpointing_gives_the_same_gradients():
         torch.testing.assert_close(plain[name], checkpointed[name], rtol=1e-4, atol=1e-6)
 
 
+def test_lorentz_mlr_bias_carries_the_class_prior_and_old_checkpoints_load_unchanged(tmp_path):
+    """The MLR head's per-class bias lets the prior (unigram frequencies) be learned apart from the hyperplanes: with
+    zero normals (logit 0 everywhere), fitting the bias alone on skewed labels reaches the labels' entropy. A checkpoint saved
+    before the bias existed loads with a zero bias and scores exactly as before."""
+    from safetensors.torch import load_file, save_file
+
+    from hyte.modeling_hyte import LorentzMLR
+
+    torch.manual_seed(0)
+    head = LorentzMLR(17, 5)
+    points = L.expmap0(torch.randn(512, 16) * 0.5, torch.tensor(1.0))
+    prior = torch.tensor([0.6, 0.25, 0.1, 0.04, 0.01])
+    labels = torch.multinomial(prior, 512, replacement=True, generator=torch.Generator().manual_seed(1))
+    frequencies = torch.bincount(labels, minlength=5).double() / 512
+    entropy = float(-(frequencies * frequencies.log()).sum())
+    head.normal.data.zero_()  # hyperplanes with a zero normal give logit 0 everywhere: only the bias can fit
+    optimizer = torch.optim.Adam([head.bias], lr=0.1)
+    for _ in range(300):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(head(points, torch.tensor(1.0)), labels)
+        loss.backward()
+        optimizer.step()
+    assert float(loss) == pytest.approx(entropy, abs=1e-3)
+
+    model = hyte.HyTEFHForMaskedLM(tiny_fh_config())
+    model.classifier.bias.data.uniform_(-1, 1)
+    ids = torch.randint(1, 99, (2, 7))
+    model.save_pretrained(tmp_path / "old")
+    weights = load_file(tmp_path / "old" / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if k != "classifier.bias"}, tmp_path / "old" / "model.safetensors",
+              metadata={"format": "pt"})
+    old = hyte.HyTEFHForMaskedLM.from_pretrained(tmp_path / "old").eval()
+    assert float(old.classifier.bias.abs().sum()) == 0.0
+    model.classifier.bias.data.zero_()
+    torch.testing.assert_close(old(ids).logits, model.eval()(ids).logits)
+
+
 @pytest.mark.parametrize("mlm_class,model_class,config", [(hyte.HyTEFHForMaskedLM, hyte.HyTEFHModel, tiny_fh_config),
                                                            (hyte.EucBERTForMaskedLM, hyte.EucBERTModel, tiny_euc_config)])
 def test_logit_scale_lives_in_the_embedding_models_only(mlm_class, model_class, config, tmp_path):

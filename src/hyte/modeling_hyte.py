@@ -360,13 +360,18 @@ class LorentzMLR(nn.Module):
 
     Class k is a hyperplane with offset a_k and normal z_k (space part). With s = sqrt(c):
     alpha = cosh(a/s) <x_s, z> - sinh(a/s) ||z|| x_0, logit = s ||z|| asinh(alpha / (s ||z||)),
-    i.e. ||z|| times the signed geodesic distance of x to the hyperplane.
+    i.e. ||z|| times the signed geodesic distance of x to the hyperplane, plus a per-class bias b_k.
+
+    The bias is a class's prior (a token's frequency, for a masked-LM head), as the Euclidean twin's nn.Linear has
+    one: without it a frequent token can only be favoured everywhere by moving its hyperplane, which the geometry
+    ties to the distances of all points. It starts at 0 (checkpoints saved before it existed load unchanged).
     """
 
     def __init__(self, hidden_size: int, num_classes: int):
         super().__init__()
         self.offset = nn.Parameter(torch.zeros(num_classes))
         self.normal = nn.Parameter(torch.zeros(num_classes, hidden_size - 1))
+        self.bias = nn.Parameter(torch.zeros(num_classes))
 
     def forward(self, x: Tensor, c: Tensor) -> Tensor:
         s = c.sqrt()
@@ -377,7 +382,7 @@ class LorentzMLR(nn.Module):
         # alpha = x_s . (cosh z) - x_0 sinh ||z||, as one matmul on [x_0, x_s] with the stacked weights.
         alpha = x @ torch.cat([-time_weight[:, None], scaled_normal], dim=-1).T  # (..., V)
         scale = s * z_norm
-        return scale * torch.asinh(alpha / scale)
+        return scale * torch.asinh(alpha / scale) + self.bias
 
     def resize_(self, num_classes: int) -> None:
         """Keep the first classes, add new ones (initialised like fresh classes by the model's _init_weights)."""
@@ -385,10 +390,12 @@ class LorentzMLR(nn.Module):
         bound = 1.0 / math.sqrt(self.normal.shape[-1])
         offset = self.offset.new_empty(num_classes).uniform_(-bound, bound)
         normal = self.normal.new_empty(num_classes, self.normal.shape[-1]).uniform_(-bound, bound)
+        bias = self.bias.new_zeros(num_classes)
         with torch.no_grad():
-            offset[:keep], normal[:keep] = self.offset[:keep], self.normal[:keep]
+            offset[:keep], normal[:keep], bias[:keep] = self.offset[:keep], self.normal[:keep], self.bias[:keep]
         self.offset = nn.Parameter(offset, requires_grad=self.offset.requires_grad)
         self.normal = nn.Parameter(normal, requires_grad=self.normal.requires_grad)
+        self.bias = nn.Parameter(bias, requires_grad=self.bias.requires_grad)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -423,6 +430,7 @@ class HyTEPreTrainedModel(PreTrainedModel):
             bound = 1.0 / math.sqrt(module.normal.shape[-1])
             init.uniform_(module.offset, -bound, bound)
             init.uniform_(module.normal, -bound, bound)
+            init.zeros_(module.bias)
         if hasattr(module, "log_curvature"):
             init.constant_(module.log_curvature, math.log(self.config.curvature))
         if getattr(module, "log_logit_scale", None) is not None:
