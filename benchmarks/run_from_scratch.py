@@ -3,7 +3,15 @@ three stages with everything but the geometry identical (recipe: hyte.training.r
 HPO branches and ICD-10-CM chapters that no stage saw.
 
     python benchmarks/run_from_scratch.py                   # 3 seeds x 2 models, tiny shape (~70 min, one core)
+    python benchmarks/run_from_scratch.py --mlm-steps 4000  # the same, MLM trained until it can pass the gate
     python benchmarks/run_from_scratch.py --quick           # the same pipeline at a toy size (a few minutes)
+
+Both twins share one WordPiece vocabulary trained on the MLM corpus with the ``tokenizers`` library (4,096 entries
+at the tiny size; ``--vocabulary bundled`` uses the MiniLM's 30,522, the recipe of the first recorded run), saved
+with every model. After the MLM stage each model's held-out masked-LM loss is measured beside the unigram
+cross-entropy of the same masked tokens (hyte.evaluation.language_model): a seed's comparison is reported only when
+both models are at least 1.5 nats below it ("gated_seeds", "summary_gated"); the other seeds are kept and shown
+with their gate, never as a verdict.
 
 Per seed and model: stage 1 MLM -> stage 2 contrastive -> stage 3 fine-tuning with hard negatives, then the held-out
 suite (retrieval nDCG@10 / R@10, the hierarchy benchmark, radius-depth Spearman with a bootstrap interval). HyTE-FH
@@ -45,14 +53,40 @@ EVALUATION = {"tiny": {"queries": 500, "documents": 2000, "hierarchy_queries": 5
               "quick": {"queries": 40, "documents": 200, "hierarchy_queries": 40, "per_depth": 10}}
 
 
-def _train_stages(model: str, seed: int, size: str, run_dir: Path, mining_cache: str) -> dict:
-    """Run (or finish) the three stages of one model and seed; returns {stage: its card's training record}."""
+def _vocabulary(size: str, runs: Path) -> str:
+    """The WordPiece vocabulary both twins share, trained once on the MLM corpus (training branches and chapters
+    only; the held-out ones are never seen); kept under ``runs`` and reused by reruns."""
+    from hyte.training.data import mlm_texts
+    from hyte.training.vocabulary import train_wordpiece
+
+    texts = mlm_texts(from_scratch("hyte-fh", "mlm", "unused", size=size).data, seed=0)
+    return str(train_wordpiece(texts, runs / "vocabulary", SCRATCH_SIZES[size]["vocab_size"]))
+
+
+def _mlm_gate(config, final: Path) -> dict:
+    """The finished MLM stage's held-out masked-LM loss beside the unigram cross-entropy (the gate of issue 26)."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from hyte.evaluation.language_model import masked_lm_gate
+    from hyte.training.data import heldout_mlm_texts, mlm_texts
+
+    model = AutoModelForMaskedLM.from_pretrained(final, trust_remote_code=True)
+    tokenizer = AutoTokenizer.from_pretrained(final)
+    return masked_lm_gate(model, tokenizer, mlm_texts(config.data, seed=0), heldout_mlm_texts(config.data),
+                          max_length=config.mlm.max_length)
+
+
+def _train_stages(model: str, seed: int, size: str, run_dir: Path, mining_cache: str, tokenizer: str | None,
+                  mlm_steps: int | None) -> dict:
+    """Run (or finish) the three stages of one model and seed; returns {stage: its card's training record}, the MLM
+    stage's with its held-out gate."""
     from hyte.runner import run
 
     records, init = {}, None
     for stage in STAGES:
         config = from_scratch(model, stage, str(run_dir / stage), seed=seed, size=size, init=init,
-                              mining_cache=mining_cache)
+                              mining_cache=mining_cache, tokenizer=tokenizer if stage == "mlm" else None,
+                              steps=mlm_steps if stage == "mlm" else None)
         final = run_dir / stage / "final"
         if not final.is_dir():
             started = time.perf_counter()
@@ -63,6 +97,11 @@ def _train_stages(model: str, seed: int, size: str, run_dir: Path, mining_cache:
         records[stage] = {"final_loss": card["final_loss"], "nonfinite_values": card["nonfinite_values"],
                           "nonfinite_logs": card.get("nonfinite_logs", 0),
                           "train_seconds": float((run_dir / stage / "train_seconds.txt").read_text())}
+        if stage == "mlm":
+            gate_path = run_dir / stage / "gate.json"
+            if not gate_path.is_file():
+                gate_path.write_text(json.dumps(_mlm_gate(config, final), indent=2))
+            records[stage]["gate"] = json.loads(gate_path.read_text())
         init = str(final)
     return records
 
@@ -152,9 +191,27 @@ def _ablated_seeds(results: dict) -> list[str]:
     return [seed for seed, seed_run in results["hyte-fh"].items() if "cls" in seed_run["scores"]]
 
 
-def _summary(results: dict) -> dict:
-    """Mean and spread over seeds per (model, pooling). The pooling ablation's rows are over the seeds that scored
-    it, labelled with them, beside the trained pooling (OEM p = 1) on the same seeds."""
+def _gated_seeds(results: dict) -> list[str]:
+    """The seed names whose two models both passed the held-out MLM gate: the only seeds a comparison may use."""
+    return [seed for seed in results["hyte-fh"]
+            if all(results[model][seed]["training"]["mlm"]["gate"]["passed"] for model in SCRATCH_MODELS)]
+
+
+def _vocabulary_record(tokenizer: str | None) -> dict:
+    if tokenizer is None:
+        return {"kind": "bundled MiniLM WordPiece", "size": 30522}
+    record = json.loads((Path(tokenizer) / "vocabulary.json").read_text())
+    return {"kind": "WordPiece trained on the MLM corpus (tokenizers)", "size": record["trained_size"],
+            "corpus_sha256": record["corpus_sha256"]}
+
+
+def _summary(results: dict, seeds: list[str] | None = None) -> dict:
+    """Mean and spread over seeds (all, or the named ``seeds``) per (model, pooling). The pooling ablation's rows
+    are over the seeds that scored it, labelled with them, beside the trained pooling (OEM p = 1) on the same seeds."""
+    if seeds is not None:
+        results = {model: {seed: by_seed[seed] for seed in seeds} for model, by_seed in results.items()}
+        if not seeds:
+            return {}
     summary = {}
     for model, by_seed in results.items():
         names = dict.fromkeys(name for seed_run in by_seed.values() for name in seed_run["scores"])
@@ -180,6 +237,10 @@ def main() -> None:
     parser.add_argument("--runs-dir", type=Path, default=Path("runs/from-scratch"))
     parser.add_argument("--output", type=Path, help="default: benchmarks/results/from_scratch[_quick].json")
     parser.add_argument("--cost-steps", type=int, default=None, help="MLM steps timed per process (default 12)")
+    parser.add_argument("--vocabulary", choices=("trained", "bundled"), default="trained",
+                        help="trained: a WordPiece vocabulary learned on the MLM corpus (the size's vocab_size); "
+                             "bundled: the MiniLM's 30,522 entries (the recipe of the first recorded run)")
+    parser.add_argument("--mlm-steps", type=int, default=None, help="MLM steps (default: the size's)")
     parser.add_argument("--cost-child", choices=sorted(SCRATCH_MODELS), help=argparse.SUPPRESS)
     parser.add_argument("--size", choices=sorted(SCRATCH_SIZES), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -188,7 +249,9 @@ def main() -> None:
         _cost_child(args.cost_child, size, args.cost_steps)
         return
     seeds = args.seeds if args.seeds is not None else [0] if args.quick else [0, 1, 2]
-    runs = args.runs_dir / size
+    # Runs of another vocabulary or MLM length never mix with these (each keeps its finished stages for resuming).
+    runs = args.runs_dir / "-".join([size, *(["trained-vocabulary"] if args.vocabulary == "trained" else []),
+                                     *([f"mlm{args.mlm_steps}"] if args.mlm_steps else [])])
     runs.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     cost_steps = args.cost_steps or (4 if args.quick else 12)
@@ -198,11 +261,17 @@ def main() -> None:
     cost = json.loads(cost_path.read_text())
     print(f"MLM step HyTE-FH / EucBERT: time x{cost['step_time_ratio']:.2f}, memory x{cost['step_memory_ratio']:.2f}",
           flush=True)
+    tokenizer = _vocabulary(size, runs) if args.vocabulary == "trained" else None
     results = {model: {} for model in SCRATCH_MODELS}
     for seed in seeds:
         for model in SCRATCH_MODELS:
             run_dir = runs / f"{model}-s{seed}"
-            training = _train_stages(model, seed, size, run_dir, str(runs / "mining-cache"))
+            training = _train_stages(model, seed, size, run_dir, str(runs / "mining-cache"), tokenizer,
+                                     args.mlm_steps)
+            gate = training["mlm"]["gate"]
+            print(f"{model:8} seed {seed}: held-out MLM loss {gate['mlm_loss']:.3f} nats, unigram "
+                  f"{gate['unigram_cross_entropy']:.3f}: gate (≥ {gate['margin']} below) "
+                  f"{'passed' if gate['passed'] else 'NOT passed'}", flush=True)
             ablation = seed in (seeds[:1] if args.ablation_seeds is None else args.ablation_seeds)
             scores = _scores(model, seed, run_dir, EVALUATION[size], ablation)
             results[model][f"s{seed}"] = {"training": training, "scores": scores}
@@ -214,6 +283,9 @@ def main() -> None:
     payload = {"benchmark": "from_scratch", "command": command.strip(), "size": size, "recipe": {
                    **SCRATCH_SIZES[size], "learning_rates": "hyte.training.recipes.SCRATCH_LEARNING_RATES"},
                "seeds": seeds, "evaluation": EVALUATION[size], "cost": cost,
+               "vocabulary": _vocabulary_record(tokenizer),
+               "mlm_steps": args.mlm_steps or SCRATCH_SIZES[size]["steps"]["mlm"],
+               "gated_seeds": _gated_seeds(results), "summary_gated": _summary(results, _gated_seeds(results)),
                "pooling_ablation_seeds": [int(seed[1:]) for seed in _ablated_seeds(results)],
                "nonfinite": sum(stage["nonfinite_values"] + stage["nonfinite_logs"] for model in results.values()
                                 for seed_run in model.values() for stage in seed_run["training"].values()),

@@ -96,6 +96,15 @@ def test_quick_from_scratch_benchmark_runs_end_to_end_and_resumes(tmp_path):
         training = payload["runs"][model]["s0"]["training"]
         assert list(training) == ["mlm", "contrastive", "finetune"]
         assert all(math.isfinite(stage["final_loss"]) and stage["train_seconds"] > 0 for stage in training.values())
+        gate = training["mlm"]["gate"]  # measured on held-out text beside the unigram level of the same tokens
+        assert math.isfinite(gate["mlm_loss"]) and gate["unigram_cross_entropy"] > 1 and gate["num_masked"] > 0
+    # Both twins share the vocabulary trained on the MLM corpus, saved with each model.
+    from transformers import AutoTokenizer
+
+    assert 100 < payload["vocabulary"]["size"] <= 512
+    for model in ("hyte-fh", "eucbert"):
+        final = tmp_path / "runs" / "quick-trained-vocabulary" / f"{model}-s0" / "finetune" / "final"
+        assert len(AutoTokenizer.from_pretrained(final)) == payload["vocabulary"]["size"]
     assert set(payload["summary"]) == {"eucbert", *(f"hyte-fh {p}" for p in
                                                     ("oem-p1", "oem-p0", "oem-p2", "tangent-mean", "cls"))}
     for label, by_ontology in payload["summary"].items():
@@ -116,5 +125,7 @@ def test_quick_from_scratch_benchmark_runs_end_to_end_and_resumes(tmp_path):
     from hyte.report import write_benchmarks_md
 
     markdown = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
-    assert "## From scratch: HyTE-FH vs its Euclidean twin" in markdown and "one seed, no verdict" in markdown
+    assert "## From scratch: HyTE-FH vs its Euclidean twin" in markdown and "Held-out MLM gate" in markdown
+    # Six MLM steps cannot leave the unigram plateau: the gate withholds the comparison (one seed: never a verdict).
+    assert payload["gated_seeds"] == [] and "No seed passed the gate" in markdown
     assert "ahead on every seed" not in markdown

@@ -81,13 +81,15 @@ def split_by_chapters(pairs, test_fraction: float = 0.2, seed: int = 0) -> tuple
     return train, test
 
 
-def mlm_corpus(test_fraction: float = 0.2, seed: int = 0) -> list[str]:
+def mlm_corpus(test_fraction: float = 0.2, seed: int = 0, split: str = "train") -> list[str]:
     """The titles of every code, block and chapter in the training chapters of :func:`split_chapters`, then their
     inclusion terms; first occurrence kept, in tabular order. Masked-language-model text that never shows a held-out
-    chapter."""
-    train_chapters, _ = split_chapters(test_fraction, seed)
-    titles = [title(code) for code in all_codes() if chapter_of(code) in train_chapters]
-    terms = [pair["query"] for pair in inclusion_pairs() if pair["chapter"] in train_chapters]
+    chapter; ``split="test"``: the same text of the held-out chapters (to measure a model's held-out MLM loss)."""
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test'; got {split!r}")
+    chapters = split_chapters(test_fraction, seed)[0 if split == "train" else 1]
+    titles = [title(code) for code in all_codes() if chapter_of(code) in chapters]
+    terms = [pair["query"] for pair in inclusion_pairs() if pair["chapter"] in chapters]
     return list(dict.fromkeys(titles + terms))
 
 

@@ -118,10 +118,26 @@ def _paired_verdict(summary: dict, ontology: str, first: str, second: str, key: 
             f"(per seed {', '.join(f'{d:+.4f}' for d in differences)}): {verdict}.")
 
 
+def _gate_lines(payload: dict) -> list[str]:
+    """The held-out MLM gate of every seed and model (runs recorded before the gate existed have none)."""
+    rows = [[seed, model, number(run["training"]["mlm"]["gate"]["mlm_loss"], 3),
+             number(run["training"]["mlm"]["gate"]["unigram_cross_entropy"], 3),
+             "passed" if run["training"]["mlm"]["gate"]["passed"] else "NOT passed"]
+            for model, by_seed in payload.get("runs", {}).items() for seed, run in by_seed.items()
+            if "gate" in run["training"].get("mlm", {})]
+    if not rows:
+        return ["No held-out MLM gate was measured for this run (recorded before the gate existed): its comparison "
+                "says nothing unless both models left the unigram plateau.", ""]
+    margin = next(iter(payload["runs"]["hyte-fh"].values()))["training"]["mlm"]["gate"]["margin"]
+    return [f"Held-out MLM gate: a seed's comparison is reported only when both models' held-out masked-LM loss is "
+            f"at least {margin} nats below the unigram cross-entropy of the same masked tokens.", "",
+            *table(["seed", "model", "held-out MLM loss (nats)", "unigram (nats)", "gate"], sorted(rows)), ""]
+
+
 def from_scratch_section(items: list[tuple[Path, dict]]) -> list[str]:
     lines = ["## From scratch: HyTE-FH vs its Euclidean twin EucBERT (held-out branches and chapters)", "",
              "`benchmarks/run_from_scratch.py` (recipe: `hyte.training.recipes.from_scratch`): both models built new "
-             "at the same shape, with the bundled MiniLM's WordPiece vocabulary, through the paper's three stages — "
+             "at the same shape, with the same vocabulary, through the paper's three stages — "
              "MLM on HPO definitions/names/synonyms + ICD-10-CM titles/inclusion terms, contrastive pairs, "
              "fine-tuning with one hard negative per query from one fixed miner (the bundled MiniLM, so both see "
              "identical triples) — with the same data and order, steps, batch, learning rates and schedule; neither "
@@ -129,16 +145,26 @@ def from_scratch_section(items: list[tuple[Path, dict]]) -> list[str]:
              "with OEM p = 1; the other HyTE-FH rows swap another pooling in at inference on the same weights "
              "(Table 7's poolings, not retrained). Mean ± standard deviation over seeds.", ""]
     for path, payload in items:
-        summary, recipe = payload.get("summary", {}), payload.get("recipe", {})
+        recipe = payload.get("recipe", {})
+        vocabulary = payload.get("vocabulary", {"kind": "bundled MiniLM WordPiece", "size": 30522})
         lines += [f"### `{path.name}`: size {payload.get('size')} (shape {recipe.get('shape')}, steps "
-                  f"{recipe.get('steps')}, batch {recipe.get('batch')}), seeds {payload.get('seeds')}, "
-                  f"{payload.get('evaluation', {}).get('queries')} queries per set", ""]
-        for ontology in ("hpo", "icd10"):
-            lines += _seed_table(summary, ontology)
-            verdicts = [_paired_verdict(summary, ontology, "hyte-fh oem-p1", "eucbert", key, label)
-                        for key, label in (("spechr", "SpecHR"), ("ndcg@10", "nDCG@10"),
-                                           ("radius_depth_spearman.spearman", "radius~depth ρ"))]
-            lines += [v for v in verdicts if v] + [""]
+                  f"{recipe.get('steps')}, MLM steps {payload.get('mlm_steps', recipe.get('steps', {}).get('mlm'))}, "
+                  f"batch {recipe.get('batch')}; vocabulary: {vocabulary['kind']}, {vocabulary['size']} entries), "
+                  f"seeds {payload.get('seeds')}, {payload.get('evaluation', {}).get('queries')} queries per set", ""]
+        lines += _gate_lines(payload)
+        summary = payload["summary_gated"] if "gated_seeds" in payload else payload.get("summary", {})
+        if "gated_seeds" in payload and not payload["gated_seeds"]:
+            lines += ["No seed passed the gate: no comparison is reported for this run.", ""]
+        else:
+            if "gated_seeds" in payload:
+                lines += [f"Seeds that passed the gate (the tables and verdicts use these only): "
+                          f"{', '.join(payload['gated_seeds'])}.", ""]
+            for ontology in ("hpo", "icd10"):
+                lines += _seed_table(summary, ontology)
+                verdicts = [_paired_verdict(summary, ontology, "hyte-fh oem-p1", "eucbert", key, label)
+                            for key, label in (("spechr", "SpecHR"), ("ndcg@10", "nDCG@10"),
+                                               ("radius_depth_spearman.spearman", "radius~depth ρ"))]
+                lines += [v for v in verdicts if v] + [""]
         cost = payload.get("cost")
         if cost:
             median = cost["median"]

@@ -227,18 +227,26 @@ def mlm_texts(spec: DataSpec, seed: int = 0) -> list[str]:
     return _nonempty(_subsample(texts, spec, seed), spec)
 
 
-def _ontology_mlm_texts(spec: DataSpec, ontology: str) -> list[str]:
-    """MLM text of the training side of the branch / chapter split: HPO definitions (with ``spec.mlm_names`` also
-    names and exact synonyms), ICD-10-CM titles and inclusion terms."""
+def heldout_mlm_texts(spec: DataSpec) -> list[str]:
+    """The MLM text of the held-out side of the split (HPO branches, ICD-10-CM chapters) of an ontology ``source``:
+    what a from-scratch model's held-out masked-LM loss is measured on (:mod:`hyte.evaluation.language_model`)."""
+    if spec.source not in ("hpo", "icd10", "hpo+icd10"):
+        raise ConfigError("held-out MLM text exists for data.source hpo, icd10 or hpo+icd10 only")
+    return [text for name in spec.source.split("+") for text in _ontology_mlm_texts(spec, name, split="test")]
+
+
+def _ontology_mlm_texts(spec: DataSpec, ontology: str, split: str = "train") -> list[str]:
+    """MLM text of one side of the branch / chapter split (the training side unless ``split="test"``): HPO
+    definitions (with ``spec.mlm_names`` also names and exact synonyms), ICD-10-CM titles and inclusion terms."""
     if ontology == "icd10":
         from ..data import icd10
 
-        return icd10.mlm_corpus(spec.hpo_test_fraction, spec.hpo_seed)
+        return icd10.mlm_corpus(spec.hpo_test_fraction, spec.hpo_seed, split=split)
     from ..data.hpo import load_hpo, mlm_corpus, split_by_branches
 
     hpo = load_hpo()
-    train_ids, _ = split_by_branches(hpo, test_fraction=spec.hpo_test_fraction, seed=spec.hpo_seed)
-    return mlm_corpus(hpo, train_ids, names=spec.mlm_names)
+    train_ids, test_ids = split_by_branches(hpo, test_fraction=spec.hpo_test_fraction, seed=spec.hpo_seed)
+    return mlm_corpus(hpo, train_ids if split == "train" else test_ids, names=spec.mlm_names)
 
 
 def _nonempty(texts: list[str], spec: DataSpec) -> list[str]:

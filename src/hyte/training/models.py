@@ -47,8 +47,13 @@ def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
     path = resolve_model(spec.path)
     for role, folder in (("model.path", path), ("model.tokenizer", resolve_model(spec.tokenizer) if spec.tokenizer
                                                  else None)):
-        # A local folder without config.json (an index or run folder) would fail deep inside the tokenizer loader.
-        if folder is not None and Path(folder).is_dir() and not (Path(folder) / "config.json").is_file():
+        # A local folder without config.json (an index or run folder) would fail deep inside the tokenizer loader;
+        # a tokenizer may also come from a tokenizer-only folder (hyte.training.vocabulary writes one).
+        if folder is None or not Path(folder).is_dir():
+            continue
+        tokenizer_only = role == "model.tokenizer" and any(
+            (Path(folder) / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json"))
+        if not (Path(folder) / "config.json").is_file() and not tokenizer_only:
             hint = f"; its model is {Path(folder) / 'final'}" if (Path(folder) / "final" / "config.json").is_file() else ""
             raise ConfigError(f"{role} {folder} is not a model folder (it has no config.json){hint}")
     tokenizer_path = resolve_model(spec.tokenizer) if spec.tokenizer else (

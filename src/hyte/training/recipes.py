@@ -84,20 +84,24 @@ SCRATCH_MODELS = {"hyte-fh": "hyte_fh", "eucbert": "eucbert"}
 # hidden_size counts HyTE-FH's time coordinate (127 space coordinates; EucBERT has 128 of its own).
 SCRATCH_SIZES = {
     "tiny": {"shape": {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512},
-             "steps": {"mlm": 400, "contrastive": 150, "finetune": 100}, "batch": 32, "examples": 3200},
+             "steps": {"mlm": 400, "contrastive": 150, "finetune": 100}, "batch": 32, "examples": 3200,
+             "vocab_size": 4096},
     "quick": {"shape": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64},
-              "steps": {"mlm": 6, "contrastive": 6, "finetune": 6}, "batch": 8, "examples": 48},
+              "steps": {"mlm": 6, "contrastive": 6, "finetune": 6}, "batch": 8, "examples": 48, "vocab_size": 512},
 }
 # One value per stage, for both models; not tuned for either (the same zero tuning budget on both sides).
 SCRATCH_LEARNING_RATES = {"mlm": 5e-4, "contrastive": 1e-4, "finetune": 5e-5}
 
 
 def from_scratch(model: str, stage: str, output_dir: str, *, seed: int = 0, size: str = "tiny",
-                 init: str | None = None, mining_cache: str | None = None) -> RunConfig:
+                 init: str | None = None, mining_cache: str | None = None, tokenizer: str | None = None,
+                 steps: int | None = None) -> RunConfig:
     """The RunConfig of one stage of the from-scratch comparison; everything but the geometry is identical.
 
-    ``model``: "hyte-fh" or "eucbert" (same shape, tokenizer: the bundled MiniLM's WordPiece, data and order,
-    steps, batch, learning rate and schedule). ``stage``: "mlm" builds the model new (seeded) and trains it on
+    ``model``: "hyte-fh" or "eucbert" (same shape, data and order, steps, batch, learning rate and schedule; the
+    tokenizer: ``tokenizer``, a folder such as :func:`hyte.training.vocabulary.train_wordpiece` writes, else the
+    bundled MiniLM's WordPiece; later stages keep the one the MLM stage saved). ``steps`` overrides the size's
+    step count of this stage. ``stage``: "mlm" builds the model new (seeded) and trains it on
     HPO definitions, names and exact synonyms of the training branches plus ICD-10-CM titles and inclusion terms of
     the training chapters (all of it, shuffled; 400 steps of 32 see a sixth); "contrastive" (in-batch negatives)
     and "finetune" (+ one hard negative per query) continue from ``init``, the previous stage's final folder, on (name / synonym -> definition) and
@@ -112,10 +116,13 @@ def from_scratch(model: str, stage: str, output_dir: str, *, seed: int = 0, size
         raise ValueError(f"size must be one of {sorted(SCRATCH_SIZES)}; got {size!r}")
     if (stage == "mlm") != (init is None):
         raise ValueError("stage mlm builds a new model (no init); contrastive and finetune need init")
+    if tokenizer is not None and stage != "mlm":
+        raise ValueError("a tokenizer is chosen by the mlm stage; the later stages keep the one it saved")
     recipe = SCRATCH_SIZES[size]
-    steps = recipe["steps"][stage]
+    steps = recipe["steps"][stage] if steps is None else steps
     if stage == "mlm":
-        spec = {"build": SCRATCH_MODELS[model], "options": {**recipe["shape"], "sparse_prediction": True}}
+        spec = {"build": SCRATCH_MODELS[model], "options": {**recipe["shape"], "sparse_prediction": True},
+                "tokenizer": tokenizer}
     else:
         spec = {"build": "load", "path": init}
     return parse_config({
