@@ -412,6 +412,30 @@ def test_calibration_reports_rho_and_a_permutation_control():
     assert positive_ranks(points, points, [[i] for i in range(5)], 1.0).tolist() == [1] * 5
 
 
+def test_uncertainty_distribution_reports_spread_and_saturation():
+    from hyte.compatibility.evaluation import uncertainty_distribution
+    from hyte.compatibility.objective import MIN_Q, uncertainty
+
+    for c in (0.5, 1.0, 2.0):
+        constant = uncertainty_distribution(np.full(100, 1.0), c)  # a radius head that never moved: q cannot vary
+        assert constant["distance"]["sd"] < 1e-12 and constant["q"]["sd"] < 1e-12 and constant["share_at_floor"] == 0.0
+        spread = np.linspace(0.1, 6.0, 200) * np.sqrt(c)
+        varied = uncertainty_distribution(spread, c)
+        expected_q = uncertainty(L.expmap0(torch.tensor(np.stack([spread, np.zeros_like(spread)], -1)),
+                                           torch.tensor(c, dtype=torch.float64)), c).numpy()
+        assert varied["q"]["mean"] == pytest.approx(expected_q.mean()) and varied["q"]["sd"] > 0.2
+        assert varied["q"]["p5"] < varied["q"]["p50"] < varied["q"]["p95"]
+        assert varied["share_at_floor"] == pytest.approx((expected_q <= MIN_Q).mean()) and varied["share_at_floor"] > 0
+    with pytest.raises(ValueError, match="finite distances"):
+        uncertainty_distribution(np.array([1.0, np.nan]), 1.0)
+    # BENCHMARKS.md shows it beside the calibration test (older results without it show no such table).
+    from hyte.compatibility.report import _uncertainty_distribution_lines
+
+    lines = "\n".join(_uncertainty_distribution_lines({"hpo": {"documents": varied}}))
+    assert "q at RINCE's floor" in lines and f"{varied['share_at_floor']:.1%}" in lines
+    assert _uncertainty_distribution_lines({"hpo": {"queries": 3}}) == []
+
+
 @pytest.mark.slow  # a second base encoder, ~10 s
 def test_new_hyte_h_on_another_base_and_hidden_size_is_projected_into_the_old_space(tmp_path, old_model,
                                                                                   bert_tokenizer):

@@ -205,6 +205,27 @@ def calibration(q: np.ndarray, errors: np.ndarray, permutations: int = 1000, boo
             "permutation_p": float((np.abs(permuted) >= abs(rho)).mean()), "n": int(len(q))}
 
 
+def uncertainty_distribution(distances: np.ndarray, c: float) -> dict:
+    """How much the old model's uncertainty q = 1 - tanh(d / sqrt(c)) varies over points at distances ``distances``
+    from the origin, (N,) -> dict: mean, sd and 5/25/50/75/95 % quantiles of d and of q, and the share of points
+    whose q is at RINCE's floor ``MIN_Q`` (there RINCE is InfoNCE: the uncertainty weighting does nothing). A q
+    that barely varies makes HBCT's calibration test and its permuted-q control vacuous (issue 26)."""
+    from .objective import MIN_Q
+
+    distances = np.asarray(distances, dtype=np.float64)
+    if distances.ndim != 1 or not len(distances) or not np.isfinite(distances).all() or (distances < 0).any():
+        raise ValueError("distances must be a non-empty 1-D array of finite distances >= 0")
+    q = 1.0 - np.tanh(distances / np.sqrt(c))
+
+    def summary(values: np.ndarray) -> dict:
+        quantiles = np.percentile(values, [5, 25, 50, 75, 95])
+        return {"mean": float(values.mean()), "sd": float(values.std()),
+                **{f"p{p}": float(v) for p, v in zip((5, 25, 50, 75, 95), quantiles)}}
+
+    return {"n": int(len(distances)), "distance": summary(distances), "q": summary(q),
+            "share_at_floor": float((q <= MIN_Q).mean())}
+
+
 def uncertainty_calibration(old_encoder, retrieval_set, permutations: int = 1000, seed: int = 0) -> dict:
     """The calibration test on one held-out retrieval set (queries, corpus, qrels) for the old model: Spearman of
     the old model's per-query error (rank of the positive) with q(h_old) of the query and of its positive
@@ -228,6 +249,7 @@ def uncertainty_calibration(old_encoder, retrieval_set, permutations: int = 1000
                            for rows in relevant])
     return {"queries": len(ranks), "error_rate_at_1": float((ranks > 1).mean()),
             "median_rank": float(np.median(ranks)),
+            "documents": uncertainty_distribution(lorentz.distance_to_origin(documents, c), c),
             "q_query": {"mean": float(q_query.mean()), "sd": float(q_query.std()),
                         **calibration(q_query, ranks, permutations, seed=seed)},
             "q_positive": {"mean": float(q_positive.mean()), "sd": float(q_positive.std()),

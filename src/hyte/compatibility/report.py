@@ -46,6 +46,25 @@ def _verdict(summary: dict, per_seed: dict, ontology: str) -> list[str]:
     return lines + [""] if lines else []
 
 
+def _uncertainty_distribution_lines(calibration: dict) -> list[str]:
+    """How much the old model's q varies over its held-out documents: a q that barely varies (or sits at RINCE's
+    floor) leaves the calibration test above and the permuted-q control with nothing to measure."""
+    rows = []
+    for ontology, result in calibration.items():
+        spread = result.get("documents")
+        if spread:
+            d, q = spread["distance"], spread["q"]
+            rows.append([ONTOLOGY_NAMES.get(ontology, ontology), spread["n"], f"{d['mean']:.3f} ± {d['sd']:.3f}",
+                         f"[{d['p5']:.3f}, {d['p95']:.3f}]", f"{q['mean']:.3f} ± {q['sd']:.3f}",
+                         f"{q['p5']:.3f} / {q['p50']:.3f} / {q['p95']:.3f}", f"{spread['share_at_floor']:.1%}"])
+    if not rows:
+        return []
+    header = ["held-out set", "documents", "d(o, h_old) mean ± sd", "d 5-95 %", "q mean ± sd", "q 5 / 50 / 95 %",
+              "q at RINCE's floor"]
+    return ["Distribution of the old model's uncertainty over its held-out documents (q = 1 - tanh(d / sqrt(c))):",
+            "", *table(header, rows)]
+
+
 def render_upgrade_section(items: list) -> list[str]:
     """Markdown lines for ``compatibility_upgrade`` results (benchmarks/run_compatibility.py)."""
     lines = ["## Backward-compatible upgrades: HBCT vs Euclidean BCT (held-out branches and chapters)", "",
@@ -110,6 +129,7 @@ def render_upgrade_section(items: list) -> list[str]:
                       "h_old)) and the old model's per-query error (rank of the positive, 1 = right), for q of the "
                       "query's own old embedding and of its positive document's (the q that training uses); "
                       "control: q permuted across queries.", "", *table(header, rows)]
+            lines += _uncertainty_distribution_lines(calibration)
         lines += runs([(path, payload)])
     return lines
 
