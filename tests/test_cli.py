@@ -222,3 +222,87 @@ def test_a_model_path_that_is_no_model_folder_is_named_before_loading(tmp_path, 
     assert main(["train", "finetune", "--config", str(config), "--set", f"model.path={tmp_path / 'idx'}",
                  "--set", f"training.output_dir={tmp_path / 'out'}"]) == 2
     assert f"model.path {tmp_path / 'idx'} is not a model folder" in capsys.readouterr().err
+
+
+def test_seventh_trial_mistakes_are_refused_before_any_work(tmp_path, model_dir, capsys):
+    """Found by the seventh new-user trial: each of these was accepted without a word."""
+    import hyte
+    from hyte.encoders import load_encoder
+    from hyte.retrieval.searcher import HyteSearcher
+
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(DOCUMENTS) + "\n")
+    index = tmp_path / "index"
+    assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output", str(index)]) == 0
+    capsys.readouterr()
+    # A single-valued option given twice kept the last value only.
+    with pytest.raises(SystemExit):
+        main(["index", "search", "--index", str(index), "--query", "short fingers", "--query", "small head"])
+    assert "--query was given twice" in capsys.readouterr().err
+    # Two ways of naming the index at once.
+    assert main(["index", "search", "--index", str(index), "--dsn", "postgresql://x@127.0.0.1:5999/db",
+                 "--query", "x"]) == 2
+    assert "both name an index" in capsys.readouterr().err
+    # An empty id would show hits without an id.
+    empty_id = tmp_path / "e.jsonl"
+    empty_id.write_text('{"id": "", "text": "Short fingers."}\n{"id": "b", "text": "Small head."}\n')
+    assert main(["index", "build", "--model", str(model_dir), "--input", str(empty_id), "--output",
+                 str(tmp_path / "ie")]) == 2
+    assert "line 1: the id '' is empty" in capsys.readouterr().err and not (tmp_path / "ie").exists()
+    # An index inside a model folder would be pushed with the model (documents and all).
+    inside = tmp_path / "model-copy"
+    import shutil
+
+    shutil.copytree(model_dir, inside)
+    assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output",
+                 str(inside / "index")]) == 2
+    assert "inside a model, run or index folder" in capsys.readouterr().err and not (inside / "index").exists()
+    shutil.copytree(index, inside / "index")  # put there by hand: push names it
+    from hyte.hub.push import check_model_dir
+
+    with pytest.raises(ValueError, match=r"index/documents\.jsonl belongs to an index"):
+        check_model_dir(inside)
+    # A result is JSON: another suffix is refused before evaluating.
+    from hyte.results import check_result_output
+
+    with pytest.raises(ValueError, match=r"give a \.json file"):
+        check_result_output(tmp_path / "results.csv")
+    # An ONNX graph written into an index folder.
+    assert main(["export", "onnx", str(model_dir), "--output", str(index / "model.onnx")]) == 2
+    assert "inside a run, index or vector folder" in capsys.readouterr().err and not (index / "model.onnx").exists()
+    # model.encode of empty text and of a max_length beyond the model's positions.
+    encoder = load_encoder(model_dir)
+    with pytest.raises(ValueError, match="text 1 is empty"):
+        encoder.model.encode(["a heart", "  "], encoder.tokenizer)
+    limit = encoder.model.config.max_position_embeddings
+    with pytest.raises(ValueError, match=f"between 1 and the model's {limit} positions"):
+        encoder.model.encode(["a heart"], encoder.tokenizer, max_length=limit + 1)
+    # The candidate pool of a broader/narrower search: refused when meaningless.
+    searcher = HyteSearcher.from_folder(index)
+    with pytest.raises(ValueError, match="without a relation it changes nothing"):
+        searcher.search("short fingers", k=2, candidates=0)
+    for bad in (-5, 0, 2.5):
+        with pytest.raises(ValueError, match="candidates must be a whole number >= 1"):
+            searcher.search("short fingers", k=2, relation="broader", candidates=bad)
+    assert len(searcher.search("short fingers", k=2, relation="broader", candidates=3)) <= 2
+    # sentence-transformers: a text pair is not a text, and an index folder is not a model folder.
+    st = hyte.sentence_transformer(model_dir)
+    with pytest.raises(TypeError, match=r"inputs\[0\] is a list"):
+        st.encode_document([["a", "b"]])
+    with pytest.raises(FileExistsError, match="holds index.json"):
+        st.save(str(index))
+    assert not (index / "modules.json").exists()
+    # A generator that is an index folder or an embedding model, named before transformers fails on it.
+    from hyte.generation import load_generator
+
+    with pytest.raises(ValueError, match="index folder or a training run, not a generator"):
+        load_generator(index)
+    with pytest.raises(ValueError, match="not a causal language model"):
+        load_generator(model_dir)
+    # The same --set field twice: refused, not "the last one wins".
+    from pathlib import Path
+
+    config = Path(__file__).resolve().parents[1] / "configs" / "finetune_hyte_h_hierarchy.yaml"
+    assert main(["train", "finetune", "--config", str(config), "--set", "training.max_steps=1",
+                 "--set", "training.max_steps=2"]) == 2
+    assert "--set training.max_steps given more than once" in capsys.readouterr().err

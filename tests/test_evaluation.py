@@ -370,6 +370,12 @@ def test_evaluate_beir_uses_the_shared_metrics(tmp_path):
     assert result["mrr@3"] == pytest.approx((0 + 1 / 3 + 1 / 2) / 3)
     assert result["recall@1"] == 0.0 and result["num_queries"] == 3 and result["num_documents"] == 4
     assert result["hubness"]["max_occurrence"] == 3 and result["hubness"]["never_retrieved_fraction"] == 0.0
+    assert result["unscored_queries"] == []
+    # A query judged only 0 is in no average: it is not counted as scored, and it is named.
+    zero = evaluate_beir(FakeEncoder(scores), write_beir(tmp_path / "zero", qrels_lines=[
+        "q1\td1\t1", "q2\td2\t0", "q3\td3\t1"]), k_values=(3,))
+    assert zero["num_queries"] == 2 and zero["unscored_queries"] == ["q2"]
+    assert zero["mrr@3"] == pytest.approx((0 + 1 / 2) / 2)
 
 
 # ----------------------------------------------------------------------------------------------------------------

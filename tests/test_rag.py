@@ -295,6 +295,23 @@ def test_sentences_are_marked_supported_or_not_and_extraction_states_only_the_pa
         answer_question(question, passages)
 
 
+def test_extracted_sentences_from_two_passages_cite_their_own_passage_and_off_topic_questions_are_flagged():
+    from hyte.rag import Passage, cite, extract
+
+    passages = [Passage(0, "HP:3", "Small head circumference. Seen at birth.", 0.0, 0.0, 0.0),
+                Passage(1, "HP:2", "Abnormally large head circumference.", 0.0, 0.0, 0.0)]
+    answer = extract("What is a small or large head?", passages)
+    assert [(s.text, s.citations) for s in answer.sentences] == [
+        ("Small head circumference.", ("HP:3",)), ("Abnormally large head circumference.", ("HP:2",))]
+    assert answer.text == "Small head circumference [HP:3]. Abnormally large head circumference [HP:2]."
+    assert not answer.relevance_unchecked
+    # A generator that writes its marker after the full stop cites the sentence before it, not the next one.
+    after = cite("q", "Small head circumference. [HP:3] Abnormally large head circumference. [HP:2]", passages)
+    assert [s.citations for s in after.sentences] == [("HP:3",), ("HP:2",)]
+    off_topic = extract("What is the capital of France?", passages)
+    assert off_topic.relevance_unchecked and off_topic.sentences[0].text == "Small head circumference."
+
+
 def test_hyte_rag_marks_every_generated_sentence_and_extracts_by_default(index_dir, generator_cache, monkeypatch,
                                                                         capsys):
     monkeypatch.setenv("HYTE_CACHE", str(generator_cache.parent))
@@ -305,9 +322,13 @@ def test_hyte_rag_marks_every_generated_sentence_and_extracts_by_default(index_d
     marks = re.findall(r"^  \[(supported by \[[^\]]+\]|NOT SUPPORTED|no claim)\] (.+)$", out, re.MULTILINE)
     assert marks and "SmolLM2" in answer  # one mark per sentence of the generated answer
     assert ("NOT SUPPORTED" in [m for m, _ in marks]) == ("warning:" in out)
-    assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--k", "3"]) == 0
+    assert main(["rag", "What is a lateral curvature of the spine?", "--index", str(index_dir), "--k", "3"]) == 0
     out = capsys.readouterr().out
     assert "answer (extractive" in out and "NOT SUPPORTED" not in out and "warning:" not in out
+    # The definitions do not name their term: no sentence shares a word with this question, which is said.
+    assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "answer (extractive" in out and "warning: no retrieved sentence shares a word with the question" in out
 
 
 def test_searcher_inputs_that_would_index_nonsense_are_refused(encoder):

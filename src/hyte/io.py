@@ -288,6 +288,9 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
             identifier = record.get("id", record.get("_id", len(ids)))
             if not isinstance(identifier, (str, int)) or isinstance(identifier, bool):
                 raise DataFormatError(path, number, f"the id must be a string or an integer; got {identifier!r}")
+            if isinstance(identifier, str) and not identifier.strip():
+                raise DataFormatError(path, number, f"the id {identifier!r} is empty: a hit would show no id; give "
+                                                    "every line a non-empty \"id\"")
             key = str(identifier)  # 1 and "1" print alike, so they are one id
             if key in first_line:
                 raise DataFormatError(path, number, f"id {identifier!r} repeats the one of line "

@@ -522,12 +522,16 @@ class HyTEPreTrainedModel(PreTrainedModel):
                 f"encode expects strings; item {bad[0]} is a {type(texts[bad[0]]).__name__}. Convert it with str() "
                 f"or drop it."
             )
+        blank = [i for i, t in enumerate(texts) if not t.strip()]
+        if blank:  # its vector would be the point of [CLS] [SEP] alone: the same for every empty text, meaningless
+            raise ValueError(f"encode: text {blank[0]} is empty (or only whitespace); drop it or give it some text")
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0; got {batch_size}.")
-        if max_length is not None and max_length <= 0:
-            raise ValueError(f"max_length must be > 0 tokens (or None: the model's limit); got {max_length}.")
         limit = self.config.max_position_embeddings
-        max_length = limit if max_length is None else min(max_length, limit)
+        if max_length is not None and not 0 < max_length <= limit:
+            raise ValueError(f"max_length must be between 1 and the model's {limit} positions "
+                             f"(max_position_embeddings), or None for {limit}; got {max_length}.")
+        max_length = limit if max_length is None else max_length
         dim = self.config.hidden_size
         if not texts:
             empty = torch.zeros(0, dim)

@@ -131,6 +131,9 @@ class Answer:
     support: float | None = None
     sentences: list[Sentence] = field(default_factory=list)
     mode: str = "generate"
+    # "extract" mode only: no passage sentence shares a content word with the question, so the top passage's first
+    # sentence stands in; nothing checks that it answers the question (an off-topic question gets one too).
+    relevance_unchecked: bool = False
 
     @property
     def unsupported(self) -> list[Sentence]:
@@ -155,13 +158,38 @@ def _best_passage(sentence: str, passages: Sequence[Passage], question: str) -> 
     return max(shares, key=lambda pair: pair[0])
 
 
+def _with_markers(sentence: str, ids: Sequence[str]) -> str:
+    """``sentence`` with ``[id]`` markers before its final punctuation, where readers expect them (and where
+    ``_sentences_with_markers`` reads them back as this sentence's)."""
+    end = sentence[-1] if sentence[-1] in ".!?" else ""
+    body = sentence[:-1] if end else sentence
+    return body + "".join(f" [{i}]" for i in ids) + end
+
+
+_LEADING_MARKERS = re.compile(r"^(?:\s*\[[^\[\]]+\])+")
+
+
+def _sentences_with_markers(text: str) -> list[str]:
+    """Sentences of ``text``; markers written after a sentence's full stop ("... head. [3] Next ...") belong to that
+    sentence, not to the next one that the split starts with them."""
+    sentences: list[str] = []
+    for piece in _SENTENCE_END.split(text.strip()):
+        leading = _LEADING_MARKERS.match(piece)
+        if leading and sentences:
+            sentences[-1] += leading.group(0)
+            piece = piece[leading.end():].strip()
+        if piece:
+            sentences.append(piece)
+    return sentences
+
+
 def cite(question: str, raw: str, passages: Sequence[Passage]) -> Answer:
     """Attach citations to a generated answer (module docstring): keep markers naming a retrieved passage, drop
     the others, and cite the best-supporting passage for each sentence left without one."""
     known = {p.id for p in passages}
     citations: list[str] = []
     texts, marks = [], []
-    for sentence in _SENTENCE_END.split(raw.strip()):
+    for sentence in _sentences_with_markers(raw):
         marked = [m for m in _MARKER.findall(sentence) if m.strip() in known]
         bare = _MARKER.sub("", sentence).strip()
         if not bare:
@@ -173,10 +201,7 @@ def cite(question: str, raw: str, passages: Sequence[Passage]) -> Answer:
         ids = list(dict.fromkeys(m.strip() for m in marked))
         citations += [i for i in ids if i not in citations]
         marks.append(Sentence(bare, tuple(ids), share, supported))
-        # The markers go before the sentence's final punctuation, where readers expect them.
-        end = bare[-1] if bare[-1] in ".!?" else ""
-        body = bare[:-1] if end else bare
-        texts.append(body + "".join(f" [{i}]" for i in ids) + end)
+        texts.append(_with_markers(bare, ids))
     return Answer(question=question, text=" ".join(texts), raw=raw, passages=list(passages), citations=citations,
                   support=support(raw, [p.text for p in passages], question), sentences=marks)
 
@@ -185,7 +210,7 @@ def extract(question: str, passages: Sequence[Passage], max_sentences: int = 2) 
     """An extractive answer: the passage sentences sharing most content words with the question (ties: the
     best-ranked passage, then the earlier sentence), each cited. A second sentence is added only if it shares a
     word with the question; with no shared word at all, the top passage's first sentence answers (retrieval
-    ranked that passage first)."""
+    ranked that passage first) and the answer says so (``relevance_unchecked``)."""
     asked = set(content_words(question))
     candidates = []  # (-overlap, rank, position, sentence, passage id)
     for rank, passage in enumerate(passages):
@@ -194,8 +219,9 @@ def extract(question: str, passages: Sequence[Passage], max_sentences: int = 2) 
                 overlap = len(set(content_words(sentence)) & asked)
                 candidates.append((-overlap, rank, position, sentence, passage.id))
     chosen = [c for i, c in enumerate(sorted(candidates)[:max_sentences]) if i == 0 or c[0] < 0]
-    raw = " ".join(f"{sentence} [{passage_id}]" for *_, sentence, passage_id in chosen)
-    return replace(cite(question, raw, passages), mode="extract")
+    raw = " ".join(_with_markers(sentence, [passage_id]) for *_, sentence, passage_id in chosen)
+    return replace(cite(question, raw, passages), mode="extract",
+                   relevance_unchecked=bool(chosen) and chosen[0][0] == 0)
 
 
 

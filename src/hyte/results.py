@@ -125,6 +125,8 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
     kind (its "benchmark" field; one of them when a tuple) may be replaced, any other result or file may not, and
     nothing is written inside a model, run, index or vector-shard folder. ValueError otherwise."""
     path = Path(path)
+    if path.suffix.lower() != ".json":
+        raise ValueError(f"{path}: a result is written as JSON; give a .json file (e.g. {path.with_suffix('.json')})")
     inside = [marker for marker in ARTIFACT_MARKERS if (path.parent / marker).is_file()]
     if inside:
         raise ValueError(f"{path.parent} is a model, run or index folder (it holds {inside[0]}): write the result "

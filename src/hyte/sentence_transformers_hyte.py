@@ -145,12 +145,41 @@ class _EncodeGuard:
                 f"output_value={arguments['output_value']!r}: a HyTE model's modules emit one hyperboloid point per "
                 "text ('sentence_embedding'); its token points come from the HyTE model itself: "
                 "model[0].auto_model(**model.tokenizer(texts, return_tensors='pt')).last_hidden_state")
+        inputs = arguments.get("inputs")
+        if isinstance(inputs, (list, tuple)):
+            pairs = [i for i, item in enumerate(inputs) if isinstance(item, (list, tuple))]
+            if pairs:  # sentence-transformers would encode it as a text pair: one vector for two texts
+                raise TypeError(
+                    f"inputs[{pairs[0]}] is a {type(inputs[pairs[0]]).__name__}: a HyTE model embeds single texts, "
+                    "one point each; text pairs are cross-encoder input. Give a flat list of strings.")
         refuse_euclidean_options(
             bool(arguments.get("normalize_embeddings", False)),
             truncate_dim if truncate_dim is not None else getattr(self.model, "truncate_dim", None),
             arguments.get("precision", "float32"),
         )
         return encode(self.model, *args, **kwargs)
+
+
+# Files that make a folder one of hyte's non-model artifacts (an index folder, a training run, vector shards): a model
+# saved into it would mix with them (and ship them on a push). Named here: this file travels without hyte.
+_NOT_A_MODEL_FOLDER = ("index.json", "metadata.json", "run.json", "manifest.json")
+
+
+class _SaveGuard:
+    """Stands in for ``model.save`` / ``model.save_pretrained``: refuses a folder that holds an index, a training run
+    or vector shards, before sentence-transformers writes its first file there."""
+
+    def __init__(self, model, name: str) -> None:
+        self.model, self.name = model, name
+
+    def __call__(self, path, *args, **kwargs):
+        held = [marker for marker in _NOT_A_MODEL_FOLDER if (Path(path) / marker).is_file()]
+        if held:
+            raise FileExistsError(
+                f"{path} holds {held[0]}: it is an index, training-run or vector folder, not a model folder; saving "
+                "the model there would mix its files with that folder's (and a push of it would upload them). Save "
+                "it to a folder of its own.")
+        return getattr(type(self.model), self.name)(self.model, path, *args, **kwargs)
 
 
 class _SimilarityGuard:
@@ -337,6 +366,9 @@ class HyperbolicPooling(_RootFileModule):
         for name in ("similarity", "similarity_pairwise"):
             if not isinstance(model.__dict__.get(name), _SimilarityGuard):
                 setattr(model, name, _SimilarityGuard(model, name))
+        for name in ("save", "save_pretrained"):
+            if not isinstance(model.__dict__.get(name), _SaveGuard):
+                setattr(model, name, _SaveGuard(model, name))
         _use_hyperbolic_card(model.model_card_data)
 
 

@@ -52,12 +52,39 @@ class HelpFormatter(argparse.HelpFormatter):
         return super()._format_action(action)
 
 
+_GIVEN = "_hyte_options_given"  # a namespace attribute that lives only while one parser parses
+
+
+class _StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, except that a single-valued option given twice is an error: plain argparse keeps the
+    last value and drops the first without a word (``--query a --query b`` searched only b)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(namespace, _GIVEN, None)
+        if given is None:
+            given = set()
+            setattr(namespace, _GIVEN, given)
+        if self.dest in given:
+            parser.error(f"{'/'.join(self.option_strings)} was given twice; it takes one value (give it once)")
+        given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class Parser(argparse.ArgumentParser):
-    """The ``hyte`` parser; its sub-command parsers (``add_subparsers`` makes them of this class too) show defaults."""
+    """The ``hyte`` parser; its sub-command parsers (``add_subparsers`` makes them of this class too) show defaults
+    and refuse a single-valued option given twice."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if hasattr(namespace, _GIVEN):
+            delattr(namespace, _GIVEN)
+        return namespace, extras
 
 
 MODEL_HELP = "model folder, Hub id or bundled model (bundled:all-MiniLM-L6-v2, see hyte.bundled)"

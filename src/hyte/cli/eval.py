@@ -72,6 +72,10 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
     ks = sorted(set(args.k))
     print(f"{label_of(args.model, args.label)} on {args.data} ({args.split}: {results['num_queries']} queries, "
           f"{results['num_documents']} documents, {encoder.kind})")
+    unscored = results["unscored_queries"]
+    if unscored:
+        print(f"note: {len(unscored)} queries have no relevant document (every judgement 0) and are left out of the "
+              f"averages: {', '.join(unscored[:5])}{', ...' if len(unscored) > 5 else ''}")
     print(f"{'metric':8}" + "".join(f"{'@' + str(k):>9}" for k in ks))
     for name in ("ndcg", "recall", "mrr", "map"):
         print(f"{name:8}" + "".join(f"{results[f'{name}@{k}']:9.4f}" for k in ks))

@@ -24,6 +24,11 @@ def _export_onnx(args: argparse.Namespace) -> int:
     if (output.parent / "config.json").is_file() and output.parent.resolve() != Path(args.model).resolve():
         raise UserError(f"--output {output} is inside another model's folder ({output.parent}): that model would "
                         f"ship this graph (e.g. with hyte push); write it into {args.model} or a folder of its own")
+    inside = [marker for marker in ("run.json", "index.json", "metadata.json", "manifest.json")
+              if (output.parent / marker).is_file()]
+    if inside:
+        raise UserError(f"--output {output} is inside a run, index or vector folder ({output.parent} holds "
+                        f"{inside[0]}): write it into {args.model} or a folder of its own")
     path = export_onnx(args.model, output)
     print(f"wrote {path} (inputs input_ids, attention_mask; outputs documents, queries); check it against PyTorch "
           f"with hyte.export.onnx_matches_pytorch")

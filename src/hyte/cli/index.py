@@ -78,11 +78,16 @@ def _trie_override(args: argparse.Namespace, texts: list[str], tokenizer, max_le
 
 def _check_output_folder(output: str, overwrite: bool) -> None:
     """Before anything is encoded: an existing index folder is replaced only with --overwrite, anything else never."""
+    from ..results import ARTIFACT_MARKERS
     from ..retrieval.folder import check_replaceable_index_folder, is_index_folder
 
     if not output.strip():
         raise UserError("--output is empty: give the index folder to write")
     path = Path(output)
+    inside = [marker for marker in ARTIFACT_MARKERS if (path.absolute().parent / marker).is_file()]
+    if inside:  # an index in a model folder would be uploaded with it by hyte push, documents and all
+        raise UserError(f"--output {output} is inside a model, run or index folder ({path.parent} holds {inside[0]}): "
+                        "write the index to a folder of its own, e.g. beside the model")
     if not path.exists() or path.is_dir() and not any(path.iterdir()):
         return
     if not is_index_folder(path):
@@ -222,7 +227,10 @@ def open_searcher(args: argparse.Namespace):
     """The searcher --index or --dsn/--table names (exactly one of them), with --model or the index's own model."""
     from ..retrieval.searcher import HyteSearcher
 
-    if (args.index is None) == (args.dsn is None):
+    if args.index is not None and args.dsn is not None:
+        raise UserError("--index and --dsn both name an index: give one of them (--index FOLDER, or --dsn DSN "
+                        "--table NAME for a pgvector index)")
+    if args.index is None and args.dsn is None:
         raise UserError("give the index to search: --index FOLDER, or --dsn DSN --table NAME for a pgvector index")
     if args.dsn is not None:
         if args.table is None:
@@ -235,7 +243,8 @@ def open_searcher(args: argparse.Namespace):
 
 def _print_passages(searcher, queries: list[str], args: argparse.Namespace) -> None:
     for query, passages in zip(queries, searcher.search_batch(queries, args.k, relation=args.relation,
-                                                              candidates=args.k_candidates)):
+                                                              candidates=args.k_candidates if args.relation
+                                                              else None)):
         print(f"query: {query}" + (f"  ({args.relation} hits only)" if args.relation else ""))
         for rank, passage in enumerate(passages, start=1):
             print(f"  {rank:2d}. d={passage.distance:.4f}  spec={passage.specificity:.3f}  [{passage.id}] "
@@ -251,6 +260,8 @@ def _index_search(args: argparse.Namespace) -> int:
     args.k_candidates = args.k_candidates or 100
 
     if args.dsn is not None or args.table is not None:
+        if args.index is not None:
+            raise UserError("--index and --dsn/--table both name an index: give one of them")
         if args.rerank is not None or args.trie:
             raise UserError("--rerank and --trie need a phrase index folder (--index); a pgvector index is plain")
         queries = queries_of(args)

@@ -47,6 +47,10 @@ def _rag(args: argparse.Namespace) -> int:
         mark = ("no claim" if sentence.supported is None else
                 f"supported by [{', '.join(sentence.citations)}]" if sentence.supported else "NOT SUPPORTED")
         print(f"  [{mark}] {sentence.text}")
+    if answer.relevance_unchecked:
+        print("warning: no retrieved sentence shares a word with the question, so the answer is the top passage's "
+              "first sentence and nothing checks that it answers the question (an off-topic question or one in "
+              "another language gets one too): read the passages above")
     if answer.unsupported:
         print(f"warning: {len(answer.unsupported)} of {len(answer.sentences)} sentences are supported by no "
               "retrieved passage (marked NOT SUPPORTED): do not rely on them; --mode extract answers from the "

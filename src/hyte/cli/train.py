@@ -14,6 +14,10 @@ def _train(args: argparse.Namespace) -> int:
     from ..runner import run
     from ..training.config import ConfigError, load_config
 
+    fields = [field for field, _ in args.set]
+    repeated = sorted({field for field in fields if fields.count(field) > 1})
+    if repeated:  # dict() would keep the last value and drop the others without a word
+        raise ConfigError(f"--set {', '.join(repeated)} given more than once: set each field once")
     overrides = dict(args.set)
     if getattr(args, "old", None):
         overrides["compatible.old_model"] = args.old

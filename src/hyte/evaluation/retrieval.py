@@ -49,7 +49,9 @@ def evaluate_beir(encoder, folder: str | os.PathLike, split: str = "test",
                   hubness_k: int | None = 10, show_progress_bar: bool | None = None) -> dict:
     """Exact retrieval over a BEIR folder with any encoder (``hyte.encoders``), scored by ``hyte.evaluation.metrics``.
 
-    Returns ``{"ndcg@k", "recall@k", "mrr@k", "map@k" (floats, for every k), "num_queries", "num_documents"}`` and,
+    Returns ``{"ndcg@k", "recall@k", "mrr@k", "map@k" (floats, for every k), "num_queries" (those scored: with a
+    relevant document), "unscored_queries" (ids of those judged only 0, left out of every average), "num_documents"}``
+    and,
     with ``hubness_k``, ``"hubness"`` (:func:`hyte.evaluation.metrics.hubness` of the top-``hubness_k`` lists over
     the whole corpus).
     """
@@ -61,7 +63,11 @@ def evaluate_beir(encoder, folder: str | os.PathLike, split: str = "test",
     rankings = rank_documents(encoder, queries, corpus, top_k=depth, batch_size=batch_size,
                               show_progress_bar=show_progress_bar)
     results: dict = dict(retrieval_metrics(rankings, qrels, k_values))
-    results["num_queries"] = len(queries)
+    # The metrics average over queries with a relevant document (BEIR's convention); one judged only 0 is left out
+    # of every average, so it must not be counted as scored.
+    unscored = sorted(q for q in queries if not any(grade > 0 for grade in qrels.get(q, {}).values()))
+    results["num_queries"] = len(queries) - len(unscored)
+    results["unscored_queries"] = unscored
     results["num_documents"] = len(corpus)
     if hubness_k:
         from .metrics import hubness

@@ -34,6 +34,9 @@ __all__ = ["check_adapter_dir", "check_model_dir", "check_repo_id", "push_adapte
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 # Never part of the repository: hidden files and folders (.git, .cache left by downloads), Python caches.
 _NOT_UPLOADED = (".*", "__pycache__")
+# Files hyte writes into index folders, training runs and vector shards: found in a model folder, they were put
+# there by mistake (an index built inside it), and a push would publish them.
+_NOT_MODEL_FILES = ("documents.jsonl", "index.faiss", "index.json", "run.json", "manifest.json")
 
 
 def push_to_hub(
@@ -188,6 +191,9 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
         problems.append("tokenizer files are missing (tokenizer.save_pretrained(model_dir))")
     if (model_dir / "modules.json").is_file():
         problems += _sentence_transformers_problems(model_dir)
+    problems += [f"{relative} belongs to an index, training run or vector shards, not to the model (an index's "
+                 f"documents.jsonl holds your documents' texts): move it out of the folder before pushing"
+                 for relative in _uploaded_files(model_dir) if relative.name in _NOT_MODEL_FILES]
     if not problems:
         problems += _loading_problems(model_dir)
     if problems:

@@ -175,13 +175,13 @@ class HyteSearcher:
         return len(self.index)
 
     def search_batch(self, queries: Sequence[str], k: int = 4, *, relation: str | None = None,
-                     candidates: int = 100) -> list[list[Passage]]:
+                     candidates: int | None = None) -> list[list[Passage]]:
         """The top-k passages of each query, nearest first (fewer where the index holds fewer).
 
         ``relation`` "broader": only passages more general than the query (nearer the origin than the query's text
         would sit as a document), "narrower": only more specific ones (farther out); searched among the nearest
-        ``candidates``, so fewer than k may come back. Meaningful for a model trained so that the radius follows
-        specificity (BENCHMARKS.md says how well each recipe does).
+        ``candidates`` (default 100), so fewer than k may come back. Meaningful for a model trained so that the
+        radius follows specificity (BENCHMARKS.md says how well each recipe does).
         """
         if relation not in (None, "broader", "narrower"):
             raise ValueError(f"relation must be None, 'broader' or 'narrower'; got {relation!r}")
@@ -194,7 +194,13 @@ class HyteSearcher:
                                 "list of texts)")
             if not query.strip():
                 raise ValueError(f"query {position} is empty: give a text to search for")
-        depth = k if relation is None else max(k, candidates)
+        if candidates is not None:
+            if relation is None:
+                raise ValueError("candidates sets how many nearest hits relation='broader' / 'narrower' choose "
+                                 "among; without a relation it changes nothing: drop it or give a relation")
+            if isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer)) or candidates < 1:
+                raise ValueError(f"candidates must be a whole number >= 1; got {candidates!r}")
+        depth = k if relation is None else max(k, 100 if candidates is None else int(candidates))
         scores, found = self.index.search(self.encoder.encode(queries, role="query"), k=depth)
         distances = self.index.to_distances(scores)
         points = self.index.points_of(found).astype(np.float64)  # (N, depth, D), NaN rows for padding
@@ -219,7 +225,8 @@ class HyteSearcher:
             hits.append(passages)
         return hits
 
-    def search(self, query: str, k: int = 4, *, relation: str | None = None, candidates: int = 100) -> list[Passage]:
+    def search(self, query: str, k: int = 4, *, relation: str | None = None,
+               candidates: int | None = None) -> list[Passage]:
         """The top-k passages of one query text (``search_batch`` for several)."""
         if not isinstance(query, str):
             raise TypeError(f"search takes one query text, not a {type(query).__name__}; for several use "
