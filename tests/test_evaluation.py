@@ -1034,9 +1034,14 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
 
     data = tmp_path / "corpus.jsonl"
     data.write_text('{"_id": "d1", "text": "a"}\n{"_id": "d2", "text": "b"}\n')
-    with pytest.raises(ValueError, match="not a result JSON"):
+    with pytest.raises(ValueError, match=r"give a \.json file"):
         write_result(data, {"benchmark": "retrieval"})
     assert data.read_text().count("_id") == 2
+    listing = tmp_path / "data.json"  # JSON, but not a result
+    listing.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a result JSON"):
+        write_result(listing, {"benchmark": "retrieval"})
+    assert listing.read_text() == "[1, 2]"
     earlier = write_result(tmp_path / "result.json", {"benchmark": "retrieval", "ndcg@10": 0.5})
     write_result(earlier, {"benchmark": "retrieval", "ndcg@10": 0.6})  # an earlier result is replaced
     assert json.loads(earlier.read_text())["ndcg@10"] == 0.6
