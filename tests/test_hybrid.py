@@ -16,7 +16,7 @@ DOCUMENTS = [
     "Abnormal shortness of the fingers.",
     "A disorder of the heart in which the walls of the left ventricle thicken.",
     "Increased sensitivity of the skin to sunlight.",
-    "",
+    "Fever",  # one word: the shortest text there is (an empty one is refused, test_encode_edge_cases)
 ]
 QUERIES = ["short fingers", "thick heart muscle"]
 
@@ -75,6 +75,8 @@ def test_encode_edge_cases(hybrid, bert_tokenizer):
         hybrid.encode(["fine", 3], bert_tokenizer)
     with pytest.raises(ValueError, match="role"):
         hybrid.encode(["x"], bert_tokenizer, role="passage")
+    with pytest.raises(ValueError, match="text 1 is empty"):  # its point would be [CLS] [SEP]'s, for every empty text
+        hybrid.encode(["fine", ""], bert_tokenizer)
     long_text = "abnormality of the heart " * 4000  # 100k characters: truncated to the model's 512 tokens
     long_vector = hybrid.encode([long_text], bert_tokenizer)
     assert np.isfinite(long_vector).all()
