@@ -104,16 +104,16 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     from .bundled import bundled_minilm_path
     from .encoders import load_encoder
     from .evaluation.heldout import evaluate_heldout
-    from .results import ARTIFACT_MARKERS, write_result
+    from .results import artifact_marker, write_result
     from .runner import run
     from .training.loop import finished_run_differences, remove_checkpoints
     from .training.recipes import hierarchy_finetune
 
     started = time.perf_counter()
     output_dir = Path(output_dir)
-    inside = [marker for marker in ARTIFACT_MARKERS if (output_dir / marker).is_file()]
+    inside = artifact_marker(output_dir)
     if inside:  # a model, run or index folder: the quickstart's folders would land among its files
-        raise FileExistsError(f"--output-dir {output_dir} is a model, run or index folder (it holds {inside[0]}): give "
+        raise FileExistsError(f"--output-dir {output_dir} is a model, run or index folder (it holds {inside}): give "
                               "a new folder, or the quickstart's own (default hyte-output/quickstart)")
     output_dir.mkdir(parents=True, exist_ok=True)
     model_dir = output_dir / "model"

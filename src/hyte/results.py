@@ -112,9 +112,15 @@ def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (
     return write_text_atomically(path, text)
 
 
-# Files that mark a folder as one of hyte's artifacts (a model, a training run, an index, vector shards, an adapter):
-# a result written there would replace or sit among the files that make it work (config.json, run.json, ...).
-ARTIFACT_MARKERS = ("config.json", "run.json", "index.json", "metadata.json", "manifest.json", "adapter_config.json")
+# Files that mark a folder as one of hyte's artifacts that is not a model: a training run, an index, vector shards.
+NON_MODEL_MARKERS = ("run.json", "index.json", "metadata.json", "manifest.json")
+# Those and a model's or an adapter's: a result written there would replace or sit among the files that make it work.
+ARTIFACT_MARKERS = ("config.json", *NON_MODEL_MARKERS, "adapter_config.json")
+
+
+def artifact_marker(folder: str | os.PathLike, markers: tuple[str, ...] = ARTIFACT_MARKERS) -> str | None:
+    """The first of ``markers`` that ``folder`` holds (it is then one of hyte's artifacts), or None."""
+    return next((marker for marker in markers if (Path(folder) / marker).is_file()), None)
 
 
 _ANY = object()
@@ -127,9 +133,9 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
     path = Path(path)
     if path.suffix.lower() != ".json":
         raise ValueError(f"{path}: a result is written as JSON; give a .json file (e.g. {path.with_suffix('.json')})")
-    inside = [marker for marker in ARTIFACT_MARKERS if (path.parent / marker).is_file()]
+    inside = artifact_marker(path.parent)
     if inside:
-        raise ValueError(f"{path.parent} is a model, run or index folder (it holds {inside[0]}): write the result "
+        raise ValueError(f"{path.parent} is a model, run or index folder (it holds {inside}): write the result "
                          "somewhere else, e.g. benchmarks/results/NAME.json")
     if path.is_dir():
         raise ValueError(f"{path} is a folder: give the result file's path, e.g. {path / 'result.json'}")

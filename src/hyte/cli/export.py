@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..bundled import resolve_model
+from ..results import NON_MODEL_MARKERS, artifact_marker
 from .common import MODEL_HELP, UserError, check_new_file
 
 __all__ = ["add_commands"]
@@ -24,11 +25,10 @@ def _export_onnx(args: argparse.Namespace) -> int:
     if (output.parent / "config.json").is_file() and output.parent.resolve() != Path(args.model).resolve():
         raise UserError(f"--output {output} is inside another model's folder ({output.parent}): that model would "
                         f"ship this graph (e.g. with hyte push); write it into {args.model} or a folder of its own")
-    inside = [marker for marker in ("run.json", "index.json", "metadata.json", "manifest.json")
-              if (output.parent / marker).is_file()]
+    inside = artifact_marker(output.parent, NON_MODEL_MARKERS)
     if inside:
         raise UserError(f"--output {output} is inside a run, index or vector folder ({output.parent} holds "
-                        f"{inside[0]}): write it into {args.model} or a folder of its own")
+                        f"{inside}): write it into {args.model} or a folder of its own")
     path = export_onnx(args.model, output)
     print(f"wrote {path} (inputs input_ids, attention_mask; outputs documents, queries); check it against PyTorch "
           f"with hyte.export.onnx_matches_pytorch")

@@ -78,15 +78,15 @@ def _trie_override(args: argparse.Namespace, texts: list[str], tokenizer, max_le
 
 def _check_output_folder(output: str, overwrite: bool) -> None:
     """Before anything is encoded: an existing index folder is replaced only with --overwrite, anything else never."""
-    from ..results import ARTIFACT_MARKERS
+    from ..results import artifact_marker
     from ..retrieval.folder import check_replaceable_index_folder, is_index_folder
 
     if not output.strip():
         raise UserError("--output is empty: give the index folder to write")
     path = Path(output)
-    inside = [marker for marker in ARTIFACT_MARKERS if (path.absolute().parent / marker).is_file()]
+    inside = artifact_marker(path.absolute().parent)
     if inside:  # an index in a model folder would be uploaded with it by hyte push, documents and all
-        raise UserError(f"--output {output} is inside a model, run or index folder ({path.parent} holds {inside[0]}): "
+        raise UserError(f"--output {output} is inside a model, run or index folder ({path.parent} holds {inside}): "
                         "write the index to a folder of its own, e.g. beside the model")
     if not path.exists() or path.is_dir() and not any(path.iterdir()):
         return
