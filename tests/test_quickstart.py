@@ -57,6 +57,40 @@ def test_model_card_is_named_after_the_final_folder_not_the_staging_one(tmp_path
     assert f"from_pretrained({json.dumps(str(model_dir))}" in card
 
 
+def test_specificity_checks_state_each_target_met_or_not_from_the_run_numbers(tmp_path):
+    from conftest import tiny_fh_config
+    from hyte import HyTEFHModel
+    from hyte.quickstart import EUCLIDEAN_NAME, _write_model_dir, specificity_checks
+
+    edges = {"child_farther": 0.85, "inside_cone": 0.1, "broader_top1": 0.4, "narrower_top1": 0.3, "radius_sd": 0.2,
+             "radius_p05": 0.9, "radius_p95": 1.6, "num_edges": 300}
+    scores = {"ndcg@10": 0.5, "recall@10": 0.7, "mrr@10": 0.4, "spechr": 0.6, "recall@1": 0.4, "mrr": 0.5,
+              "radius_depth_spearman": {"spearman": 0.35, "ci_low": 0.2, "ci_high": 0.5}, "edges": edges}
+    general = {"ndcg@10": 0.700, "recall@10": 0.8, "mrr@10": 0.6}
+    heldout = {HYTE_NAME: {"hpo": scores, "icd10": {**scores, "edges": {**edges, "child_farther": 0.6},
+                                                    "radius_depth_spearman": {"spearman": 0.4, "ci_low": -0.1,
+                                                                              "ci_high": 0.7}},
+                           "handbook": general},
+               BASE_NAME: {"hpo": {**scores, "edges": {**edges, "child_farther": 0.3}},
+                           "icd10": scores, "handbook": {**general, "ndcg@10": 0.710}}}
+    checks = specificity_checks(heldout)
+    assert [line.rsplit(": ", 1)[1] for line in checks] == ["met", "met", "not met", "not met", "not met"]
+    assert not any("SpecHR" in line for line in checks)  # no Euclidean control in this run: not guessed
+    heldout[EUCLIDEAN_NAME] = {"hpo": {**scores, "spechr": 0.54}, "icd10": {**scores, "spechr": 0.56}}
+    spechr = [line for line in specificity_checks(heldout) if "SpecHR" in line]
+    assert [line.endswith(": met") for line in spechr] == [True, False]
+    heldout[HYTE_NAME]["handbook"] = {**general, "ndcg@10": 0.706}
+    assert specificity_checks(heldout)[-1].endswith(": met")  # 0.004 below the base: inside the tolerance
+
+    trained = tmp_path / "training" / "final"
+    HyTEFHModel(tiny_fh_config()).save_pretrained(trained)
+    (trained / "hyte_card.json").write_text(json.dumps({"training": {"stage": "finetune"}}))
+    _write_model_dir(trained, tmp_path / "model", heldout)
+    card = (tmp_path / "model" / "README.md").read_text()
+    assert "## Notes" in card and "child farther out than its parent on 60% of held-out is-a edges" in card
+    assert "BENCHMARKS.md" in card and "child farther out on 85% of is-a edges vs 30%" in card
+
+
 def _next_steps() -> tuple[list[str], str]:
     """The README's "Next steps after the quickstart": its shell commands and its Python snippet, as written."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")

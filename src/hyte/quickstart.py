@@ -197,6 +197,51 @@ def _evaluation_sets() -> tuple[str, ...]:
     return tuple(sets)
 
 
+# Issue 24's specificity targets, checked on the run's own held-out numbers (one seed: a check, not the verdict, which
+# BENCHMARKS.md states over seeds with a significance test).
+RADIUS_DEPTH_TARGET = 0.3  # Spearman of radius with depth, its bootstrap interval's lower bound above 0 too
+CHILD_FARTHER_TARGET = 0.8  # share of held-out is-a edges whose child lies farther out than its parent
+SPECHR_MARGIN = 0.05  # SpecHR above the Euclidean control's by at least this much
+GENERAL_DOMAIN_TOLERANCE = 0.005  # nDCG@10 on a general-domain set at most this much below the base's
+
+
+def specificity_checks(heldout: dict) -> list[str]:
+    """One line per specificity target this run's numbers can be checked against, each ending "met" or "not met".
+
+    ``heldout``: ``{model: {set: scores}}`` as in results.json. The SpecHR target needs the Euclidean control
+    (``--with-euclidean``); without it that line is left out rather than guessed."""
+    from .evaluation.heldout import GENERAL_DOMAIN
+
+    ours, base = heldout[HYTE_NAME], heldout[BASE_NAME]
+    euclidean = heldout.get(EUCLIDEAN_NAME)
+    lines = []
+
+    def check(text: str, met: bool) -> None:
+        lines.append(f"{text}: {'met' if met else 'not met'}")
+
+    for ontology, scores in ours.items():
+        if ontology in GENERAL_DOMAIN:
+            drop = base[ontology]["ndcg@10"] - scores["ndcg@10"]
+            check(f"{GENERAL_DOMAIN[ontology]}: nDCG@10 {scores['ndcg@10']:.3f} vs the base's "
+                  f"{base[ontology]['ndcg@10']:.3f} (at most {GENERAL_DOMAIN_TOLERANCE} below)",
+                  drop <= GENERAL_DOMAIN_TOLERANCE)
+            continue
+        correlation = scores.get("radius_depth_spearman") or {}
+        if correlation.get("spearman") is not None:
+            check(f"{ontology}: radius~depth Spearman {correlation['spearman']:+.3f} [{correlation['ci_low']:+.3f}, "
+                  f"{correlation['ci_high']:+.3f}] (target ≥ {RADIUS_DEPTH_TARGET}, interval above 0)",
+                  correlation["spearman"] >= RADIUS_DEPTH_TARGET and correlation["ci_low"] > 0)
+        if scores.get("edges"):
+            check(f"{ontology}: child farther out than its parent on {scores['edges']['child_farther']:.0%} of "
+                  f"held-out is-a edges (target ≥ {CHILD_FARTHER_TARGET:.0%})",
+                  scores["edges"]["child_farther"] >= CHILD_FARTHER_TARGET)
+        if euclidean is not None and "spechr" in scores:
+            check(f"{ontology}: SpecHR {scores['spechr']:.3f} vs the Euclidean control's "
+                  f"{euclidean[ontology]['spechr']:.3f} (target +{SPECHR_MARGIN})",
+                  scores["spechr"] >= euclidean[ontology]["spechr"] + SPECHR_MARGIN)
+    return lines
+
+
 def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
     """Copy the trained model with eval_results.json, the comparison with the base in its card info and a rendered
     README.md; the folder is swapped in atomically."""
@@ -219,7 +264,15 @@ def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
                                          "dataset_type": f"{ontology}-hierarchy",
                                          "metrics": {k: scores[k] for k in ("spechr", "recall@1", "mrr")}})
             text += f", SpecHR {scores['spechr']:.3f} vs {base[ontology]['spechr']:.3f}"
+        if scores.get("edges") and base[ontology].get("edges"):
+            text += (f", child farther out on {scores['edges']['child_farther']:.0%} of is-a edges vs "
+                     f"{base[ontology]['edges']['child_farther']:.0%}")
         comparison.append(text)
+    checks = specificity_checks(heldout)
+    notes = ("Specificity (the radius as a reading of how specific a text is), checked on this single training run's "
+             "held-out numbers; the verdict over five seeds with significance tests is in HyTE's BENCHMARKS.md "
+             "(\"Radius as specificity\"), and no claim stronger than it holds:\n\n"
+             + "\n".join(f"- {line}" for line in checks)) if checks else None
 
     def write(staging: Path) -> None:
         shutil.copytree(trained, staging, dirs_exist_ok=True)
@@ -227,6 +280,8 @@ def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
         info_path = staging / "hyte_card.json"
         info = json.loads(info_path.read_text())
         info["training"]["measured against the untrained base (held-out)"] = "; ".join(comparison)
+        if notes:
+            info["notes"] = notes
         info_path.write_text(json.dumps(info, indent=2))
         render_model_card(staging, final_dir=model_dir).save(staging / "README.md")
 
