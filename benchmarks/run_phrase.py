@@ -2,10 +2,11 @@
 
 For each trained phrase model (a HyTE-H one, lorentz, and a MiniLM one, euclidean; ``hyte train phrase --config
 configs/phrase_hyte_h.yaml`` / ``configs/phrase_euclidean.yaml``) and each held-out set (HPO test branches, ICD-10-CM
-test chapters):
+test chapters, and the Debian handbook's long documents with several-phrase queries, ``--sets``):
 
 * nDCG@10 / R@10 of global, crf (phrase), token, bigram, random and hybrid at budgets B, all reranking the same
-  global top-K (K = 100 and 1000), exact-count control (``hyte.phrase.evaluation``), paired-bootstrap intervals;
+  global top-K (K = 100 and 1000), paired-bootstrap intervals; units at their natural counts under the budget B (the
+  seed's main protocol, ``--count cap``) or at the exact-count control (``--count exact``; ``hyte.phrase.evaluation``);
 * boundary F1 of the CRF against the trie teacher's labels on the held-out texts, and the teacher's coverage;
 * stored vectors and bytes per document of each unit kind (float32 / float16) at B = 32 and natural counts;
 * per-query rerank latency (median, p95) at K = 100 and 1000 through ``PhraseIndex.search``, as a ratio to
@@ -37,11 +38,19 @@ CONTRASTS = (("crf", "global"), ("crf", "token"), ("crf", "bigram"), ("crf", "ra
              ("hybrid", "crf"))
 
 
-def heldout_sets(queries: int, documents: int) -> dict:
+SETS = ("hpo", "icd10", "handbook-long")
+
+
+def heldout_sets(names, queries: int, documents: int) -> dict:
+    """The held-out sets named: HPO test branches and ICD-10-CM test chapters (short texts, ``queries`` over
+    ``documents``), and the Debian handbook's long-document set (every query and section it has)."""
+    from hyte.data.debian_handbook import handbook_long_retrieval_set
     from hyte.evaluation.heldout import heldout_retrieval_set, icd10_heldout_retrieval_set
 
-    return {"hpo": heldout_retrieval_set(queries, documents, seed=0),
-            "icd10": icd10_heldout_retrieval_set(queries, documents, seed=0)}
+    build = {"hpo": lambda: heldout_retrieval_set(queries, documents, seed=0),
+             "icd10": lambda: icd10_heldout_retrieval_set(queries, documents, seed=0),
+             "handbook-long": handbook_long_retrieval_set}
+    return {name: build[name]() for name in names}
 
 
 def crf_boundary_f1(model, tokenizer, texts: list[str], trie, max_length: int) -> dict:
@@ -115,9 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--documents", type=int, default=2000)
     parser.add_argument("--budgets", type=int, nargs="+", default=[4, 8, 16, 32, 64])
     parser.add_argument("--k-candidates", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--count", choices=["exact", "cap"], default="exact")
+    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
+    parser.add_argument("--count", choices=["exact", "cap"], default="cap",
+                        help="cap: natural units under the budget (the seed's main protocol); exact: the exact-count "
+                             "control")
     parser.add_argument("--latency-queries", type=int, default=20, help="queries whose encoding time is measured")
-    parser.add_argument("--max-length", type=int, default=128, help="texts are cut to this many tokens")
+    parser.add_argument("--max-length", type=int, default=512,
+                        help="texts are cut to this many tokens (the long documents need up to ~600)")
     parser.add_argument("--boundary-documents", type=int, default=500,
                         help="held-out documents (with every query) on which CRF boundary F1 is measured")
     parser.add_argument("--bootstrap", type=int, default=2000)
@@ -125,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
 
-    sets = heldout_sets(args.queries, args.documents)
+    sets = heldout_sets(args.sets, args.queries, args.documents)
     trie = build_trie(("hpo", "icd10"))
     payload = {"benchmark": "phrase", "setup": {
         "queries": args.queries, "documents": args.documents, "budgets": args.budgets,
@@ -166,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
             payload["boundary_f1"].setdefault(set_name, {})[name] = crf_boundary_f1(model, tokenizer, texts, trie,
                                                                                       args.max_length)
             print(f"{name} {set_name}: done in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-        hpo_queries = list(sets["hpo"][0].values())
-        payload["storage"][name] = storage(model, encoded["hpo"][1])
-        payload["latency"][name] = latency(model, tokenizer, hpo_queries[: args.latency_queries], *encoded["hpo"],
-                                           ks=args.k_candidates)
+        first = next(iter(sets))  # storage and latency on the first set named (HPO by default)
+        payload["storage"][name] = storage(model, encoded[first][1])
+        payload["latency"][name] = latency(model, tokenizer, list(sets[first][0].values())[: args.latency_queries],
+                                           *encoded[first], ks=args.k_candidates)
     for set_name, (queries, corpus, _) in sets.items():
         payload["coverage"][set_name] = {"documents": coverage(list(corpus.values()), tokenizer, trie),
                                          "queries": coverage(list(queries.values()), tokenizer, trie)}

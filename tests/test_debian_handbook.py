@@ -12,8 +12,10 @@ from hyte.data.debian_docs import unambiguous_pairs
 from hyte.data.debian_handbook import (
     HandbookNotInstalledError,
     handbook_files,
+    handbook_long_retrieval_set,
     handbook_pairs,
     handbook_retrieval_set,
+    page_long_sections,
     page_sections,
 )
 
@@ -57,6 +59,14 @@ def test_sections_of_a_synthetic_page():
         ("sect.sub", "A Subsection", "The subsection's own text, long enough to be kept as a document.")]
 
 
+def test_long_sections_of_a_synthetic_page_hold_their_subsections_text_but_not_their_titles():
+    long_sections = page_long_sections(_PAGE)
+    assert long_sections == [
+        ("sect.rotation-logs", "Rotating Log Files; A Subsection",
+         "Log files can grow, fast, and the logrotate program archives them (see below). It runs daily & keeps four "
+         "weeks. The subsection's own text, long enough to be kept as a document.", 1)]
+
+
 def test_ambiguous_pairs_are_dropped_on_both_sides():
     pairs = {"a": ("Install", "one"), "b": ("install", "two"), "c": ("Backup", "three"), "d": ("Other", "three"),
              "e": ("Kept", "four")}
@@ -87,3 +97,15 @@ def test_set_is_seeded_and_consistent(files):
     assert all(relevant == {query_id: 1} and query_id in corpus for query_id, relevant in qrels.items())
     assert (queries, corpus, qrels) == handbook_retrieval_set(max_queries=100, max_documents=200, seed=3)
     assert set(handbook_retrieval_set(max_queries=100, max_documents=200, seed=4)[0]) != set(queries)
+
+
+def test_long_document_set_has_several_phrase_queries_over_long_documents(files):
+    queries, corpus, qrels = handbook_long_retrieval_set()
+    assert len(queries) >= 60 and len(corpus) > len(queries)
+    assert all(relevant == {query_id: 1} and query_id in corpus for query_id, relevant in qrels.items())
+    assert all(query.count("; ") >= 2 for query in queries.values())  # the title and at least two subsections'
+    assert sorted(len(document.split()) for document in corpus.values())[len(corpus) // 2] >= 250
+    assert all(500 <= len(document) <= 2500 and not _TAG.search(document) for document in corpus.values())
+    assert queries["sect.syslog"].startswith("syslog System Events; ") and "rsyslogd" in corpus["sect.syslog"]
+    sampled, same_corpus, _ = handbook_long_retrieval_set(max_queries=20, seed=1)
+    assert len(sampled) == 20 and set(sampled) <= set(queries) and same_corpus == corpus

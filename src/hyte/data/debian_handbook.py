@@ -14,6 +14,12 @@ Sections with a document under 40 characters are dropped (a section made only of
 are all sections sharing their title (case-folded) or their text with another section (ambiguous qrels).
 The result depends only on ``seed`` and the installed package version.
 
+A long-document set for the phrase (H+) comparison comes from the same pages
+(:func:`handbook_long_retrieval_set`): one document per outermost section (``8.9. Logging``) holding its own and
+its subsections' paragraphs, cut to 2,500 characters; a section with two or more subsections also gives a query of
+several phrases, its title and its subsections' titles. Measured on 11.20220922: 116 documents (median 2,490
+characters, 384 words), 71 queries (median 4 phrases).
+
 Licence: the book is under GPL-2.0-or-later or CC-BY-SA-3.0 (Raphaël Hertzog and Roland Mas; Debian main).
 HyTE ships none of its text: it reads the files installed on the machine and keeps the set in memory.
 
@@ -39,6 +45,9 @@ from .debian_docs import (
 DEFAULT_PACKAGES = ("debian-handbook",)
 MAX_DOCUMENT_CHARS = 600
 MIN_DOCUMENT_CHARS = 40
+# The long-document set (H+): about 400-600 WordPiece tokens at most, the length the phrase comparison reads.
+MAX_LONG_DOCUMENT_CHARS = 2500
+MIN_LONG_DOCUMENT_CHARS = 500
 
 _HTML_PATH = re.compile(r"^/usr/share/doc/debian-handbook/html/en-US/[^/]+\.html$")
 # "8.9.3. Rotating Log Files", "A.4. Knoppix", "B.3.3. The Kernel": the number goes, the title stays.
@@ -76,7 +85,7 @@ class _SectionParser(html.parser.HTMLParser):
         css = attributes.get("class") or ""
         section = None
         if tag == "div" and css == "section":
-            section = {"id": None, "title": [], "paragraphs": []}
+            section = {"id": None, "title": [], "paragraphs": [], "parent": self._innermost_section()}
             self.sections.append(section)
         elif re.fullmatch(r"h[1-6]", tag) and css == "title" and self._title is None:
             owner = self._innermost_section()
@@ -131,6 +140,38 @@ def page_sections(page_html: str) -> list[tuple[str, str, str]]:
     return out
 
 
+def page_long_sections(page_html: str) -> list[tuple[str, str, str, int]]:
+    """``(anchor id, query, document, subsections)`` of every outermost numbered section of one page (the book's
+    "8.9." level), for the long-document set: the document is the section's own paragraphs followed by those of all
+    its subsections in reading order (their titles left out, so that the query's words are not copied into it);
+    the query is the section's title and its direct subsections' titles joined by "; "."""
+    parser = _SectionParser()
+    parser.feed(page_html)
+    parser.close()
+    children: dict[int, list[dict]] = {}
+    for section in parser.sections:
+        if section["parent"] is not None:
+            children.setdefault(id(section["parent"]), []).append(section)
+
+    def title(section: dict) -> str:
+        return _SECTION_NUMBER.sub("", _one_line("".join(section["title"])))
+
+    def paragraphs(section: dict) -> list[str]:
+        return section["paragraphs"] + [text for child in children.get(id(section), []) for text in paragraphs(child)]
+
+    out = []
+    for section in parser.sections:
+        if section["parent"] is not None or section["id"] is None:
+            continue
+        if not _SECTION_NUMBER.match(_one_line("".join(section["title"]))):
+            continue
+        direct = [title(child) for child in children.get(id(section), [])]
+        query = "; ".join([title(section), *filter(None, direct)])
+        document = truncate(_one_line(" ".join(paragraphs(section))), MAX_LONG_DOCUMENT_CHARS)
+        out.append((section["id"], query, document, len(direct)))
+    return out
+
+
 def handbook_files(packages=DEFAULT_PACKAGES) -> list[Path]:
     """The handbook's English HTML pages, sorted; :class:`HandbookNotInstalledError` names the install command."""
     paths = [Path(p) for p in sorted(set(dpkg_listing(packages, HandbookNotInstalledError))) if _HTML_PATH.match(p)]
@@ -161,3 +202,24 @@ def handbook_retrieval_set(max_queries: int | None = 300, max_documents: int | N
     to ``{same id: 1}``; sampling as :func:`hyte.data.debian_docs.sampled_retrieval_set`.
     """
     return sampled_retrieval_set(handbook_pairs(packages), max_queries, max_documents, seed)
+
+
+def handbook_long_retrieval_set(max_queries: int | None = None, seed: int = 0, min_subsections: int = 2,
+                                packages=DEFAULT_PACKAGES):
+    """(queries, corpus, qrels): several-phrase queries over long documents (the H+ comparison's long-document set).
+
+    One document per outermost section of the book (:func:`page_long_sections`: hundreds of tokens, cut to
+    ``MAX_LONG_DOCUMENT_CHARS``); a section with at least ``min_subsections`` subsections also gives a query, its
+    title and its subsections' titles ("Logging; Rotating Log Files; Sharing Administrator Rights; ..."), relevant
+    to its own document only. Every section's document is in the corpus (the others are distractors); ambiguous
+    pairs are dropped as in the short set. ``max_queries`` samples queries with ``random.Random(seed)``.
+    """
+    pairs, subsections = {}, {}
+    for path in handbook_files(packages):
+        for section_id, query, document, count in page_long_sections(path.read_text(encoding="utf-8")):
+            if len(document) >= MIN_LONG_DOCUMENT_CHARS and section_id not in pairs:
+                pairs[section_id], subsections[section_id] = (query, document), count
+    pairs = unambiguous_pairs(pairs)
+    with_queries = {key: pair for key, pair in pairs.items() if subsections[key] >= min_subsections}
+    queries, _, qrels = sampled_retrieval_set(with_queries, max_queries, None, seed)
+    return queries, {key: document for key, (_, document) in pairs.items()}, qrels

@@ -11,7 +11,12 @@ from pathlib import Path
 
 from ..markdown import table
 
-SET_NAMES = {"hpo": "HPO held-out branches", "icd10": "ICD-10-CM held-out chapters"}
+SET_NAMES = {"hpo": "HPO held-out branches", "icd10": "ICD-10-CM held-out chapters",
+             "handbook-long": "Debian handbook sections (long documents, several-phrase queries)"}
+COUNTS = {"exact": "exact unit counts (the seed's control: every kind keeps min(B, the smallest natural count of the "
+                   "four kinds) units per text, queries and documents alike)",
+          "cap": "natural unit counts under the budget (the seed's main protocol: every kind keeps min(B, its own "
+                 "natural count) units per text, queries and documents alike)"}
 ROWS = (("global", "global (no rerank)"), ("token", "token (every sub-word)"), ("bigram", "fixed bigram"),
         ("random", "random spans"), ("crf", "CRF phrase"), ("hybrid", "hybrid (global + phrase + lexical)"))
 
@@ -73,9 +78,8 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
         lines += [f"### `{path.name}`: {models}", "",
                   "Held-out sets: " + "; ".join(f"{SET_NAMES.get(n, n)} {s['queries']} queries / {s['documents']} "
                                                  f"documents" for n, s in setup["sets"].items())
-                  + f". Every system reranks the same global top K (K = {', '.join(ks)}), {setup['count']} unit "
-                  f"counts (every kind keeps min(B, the smallest natural count of the four kinds) units per text, "
-                  f"queries and documents alike), one training seed; intervals: paired bootstrap over queries "
+                  + f". Every system reranks the same global top K (K = {', '.join(ks)}), {COUNTS[setup['count']]}"
+                  f", one training seed; intervals: paired bootstrap over queries "
                   f"({setup['bootstrap_samples']} samples), 95 %. Command: `{payload['meta']['command']}`.", ""]
         # Reading notes added to the JSON by hand after the run (what the tables mean, caveats), kept on regeneration.
         for note in payload.get("notes", []):
