@@ -116,10 +116,38 @@ def latency(model, tokenizer, query_texts: list[str], queries, documents, ks=(10
     return out
 
 
+def over_seeds(per_seed: dict, budgets, ks) -> dict:
+    """{set: {group: {"seeds": n, "K/B/first-second": paired difference}}} for every group of two or more seeds:
+    the mean over seeds of each seed's mean nDCG@10 difference, a paired t-test over seeds and a bootstrap interval
+    over (seed, query) pairs (``hyte.evaluation.heldout.paired_difference``: "win"/"loss" only where both exclude 0)."""
+    from hyte.evaluation.heldout import paired_difference
+
+    def scored(per_query: dict, k: int, system: str, budget: int) -> dict:
+        values = per_query[k][system][0 if system == "global" else budget]["ndcg@10"]
+        return {"ndcg@10": float(np.mean(values)), "per_query": {"ndcg@10": list(values)}}
+
+    out = {}
+    for set_name, groups in per_seed.items():
+        for group, seeds in groups.items():
+            if len(seeds) < 2:
+                continue
+            contrasts = {"seeds": len(seeds)}
+            for k in ks:
+                for budget in budgets:
+                    for first, second in CONTRASTS:
+                        contrasts[f"{k}/{budget}/{first}-{second}"] = paired_difference(
+                            [scored(p, k, first, budget) for p in seeds],
+                            [scored(p, k, second, budget) for p in seeds], "ndcg@10")
+            out.setdefault(set_name, {})[group] = contrasts
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", action="append", required=True, metavar="NAME=PATH",
-                        help="a phrase model, named (e.g. lorentz=runs/phrase-hyte-h/final); repeatable")
+                        help="a phrase model, named (e.g. lorentz=runs/phrase-hyte-h/final); repeatable. Models of one "
+                             "recipe trained with several seeds are named GROUP@SEED (hyte-h@0, hyte-h@1, ...): their "
+                             "contrasts are also compared over seeds")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--documents", type=int, default=2000)
     parser.add_argument("--budgets", type=int, nargs="+", default=[4, 8, 16, 32, 64])
@@ -146,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         "max_length": args.max_length, "boundary_documents": args.boundary_documents,
         "sets": {name: {"queries": len(s[0]), "documents": len(s[1])} for name, s in sets.items()}},
         "models": {}, "runs": {}, "boundary_f1": {}, "coverage": {}, "storage": {}, "latency": {}}
+    per_seed: dict[str, dict[str, list]] = {}  # set -> group -> each seed's per-query metrics, in --model order
     for spec in args.model:
         name, _, path = spec.partition("=")
         model, tokenizer = load_phrase_model(path)
@@ -168,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                         a = per_query[k][first][budget]["ndcg@10"]
                         b = per_query[k][second][0 if second == "global" else budget]["ndcg@10"]
                         intervals[f"{k}/{budget}/{first}-{second}"] = paired_bootstrap(a, b, args.bootstrap)
+            per_seed.setdefault(set_name, {}).setdefault(name.partition("@")[0], []).append(per_query)
             payload["runs"].setdefault(set_name, {})[name] = {
                 "summary": summarize(result), "intervals": intervals,
                 "candidate_recall": result["candidate_recall"],
@@ -183,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         payload["storage"][name] = storage(model, encoded[first][1])
         payload["latency"][name] = latency(model, tokenizer, list(sets[first][0].values())[: args.latency_queries],
                                            *encoded[first], ks=args.k_candidates)
+    payload["over_seeds"] = over_seeds(per_seed, args.budgets, args.k_candidates)
     for set_name, (queries, corpus, _) in sets.items():
         payload["coverage"][set_name] = {"documents": coverage(list(corpus.values()), tokenizer, trie),
                                          "queries": coverage(list(queries.values()), tokenizer, trie)}

@@ -44,6 +44,23 @@ def _from(chosen: list, budgets: list) -> str:
     return "never" if start is None else f"B = {start}"
 
 
+def _seeds(payload: dict) -> str:
+    """"one training seed", or the seeds of each GROUP@SEED group of models."""
+    groups: dict[str, int] = {}
+    for name in payload["models"]:
+        group = name.partition("@")[0]
+        groups[group] = groups.get(group, 0) + 1
+    if all(count == 1 for count in groups.values()):
+        return "one training seed"
+    return ", ".join(f"{group}: {count} training seed{'s' if count > 1 else ''}" for group, count in groups.items())
+
+
+def _over_seeds_cell(result: dict) -> str:
+    p = "n/a" if result["t_test_p"] is None else f"{result['t_test_p']:.3f}"
+    return (f"{result['mean_difference']:+.3f} [{result['bootstrap_low']:+.3f}, {result['bootstrap_high']:+.3f}] "
+            f"p {p} {result['verdict']}")
+
+
 def _verdict(run: dict, budgets: list, ks: list) -> list[str]:
     lines = []
     for k in ks:
@@ -79,7 +96,7 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                   "Held-out sets: " + "; ".join(f"{SET_NAMES.get(n, n)} {s['queries']} queries / {s['documents']} "
                                                  f"documents" for n, s in setup["sets"].items())
                   + f". Every system reranks the same global top K (K = {', '.join(ks)}), {COUNTS[setup['count']]}"
-                  f", one training seed; intervals: paired bootstrap over queries "
+                  f", {_seeds(payload)}; intervals: paired bootstrap over queries "
                   f"({setup['bootstrap_samples']} samples), 95 %. Command: `{payload['meta']['command']}`.", ""]
         # Reading notes added to the JSON by hand after the run (what the tables mean, caveats), kept on regeneration.
         for note in payload.get("notes", []):
@@ -113,6 +130,15 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                 lines += ["nDCG@10 differences, mean [95 % interval]:", ""]
                 lines += table(["contrast", *(f"B = {b}" for b in budgets)], contrast_rows, rule="---")
                 lines += ["Verdict (from the intervals):", ""] + _verdict(run, budgets, ks) + [""]
+        for set_name, groups in payload.get("over_seeds", {}).items():
+            for group, contrasts in groups.items():
+                lines += [f"**{SET_NAMES.get(set_name, set_name)}, {group} over {contrasts['seeds']} training seeds**: "
+                          "nDCG@10 difference, mean over seeds [95 % bootstrap interval over (seed, query) pairs], "
+                          "paired t-test p over seeds; win / loss only where both exclude 0, else tie:", ""]
+                rows = [[f"K={k} {pair}", *(_over_seeds_cell(contrasts[f"{k}/{b}/{pair}"]) for b in budgets)]
+                        for k in ks for pair in ("crf-global", "hybrid-global", "hybrid-crf", "crf-token")]
+                lines += table(["contrast", *(f"B = {b}" for b in budgets)], rows, rule="---")
+        first_set = SET_NAMES.get(next(iter(setup["sets"])), next(iter(setup["sets"])))
         lines += [f"**CRF boundary F1 against the trie teacher** (held-out texts: the first "
                   f"{setup.get('boundary_documents', 500)} documents of each set + its queries, cut at "
                   f"{setup.get('max_length', 128)} tokens; a boundary = a unit start other than the text's first "
@@ -128,7 +154,7 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                 for s, sides in payload["coverage"].items() for side, c in sides.items()]
         lines += table(["set", "texts", "with a term match", "tokens in terms", "tokens in multi-token units",
                          "multi-token unit length"], rows, rule="---")
-        lines += ["**Storage per document** (HPO held-out corpus; phrase store arrays: unit vectors, lexical ids and "
+        lines += [f"**Storage per document** ({first_set} corpus; phrase store arrays: unit vectors, lexical ids and "
                   "weights, offsets; lorentz stores space coordinates only):", ""]
         rows = []
         for name, kinds in payload["storage"].items():
@@ -139,8 +165,8 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                                  f"{stats['float32']['bytes_per_document']:.0f}",
                                  "-" if half is None else f"{half:.0f}"])
         lines += table(["model", "unit", "B", "vectors", "bytes float32", "bytes float16"], rows, rule="---")
-        lines += ["**Latency per query** (`PhraseIndex.search`, one query at a time, exact global index over the HPO "
-                  "held-out corpus, query encoding excluded and shown apart; ratio = median / global-only median):", ""]
+        lines += ["**Latency per query** (`PhraseIndex.search`, one query at a time, exact global index over the "
+                  f"{first_set} corpus, query encoding excluded and shown apart; ratio = median / global-only median):", ""]
         rows = []
         for name, lat in payload["latency"].items():
             for key, value in lat.items():
