@@ -306,3 +306,117 @@ def test_seventh_trial_mistakes_are_refused_before_any_work(tmp_path, model_dir,
     assert main(["train", "finetune", "--config", str(config), "--set", "training.max_steps=1",
                  "--set", "training.max_steps=2"]) == 2
     assert "--set training.max_steps given more than once" in capsys.readouterr().err
+
+
+def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path, model_dir, capsys):
+    """Found by the eighth new-user trial: outputs that replaced other files, and inputs accepted silently."""
+    import shutil
+    from pathlib import Path
+
+    import hyte
+    from hyte.data import write_beir_folder
+    from hyte.demo import _holds_other_index, run_demo
+    from hyte.encoders import load_encoder
+    from hyte.evaluation.heldout import heldout_retrieval_set
+    from hyte.rag import Passage, extract
+    from hyte.retrieval.index import LorentzIndex
+
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(DOCUMENTS) + "\n")
+    index = tmp_path / "index"
+    assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output", str(index)]) == 0
+    kept = (index / "documents.jsonl").read_bytes()
+    capsys.readouterr()
+    # build-hierarchy wrote its benchmark over the index's documents, then refused its provenance file.
+    assert main(["eval", "build-hierarchy", "--hpo", "--max-queries", "5", "--output",
+                 str(index / "documents.jsonl")]) == 2
+    assert "index folder" in capsys.readouterr().err and (index / "documents.jsonl").read_bytes() == kept
+    # ... and replaced any other file; its own earlier output (unchanged) it may replace.
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text('{"mine": 1}\n')
+    assert main(["eval", "build-hierarchy", "--hpo", "--max-queries", "5", "--output", str(mine)]) == 2
+    assert "is not an unchanged earlier" in capsys.readouterr().err and mine.read_text() == '{"mine": 1}\n'
+    built = tmp_path / "hierarchy.jsonl"
+    for _ in range(2):
+        assert main(["eval", "build-hierarchy", "--hpo", "--max-queries", "5", "--output", str(built)]) == 0
+    # The demo replaced an index a user had built in its folder, and wrote into an index folder.
+    assert _holds_other_index(index, ["HP:0000002"]) and not _holds_other_index(index, list(range(len(DOCUMENTS))))
+    assert not _holds_other_index(tmp_path / "no-index-here", ["HP:0000002"])
+    with pytest.raises(FileExistsError, match="is a model, run or index folder"):
+        run_demo(index)
+    # write_beir_folder replaced an existing set, and wrote qrels naming documents the corpus lacks.
+    beir = write_beir_folder(tmp_path / "beir", {"q0": "short fingers"}, {"d0": "Short fingers."}, {"q0": {"d0": 1}})
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
+        write_beir_folder(beir, {"q0": "x"}, {"d0": "y"}, {"q0": {"d0": 1}})
+    assert "Short fingers." in (beir / "corpus.jsonl").read_text()
+    write_beir_folder(beir, {"q0": "x"}, {"d0": "y"}, {"q0": {"d0": 1}}, overwrite=True)
+    with pytest.raises(ValueError, match="documents d9 that the set lacks"):
+        write_beir_folder(tmp_path / "beir2", {"q0": "x"}, {"d0": "y"}, {"q0": {"d9": 1}})
+    # Paths under a file: the OS's "[Errno 17] File exists" became a sentence.
+    assert main(["encode", "--model", str(model_dir), "--input", str(docs), "--output", str(docs / "out.npy")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    with pytest.raises(NotADirectoryError, match="is a file, not a folder"):
+        LorentzIndex(3).save(docs / "ix")
+    with pytest.raises(NotADirectoryError, match="is a file, not a folder"):
+        write_beir_folder(docs, {"q0": "x"}, {"d0": "y"}, {"q0": {"d0": 1}})
+    assert docs.read_text() == "\n".join(DOCUMENTS) + "\n"
+    # A repeated JSON key: the last value won.
+    repeated = tmp_path / "repeated.jsonl"
+    repeated.write_text('{"id": "a", "text": "Short fingers.", "text": "Small head."}\n')
+    assert main(["index", "build", "--model", str(model_dir), "--input", str(repeated), "--output",
+                 str(tmp_path / "ir")]) == 2
+    assert 'the key "text" is given twice' in capsys.readouterr().err and not (tmp_path / "ir").exists()
+    # Texts of invisible characters only, empty texts through sentence-transformers, a float batch size, and a
+    # max_seq_length beyond the model's positions.
+    encoder = load_encoder(model_dir)
+    for invisible in ("\u200b", "\x00", "\u0301"):
+        with pytest.raises(ValueError, match="has no token but the tokenizer's special ones"):
+            encoder.model.encode(["a heart", invisible], encoder.tokenizer)
+    with pytest.raises(ValueError, match="batch_size must be a whole number"):
+        encoder.model.encode(["a heart"], encoder.tokenizer, batch_size=1.5)
+    st = hyte.sentence_transformer(model_dir)
+    for blank in ("", "\u200b \u200b"):
+        with pytest.raises(ValueError, match="empty or holds only whitespace, invisible"):
+            st.encode_document(["a heart", blank])
+    st.max_seq_length = 100000
+    with pytest.raises(ValueError, match="set model.max_seq_length to at most"):
+        st.encode_query(["a heart"])
+    # Sample sizes below 1 gave a set that cannot fail (only the gold documents) or random's own error.
+    for sizes in ({"max_documents": -1}, {"max_queries": -2}, {"max_queries": 0}):
+        with pytest.raises(ValueError, match="must be a whole number >= 1"):
+            heldout_retrieval_set(**sizes)
+    # A push to a branch name the Hub would refuse; mteb with both a public task and a local folder.
+    assert main(["push", str(model_dir), "--repo-id", "a/b", "--revision", "bad name", "--dry-run",
+                 str(tmp_path / "p")]) == 2
+    assert "not a valid branch name" in capsys.readouterr().err and not (tmp_path / "p").exists()
+    assert main(["eval", "mteb", "--model", str(model_dir), "--task", "NFCorpus", "--data", str(beir)]) == 2
+    assert "not both" in capsys.readouterr().err
+    # RAG's extract with no question; a config folder given as the config file.
+    with pytest.raises(TypeError, match="question must be a string"):
+        extract(None, [Passage(index_id=0, id="1", text="Small head.", score=-1.0, distance=0.0, radius=1.0)])
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    assert main(["train", "finetune", "--config", str(configs)]) == 2
+    assert "is a folder: give one config file in it" in capsys.readouterr().err
+    shutil.rmtree(tmp_path / "beir2", ignore_errors=True)
+
+
+def test_training_refuses_rates_and_data_that_cannot_train_and_never_saves_a_diverged_model(tmp_path):
+    """Eighth trial: a learning rate of 1e10 saved a model of NaN as final/, and one example trained 60 steps."""
+    from pathlib import Path
+
+    from hyte.training import load_config
+    from hyte.training.config import ConfigError
+    from hyte.training.loop import TrainingDivergedError, refuse_diverged
+
+    config_path = Path(__file__).resolve().parents[1] / "configs" / "finetune_hyte_h_hierarchy.yaml"
+    with pytest.raises(ConfigError, match="training.learning_rate = 10000000000.0 is above 1.0"):
+        load_config(config_path, {"training.learning_rate": 1e10, "training.output_dir": str(tmp_path / "r")})
+    with pytest.raises(ConfigError, match="cannot fill one batch"):
+        load_config(config_path, {"data.max_examples": 1, "training.output_dir": str(tmp_path / "r")})
+    config = load_config(config_path, {"training.output_dir": str(tmp_path / "r")})
+    model = torch.nn.Linear(2, 2)
+    refuse_diverged(model, config, step=3)  # finite weights: nothing to say
+    with torch.no_grad():
+        model.weight[0, 0] = float("nan")
+    with pytest.raises(TrainingDivergedError, match="hold NaN/Inf after step 3 .first: weight."):
+        refuse_diverged(model, config, step=3)

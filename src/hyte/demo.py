@@ -29,6 +29,22 @@ def _holds_other_model(model_dir: Path, model) -> bool:
     return saved.keys() != own.keys() or any(not torch.equal(saved[key], own[key]) for key in saved)
 
 
+def _holds_other_index(index_dir: Path, ids: list[str]) -> bool:
+    """Whether ``index_dir`` holds something other than the demo's index of these document ``ids`` (a user's index
+    built there, or unrelated files)."""
+    from .retrieval.documents import read_documents
+    from .retrieval.folder import is_index_folder
+
+    if not index_dir.exists():
+        return False
+    if not is_index_folder(index_dir):
+        return not index_dir.is_dir() or any(index_dir.iterdir())
+    try:
+        return [row.get("id") for row in read_documents(index_dir)] != ids
+    except (OSError, ValueError):  # a damaged or text-less index: not one this demo wrote
+        return True
+
+
 def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2000, overwrite: bool = False) -> None:
     import torch
     from transformers import AutoTokenizer
@@ -38,10 +54,15 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     from .integrations.sentence_transformers import save_model_folder
     from .modeling_hyte import HyTEHModel
     from .retrieval.folder import build_index_folder
+    from .results import artifact_marker
 
     output_dir = Path(output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise NotADirectoryError(f"--output-dir {output_dir} is a file: give a folder (new, or an earlier demo's)")
+    inside = artifact_marker(output_dir)
+    if inside:  # a model, run or index folder: the demo's model/ and index/ would land among its files
+        raise FileExistsError(f"--output-dir {output_dir} is a model, run or index folder (it holds {inside}): give "
+                              "a new folder, or an earlier demo's")
     base = bundled_minilm_path()
     started = time.perf_counter()
     print(f"[1/4] building HyTE-H on all-MiniLM-L6-v2 ({base})")
@@ -54,16 +75,18 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     if not overwrite and _holds_other_model(model_dir, model):
         raise FileExistsError(f"{model_dir} holds another model than the demo's (a trained one?): hyte demo would "
                               "replace it. Choose another --output-dir, or pass --overwrite to replace it")
-    save_model_folder(model, tokenizer, model_dir)  # loads in sentence-transformers too
-
     ontology = load_hpo()
     terms = sorted((t for t in ontology.terms.values() if t.definition), key=lambda t: t.id)[:num_documents]
+    index_dir = output_dir / "index"
+    if not overwrite and _holds_other_index(index_dir, [t.id for t in terms]):
+        raise FileExistsError(f"{index_dir} holds another index than this demo's (one you built there?): hyte demo "
+                              "would replace it. Choose another --output-dir, or pass --overwrite to replace it")
+    save_model_folder(model, tokenizer, model_dir)  # loads in sentence-transformers too
     print(f"[2/4] {len(terms)} HPO definitions (hp.obo {HPO_DATA_VERSION})")
     encoder = HyteEncoder(model, tokenizer, name="hyte-h-minilm-untrained")
 
     print("[3/4] building the exact Lorentz index (FAISS IndexFlatIP over points, sign-flipped queries) with the "
           "definitions' texts")
-    index_dir = output_dir / "index"
     # The index names the saved model folder, absolute so `hyte rag --index` finds it from any directory.
     index = build_index_folder(encoder, [t.definition for t in terms], index_dir, ids=[t.id for t in terms],
                                model_name=str(model_dir.absolute()), show_progress_bar=True,

@@ -51,11 +51,23 @@ def fsync(path: Path) -> None:
         os.close(fd)
 
 
+def refuse_file_above(path: str | os.PathLike) -> None:
+    """NotADirectoryError when a folder ``path`` would be written in is an existing file (``notes.txt/out.npy``):
+    said plainly, before any work, instead of the OS's "[Errno 17] File exists" from creating the folder."""
+    for folder in Path(path).absolute().parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise NotADirectoryError(f"{folder} is a file, not a folder: {path} cannot be written under it; give "
+                                         "a path in a folder")
+            return
+
+
 def atomic_file(path: str | os.PathLike, write: Callable[[Path], None]) -> Path:
     """Replace file ``path`` by what ``write(temporary)`` writes to a temporary file beside it; returns ``path``.
 
     A failing ``write`` leaves no temporary file and the previous ``path`` untouched."""
     path = Path(path)
+    refuse_file_above(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
@@ -113,6 +125,7 @@ def atomic_directory(target: str | os.PathLike, write: Callable[[Path], None], m
     refused too (``check_only_owned``), since replacing the folder would delete it.
     """
     target = Path(target).absolute()
+    refuse_file_above(target)
     if target.exists() and not _holds(target, marker) and (not target.is_dir() or any(target.iterdir())):
         raise FileExistsError(f"refusing to replace {target}: it exists and is not a saved {what}")
     if owned is not None:
@@ -186,12 +199,31 @@ def iter_jsonl(path: str | os.PathLike, what: str = "data file", objects: bool =
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as error:
             raise DataFormatError(path, number, f"not valid JSON ({error.msg})") from None
+        except _RepeatedKey as repeated:
+            raise DataFormatError(path, number, f'the key "{repeated.key}" is given twice in one record (JSON keeps '
+                                                "only the last): give each key once") from None
         if objects and not isinstance(record, dict):
             raise DataFormatError(path, number, f"expected a JSON object, got {type(record).__name__}")
         yield number, record
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """json's object hook that refuses a repeated key (json.loads would keep the last value without a word)."""
+    record = {}
+    for key, value in pairs:
+        if key in record:
+            raise _RepeatedKey(key)
+        record[key] = value
+    return record
 
 
 def _existing_file(path: str | os.PathLike, what: str) -> Path:

@@ -525,8 +525,8 @@ class HyTEPreTrainedModel(PreTrainedModel):
         blank = [i for i, t in enumerate(texts) if not t.strip()]
         if blank:  # its vector would be the point of [CLS] [SEP] alone: the same for every empty text, meaningless
             raise ValueError(f"encode: text {blank[0]} is empty (or only whitespace); drop it or give it some text")
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be > 0; got {batch_size}.")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a whole number > 0; got {batch_size!r}.")
         limit = self.config.max_position_embeddings
         if max_length is not None and not 0 < max_length <= limit:
             raise ValueError(f"max_length must be between 1 and the model's {limit} positions "
@@ -550,11 +550,20 @@ class HyTEPreTrainedModel(PreTrainedModel):
         self.eval()
         device = next(self.parameters()).device
         out = torch.empty(len(texts), dim, dtype=torch.float32)
+        # What the tokenizer adds to every text ([CLS] [SEP]): a text with no token beyond them (only zero-width
+        # spaces, control characters, a lone combining accent) would get the empty text's meaningless point.
+        specials = len(tokenizer("")["input_ids"])
         try:
             for start in starts:
                 index = order[start : start + batch_size]
                 batch = tokenizer([texts[i] for i in index], padding=True, truncation=True, max_length=max_length,
                                   return_tensors="pt")
+                empty = (batch["attention_mask"].sum(1) <= specials).nonzero()
+                if len(empty):
+                    position = index[int(empty[0])]
+                    raise ValueError(f"encode: text {position} ({texts[position][:40]!r}) has no token but the "
+                                     "tokenizer's special ones (only invisible or control characters?); drop it or "
+                                     "give it some text")
                 pooled = self(input_ids=batch["input_ids"].to(device),
                               attention_mask=batch["attention_mask"].to(device)).pooler_output.float().cpu()
                 out[index] = pooled

@@ -186,6 +186,9 @@ def _sentences_with_markers(text: str) -> list[str]:
 def cite(question: str, raw: str, passages: Sequence[Passage]) -> Answer:
     """Attach citations to a generated answer (module docstring): keep markers naming a retrieved passage, drop
     the others, and cite the best-supporting passage for each sentence left without one."""
+    _check_question(question)
+    if not isinstance(raw, str):
+        raise TypeError(f"the answer to cite must be a string; got {type(raw).__name__}")
     known = {p.id for p in passages}
     citations: list[str] = []
     texts, marks = [], []
@@ -206,11 +209,21 @@ def cite(question: str, raw: str, passages: Sequence[Passage]) -> Answer:
                   support=support(raw, [p.text for p in passages], question), sentences=marks)
 
 
+def _check_question(question: str) -> None:
+    if not isinstance(question, str):
+        raise TypeError(f"question must be a string; got {type(question).__name__}")
+    if not question.strip():
+        raise ValueError("the question is empty: give the question to answer")
+
+
 def extract(question: str, passages: Sequence[Passage], max_sentences: int = 2) -> Answer:
     """An extractive answer: the passage sentences sharing most content words with the question (ties: the
     best-ranked passage, then the earlier sentence), each cited. A second sentence is added only if it shares a
     word with the question; with no shared word at all, the top passage's first sentence answers (retrieval
     ranked that passage first) and the answer says so (``relevance_unchecked``)."""
+    _check_question(question)
+    if isinstance(max_sentences, bool) or not isinstance(max_sentences, int) or max_sentences < 1:
+        raise ValueError(f"max_sentences must be a whole number >= 1; got {max_sentences!r}")
     asked = set(content_words(question))
     candidates = []  # (-overlap, rank, position, sentence, passage id)
     for rank, passage in enumerate(passages):

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .io import write_text_atomically
+from .io import refuse_file_above, write_text_atomically
 
 __all__ = ["command_line", "file_digest", "machine_info", "portable_command", "portable_path", "portable_paths",
            "write_result"]
@@ -131,6 +131,7 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
     kind (its "benchmark" field; one of them when a tuple) may be replaced, any other result or file may not, and
     nothing is written inside a model, run, index or vector-shard folder. ValueError otherwise."""
     path = Path(path)
+    refuse_file_above(path)
     if path.suffix.lower() != ".json":
         raise ValueError(f"{path}: a result is written as JSON; give a .json file (e.g. {path.with_suffix('.json')})")
     inside = artifact_marker(path.parent)

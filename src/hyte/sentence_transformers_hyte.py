@@ -29,6 +29,7 @@ import inspect
 import os
 import shutil
 import tempfile
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,12 @@ def refuse_euclidean_options(normalize_embeddings: bool, truncate_dim: int | Non
         )
 
 
+def _has_visible_text(text: str) -> bool:
+    """Whether ``text`` holds a letter, digit, punctuation mark or symbol: a tokenizer drops the rest (spaces,
+    zero-width and control characters, lone combining accents), leaving nothing to embed."""
+    return any(unicodedata.category(character)[0] in "LNPS" for character in text)
+
+
 class _EncodeGuard:
     """Stands in for ``model.encode`` (an instance attribute): refuses Euclidean options, then runs the real encode.
 
@@ -152,6 +159,16 @@ class _EncodeGuard:
                 raise TypeError(
                     f"inputs[{pairs[0]}] is a {type(inputs[pairs[0]]).__name__}: a HyTE model embeds single texts, "
                     "one point each; text pairs are cross-encoder input. Give a flat list of strings.")
+        texts = [inputs] if isinstance(inputs, str) else list(inputs) if isinstance(inputs, (list, tuple)) else []
+        blank = next((i for i, text in enumerate(texts) if isinstance(text, str) and not _has_visible_text(text)), None)
+        if blank is not None:  # it would get the point of [CLS] [SEP] alone, the same for every such text
+            raise ValueError(f"text {blank} ({texts[blank][:40]!r}) is empty or holds only whitespace, invisible or "
+                             "control characters: drop it or give it some text")
+        limit = getattr(getattr(self.model[0], "auto_model", None), "config", None)
+        limit = getattr(limit, "max_position_embeddings", None)
+        if limit is not None and self.model.max_seq_length is not None and self.model.max_seq_length > limit:
+            raise ValueError(f"max_seq_length = {self.model.max_seq_length} is above the model's {limit} positions: "
+                             f"a longer text could not be encoded; set model.max_seq_length to at most {limit}")
         refuse_euclidean_options(
             bool(arguments.get("normalize_embeddings", False)),
             truncate_dim if truncate_dim is not None else getattr(self.model, "truncate_dim", None),

@@ -11,7 +11,7 @@ import copy
 import textwrap
 from pathlib import Path
 
-from ..io import read_texts
+from ..io import read_texts, refuse_file_above
 
 __all__ = ["MODEL_HELP", "Parser", "UserError", "check_model_path", "fmt", "label_of", "load_model_encoder",
            "print_hits", "queries_of"]
@@ -112,6 +112,10 @@ def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, mod
     """An output file, checked before any slow work: not a folder, one of ``suffixes``, not an existing file unless
     ``overwrite``, and (``model_folder_ok`` False) not inside a model folder, whose weights it could replace."""
     path = Path(path)
+    try:
+        refuse_file_above(path)
+    except NotADirectoryError as error:
+        raise UserError(f"{option} {error}") from None
     if path.is_dir():
         raise UserError(f"{option} {path} is a folder: give the file to write, e.g. {path / ('output' + suffixes[0])}")
     if path.suffix not in suffixes:

@@ -140,11 +140,35 @@ def _eval_hierarchy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_hierarchy_output(output: str) -> None:
+    """Before building: ``--output`` must be a new .jsonl file (outside hyte's folders), or an earlier
+    ``build-hierarchy`` output that is still as it was built; its provenance file beside it is checked too."""
+    from ..io import refuse_file_above
+    from ..results import artifact_marker
+
+    path = Path(output)
+    refuse_file_above(path)
+    inside = artifact_marker(path.parent)
+    if inside:
+        raise UserError(f"--output {output}: {path.parent} is a model, run or index folder (it holds {inside}); "
+                        "write the benchmark somewhere else")
+    if path.is_dir():
+        raise UserError(f"--output {output} is a folder: give the benchmark file, e.g. {path / 'hierarchy.jsonl'}")
+    if path.suffix.lower() != ".jsonl":
+        raise UserError(f"--output {output}: the benchmark is JSON Lines; give a .jsonl file")
+    if path.exists() and _read_build_info(path, file_digest(path)) is None:
+        raise UserError(f"--output {output} exists and is not an unchanged earlier `hyte eval build-hierarchy` "
+                        "output: other files are never written over; give a new file, or delete this one first")
+    check_result_output(_build_info_path(path))
+
+
 def _build_hierarchy(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from ..evaluation.hierarchy import write_hierarchy_jsonl
     from ..evaluation.hierarchy_build import build_obo_hierarchy_benchmark, hpo_hierarchy_benchmark
+
+    _check_hierarchy_output(args.output)
 
     options = dict(min_depth=args.min_depth, max_siblings=args.max_siblings, min_siblings=args.min_siblings,
                    num_random=args.num_random, max_queries=args.max_queries, seed=args.seed, query=args.query,
@@ -238,6 +262,9 @@ def _eval_mteb(args: argparse.Namespace) -> int:
 
     if not args.task and not args.data:
         raise ValueError("give --task NAME (public mteb task; downloads its data) or --data BEIR_DIR (offline)")
+    if args.task and args.data:  # --task would download its own data, which a user giving --data did not expect
+        raise UserError(f"give --task ({', '.join(args.task)}: a public task, its data downloaded from the Hub) or "
+                        f"--data ({args.data}: your BEIR folder, offline), not both; run them as two commands")
     tasks = []
     if args.data:
         from ..data.beir import load_beir

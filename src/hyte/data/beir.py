@@ -18,11 +18,20 @@ from pathlib import Path
 
 from ..io import DataFormatError, iter_jsonl
 
-__all__ = ["BEIRFormatError", "load_beir"]
+__all__ = ["BEIRFormatError", "check_sample_sizes", "load_beir"]
 
 
 # Malformed BEIR files raise the one data-file error of hyte.io (a ValueError naming the file and line).
 BEIRFormatError = DataFormatError
+
+
+def check_sample_sizes(**sizes: int | None) -> None:
+    """ValueError naming the first of ``sizes`` (``max_queries=...``, ``max_documents=...``) that is not None or a
+    whole number >= 1: the samplers of the in-memory BEIR-shaped sets would otherwise fail in ``random`` or, for a
+    negative corpus size, quietly keep only the relevant documents (an evaluation that cannot fail)."""
+    for name, value in sizes.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a whole number >= 1, or None for all; got {value!r}")
 
 
 def _require(path: Path) -> Path:

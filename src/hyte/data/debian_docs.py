@@ -63,6 +63,9 @@ def sampled_retrieval_set(pairs: dict[str, tuple[str, str]], max_queries: int | 
     only; the corpus keeps every sampled query's document and fills up with other pairs' documents (seeded) to
     ``max_documents``, as :func:`hyte.evaluation.heldout.heldout_retrieval_set` does.
     """
+    from .beir import check_sample_sizes
+
+    check_sample_sizes(max_queries=max_queries, max_documents=max_documents)
     query_ids = sorted(pairs)
     if max_queries is not None and max_queries < len(query_ids):
         query_ids = sorted(random.Random(seed).sample(query_ids, max_queries))

@@ -18,7 +18,8 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..io import write_lines_atomically
+from ..io import refuse_file_above, write_lines_atomically
+from .beir import check_sample_sizes
 from .obo import Ontology, load_obo
 
 __all__ = [
@@ -211,6 +212,7 @@ def retrieval_split(ontology: Ontology, term_ids: Iterable[str], max_queries: in
     ``min_depth`` deep (first EXACT synonym, else the name), keyed by the same term id, whose only relevant
     document is the term's own definition. With ``max_queries``, a ``seed``-ed sample of that many is kept.
     """
+    check_sample_sizes(max_queries=max_queries)
     term_ids = set(term_ids)
     corpus = {term_id: ontology.terms[term_id].definition for term_id in _defined_terms(ontology, term_ids, 0)}
     query_ids = _defined_terms(ontology, term_ids, min_depth)
@@ -222,13 +224,28 @@ def retrieval_split(ontology: Ontology, term_ids: Iterable[str], max_queries: in
 
 
 def write_beir_folder(directory: str | os.PathLike, queries: dict[str, str], corpus: dict[str, str],
-                      qrels: dict[str, dict[str, int]], split: str = "test") -> Path:
+                      qrels: dict[str, dict[str, int]], split: str = "test", overwrite: bool = False) -> Path:
     """Write a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``; returns the folder.
 
     Titles are left empty: the term name would give away the answer to name/synonym queries.
-    Each file is written to a temporary name and renamed into place.
+    Each file is written to a temporary name and renamed into place. A folder that already holds any of these
+    files is replaced only with ``overwrite``; qrels must name queries and documents of the set.
     """
     directory = Path(directory)
+    refuse_file_above(directory / "qrels")
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(f"{directory} is a file, not a folder: give the BEIR folder to write")
+    present = [name for name in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv") if (directory / name).exists()]
+    if present and not overwrite:
+        raise FileExistsError(f"{directory} already holds {', '.join(present)}: pass overwrite=True to replace the "
+                              "BEIR set there, or choose another folder")
+    unknown = sorted(str(q) for q in qrels if q not in queries)
+    missing = sorted(str(d) for relevant in qrels.values() for d in relevant if d not in corpus)
+    if unknown or missing:
+        raise ValueError(f"qrels name {'queries ' + ', '.join(unknown[:3]) if unknown else ''}"
+                         f"{' and ' if unknown and missing else ''}"
+                         f"{'documents ' + ', '.join(missing[:3]) if missing else ''} that the set lacks: every "
+                         "judged query must be in queries and every judged document in corpus")
     (directory / "qrels").mkdir(parents=True, exist_ok=True)
     write_lines_atomically(directory / "corpus.jsonl",
                       (json.dumps({"_id": doc_id, "title": "", "text": text}, ensure_ascii=False)

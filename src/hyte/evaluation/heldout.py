@@ -206,8 +206,10 @@ def heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | No
     The corpus keeps every sampled query's relevant definition and fills up with other held-out definitions
     (seeded) to ``max_documents``, so smaller sets stay comparable in difficulty.
     """
+    from ..data.beir import check_sample_sizes
     from ..data.hpo import load_hpo, retrieval_split, split_by_branches
 
+    check_sample_sizes(max_queries=max_queries, max_documents=max_documents)  # before the ontology is loaded
     ontology = load_hpo()
     _, test_ids = split_by_branches(ontology, test_fraction=test_fraction, seed=split_seed)
     queries, corpus, qrels = retrieval_split(ontology, test_ids, max_queries=max_queries, seed=seed,
@@ -280,8 +282,10 @@ def icd10_heldout_retrieval_set(max_queries: int | None = 300, max_documents: in
     answer). With ``max_documents``, the corpus keeps every relevant code and fills up with other held-out codes
     (seeded) to that size, as :func:`~heldout_retrieval_set` does.
     """
+    from ..data.beir import check_sample_sizes
     from ..data.icd10 import all_codes, chapter_of, inclusion_pairs, title
 
+    check_sample_sizes(max_queries=max_queries, max_documents=max_documents)
     test_chapters = _chapters("test", test_fraction, split_seed)
     pairs = [p for p in inclusion_pairs() if p["chapter"] in test_chapters]
     seen: dict[str, int] = {}

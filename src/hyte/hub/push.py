@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -75,6 +76,7 @@ def push_to_hub(
     """
     model_dir = Path(model_dir)
     check_repo_id(repo_id)
+    check_revision(revision)
     check_model_dir(model_dir)
     token = None if dry_run_dir is not None else _require_token(token)
     card = render_model_card(model_dir, repo_id)
@@ -104,6 +106,7 @@ def push_adapter(
     """
     adapter_dir = Path(adapter_dir)
     check_repo_id(repo_id)
+    check_revision(revision)
     if base_model is not None:
         check_repo_id(base_model)
     check_adapter_dir(adapter_dir)
@@ -156,6 +159,26 @@ def check_repo_id(repo_id: str) -> None:
         validate_repo_id(repo_id)
     except HFValidationError as error:
         raise ValueError(f"invalid repo id {repo_id!r}: {error}") from None
+
+
+def check_revision(revision: str | None) -> None:
+    """Raise ValueError unless ``revision`` (None = main) is a name git accepts for a branch (``git check-ref-format``:
+    no spaces or control characters, none of ~ ^ : ? * [ \\, no "..", "@{" or "//", not starting or ending with "/"
+    or ".", not ending with ".lock"): a dry run checks it too, so a real push does not fail at the Hub."""
+    if revision is None:
+        return
+    problem = None
+    if not isinstance(revision, str) or not revision:
+        problem = "it is empty"
+    elif re.search(r"[\x00-\x20\x7f~^:?*\[\\]", revision):
+        problem = "it holds a space, a control character or one of ~ ^ : ? * [ \\"
+    elif any(part in revision for part in ("..", "@{", "//")) or revision == "@":
+        problem = 'it holds "..", "@{" or "//"'
+    elif revision.startswith(("/", ".")) or revision.endswith(("/", ".", ".lock")):
+        problem = 'it starts or ends with "/" or ".", or ends with ".lock"'
+    if problem:
+        raise ValueError(f"--revision {revision!r} is not a valid branch name ({problem}); use letters, digits, "
+                         "'-', '_', '.' and '/', e.g. v2 or experiments/hyte-h")
 
 
 def check_model_dir(model_dir: str | os.PathLike) -> None:

@@ -30,6 +30,11 @@ from ..bundled import BUNDLED, BUNDLED_MINILM
 STAGES = ("mlm", "contrastive", "finetune", "compatible", "phrase")
 
 
+# Above this, an AdamW step moves every weight by about this much: a run "trains" into NaN. Far above any rate that
+# makes sense for these models (1e-5 to 1e-3; 1e-2 for the logit scale).
+MAX_LEARNING_RATE = 1.0
+
+
 class ConfigError(ValueError):
     """A training configuration that cannot work; raised before any training starts."""
 
@@ -307,6 +312,10 @@ def parse_config(values: dict[str, Any], source: str = "config") -> RunConfig:
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
     """Read a YAML (.yaml/.yml) or JSON file; ``overrides`` = {"training.max_steps": 10, ...}."""
     path = Path(path)
+    if path.is_dir():
+        configs = sorted(p.name for p in path.glob("*.y*ml"))[:3]
+        raise ConfigError(f"config file {path} is a folder: give one config file in it"
+                          + (f" (e.g. {path / configs[0]}; it holds {', '.join(configs)} ...)" if configs else ""))
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     values = _read(path)
@@ -441,6 +450,16 @@ def validate(config: RunConfig, source: str) -> None:
             raise ConfigError(f"{source}: {name} must be > 0; got {rate}")
         if rate is not None and not math.isfinite(rate):
             raise ConfigError(f"{source}: {name} must be a finite number; got {rate}")
+        if rate is not None and rate > MAX_LEARNING_RATE:
+            raise ConfigError(f"{source}: {name} = {rate} is above {MAX_LEARNING_RATE}: AdamW steps that large turn "
+                              "the weights into NaN within a step or two (usual values: 1e-5 to 1e-3, 1e-2 for the "
+                              "logit scale)")
+    if (config.stage != "mlm" and data.max_examples is not None
+            and data.max_examples < training.per_device_train_batch_size):
+        raise ConfigError(f"{source}: data.max_examples = {data.max_examples} cannot fill one batch of "
+                          f"training.per_device_train_batch_size = {training.per_device_train_batch_size}: the other "
+                          "examples of a batch are each query's negatives; give at least as many examples as the "
+                          "batch size, or a smaller batch")
     _check_number(source, "training.weight_decay", training.weight_decay, 0, strict=False, meaning="0 = none")
     if training.warmup_steps < 0:
         raise ConfigError(f"{source}: training.warmup_steps must be an integer >= 0 (0 = no warmup); "

@@ -186,8 +186,9 @@ def hierarchy_for(config: RunConfig) -> Hierarchy | None:
     return hierarchy_of(config.data) if config.loss.mask_hierarchy else None
 
 
-def contrastive_examples(spec: DataSpec, seed: int = 0) -> list[dict]:
-    """The examples a contrastive stage trains on; raises ConfigError when there are none."""
+def contrastive_examples(spec: DataSpec, seed: int = 0, batch_size: int | None = None) -> list[dict]:
+    """The examples a contrastive stage trains on; raises ConfigError when there are none, or fewer than one
+    ``batch_size`` (a batch's other examples are each query's negatives: a smaller set trains on almost none)."""
     if spec.source == "hpo":
         examples = hpo_pairs(spec)
     elif spec.source == "icd10":
@@ -207,6 +208,10 @@ def contrastive_examples(spec: DataSpec, seed: int = 0) -> list[dict]:
     examples = _subsample(examples, spec, seed)
     if not examples:
         raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) holds no examples")
+    if batch_size is not None and len(examples) < batch_size:
+        raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) holds {len(examples)} examples, fewer "
+                          f"than one batch of {batch_size}: give more examples or a smaller "
+                          "training.per_device_train_batch_size")
     return examples
 
 

@@ -25,8 +25,8 @@ from .data import hierarchy_for
 from .models import BuiltModel, detach_plain_logit_scale, embed, log_logit_scale_parameter, logit_scale, unwrap
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
-__all__ = ["ONTOLOGY_DATASETS", "RUN_FILE", "RecordRun", "RunFolderError", "apply_lora", "claim_output_dir", "finished_run_differences", "heldout_metrics", "remove_checkpoints", "resume_checkpoint",
-           "save_final", "train_pairs", "training_arguments"]
+__all__ = ["ONTOLOGY_DATASETS", "RUN_FILE", "RecordRun", "RunFolderError", "apply_lora", "claim_output_dir", "finished_run_differences", "heldout_metrics", "refuse_diverged", "remove_checkpoints",
+           "resume_checkpoint", "save_final", "TrainingDivergedError", "train_pairs", "training_arguments"]
 
 logger = logging.getLogger(__name__)
 
@@ -272,11 +272,29 @@ def save_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluatio
     return Path(config.training.output_dir) / "final"
 
 
+class TrainingDivergedError(ValueError):
+    """Training left NaN or Inf in the weights: the final model is not written (its vectors would all be NaN)."""
+
+
+def refuse_diverged(model, config: RunConfig, step: int) -> None:
+    """TrainingDivergedError naming the first non-finite weights, before ``final`` is written."""
+    import torch
+
+    bad = [name for name, parameter in model.named_parameters() if not torch.isfinite(parameter).all()]
+    if bad:
+        raise TrainingDivergedError(
+            f"training diverged: {len(bad)} weight tensor(s) hold NaN/Inf after step {step} (first: {bad[0]}), so "
+            f"no final model was written to {Path(config.training.output_dir) / 'final'}. Lower "
+            f"training.learning_rate (now {config.training.learning_rate}) or training.head_learning_rate (now "
+            f"{config.training.head_learning_rate}) and rerun with --overwrite")
+
+
 def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluation: dict | None) -> None:
     from ..integrations.sentence_transformers import save_model_folder  # here: importing it takes seconds
 
     output_dir = Path(config.training.output_dir)
     model = built.model
+    refuse_diverged(model, config, trainer.state.global_step)
     # The learned temperature: a HyTE model keeps its own parameter; a plain encoder's attached one is taken off
     # (the checkpoint stays a plain encoder) and only recorded in the card.
     final_logit_scale = float(logit_scale(model, config.loss.max_logit_scale).detach()) if config.stage != "mlm" else None

@@ -83,7 +83,8 @@ def examples_with_mined_negatives(built: BuiltModel, config: RunConfig, resume: 
     cache = Path(config.training.output_dir) / "mined_negatives.jsonl"
     if resume and cache.is_file():
         return read_jsonl(cache, "mined-negatives file")
-    examples = contrastive_examples(config.data, seed=config.training.seed)
+    examples = contrastive_examples(config.data, seed=config.training.seed,
+                                    batch_size=config.training.per_device_train_batch_size)
     hierarchy = hierarchy_for(config)
     if config.mining.num_negatives > 0:
         mined = _mined_negatives(built, config, [{"query": e["query"], "document": e["document"]} for e in examples],

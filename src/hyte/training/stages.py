@@ -50,7 +50,8 @@ def train_mlm(config: RunConfig, resume: bool = False, callbacks: list | None = 
 def train_contrastive(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
     """Stage 2: contrastive training on (query, document) pairs with in-batch negatives."""
     built = build_model(config.model)
-    examples = contrastive_examples(config.data, seed=config.training.seed)
+    examples = contrastive_examples(config.data, seed=config.training.seed,
+                                    batch_size=config.training.per_device_train_batch_size)
     return train_pairs(config, examples, built, resume, callbacks)
 
 
