@@ -397,6 +397,9 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     configs = Path(__file__).resolve().parents[1] / "configs"
     assert main(["train", "finetune", "--config", str(configs)]) == 2
     assert "is a folder: give one config file in it" in capsys.readouterr().err
+    # Ninth trial: `hyte eval radius --output-dir <index folder>` wrote its PNG there before refusing the JSON.
+    assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(index), "--per-depth", "2"]) == 2
+    assert "index folder" in capsys.readouterr().err and not list(index.glob("radius_*"))
     shutil.rmtree(tmp_path / "beir2", ignore_errors=True)
 
 

@@ -219,6 +219,11 @@ def _eval_radius(args: argparse.Namespace) -> int:
     names = [label_of(model, labels[i] if labels else None) for i, model in enumerate(args.model)]
     if len(set(names)) != len(names):
         raise ValueError(f"models need distinct labels (got {names}); pass --label for each --model")
+    output_dir = Path(args.output_dir)
+    stem = "radius_" + _safe_name(args.name or "_".join(names))
+    # Before any encoding or plotting: the PNG would otherwise land in a model, run or index folder before the
+    # result JSON beside it is refused.
+    check_result_output(output_dir / f"{stem}.json", "radius")
     results = {}
     for name, model in zip(names, args.model):
         encoder = load_model_encoder(args, model)
@@ -239,8 +244,6 @@ def _eval_radius(args: argparse.Namespace) -> int:
     print("Spearman rho of radius with depth over all texts [95 % bootstrap interval]:")
     for name in names:
         print(f"  {name}: {format_depth_correlation(results[name]['spearman'])}")
-    output_dir = Path(args.output_dir)
-    stem = "radius_" + _safe_name(args.name or "_".join(names))
     png = plot_radius_by_depth(results, output_dir / f"{stem}.png")
     from ..data.hpo import HPO_DATA_VERSION
 
