@@ -385,6 +385,11 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     for sizes in ({"max_documents": -1}, {"max_queries": -2}, {"max_queries": 0}):
         with pytest.raises(ValueError, match="must be a whole number >= 1"):
             heldout_retrieval_set(**sizes)
+    # Ninth trial: a corpus asked smaller than the queries' relevant documents came back larger, without a word.
+    with pytest.raises(ValueError, match="max_documents=3 is below the 20 documents the sampled queries need"):
+        heldout_retrieval_set(max_queries=20, max_documents=3)
+    queries, corpus, _ = heldout_retrieval_set(max_queries=20, max_documents=25)
+    assert len(queries) == 20 and len(corpus) == 25
     # A push to a branch name the Hub would refuse; mteb with both a public task and a local folder.
     assert main(["push", str(model_dir), "--repo-id", "a/b", "--revision", "bad name", "--dry-run",
                  str(tmp_path / "p")]) == 2

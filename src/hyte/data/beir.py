@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..io import DataFormatError, iter_jsonl
 
-__all__ = ["BEIRFormatError", "check_sample_sizes", "load_beir"]
+__all__ = ["BEIRFormatError", "check_sample_sizes", "distractor_count", "load_beir"]
 
 
 # Malformed BEIR files raise the one data-file error of hyte.io (a ValueError naming the file and line).
@@ -32,6 +32,15 @@ def check_sample_sizes(**sizes: int | None) -> None:
     for name, value in sizes.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"{name} must be a whole number >= 1, or None for all; got {value!r}")
+
+
+def distractor_count(max_documents: int, relevant: int) -> int:
+    """How many other documents fill a sampled corpus of ``max_documents`` around its ``relevant`` ones; ValueError
+    when ``max_documents`` is below ``relevant`` (the corpus would silently be larger than asked for)."""
+    if max_documents < relevant:
+        raise ValueError(f"max_documents={max_documents} is below the {relevant} documents the sampled queries need "
+                         "(each query's relevant ones stay in the corpus): give at least that many, or fewer queries")
+    return max_documents - relevant
 
 
 def _require(path: Path) -> Path:

@@ -63,7 +63,7 @@ def sampled_retrieval_set(pairs: dict[str, tuple[str, str]], max_queries: int | 
     only; the corpus keeps every sampled query's document and fills up with other pairs' documents (seeded) to
     ``max_documents``, as :func:`hyte.evaluation.heldout.heldout_retrieval_set` does.
     """
-    from .beir import check_sample_sizes
+    from .beir import check_sample_sizes, distractor_count
 
     check_sample_sizes(max_queries=max_queries, max_documents=max_documents)
     query_ids = sorted(pairs)
@@ -75,7 +75,7 @@ def sampled_retrieval_set(pairs: dict[str, tuple[str, str]], max_queries: int | 
     if max_documents is not None and len(corpus_ids) > max_documents:
         needed = set(query_ids)
         others = sorted(corpus_ids - needed)
-        fill = random.Random(seed).sample(others, max(0, max_documents - len(needed)))
+        fill = random.Random(seed).sample(others, distractor_count(max_documents, len(needed)))
         corpus_ids = needed | set(fill)
     corpus = {key: pairs[key][1] for key in sorted(corpus_ids)}
     return queries, corpus, qrels

@@ -206,7 +206,7 @@ def heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | No
     The corpus keeps every sampled query's relevant definition and fills up with other held-out definitions
     (seeded) to ``max_documents``, so smaller sets stay comparable in difficulty.
     """
-    from ..data.beir import check_sample_sizes
+    from ..data.beir import check_sample_sizes, distractor_count
     from ..data.hpo import load_hpo, retrieval_split, split_by_branches
 
     check_sample_sizes(max_queries=max_queries, max_documents=max_documents)  # before the ontology is loaded
@@ -217,7 +217,7 @@ def heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | No
     if max_documents is not None and len(corpus) > max_documents:
         needed = {doc for relevant in qrels.values() for doc in relevant}
         others = sorted(set(corpus) - needed)
-        fill = random.Random(seed).sample(others, max(0, max_documents - len(needed)))
+        fill = random.Random(seed).sample(others, distractor_count(max_documents, len(needed)))
         corpus = {doc: corpus[doc] for doc in sorted(needed | set(fill))}
     return queries, corpus, qrels
 
@@ -282,7 +282,7 @@ def icd10_heldout_retrieval_set(max_queries: int | None = 300, max_documents: in
     answer). With ``max_documents``, the corpus keeps every relevant code and fills up with other held-out codes
     (seeded) to that size, as :func:`~heldout_retrieval_set` does.
     """
-    from ..data.beir import check_sample_sizes
+    from ..data.beir import check_sample_sizes, distractor_count
     from ..data.icd10 import all_codes, chapter_of, inclusion_pairs, title
 
     check_sample_sizes(max_queries=max_queries, max_documents=max_documents)
@@ -305,7 +305,7 @@ def icd10_heldout_retrieval_set(max_queries: int | None = 300, max_documents: in
     corpus = {code: text for code, text in corpus.items() if code in needed or text not in needed_texts}
     if max_documents is not None and len(corpus) > max_documents:
         others = sorted(set(corpus) - needed)
-        fill = random.Random(seed).sample(others, max(0, max_documents - len(needed)))
+        fill = random.Random(seed).sample(others, distractor_count(max_documents, len(needed)))
         kept = needed | set(fill)
         corpus = {code: text for code, text in corpus.items() if code in kept}
     return queries, corpus, qrels
