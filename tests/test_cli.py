@@ -419,6 +419,8 @@ def test_training_refuses_rates_and_data_that_cannot_train_and_never_saves_a_div
     config_path = Path(__file__).resolve().parents[1] / "configs" / "finetune_hyte_h_hierarchy.yaml"
     with pytest.raises(ConfigError, match="training.learning_rate = 10000000000.0 is above 1.0"):
         load_config(config_path, {"training.learning_rate": 1e10, "training.output_dir": str(tmp_path / "r")})
+    with pytest.raises(ConfigError, match="data.path docs.txt is for data.source jsonl"):  # ninth trial, T10
+        load_config(config_path, {"data.path": "docs.txt", "training.output_dir": str(tmp_path / "r")})
     with pytest.raises(ConfigError, match="cannot fill one batch"):
         load_config(config_path, {"data.max_examples": 1, "training.output_dir": str(tmp_path / "r")})
     config = load_config(config_path, {"training.output_dir": str(tmp_path / "r")})

@@ -431,6 +431,10 @@ def validate(config: RunConfig, source: str) -> None:
                           f"got {data.source!r}")
     if data.hierarchy and data.source not in ontologies:
         raise ConfigError(f"{source}: data.hierarchy needs an ontology source (hpo, icd10, hpo+icd10)")
+    if data.source in ontologies and data.path:  # it would be ignored: the ontology's own pairs are the data
+        raise ConfigError(f"{source}: data.path {data.path} is for data.source jsonl, beir or hf_dataset; "
+                          f"data.source {data.source} reads the installed ontology. Set data.source to your file's "
+                          "format, or drop data.path")
     if data.source not in ontologies:
         if not data.path:
             raise ConfigError(f"{source}: data.source={data.source} needs data.path")
