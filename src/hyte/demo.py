@@ -77,8 +77,9 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
                               "replace it. Choose another --output-dir, or pass --overwrite to replace it")
     ontology = load_hpo()
     terms = sorted((t for t in ontology.terms.values() if t.definition), key=lambda t: t.id)[:num_documents]
+    ids = [t.id for t in terms]
     index_dir = output_dir / "index"
-    if not overwrite and _holds_other_index(index_dir, [t.id for t in terms]):
+    if not overwrite and _holds_other_index(index_dir, ids):
         raise FileExistsError(f"{index_dir} holds another index than this demo's (one you built there?): hyte demo "
                               "would replace it. Choose another --output-dir, or pass --overwrite to replace it")
     save_model_folder(model, tokenizer, model_dir)  # loads in sentence-transformers too
@@ -88,7 +89,7 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     print("[3/4] building the exact Lorentz index (FAISS IndexFlatIP over points, sign-flipped queries) with the "
           "definitions' texts")
     # The index names the saved model folder, absolute so `hyte rag --index` finds it from any directory.
-    index = build_index_folder(encoder, [t.definition for t in terms], index_dir, ids=[t.id for t in terms],
+    index = build_index_folder(encoder, [t.definition for t in terms], index_dir, ids=ids,
                                model_name=str(model_dir.absolute()), show_progress_bar=True,
                                overwrite=True).index  # the demo's own index, rebuilt on every run
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 
 from .generation import Generator, generator_cache_dir, load_generator, smollm2_gguf
 from .retrieval.searcher import HyteSearcher, Passage, SearcherConstructors
+from .retrieval.store import check_positive_int
 
 __all__ = ["Answer", "Generator", "HyteSearcher", "MODES", "Passage", "SearcherConstructors", "Sentence",
            "answer_question", "build_messages", "cite", "extract", "generator_cache_dir", "load_generator",
@@ -222,8 +223,7 @@ def extract(question: str, passages: Sequence[Passage], max_sentences: int = 2) 
     word with the question; with no shared word at all, the top passage's first sentence answers (retrieval
     ranked that passage first) and the answer says so (``relevance_unchecked``)."""
     _check_question(question)
-    if isinstance(max_sentences, bool) or not isinstance(max_sentences, int) or max_sentences < 1:
-        raise ValueError(f"max_sentences must be a whole number >= 1; got {max_sentences!r}")
+    check_positive_int("max_sentences", max_sentences)
     asked = set(content_words(question))
     candidates = []  # (-overlap, rank, position, sentence, passage id)
     for rank, passage in enumerate(passages):

@@ -126,20 +126,30 @@ def artifact_marker(folder: str | os.PathLike, markers: tuple[str, ...] = ARTIFA
 _ANY = object()
 
 
+def check_output_place(path: str | os.PathLike, suffix: str, what: str, written_as: str, example: str) -> Path:
+    """Where one of hyte's output files (``what``: "a result", "a hierarchy benchmark") may go, checked before any
+    work: not under an existing file, with ``suffix``, not inside a model, run, index or vector-shard folder (it would
+    sit among, or replace, the files that make it work), and not a folder itself. ValueError otherwise; whether an
+    existing file may be replaced is the caller's rule."""
+    path = Path(path)
+    refuse_file_above(path)
+    if path.suffix.lower() != suffix:
+        raise ValueError(f"{path}: {what} is written as {written_as}; give a {suffix} file (e.g. "
+                         f"{path.with_suffix(suffix)})")
+    inside = artifact_marker(path.parent)
+    if inside:
+        raise ValueError(f"{path.parent} is a model, run or index folder (it holds {inside}): write {what} "
+                         f"somewhere else, e.g. {example}")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder: give the path of {what}'s file, e.g. {path / Path(example).name}")
+    return path
+
+
 def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple = _ANY) -> Path:
     """``path`` as a place for a result JSON, checked before any work: an earlier result of the same ``benchmark``
     kind (its "benchmark" field; one of them when a tuple) may be replaced, any other result or file may not, and
     nothing is written inside a model, run, index or vector-shard folder. ValueError otherwise."""
-    path = Path(path)
-    refuse_file_above(path)
-    if path.suffix.lower() != ".json":
-        raise ValueError(f"{path}: a result is written as JSON; give a .json file (e.g. {path.with_suffix('.json')})")
-    inside = artifact_marker(path.parent)
-    if inside:
-        raise ValueError(f"{path.parent} is a model, run or index folder (it holds {inside}): write the result "
-                         "somewhere else, e.g. benchmarks/results/NAME.json")
-    if path.is_dir():
-        raise ValueError(f"{path} is a folder: give the result file's path, e.g. {path / 'result.json'}")
+    path = check_output_place(path, ".json", "a result", "JSON", "benchmarks/results/NAME.json")
     if path.exists() and not _is_result(path):
         raise ValueError(f"{path} exists and is not a result JSON: give another output file (results are never "
                          "written over other files)")

@@ -143,19 +143,9 @@ def _eval_hierarchy(args: argparse.Namespace) -> int:
 def _check_hierarchy_output(output: str) -> None:
     """Before building: ``--output`` must be a new .jsonl file (outside hyte's folders), or an earlier
     ``build-hierarchy`` output that is still as it was built; its provenance file beside it is checked too."""
-    from ..io import refuse_file_above
-    from ..results import artifact_marker
+    from ..results import check_output_place
 
-    path = Path(output)
-    refuse_file_above(path)
-    inside = artifact_marker(path.parent)
-    if inside:
-        raise UserError(f"--output {output}: {path.parent} is a model, run or index folder (it holds {inside}); "
-                        "write the benchmark somewhere else")
-    if path.is_dir():
-        raise UserError(f"--output {output} is a folder: give the benchmark file, e.g. {path / 'hierarchy.jsonl'}")
-    if path.suffix.lower() != ".jsonl":
-        raise UserError(f"--output {output}: the benchmark is JSON Lines; give a .jsonl file")
+    path = check_output_place(output, ".jsonl", "a hierarchy benchmark", "JSON Lines", "benchmarks/hierarchy.jsonl")
     if path.exists() and _read_build_info(path, file_digest(path)) is None:
         raise UserError(f"--output {output} exists and is not an unchanged earlier `hyte eval build-hierarchy` "
                         "output: other files are never written over; give a new file, or delete this one first")

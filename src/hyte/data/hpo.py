@@ -232,9 +232,7 @@ def write_beir_folder(directory: str | os.PathLike, queries: dict[str, str], cor
     files is replaced only with ``overwrite``; qrels must name queries and documents of the set.
     """
     directory = Path(directory)
-    refuse_file_above(directory / "qrels")
-    if directory.exists() and not directory.is_dir():
-        raise NotADirectoryError(f"{directory} is a file, not a folder: give the BEIR folder to write")
+    refuse_file_above(directory / "qrels")  # also when ``directory`` itself is a file
     present = [name for name in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv") if (directory / name).exists()]
     if present and not overwrite:
         raise FileExistsError(f"{directory} already holds {', '.join(present)}: pass overwrite=True to replace the "
