@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 from conftest import run_without_hyte, tiny_euc_config, tiny_fh_config
@@ -289,6 +290,20 @@ def test_loading_keeps_a_fixed_curvature_fixed(learnable, tmp_path):
     assert float(loaded.curvature) == pytest.approx(2.0)
     trainable = {name for name, p in loaded.named_parameters() if p.requires_grad}
     assert ("log_curvature" in trainable) == learnable
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"max_length": 2.5}, r"max_length must be a whole number > 0; got 2\.5"),  # was range()'s "float ... integer"
+    ({"max_length": "64"}, "max_length must be a whole number > 0; got '64'"),  # was "'<' not supported"
+    ({"max_length": True}, "max_length must be a whole number > 0; got True"),  # was accepted as 1 token
+    ({"max_length": 129}, "between 1 and the model's 128 positions"),
+    ({"batch_size": 1.5}, r"batch_size must be a whole number > 0; got 1\.5"),
+])
+def test_encode_refuses_a_length_or_batch_size_that_is_not_a_whole_number(bert_tokenizer, options, message):
+    model = hyte.HyTEFHModel(tiny_fh_config())
+    with pytest.raises(ValueError, match=message):
+        model.encode(["a heart"], bert_tokenizer, **options)
+    assert model.encode(["a heart"], bert_tokenizer, max_length=np.int64(8), batch_size=np.int64(2)).shape == (1, 33)
 
 
 @pytest.mark.parametrize("texts, message", [(None, "a list of strings; got NoneType"),

@@ -194,6 +194,22 @@ def test_units_do_not_depend_on_batch_padding(geometry, tiny_backbones, bert_tok
         assert len(alone["units"]) <= 4
 
 
+@pytest.mark.parametrize("options, error, message", [
+    ({"max_length": 2.5}, ValueError, r"max_length must be a whole number > 0; got 2\.5"),  # was range()'s error
+    ({"max_length": 0}, ValueError, "max_length must be a whole number > 0; got 0"),  # was accepted
+    ({"max_length": 65}, ValueError, "between 1 and the model's 64 positions"),  # was accepted, failed on long texts
+    ({"batch_size": 0}, ValueError, "batch_size must be a whole number > 0; got 0"),  # was "range() arg 3"
+    ({"texts": None}, TypeError, "texts must be a string or a list of strings; got NoneType"),
+    ({"texts": ["a heart", 3]}, TypeError, "item 1 is a int"),  # was the tokenizer's TextEncodeInput
+    ({"texts": ["a heart", " "]}, ValueError, "text 1 is empty"),  # was encoded as [CLS] [SEP]
+])
+def test_encode_phrases_refuses_bad_arguments_as_encode_does(options, error, message, tiny_backbones, bert_tokenizer):
+    model = tiny_phrase_model(tiny_backbones["lorentz"], bert_tokenizer)
+    options = {"texts": ["a heart"], **options}
+    with pytest.raises(error, match=message):
+        model.encode_phrases(tokenizer=bert_tokenizer, **options)
+
+
 def test_remote_code_load_in_a_fresh_process_gives_identical_unit_vectors(tmp_path, tiny_backbones, bert_tokenizer):
     expected = {}
     for geometry in ("euclidean", "lorentz"):

@@ -11,6 +11,7 @@ This file is remote code: it imports only torch, transformers and its siblings `
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 import torch
@@ -48,9 +49,9 @@ def _tracing() -> bool:
 def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, vocab_size: int, max_length: int) -> Tensor:
     """Check ids and mask; return the mask as a (B, T) float tensor (1 = token, 0 = padding).
 
-    The id range is checked in eager mode only (one host sync for min and max): it gives a clear message where an
-    out-of-range id would otherwise fail deep inside the embedding lookup. Compiled and exported graphs skip it,
-    since it depends on the values of the input.
+    The id range and the padding side are checked in eager mode only (one host sync each): they give a clear message
+    where an out-of-range id would otherwise fail deep inside the embedding lookup, and where left padding would
+    silently shift positions. Compiled and exported graphs skip them, since they depend on the values of the input.
     """
     if input_ids.dim() != 2:
         raise ValueError(f"input_ids must have shape (batch, tokens); got {tuple(input_ids.shape)}.")
@@ -74,7 +75,47 @@ def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, vocab_size
             f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}; "
             f"got {tuple(attention_mask.shape)}."
         )
+    # Positions are numbered from the first column (absolute embeddings in HyTE-H's encoder, CLS pooling), so
+    # padding before a text's tokens would make its vector depend on the longest text in its batch.
+    if attention_mask.shape[1] > 1 and not _tracing() and bool((attention_mask[:, 1:] > attention_mask[:, :-1]).any()):
+        raise ValueError("attention_mask has padding before tokens (a left-padding tokenizer?): HyTE models number "
+                         "positions from the first column, so the vectors would depend on the batch. Tokenize with "
+                         "padding_side='right' (tokenizer.padding_side = 'right').")
     return attention_mask.to(torch.float32)
+
+
+def check_encode_arguments(texts, tokenizer, role: str, batch_size, max_length, limit: int) -> tuple[list[str], int]:
+    """The texts of an encode call as a list, and its max_length (None: ``limit``, the model's positions); a clear
+    one-line error for anything else, before any work. Shared by ``encode`` and ``encode_phrases``."""
+    if role not in ("document", "query"):
+        raise ValueError(f"role must be 'document' or 'query'; got {role!r}.")
+    if isinstance(texts, str):
+        texts = [texts]
+    # A dict or set would give its keys in some order: texts and vectors could no longer be matched up.
+    if texts is None or isinstance(texts, (bytes, int, float, dict, set, frozenset)):
+        raise TypeError(f"texts must be a string or a list of strings; got {type(texts).__name__}")
+    if not callable(tokenizer):
+        raise TypeError(f"tokenizer must be a tokenizer object (AutoTokenizer.from_pretrained(path)); got "
+                        f"{type(tokenizer).__name__} {tokenizer!r}")
+    texts = list(texts)
+    bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+    if bad:
+        raise TypeError(
+            f"encode expects strings; item {bad[0]} is a {type(texts[bad[0]]).__name__}. Convert it with str() "
+            f"or drop it."
+        )
+    blank = [i for i, t in enumerate(texts) if not t.strip()]
+    if blank:  # its vector would be the point of [CLS] [SEP] alone: the same for every empty text, meaningless
+        raise ValueError(f"encode: text {blank[0]} is empty (or only whitespace); drop it or give it some text")
+    # Checked here rather than with hyte's check_positive_int: this file is remote code and imports no hyte module.
+    max_length = limit if max_length is None else max_length
+    for name, value in (("batch_size", batch_size), ("max_length", max_length)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
+            raise ValueError(f"{name} must be a whole number > 0; got {value!r}.")
+    if max_length > limit:
+        raise ValueError(f"max_length must be between 1 and the model's {limit} positions "
+                         f"(max_position_embeddings), or None for {limit}; got {max_length}.")
+    return texts, int(max_length)
 
 
 def select_predicted_positions(hidden: Tensor, labels: Tensor | None, sparse: bool) -> tuple[Tensor, Tensor | None]:
@@ -505,33 +546,8 @@ class HyTEPreTrainedModel(PreTrainedModel):
         model's limit) are truncated. Batches are formed from texts of similar length; order is preserved.
         Euclidean models (EucBERT) return their pooled vectors for both roles.
         """
-        if role not in ("document", "query"):
-            raise ValueError(f"role must be 'document' or 'query'; got {role!r}.")
-        if isinstance(texts, str):
-            texts = [texts]
-        # A dict or set would give its keys in some order: texts and vectors could no longer be matched up.
-        if texts is None or isinstance(texts, (bytes, int, float, dict, set, frozenset)):
-            raise TypeError(f"texts must be a string or a list of strings; got {type(texts).__name__}")
-        if not callable(tokenizer):
-            raise TypeError(f"tokenizer must be a tokenizer object (AutoTokenizer.from_pretrained(path)); got "
-                            f"{type(tokenizer).__name__} {tokenizer!r}")
-        texts = list(texts)
-        bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
-        if bad:
-            raise TypeError(
-                f"encode expects strings; item {bad[0]} is a {type(texts[bad[0]]).__name__}. Convert it with str() "
-                f"or drop it."
-            )
-        blank = [i for i, t in enumerate(texts) if not t.strip()]
-        if blank:  # its vector would be the point of [CLS] [SEP] alone: the same for every empty text, meaningless
-            raise ValueError(f"encode: text {blank[0]} is empty (or only whitespace); drop it or give it some text")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"batch_size must be a whole number > 0; got {batch_size!r}.")
-        limit = self.config.max_position_embeddings
-        if max_length is not None and not 0 < max_length <= limit:
-            raise ValueError(f"max_length must be between 1 and the model's {limit} positions "
-                             f"(max_position_embeddings), or None for {limit}; got {max_length}.")
-        max_length = limit if max_length is None else max_length
+        texts, max_length = check_encode_arguments(texts, tokenizer, role, batch_size, max_length,
+                                                   self.config.max_position_embeddings)
         dim = self.config.hidden_size
         if not texts:
             empty = torch.zeros(0, dim)
@@ -556,8 +572,9 @@ class HyTEPreTrainedModel(PreTrainedModel):
         try:
             for start in starts:
                 index = order[start : start + batch_size]
+                # Right padding whatever the tokenizer's default: positions count from the first column.
                 batch = tokenizer([texts[i] for i in index], padding=True, truncation=True, max_length=max_length,
-                                  return_tensors="pt")
+                                  padding_side="right", return_tensors="pt")
                 empty = (batch["attention_mask"].sum(1) <= specials).nonzero()
                 if len(empty):
                     position = index[int(empty[0])]

@@ -41,7 +41,7 @@ from transformers.modeling_outputs import ModelOutput
 from .configuration_hyte import HyTEHConfig
 from .configuration_hyte_phrase import NUM_BIO_TAGS, HyTEPhraseConfig
 from .lorentz import add_time, distance_from_inner, flip_time, project
-from .modeling_hyte import HyTEHModel
+from .modeling_hyte import HyTEHModel, check_encode_arguments
 
 TAG_O, TAG_B, TAG_I = 0, 1, 2
 SEGMENTERS = ("crf", "token", "bigram", "random")
@@ -526,15 +526,15 @@ class HyTEPhraseModel(PreTrainedModel):
         search a LorentzIndex directly); ``units`` (u, D): the kept unit vectors (points, never flipped) in text
         order; ``weights`` (u,): their importance a(s); ``lexical_ids`` (m,) int64 / ``lexical_weights`` (m,): the
         lexical view's nonzero entries; ``num_units``: the text's unit count before the budget.
-        ``budget`` defaults to the config's query/document budget. ``unit``: "crf" or a baseline of SEGMENTERS.
+        ``budget`` defaults to the config's query/document budget, ``max_length`` to the backbone's positions (longer
+        texts are truncated). ``unit``: "crf" or a baseline of SEGMENTERS.
         ``tags``: per-text BIO tags over the tokenizer's tokens to use instead of the CRF (e.g. the terminology trie
         override), padded or cut to each batch's length. ``override``: per text (tags, covered) over the same
         tokens: the CRF's tags stay where ``covered`` is False (``apply_override``; hyte.phrase.teacher.teacher_tags
         gives both for the terminology trie).
         """
-        if role not in ("document", "query"):
-            raise ValueError(f"role must be 'document' or 'query'; got {role!r}.")
-        texts = [texts] if isinstance(texts, str) else list(texts)
+        texts, max_length = check_encode_arguments(texts, tokenizer, role, batch_size, max_length,
+                                                   self.backbone.config.max_position_embeddings)
         if budget is None:
             budget = self.config.query_budget if role == "query" else self.config.document_budget
         was_training = self.training
@@ -544,7 +544,9 @@ class HyTEPhraseModel(PreTrainedModel):
         try:
             for start in range(0, len(texts), batch_size):
                 chunk = texts[start:start + batch_size]
-                batch = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+                # Right padding whatever the tokenizer's default: positions count from the first column.
+                batch = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, padding_side="right",
+                                  return_tensors="pt")
                 ids, attention = batch["input_ids"].to(device), batch["attention_mask"].to(device)
                 output = self(input_ids=ids, attention_mask=attention)
                 if tags is not None:
