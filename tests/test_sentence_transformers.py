@@ -227,6 +227,24 @@ def test_euclidean_options_and_similarities_are_refused(fh, tmp_path):
         copy.encode_query(QUERIES, normalize_embeddings=True)
 
 
+def test_a_batch_size_that_is_not_a_whole_number_and_a_task_given_twice_are_named(fh, bert_tokenizer):
+    model, st = fh
+    for length in (2.5, 0):  # 2.5 failed inside the tokenizer, 0 was accepted
+        with pytest.raises(ValueError, match=f"max_seq_length must be a positive integer; got {length}"):
+            sentence_transformer(model, bert_tokenizer, max_seq_length=length)
+    for batch_size in (1.5, "2", 0):  # 1.5 failed in range(), "2" in a comparison with 0
+        with pytest.raises(ValueError, match=f"batch_size must be a whole number > 0; got {batch_size!r}"):
+            st.encode_query(QUERIES, batch_size=batch_size)
+    # encode_query passes task="query" itself: Python's "got multiple values" named the guard object, not the method.
+    for method, task in ((st.encode_query, "query"), (st.encode_query, "document"), (st.encode_document, "query")):
+        with pytest.raises(TypeError, match=rf"{method.name} chooses the route itself .* got task='{task}' as well"):
+            method(QUERIES, task=task)
+    np.testing.assert_array_equal(st.encode(QUERIES, task="query", prompt_name="query"), st.encode_query(QUERIES))
+    copy = pickle.loads(pickle.dumps(st))
+    with pytest.raises(TypeError, match="encode_query chooses the route itself"):
+        copy.encode_query(QUERIES, task="query")
+
+
 @pytest.mark.parametrize("which", ["fh", "h"])
 def test_similarity_takes_one_query_side_and_one_document_side(which, request):
     _, st = request.getfixturevalue(which)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import numbers
 import os
 import shutil
 import tempfile
@@ -152,6 +153,10 @@ class _EncodeGuard:
                 f"output_value={arguments['output_value']!r}: a HyTE model's modules emit one hyperboloid point per "
                 "text ('sentence_embedding'); its token points come from the HyTE model itself: "
                 "model[0].auto_model(**model.tokenizer(texts, return_tensors='pt')).last_hidden_state")
+        batch_size = arguments.get("batch_size", 32)
+        # sentence-transformers checks only batch_size <= 0: a float failed deep in range(), a str in a comparison.
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a whole number > 0; got {batch_size!r}.")
         inputs = arguments.get("inputs")
         if isinstance(inputs, (list, tuple)):
             pairs = [i for i, item in enumerate(inputs) if isinstance(item, (list, tuple))]
@@ -175,6 +180,21 @@ class _EncodeGuard:
             arguments.get("precision", "float32"),
         )
         return encode(self.model, *args, **kwargs)
+
+
+class _RouteGuard:
+    """Stands in for ``model.encode_query`` / ``model.encode_document``, which pass ``task`` to ``encode`` themselves:
+    a ``task`` given to them as well failed with Python's "got multiple values for keyword argument 'task'", naming
+    the guard object rather than the method."""
+
+    def __init__(self, model, name: str, task: str) -> None:
+        self.model, self.name, self.task = model, name, task
+
+    def __call__(self, *args, **kwargs):
+        if "task" in kwargs:
+            raise TypeError(f"{self.name} chooses the route itself (task={self.task!r}); got task={kwargs['task']!r} as "
+                            f"well: drop it, or call model.encode(..., task={kwargs['task']!r}).")
+        return getattr(type(self.model), self.name)(self.model, *args, **kwargs)
 
 
 # Files that make a folder one of hyte's non-model artifacts (an index folder, a training run, vector shards): a model
@@ -380,6 +400,9 @@ class HyperbolicPooling(_RootFileModule):
         refuse_euclidean_options(False, getattr(model, "truncate_dim", None))
         if not isinstance(model.__dict__.get("encode"), _EncodeGuard):
             model.encode = _EncodeGuard(model)
+        for name, task in (("encode_query", "query"), ("encode_document", "document")):
+            if not isinstance(model.__dict__.get(name), _RouteGuard):
+                setattr(model, name, _RouteGuard(model, name, task))
         for name in ("similarity", "similarity_pairwise"):
             if not isinstance(model.__dict__.get(name), _SimilarityGuard):
                 setattr(model, name, _SimilarityGuard(model, name))

@@ -48,6 +48,7 @@ from transformers.dynamic_module_utils import get_relative_import_files
 from .. import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
 from ..lorentz import add_time, pairwise_distance, pairwise_inner
 from ..model_kinds import MODEL_KINDS
+from ..retrieval.store import check_positive_int
 from ..sentence_transformers_hyte import HyperbolicPooling, TimeFlip
 
 __all__ = [
@@ -106,6 +107,8 @@ def sentence_transformer(
     specificity head): ``encode_document`` returns exactly ``model.encode(role="document")``'s points and
     ``encode_query`` the flipped ones (``HyperbolicPooling`` mode "model").
     """
+    if max_seq_length is not None:  # 2.5 failed inside the tokenizer; 0 was accepted
+        check_positive_int("max_seq_length", max_seq_length)
     if isinstance(model, (str, os.PathLike)):
         model = _model_path(model)
     if isinstance(model, str) and tokenizer is None:
