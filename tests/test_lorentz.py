@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -355,6 +357,30 @@ def test_bad_arguments_are_named_not_turned_into_numbers():
         L.centroid(x, torch.ones(3))
     with pytest.raises(ValueError, match="dim is the space dimension"):
         L.origin(-1)
+
+
+def test_a_tensor_curvature_is_one_number_and_numbers_are_not_points():
+    """A one-element tensor c (a model's learnable curvature) gives what the float gives, gradients included; a tensor
+    of several curvatures broadcast against the points and reshaped the result; a number or a 0-d tensor where
+    points belong failed in indexing ("'float' object is not subscriptable", "too many indices")."""
+    x, y = L.expmap0(torch.randn(3, 4, dtype=torch.float64) * 0.5, 2.0), L.expmap0(torch.randn(3, 4) * 0.5, 2.0)
+    x = x.float()
+    c = torch.tensor(2.0, requires_grad=True)
+    torch.testing.assert_close(L.distance(x, y, c=c), L.distance(x, y, c=2.0))
+    assert L.distance(x[0], y[0], c=torch.tensor([2.0])).shape == ()
+    L.distance(x, y, c=c).sum().backward()
+    assert c.grad is not None and torch.isfinite(c.grad)
+    for several in (torch.full((3, 1), 2.0), torch.full((2,), 2.0)):  # (3, 1) gave a (3, 3) "distance"
+        shape = re.escape(str(tuple(several.shape)))
+        with pytest.raises(ValueError, match=f"one-element tensor .*got a tensor of shape {shape}"):
+            L.distance(x, y, c=several)
+    for number, named in ((3.0, "the number 3.0"), (torch.tensor(3.0), r"a 0-d tensor \(one number\)"),
+                          (np.float64(3.0), "the number np.float64"), (np.array(3.0), "a 0-d tensor")):
+        for call, name in ((L.radius, "radius"), (L.flip_time, "flip_time"), (L.half_aperture, "half_aperture"),
+                           (L.add_time, "add_time"), (L.expmap0, "expmap0"),
+                           (lambda v: L.squared_lorentz_distance(v, v), "squared_lorentz_distance")):
+            with pytest.raises(TypeError, match=rf"^{name} takes a tensor or NumPy array of .*; got {named}"):
+                call(number)
 
 
 def test_points_that_cannot_be_paired_are_named():

@@ -6,7 +6,8 @@ Storage convention (every function in HyTE follows it):
 * Lorentz inner product: <x, y>_L = -x_0 y_0 + x_s . y_s.
 * Curvature is stored as a positive number ``c``: the hyperboloid is <x, x>_L = -c with x_0 > 0, so the
   sectional curvature is K = -1/c. (The HypRAG paper writes <x, x>_L = 1/K, i.e. c = -1/K. geoopt's ``k`` and
-  HyperCore's ``c`` mean the same as ours; MERU's ``curv`` is |K| = 1/c.)
+  HyperCore's ``c`` mean the same as ours; MERU's ``curv`` is |K| = 1/c.) Functions take c as a Python number or a
+  one-element tensor (a model's learnable curvature; gradients flow through it): one curvature for every point.
 * The origin is o = (sqrt(c), 0, ..., 0). A point is built from its space part: x_0 = sqrt(||x_s||^2 + c).
 * The radius r(x) = x_0 orders points by geodesic distance to the origin, d(o, x) = sqrt(c) asinh(||x_s|| / sqrt(c)).
 * Geodesic distance: d(x, y) = sqrt(c) arccosh(-<x, y>_L / c).
@@ -113,6 +114,15 @@ def _as_tensor(value):
     return torch.from_numpy(np.require(value, requirements="W")) if isinstance(value, np.ndarray) else value
 
 
+def _check_vectors(x, name: str, what: str = "points (..., D)") -> None:
+    """Refuse a number or a 0-d tensor where vectors belong: indexing x[..., 0] would fail with Python's or torch's
+    own message, naming neither the function nor what it takes."""
+    if not isinstance(x, Tensor) or x.ndim < 1:
+        got = ("a 0-d tensor (one number)" if isinstance(x, Tensor)
+               else f"the number {x!r}" if isinstance(x, numbers.Number) else type(x).__name__)
+        raise TypeError(f"{name} takes a tensor or NumPy array of {what}; got {got}")
+
+
 def check_curvature(c: float | Tensor) -> None:
     """Raise a clear ``ValueError`` unless ``c`` is a finite positive number (c > 0, K = -1/c)."""
     value = float(c.detach().min()) if isinstance(c, Tensor) else float(c)
@@ -141,8 +151,15 @@ def _curvature_like(c: float | Tensor, x: Tensor) -> Tensor:
         if not isinstance(c, numbers.Real):
             raise TypeError(f"curvature c must be a number or a tensor; got {type(c).__name__} {c!r}")
         check_curvature(c)
-    elif _value_checks_apply(c):
-        check_curvature(c)
+    else:
+        # A tensor of several curvatures would broadcast against the points and silently reshape the result
+        # (distance of (3, D) points with c of shape (3, 1) gave a (3, 3) matrix).
+        if c.numel() != 1:
+            raise ValueError(f"curvature c must be a number or a one-element tensor (one curvature for every point); "
+                             f"got a tensor of shape {tuple(c.shape)}")
+        if _value_checks_apply(c):
+            check_curvature(c)
+        c = c.reshape(())
     return torch.as_tensor(c, dtype=x.dtype, device=x.device)
 
 
@@ -182,9 +199,8 @@ def _refuse_points_as_space(space: Tensor, c: float | Tensor, name: str) -> None
     it with probability zero, except rows near (+-sqrt(c), 0, ..., 0), which are both the origin and a plausible
     space vector, so those alone never trigger it. Skipped for tensors that require grad (model activations in
     training: they are never points, and the check would cost a pass over every layer's output)."""
-    if not isinstance(space, Tensor):
-        raise TypeError(f"{name} takes a tensor or NumPy array (..., d); got {type(space).__name__}")
-    if (space.ndim < 1 or space.shape[-1] < 2 or space.numel() == 0 or space.requires_grad
+    _check_vectors(space, name, "space coordinates (..., d)")
+    if (space.shape[-1] < 2 or space.numel() == 0 or space.requires_grad
             or not _value_checks_apply(space)):
         return
     s64 = _float64(space)
@@ -222,6 +238,7 @@ def flip_time(x: Tensor) -> Tensor:
     This is how queries are emitted for retrieval: a plain inner-product index over document points then ranks by
     the Lorentz inner product, which orders documents exactly like the geodesic distance (see ``distance``).
     """
+    _check_vectors(x, "flip_time", "vectors (..., D)")
     return torch.cat([-x[..., :1], x[..., 1:]], dim=-1)
 
 
@@ -363,9 +380,7 @@ def _refresh_time64(x: Tensor, c: float | Tensor, name: str) -> Tensor:
     one: Euclidean vectors, sign-flipped queries, NaN and points of another curvature are refused (the last only near
     the origin, where x_0 depends on c; far out x_0 ~ ||x_s|| for every c).
     """
-    if not isinstance(x, Tensor) or x.ndim < 1:
-        raise TypeError(f"{name} takes a tensor or NumPy array of points (..., D); got "
-                        f"{type(x).__name__ if not isinstance(x, Tensor) else 'a 0-d tensor'}")
+    _check_vectors(x, name)
     refreshed = _lift(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
     if _value_checks_apply(x):
         _check_time_coordinate(x, refreshed[..., 0], c, name)
@@ -471,9 +486,9 @@ def squared_lorentz_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> T
     Not the squared geodesic distance; it is what the attention logits use. Clamped at 0 because rounding can make
     it slightly negative for identical points.
     """
-    c64 = _float64(_curvature_like(c, x))
     name = "squared_lorentz_distance"
-    value = -2 * c64 - 2 * inner(_refresh_time64(x, c, name), _refresh_time64(y, c, name))
+    x64, y64 = _refresh_time64(x, c, name), _refresh_time64(y, c, name)
+    value = -2 * _float64(_curvature_like(c, x)) - 2 * inner(x64, y64)
     return value.clamp_min(0).to(x.dtype)
 
 
@@ -481,7 +496,8 @@ def squared_lorentz_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> T
 def radius(x: Tensor) -> Tensor:
     """Radial depth r(x) = x_0, (..., D) -> (...,). Monotone in the distance to the origin. A negative x_0 (a
     sign-flipped query) is refused: its "radius" would be negative."""
-    if isinstance(x, Tensor) and x.ndim >= 1 and _value_checks_apply(x) and x.numel() and bool((x[..., 0] < 0).any()):
+    _check_vectors(x, "radius")
+    if _value_checks_apply(x) and x.numel() and bool((x[..., 0] < 0).any()):
         first = _first(x[..., 0] < 0)
         raise ValueError(f"radius: x_0 = {float(x.detach()[first + (0,)]):.6g} < 0 at index {first}: a sign-flipped "
                          "query vector (role='query' output), not a point; flip it back with lorentz.flip_time(x)")
@@ -522,8 +538,7 @@ def project(v: Tensor, c: float | Tensor = 1.0) -> Tensor:
 
 def _check_time_like(v: Tensor, name: str) -> None:
     """Refuse vectors that are not time-like with v_0 > 0, up to rounding (see ``_TIME_LIKE_SLACK``)."""
-    if not isinstance(v, Tensor) or v.ndim < 1:
-        raise TypeError(f"{name} takes a tensor or NumPy array of vectors (..., D)")
+    _check_vectors(v, name, "vectors (..., D)")
     if not _value_checks_apply(v):
         return
     v64 = _float64(v.detach())
@@ -603,8 +618,7 @@ def from_poincare(p: Tensor, c: float | Tensor = 1.0) -> Tensor:
     refused: they are not points of the ball (see ``_MIN_ROUNDING_SLACK``: float32 rounds a point at radius 15 to
     ||p||^2 ~ c (1 + 6e-8)).
     """
-    if not isinstance(p, Tensor) or p.ndim < 1:
-        raise TypeError("from_poincare takes a tensor or NumPy array of Poincare ball points (..., d)")
+    _check_vectors(p, "from_poincare", "Poincare ball points (..., d)")
     if _value_checks_apply(p):
         squared_norm = _float64(p.detach()).pow(2).sum(-1, keepdim=True)
         off = ~(squared_norm <= _float64(_curvature_like(c, p)) * (1 + _rounding_slack(p)))  # NaN counts as off
@@ -714,6 +728,7 @@ def half_aperture(x: Tensor, c: float | Tensor = 1.0, min_radius: float = 0.1) -
     Scale-invariant: a point of H_c and its rescaling to H_c' (x sqrt(c'/c)) have the same aperture.
     ``min_radius`` must be finite and > 0 (0 would give every cone aperture 0, a negative one a negative angle).
     """
+    _check_vectors(x, "half_aperture")
     _check_number(min_radius, "half_aperture", "min_radius", positive=True)
     space_norm = x[..., 1:].norm(dim=-1)
     # ||x_s|| = 0 (the origin) makes the argument infinite; the clamp below turns that into the widest cone.

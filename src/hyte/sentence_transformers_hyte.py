@@ -192,8 +192,9 @@ class _RouteGuard:
 
     def __call__(self, *args, **kwargs):
         if "task" in kwargs:
-            raise TypeError(f"{self.name} chooses the route itself (task={self.task!r}); got task={kwargs['task']!r} as "
-                            f"well: drop it, or call model.encode(..., task={kwargs['task']!r}).")
+            given = kwargs["task"]
+            raise TypeError(f"{self.name} chooses the route itself (task={self.task!r}); got task={given!r} as well: "
+                            f"drop it, or call model.encode(..., task={given!r}).")
         return getattr(type(self.model), self.name)(self.model, *args, **kwargs)
 
 
