@@ -408,6 +408,45 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     shutil.rmtree(tmp_path / "beir2", ignore_errors=True)
 
 
+def test_train_set_lists_lora_targets_and_push_of_a_checkpoint_get_a_clear_error(tmp_path, model_dir, capsys):
+    """New-user trial: a --set list that is not JSON, LoRA targets the model lacks (refused by peft only after
+    mining), and `hyte push <run>/checkpoint-N` (told to delete the optimizer files that resuming needs)."""
+    import shutil
+    from pathlib import Path
+
+    from hyte.training.config import parse_override
+
+    config = Path(__file__).resolve().parents[1] / "configs" / "finetune_hyte_h_hierarchy.yaml"
+    train = ["train", "finetune", "--config", str(config), "--set", f"training.output_dir={tmp_path / 'run'}"]
+    for written in ("[query,value]", "query,value"):
+        assert main([*train, "--set", f"lora.target_modules={written}"]) == 2
+        assert ("lora.target_modules must be a list; got '" + written + "' (--set values are read as JSON, and kept "
+                """as a string when they are not JSON: write a list as '["query","value"]'""") in capsys.readouterr().err
+    assert parse_override('lora.target_modules=["query","value"]') == ("lora.target_modules", ["query", "value"])
+    assert main([*train, "--set", "lora.r=4", "--set", 'lora.target_modules=["query","valeu"]']) == 2
+    error = capsys.readouterr().err
+    assert (f"{config}: lora.target_modules names 'valeu', which HyTEHModel has no module of: give the names of its "
+            "linear layers (" in error and " query, " in error)
+    assert not (tmp_path / "run").exists()  # refused before mining (and before LoRA saves its base there)
+
+    run = tmp_path / "pushed-run"
+    checkpoint = run / "checkpoint-2"
+    shutil.copytree(model_dir, checkpoint)
+    for name in ("optimizer.pt", "trainer_state.json"):
+        (checkpoint / name).write_text("{}")
+    push = ["push", str(checkpoint), "--repo-id", "a/b", "--dry-run", str(tmp_path / "p")]
+    assert main(push) == 2
+    assert (f"{checkpoint} is a training checkpoint, the point the run in {run} resumes from (with its optimizer "
+            f"state), not a model to publish: finish the run (hyte train ... --resume), then push {run / 'final'}"
+            in capsys.readouterr().err)
+    shutil.copytree(model_dir, run / "final")
+    assert main(push) == 2
+    assert f"not a model to publish: push {run / 'final'}" in capsys.readouterr().err
+    assert main([*push, "--adapter"]) == 2
+    assert f"then push {run / 'adapter'}" in capsys.readouterr().err and not (tmp_path / "p").exists()
+    assert main(["push", str(run / "final"), "--repo-id", "a/b", "--dry-run", str(tmp_path / "p")]) == 0
+
+
 def test_training_refuses_rates_and_data_that_cannot_train_and_never_saves_a_diverged_model(tmp_path):
     """Eighth trial: a learning rate of 1e10 saved a model of NaN as final/, and one example trained 60 steps."""
     from pathlib import Path

@@ -731,10 +731,15 @@ def test_config_file_must_end_in_yaml_yml_or_json(tmp_path):
 
 
 def _checkpoint(folder: Path, step: int, *files: str) -> Path:
+    from safetensors.torch import save_file
+
     path = folder / f"checkpoint-{step}"
     path.mkdir(parents=True)
     for name in files:
-        (path / name).write_text("{}")
+        if name.endswith(".safetensors"):  # resume reads the weights' header
+            save_file({"weight": torch.zeros(4)}, str(path / name))
+        else:
+            (path / name).write_text("{}")
     return path
 
 
@@ -761,3 +766,94 @@ def test_resume_skips_an_incomplete_newest_checkpoint_or_names_it(tmp_path, capl
     adapter = _checkpoint(out, 3, "adapter_model.safetensors", "trainer_state.json")  # a LoRA run's checkpoint
     assert resume_checkpoint(config, resume=True) == str(adapter)
     assert resume_checkpoint(config, resume=False) is None
+
+
+def test_resume_refuses_damaged_weights_and_run_json_naming_the_file(tmp_path, capsys):
+    """New-user trial: a checkpoint's model.safetensors cut in half gave safetensors' traceback once negatives were
+    mined, and a truncated run.json json's "Expecting property name" naming no file."""
+    from hyte.cli import main
+    from hyte.training.loop import RUN_FILE, RunFolderError, claim_output_dir, resume_checkpoint
+
+    config = load_config(_config_file(tmp_path))
+    out = Path(config.training.output_dir)
+    earlier = _checkpoint(out, 2, "model.safetensors", "trainer_state.json")
+    newest = _checkpoint(out, 4, "model.safetensors", "trainer_state.json")
+    weights = newest / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    with pytest.raises(RunFolderError, match=rf"cannot resume: {weights} is damaged \(.*\): delete {newest} to "
+                                             rf"resume from {earlier}, or start over with --overwrite"):
+        resume_checkpoint(config, resume=True)
+    assert main(["train", "finetune", "--config", str(tmp_path / "run.json"), "--resume"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and str(weights) in error and not (out / "mined_negatives.jsonl").exists()
+    (earlier / "model.safetensors").write_bytes(b"")
+    with pytest.raises(RunFolderError, match="start over with --overwrite .no earlier complete checkpoint"):
+        resume_checkpoint(config, resume=True)
+
+    _checkpoint(out, 6, "model.safetensors", "trainer_state.json")
+    assert resume_checkpoint(config, resume=True) == str(out / "checkpoint-6")  # an intact newer one is used
+    (out / RUN_FILE).write_text('{"stage": "finetune", "model": {')
+    with pytest.raises(ValueError, match=rf"{out / RUN_FILE} is not valid JSON \(line 1, .*the file is damaged; it "
+                                         r"records which run .* start over there with --overwrite"):
+        claim_output_dir(config, resume=True)
+
+
+def test_config_that_is_not_utf8_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "run.yaml"  # a Windows editor's "Unicode": UTF-16 with a byte-order mark
+    path.write_text("stage: contrastive\nmodel: {build: hyte_fh, options: {hidden_size: 33}}\n", encoding="utf-16")
+    with pytest.raises(ConfigError, match=r"run.yaml is not UTF-8 text \(byte 0: invalid start byte\): save it as "
+                                          r"UTF-8"):
+        load_config(path)
+    path.write_text(path.read_text(encoding="utf-16"), encoding="utf-8")
+    assert load_config(path).stage == "contrastive"
+
+
+def test_lora_fields_without_lora_r_are_refused_not_ignored(tmp_path):
+    """New-user trial: --set lora.dropout=1.5 (or alpha, target_modules) without lora.r trained without LoRA."""
+    path = _config_file(tmp_path)
+    with pytest.raises(ConfigError, match=r"\(with --set lora.dropout\): lora.dropout set, but LoRA is off \(lora.r "
+                                          r"= 0, full fine-tuning\): set lora.r to enable LoRA"):
+        load_config(path, {"lora.dropout": 1.5})
+    with pytest.raises(ConfigError, match=r"lora.alpha, lora.target_modules set, but LoRA is off .* drop them"):
+        load_config(path, {"lora.alpha": 8, "lora.target_modules": ["query"]})
+    with pytest.raises(ConfigError, match=r"lora.dropout must lie in \[0, 1\); got 1.5"):
+        load_config(path, {"lora.r": 4, "lora.dropout": 1.5})
+    assert load_config(path, {"lora.r": 4, "lora.dropout": 0.1}).lora.dropout == 0.1
+    assert load_config(path).lora.r == 0
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("training.logging_steps", 0, r"training.logging_steps must be an integer >= 1 .*; got 0"),
+    ("training.save_steps", -1, r"training.save_steps must be an integer >= 1 .*; got -1"),
+    ("training.dataloader_num_workers", -1, r"training.dataloader_num_workers must be an integer >= 0 .*; got -1"),
+    ("loss.max_document_length", 0, r"loss.max_document_length = 0 leaves no token of the text .*give 3 or more"),
+    ("loss.max_query_length", 2, r"loss.max_query_length = 2 leaves no token"),
+    ("mlm.max_length", 1, r"mlm.max_length = 1 leaves no token"),
+])
+def test_intervals_workers_and_lengths_are_refused_before_mining(tmp_path, field, value, problem):
+    """New-user trial: the Trainer or the encoder refused these only after negatives were mined, and a length of 0
+    without naming the field."""
+    with pytest.raises(ConfigError, match=problem):
+        load_config(_config_file(tmp_path), {field: value})
+
+
+def test_lora_target_modules_the_model_lacks_are_refused_before_any_data_is_read(tmp_path):
+    """New-user trial: peft refused a target that is not in the model only after mining, and a misspelt name beside
+    a right one not at all."""
+    from transformers import BertConfig, BertModel
+
+    from hyte.training.loop import check_lora_targets
+
+    config = load_config(_config_file(tmp_path), {"lora.r": 4, "lora.target_modules": ["qkv", "valeu"]})
+    with pytest.raises(ConfigError, match=r"lora.target_modules names 'valeu', which HyTEFHModel has no module of: "
+                                          r"give the names of its linear layers \(.*qkv.*\)"):
+        run(config)
+    assert not (tmp_path / "out").exists()  # no mined negatives, no LoRA base
+    with pytest.raises(ConfigError, match="names 'query', 'value', 'projection', which HyTEFHModel"):
+        run(load_config(_config_file(tmp_path), {"lora.r": 4}))  # the default list fits HyTE-H and BERT encoders
+    bert = BertModel(BertConfig(vocab_size=100, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                intermediate_size=16))
+    check_lora_targets(bert, load_config(_config_file(tmp_path), {"lora.r": 4}))  # no projection: query, value
+    with pytest.raises(ConfigError, match="names 'projection', which BertModel"):  # ... but named, it must be there
+        check_lora_targets(bert, load_config(_config_file(tmp_path), {"lora.r": 4, "lora.target_modules":
+                                                                      ["query", "projection"]}))

@@ -192,6 +192,7 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
     model_dir = _existing_dir(model_dir)
     if not (model_dir / "config.json").is_file() and (model_dir / "final" / "config.json").is_file():
         raise ValueError(f"{model_dir} is a training run folder: push its model, {model_dir / 'final'}")
+    _refuse_checkpoint(model_dir, "final")
     problems = []
     config_path = model_dir / "config.json"
     config = _json_or_none(config_path)
@@ -238,12 +239,25 @@ def _loading_problems(model_dir: Path) -> list[str]:
 def check_adapter_dir(adapter_dir: str | os.PathLike) -> None:
     """Raise unless ``adapter_dir`` is a PEFT adapter folder with safetensors weights and no pickle files."""
     adapter_dir = _existing_dir(adapter_dir)
+    _refuse_checkpoint(adapter_dir, "adapter")
     problems = []
     if _json_or_none(adapter_dir / "adapter_config.json") is None:
         problems.append("adapter_config.json is missing or not valid JSON")
     problems += _weight_problems(adapter_dir, "adapter_model")
     if problems:
         raise ValueError(f"{adapter_dir} is not a PEFT adapter folder that can be pushed: {'; '.join(problems)}.")
+
+
+def _refuse_checkpoint(folder: Path, pushed: str) -> None:
+    """A Trainer checkpoint (``checkpoint-N`` with ``trainer_state.json``) is where a run resumes from, with its
+    optimizer state; its model is the run's ``pushed`` folder (``final`` or ``adapter``), written when training ends.
+    Refused by name: the generic checks would only advise deleting the optimizer files that resuming needs."""
+    if (folder / "trainer_state.json").is_file():
+        run = folder.parent
+        ready = (f"push {run / pushed}" if (run / pushed).is_dir() else
+                 f"finish the run (hyte train ... --resume), then push {run / pushed}")
+        raise ValueError(f"{folder} is a training checkpoint, the point the run in {run} resumes from (with its "
+                         f"optimizer state), not a model to publish: {ready}")
 
 
 def _existing_dir(path: str | os.PathLike) -> Path:

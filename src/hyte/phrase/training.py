@@ -44,7 +44,8 @@ from ..modeling_hyte_phrase import (
 from ..results import portable_path, portable_paths
 from ..training.config import RunConfig
 from ..training.data import contrastive_examples
-from ..training.loop import ONTOLOGY_DATASETS, refuse_diverged, resume_checkpoint, training_arguments
+from ..training.loop import (ONTOLOGY_DATASETS, check_lora_targets, refuse_diverged, resume_checkpoint,
+                             training_arguments)
 from ..training.models import build_model, unwrap
 from .teacher import TermTrie, build_trie, tags_for_offsets, teacher_spans
 
@@ -242,6 +243,7 @@ def _write_final(model, tokenizer, config: RunConfig, trainer: Trainer, base_mod
 def train_phrase(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
     """Stage phrase: train the H+ heads (and the backbone, or LoRA adapters on it); returns output_dir/final."""
     model, tokenizer, base_model = build_phrase_model(config)
+    check_lora_targets(model, config)
     examples = contrastive_examples(config.data, seed=config.training.seed,
                                     batch_size=config.training.per_device_train_batch_size)
     # The teacher knows training terms only: a held-out term's span is never labelled as a unit in training texts.

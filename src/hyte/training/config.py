@@ -163,6 +163,8 @@ class LoraSpec:
     r: int = 0  # 0 = no LoRA (full fine-tuning); > 0 trains LoRA adapters of this rank via peft; < 0 is refused
     alpha: int = 16
     dropout: float = 0.0
+    # Each must name modules of the model (checked once it is built); the default's projection is HyTE-H's, skipped
+    # on models without one.
     target_modules: list[str] = field(default_factory=lambda: ["query", "value", "projection"])
     modules_to_save: list[str] = field(default_factory=list)  # e.g. ["scale"] is not a module; keep empty
 
@@ -279,8 +281,12 @@ def _checked(section: str, name: str, value: Any, where: str) -> Any:
             return float(value)
         except ValueError:
             pass
+    hint = ""
+    if where == "--set" and isinstance(value, str) and (list in kinds or dict in kinds):  # not JSON, so a string
+        hint = (" (--set values are read as JSON, and kept as a string when they are not JSON: write a list as "
+                "'[\"query\",\"value\"]' and a mapping as '{\"key\": 1}', in single quotes for the shell)")
     raise ConfigError(f"{where}: {section}.{name} must be {' or '.join(_EXPECTED[kind] for kind in kinds)}; "
-                      f"got {value!r}")
+                      f"got {value!r}{hint}")
 
 
 def _build(section: str, values: Any, source: str):
@@ -344,7 +350,10 @@ def _read(path: Path) -> Any:
     if suffix not in CONFIG_SUFFIXES:
         raise ConfigError(f"{path}: a config file must end in .yaml, .yml (YAML) or .json (JSON), which says how to "
                           f"read it; got {path.suffix or 'no extension'!r}: rename the file")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:  # e.g. saved as UTF-16 by a Windows editor
+        raise ConfigError(f"{path} is not UTF-8 text (byte {error.start}: {error.reason}): save it as UTF-8") from None
     if suffix == ".json":
         try:
             return json.loads(text, object_pairs_hook=partial(_unique_json_keys, path))
@@ -471,6 +480,14 @@ def validate(config: RunConfig, source: str) -> None:
     _validate_scheduler(training.lr_scheduler_type, source)
     if training.gradient_accumulation_steps < 1:
         raise ConfigError(f"{source}: training.gradient_accumulation_steps must be >= 1")
+    # Else the Trainer refuses them only once negatives are mined (or divides by zero at the first step).
+    for name in ("logging_steps", "save_steps"):
+        if getattr(training, name) < 1:
+            raise ConfigError(f"{source}: training.{name} must be an integer >= 1 (every this many steps); "
+                              f"got {getattr(training, name)}")
+    if training.dataloader_num_workers < 0:
+        raise ConfigError(f"{source}: training.dataloader_num_workers must be an integer >= 0 (0 = load batches in "
+                          f"the training process); got {training.dataloader_num_workers}")
     if not 0 < training.max_grad_norm < math.inf:  # NaN would switch clipping off without a word
         raise ConfigError(f"{source}: training.max_grad_norm must be a finite number > 0; got {training.max_grad_norm}")
     mining = config.mining
@@ -503,6 +520,12 @@ def validate(config: RunConfig, source: str) -> None:
     if not 0 <= loss.radius_margin < math.inf or not 0 < loss.cone_min_radius < math.inf:
         raise ConfigError(f"{source}: loss.radius_margin must be >= 0 and loss.cone_min_radius > 0 (both finite); "
                           f"got {loss.radius_margin}, {loss.cone_min_radius}")
+    lengths = {"loss.max_query_length": loss.max_query_length, "loss.max_document_length": loss.max_document_length,
+               "mlm.max_length": config.mlm.max_length}
+    for name, length in lengths.items():
+        if length < 3:
+            raise ConfigError(f"{source}: {name} = {length} leaves no token of the text ([CLS] and [SEP] take 2): "
+                              "give 3 or more")
     if loss.hierarchy_weight > 0 and not data.hierarchy:
         raise ConfigError(f"{source}: loss.hierarchy_weight > 0 needs data.hierarchy: true (the parent pairs)")
     if config.stage == "finetune" and config.mining.num_negatives < 1:
@@ -572,11 +595,19 @@ def _validate_scheduler(name: str, source: str) -> None:
 
 def _validate_lora(lora: LoraSpec, source: str) -> None:
     """lora.r = 0 is full fine-tuning (no LoRA), r > 0 LoRA adapters of that rank; anything else is refused (a
-    negative rank used to mean full fine-tuning too, silently)."""
+    negative rank used to mean full fine-tuning too, silently), and so are other lora fields set while lora.r = 0
+    (they were ignored: the run trained without LoRA)."""
     if lora.r < 0:
         raise ConfigError(f"{source}: lora.r must be a positive integer (the LoRA rank) or 0 for full fine-tuning "
                           f"without LoRA; got {lora.r}")
     if lora.r == 0:
+        default = LoraSpec()
+        changed = [f"lora.{f.name}" for f in dataclasses.fields(LoraSpec)
+                   if getattr(lora, f.name) != getattr(default, f.name)]
+        if changed:
+            raise ConfigError(f"{source}: {', '.join(changed)} set, but LoRA is off (lora.r = 0, full fine-tuning): "
+                              f"set lora.r to enable LoRA (the adapters' rank, e.g. 8), or drop "
+                              f"{'them' if len(changed) > 1 else 'it'}")
         return
     if lora.alpha <= 0:
         raise ConfigError(f"{source}: lora.alpha must be > 0 (the adapters are scaled by alpha / r); got {lora.alpha}")

@@ -17,15 +17,16 @@ import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..io import atomic_directory, write_text_atomically
+from ..io import atomic_directory, read_json_file, write_text_atomically
 from ..results import portable_path, portable_paths
 from ..retrieval.folder import FOLDER_FILE
-from .config import RunConfig
+from .config import ConfigError, LoraSpec, RunConfig
 from .data import hierarchy_for
 from .models import BuiltModel, detach_plain_logit_scale, embed, log_logit_scale_parameter, logit_scale, unwrap
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
-__all__ = ["ONTOLOGY_DATASETS", "RUN_FILE", "RecordRun", "RunFolderError", "apply_lora", "claim_output_dir", "finished_run_differences", "heldout_metrics", "refuse_diverged", "remove_checkpoints",
+__all__ = ["ONTOLOGY_DATASETS", "RUN_FILE", "RecordRun", "RunFolderError", "apply_lora", "check_lora_targets",
+           "claim_output_dir", "finished_run_differences", "heldout_metrics", "refuse_diverged", "remove_checkpoints",
            "resume_checkpoint", "save_final", "TrainingDivergedError", "train_pairs", "training_arguments"]
 
 logger = logging.getLogger(__name__)
@@ -79,6 +80,12 @@ class RunFolderError(ValueError):
     """An output folder holds a run that this one would overwrite or does not continue."""
 
 
+def _recorded_run(output_dir: Path) -> dict:
+    """The run identity ``run.json`` records; a damaged file is a one-line error naming it."""
+    return read_json_file(output_dir / RUN_FILE, f"it records which run {output_dir} holds: start over there with "
+                                                 "--overwrite, or choose another training.output_dir")
+
+
 def _identity(config: RunConfig) -> dict[str, Any]:
     values = config.to_dict()
     for section, names in _RESUMABLE_CHANGES.items():
@@ -108,7 +115,7 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
     finished = (output_dir / "final").is_dir()
     recorded = output_dir / RUN_FILE
     if resume and recorded.is_file() and (checkpoints or finished):
-        differences = _differences(json.loads(recorded.read_text()), _identity(config))
+        differences = _differences(_recorded_run(output_dir), _identity(config))
         if differences:
             raise RunFolderError(
                 f"{output_dir} holds another run; resuming would mix the two ({'; '.join(differences[:5])}). Use "
@@ -130,8 +137,14 @@ def finished_run(config: RunConfig) -> Path | None:
     card = Path(config.training.output_dir) / "final" / "hyte_card.json"
     if not card.is_file():
         return None
-    steps = json.loads(card.read_text()).get("training", {}).get("steps")
+    steps = _final_steps(card)
     return card.parent if isinstance(steps, int) and steps >= config.training.max_steps else None
+
+
+def _final_steps(card: Path):
+    """The step count a final model's ``hyte_card.json`` records; a damaged card is a one-line error naming it."""
+    return read_json_file(card, "the run's final model is damaged: start over with --overwrite").get(
+        "training", {}).get("steps")
 
 
 def finished_run_differences(config: RunConfig) -> list[str]:
@@ -141,8 +154,8 @@ def finished_run_differences(config: RunConfig) -> list[str]:
     recorded, card = output_dir / RUN_FILE, output_dir / "final" / "hyte_card.json"
     if not recorded.is_file() or not card.is_file():
         return [f"{output_dir} lacks {RUN_FILE if not recorded.is_file() else 'final/hyte_card.json'}"]
-    differences = _differences(json.loads(recorded.read_text()), _identity(config))
-    steps = json.loads(card.read_text()).get("training", {}).get("steps")
+    differences = _differences(_recorded_run(output_dir), _identity(config))
+    steps = _final_steps(card)
     if steps != config.training.max_steps:
         differences.append(f"training steps: {steps!r} -> {config.training.max_steps!r}")
     return differences
@@ -198,15 +211,22 @@ def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
 
     Newer incomplete ones (a run killed while saving) are skipped with a warning naming them; when every
     checkpoint is incomplete, RunFolderError names the folders to delete (transformers would only say it "can't
-    find a valid checkpoint")."""
+    find a valid checkpoint"); when the newest complete one's weights cannot be read, it names the file."""
     output_dir = Path(config.training.output_dir)
     if not resume or not output_dir.is_dir():
         return None
     steps = {path: _checkpoint_step(path) for path in output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if path.is_dir()}
     checkpoints = sorted((path for path, step in steps.items() if step is not None), key=steps.get, reverse=True)
     incomplete = []
-    for checkpoint in checkpoints:
+    for position, checkpoint in enumerate(checkpoints):
         if checkpoint_is_complete(checkpoint):
+            damaged = _damaged_weights(checkpoint)
+            if damaged:
+                older = next((c for c in checkpoints[position + 1:]
+                              if checkpoint_is_complete(c) and not _damaged_weights(c)), None)
+                raise RunFolderError(f"cannot resume: {damaged}: " + (
+                    f"delete {checkpoint} to resume from {older}, or start over with --overwrite" if older else
+                    "start over with --overwrite (no earlier complete checkpoint to resume from)"))
             if incomplete:
                 logger.warning("skipping incomplete checkpoint(s) %s (no weights or %s: interrupted while saving?); "
                                "resuming from %s. Delete them to silence this warning.",
@@ -222,6 +242,41 @@ def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
             f"saving?): delete {'that folder' if len(incomplete) == 1 else 'those folders'} and start the run again "
             f"without --resume")
     return None
+
+
+def _damaged_weights(checkpoint: Path) -> str | None:
+    """Which safetensors file of a checkpoint cannot be read (cut short by a full disk or a copy), and why; None
+    when all can. ``hyte train --resume`` checks it before anything slow: the Trainer fails on it only after the
+    data is read and negatives are mined, with a traceback naming no file."""
+    from safetensors import SafetensorError, safe_open
+
+    for weights in sorted(checkpoint.glob("*.safetensors")):
+        try:
+            with safe_open(str(weights), framework="pt"):
+                pass  # opening reads the header and checks it against the file's size
+        except (SafetensorError, OSError) as error:
+            return f"{weights} is damaged ({error})"
+    return None
+
+
+def check_lora_targets(model, config: RunConfig) -> None:
+    """ConfigError naming the ``lora.target_modules`` that match no module of ``model``, to be called as soon as the
+    model is built: peft refuses them only once the data is read and negatives are mined, and only when none
+    matches (a misspelt name beside a right one was dropped without a word). Names match as in peft: a module's
+    full name or its last parts. The default list also names HyTE-H's projection: a model without one adapts the
+    others."""
+    if config.lora.r == 0:
+        return
+    targets = config.lora.target_modules
+    names = [name for name, _ in model.named_modules()]
+    missing = [target for target in targets if not any(name == target or name.endswith(f".{target}")
+                                                        for name in names)]
+    if not missing or (targets == LoraSpec().target_modules and len(missing) < len(targets)):
+        return
+    linear = sorted({name.rpartition(".")[2] for name, module in model.named_modules()
+                     if isinstance(module, torch.nn.Linear)})
+    raise ConfigError(f"lora.target_modules names {', '.join(map(repr, missing))}, which {type(model).__name__} has "
+                      f"no module of: give the names of its linear layers ({', '.join(linear)})")
 
 
 def apply_lora(built: BuiltModel, config: RunConfig) -> None:

@@ -18,7 +18,7 @@ from transformers import DataCollatorForLanguageModeling, Trainer
 
 from .config import RunConfig
 from .data import contrastive_examples, mlm_texts
-from .loop import apply_lora, resume_checkpoint, save_final, train_pairs, training_arguments
+from .loop import apply_lora, check_lora_targets, resume_checkpoint, save_final, train_pairs, training_arguments
 from .mining import examples_with_mined_negatives
 from .models import build_model
 
@@ -32,6 +32,7 @@ def train_mlm(config: RunConfig, resume: bool = False, callbacks: list | None = 
     from datasets import Dataset
 
     built = build_model(config.model, for_mlm=True)
+    check_lora_targets(built.model, config)
     texts = mlm_texts(config.data, seed=config.training.seed)
     tokenizer = built.tokenizer
     dataset = Dataset.from_dict({"text": texts}).map(
@@ -50,6 +51,7 @@ def train_mlm(config: RunConfig, resume: bool = False, callbacks: list | None = 
 def train_contrastive(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
     """Stage 2: contrastive training on (query, document) pairs with in-batch negatives."""
     built = build_model(config.model)
+    check_lora_targets(built.model, config)
     examples = contrastive_examples(config.data, seed=config.training.seed,
                                     batch_size=config.training.per_device_train_batch_size)
     return train_pairs(config, examples, built, resume, callbacks)
@@ -62,6 +64,7 @@ def train_finetune(config: RunConfig, resume: bool = False, callbacks: list | No
     output_dir/mined_negatives.jsonl, so a resumed run trains on exactly the same data as the interrupted one.
     """
     built = build_model(config.model)
+    check_lora_targets(built.model, config)  # before mining, which takes minutes
     return train_pairs(config, examples_with_mined_negatives(built, config, resume), built, resume, callbacks)
 
 
