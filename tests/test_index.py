@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import warnings
 
 import faiss
@@ -384,3 +385,15 @@ def test_flat_search_is_exact_at_every_radius_the_specificity_head_allows(radius
         raw.add(documents)
         _, plain = raw.search(flipped, 10)
         assert (np.sort(plain, axis=1) != np.sort(expected, axis=1)).any()
+
+
+def test_searcher_from_a_file_names_the_absolute_folder_that_holds_it(tmp_path, monkeypatch):
+    from hyte.retrieval.searcher import HyteSearcher
+
+    (tmp_path / "index.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    folder = re.escape(os.getcwd())  # tmp_path with any symbolic link resolved
+    for given in ("index.json", os.path.join("..", tmp_path.name, "index.json")):  # the first named "(.)"
+        with pytest.raises(NotADirectoryError, match=rf"^{re.escape(given)} is a file: give the index folder that "
+                                                    rf"holds it \({folder}\)$"):
+            HyteSearcher.from_folder(given)
