@@ -145,10 +145,10 @@ def compatible_config(output_dir, old_model, max_steps=8, **compatible):
 
 
 class CountOldForwards:
-    """Counts forward passes of every HyTE-FH model whose weights fingerprint is ``fingerprint`` (the old one)."""
+    """Counts forward passes of every HyTE-FH model whose fingerprint is ``fingerprint`` (the old one)."""
 
     def __init__(self, monkeypatch, fingerprint):
-        from hyte.lineage import weights_fingerprint
+        from hyte.lineage import model_fingerprint
         from hyte.modeling_hyte import HyTEFHModel
 
         self.calls = 0
@@ -157,7 +157,7 @@ class CountOldForwards:
 
         def forward(model, *args, **kwargs):
             if id(model) not in known:
-                known[id(model)] = weights_fingerprint(model) == fingerprint
+                known[id(model)] = model_fingerprint(model) == fingerprint
             self.calls += known[id(model)]
             return original(model, *args, **kwargs)
 
@@ -173,9 +173,9 @@ def logged(output_dir, key="loss"):
 def test_old_embeddings_are_computed_once_not_per_step_and_lineage_is_recorded(tmp_path, old_model, monkeypatch):
     from transformers import AutoModel
 
-    from hyte.lineage import compatible_with, weights_fingerprint
+    from hyte.lineage import compatible_with, model_fingerprint
 
-    fingerprint = weights_fingerprint(AutoModel.from_pretrained(old_model))
+    fingerprint = model_fingerprint(AutoModel.from_pretrained(old_model))
     counter = CountOldForwards(monkeypatch, fingerprint)
     final = run(compatible_config(tmp_path / "short", old_model, max_steps=4))
     short_calls = counter.calls
@@ -204,13 +204,13 @@ class StopAfter(TrainerCallback):
 def test_resumed_run_reuses_the_cache_and_repeats_the_losses(tmp_path, old_model, monkeypatch):
     from transformers import AutoModel
 
-    from hyte.lineage import weights_fingerprint
+    from hyte.lineage import model_fingerprint
 
     run(compatible_config(tmp_path / "straight", old_model))
     with pytest.raises(KeyboardInterrupt):
         run(compatible_config(tmp_path / "killed", old_model), callbacks=[StopAfter(6)])
     assert (tmp_path / "killed" / "checkpoint-4").is_dir() and not (tmp_path / "killed" / "final").exists()
-    counter = CountOldForwards(monkeypatch, weights_fingerprint(AutoModel.from_pretrained(old_model)))
+    counter = CountOldForwards(monkeypatch, model_fingerprint(AutoModel.from_pretrained(old_model)))
     run(compatible_config(tmp_path / "killed", old_model), resume=True)
     assert counter.calls == 0  # the resumed run read the cached old embeddings
     straight, resumed = logged(tmp_path / "straight"), logged(tmp_path / "killed")
@@ -273,29 +273,29 @@ def test_index_admits_its_model_and_declared_compatible_ones_and_refuses_others(
         tmp_path, old_model, compatible_model, unrelated_model):
     from transformers import AutoModel
 
-    from hyte.lineage import compatible_with, weights_fingerprint
+    from hyte.lineage import compatible_with, model_fingerprint
     from hyte.retrieval import IncompatibleIndexError, LorentzIndex
 
     old, new, other = (AutoModel.from_pretrained(p) for p in (old_model, compatible_model, unrelated_model))
-    index = LorentzIndex(33, 1.0, model_name=old_model, model_fingerprint=weights_fingerprint(old))
+    index = LorentzIndex(33, 1.0, model_name=old_model, model_fingerprint=model_fingerprint(old))
     index.save(tmp_path / "index")
     index = LorentzIndex.load(tmp_path / "index")  # the fingerprint survives saving
-    assert index.model_fingerprint == weights_fingerprint(old)
-    assert index.check_query_model("renamed copy", weights_fingerprint(old), []) == "same model"
-    assert index.check_query_model(compatible_model, weights_fingerprint(new), compatible_with(new)) \
+    assert index.model_fingerprint == model_fingerprint(old)
+    assert index.check_query_model("renamed copy", model_fingerprint(old), []) == "same model"
+    assert index.check_query_model(compatible_model, model_fingerprint(new), compatible_with(new)) \
         == "declared compatible"
     with pytest.raises(IncompatibleIndexError, match="neither that model nor declared compatible"):
-        index.check_query_model(unrelated_model, weights_fingerprint(other), compatible_with(other))
-    assert index.check_query_model(unrelated_model, weights_fingerprint(other), [], allow_incompatible=True) \
+        index.check_query_model(unrelated_model, model_fingerprint(other), compatible_with(other))
+    assert index.check_query_model(unrelated_model, model_fingerprint(other), [], allow_incompatible=True) \
         == "not checked"
     # Declarations are one-way: the old model's queries may not search an index built by the new model.
-    new_index = LorentzIndex(33, 1.0, model_name="new", model_fingerprint=weights_fingerprint(new))
+    new_index = LorentzIndex(33, 1.0, model_name="new", model_fingerprint=model_fingerprint(new))
     with pytest.raises(IncompatibleIndexError):
-        new_index.check_query_model(old_model, weights_fingerprint(old), compatible_with(old))
+        new_index.check_query_model(old_model, model_fingerprint(old), compatible_with(old))
     # An index saved before fingerprints were recorded compares names only.
     legacy = LorentzIndex(33, 1.0, model_name="a")
     assert legacy.check_query_model("a", "anything", []) == "same name"
-    with pytest.raises(IncompatibleIndexError, match="records no weights fingerprint"):
+    with pytest.raises(IncompatibleIndexError, match="records no fingerprint"):
         legacy.check_query_model("b", "anything", [])
 
 

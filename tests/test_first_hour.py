@@ -293,7 +293,7 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
 
     from hyte import HyTEHModel
     from hyte.encoders import HyteEncoder
-    from hyte.lineage import weights_fingerprint
+    from hyte.lineage import model_fingerprint
     from hyte.retrieval.folder import build_index_folder, open_index_folder
     from hyte.retrieval.searcher import HyteSearcher
 
@@ -303,7 +303,7 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
     build_index_folder(encoder, texts, tmp_path / "idx", ids=["a", "b", "c"])
     folder = open_index_folder(tmp_path / "idx")
     assert folder.kind == "plain" and folder.documents == [{"id": i, "text": t} for i, t in zip("abc", texts)]
-    assert folder.index.model_fingerprint == weights_fingerprint(encoder.model) and folder.model_name == "tiny"
+    assert folder.index.model_fingerprint == model_fingerprint(encoder.model) and folder.model_name == "tiny"
     manifest = json.loads((tmp_path / "idx" / "index.json").read_text())
     assert manifest["kind"] == "plain" and manifest["count"] == 3
     # An existing index is replaced only when asked, from Python as from the command line.
@@ -350,6 +350,73 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
         assert "hyte index build" in str(error)
     else:
         raise AssertionError("a missing folder was opened")
+
+
+def test_what_no_longer_matches_an_index_is_refused_and_saves_follow_links(tmp_path, minilm_path):
+    """Ninth new-user trial, silent mistakes: an index.faiss copied in from another index of the same size, a model
+    whose config.json was edited after indexing (another pooling), a left-padding tokenizer (vectors that depend on
+    the batch), and an --overwrite through a symbolic link (the link was swapped for a copy, the linked index kept
+    its stale vectors). An index saved before the settings were fingerprinted still admits its model."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from hyte import HyTEHModel
+    from hyte.encoders import HyteEncoder
+    from hyte.lineage import _weights_only_fingerprint, check_query_encoder
+    from hyte.retrieval import IncompatibleIndexError
+    from hyte.retrieval.folder import build_index_folder, open_index_folder
+
+    model = HyTEHModel.from_base(minilm_path, hidden_size=33)
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path)
+    encoder = HyteEncoder(model, tokenizer, name="tiny")
+    texts = ["Abnormally short fingers.", "Lateral curvature of the spine.", "Small head circumference."]
+    build_index_folder(encoder, texts, tmp_path / "a")
+    build_index_folder(encoder, list(reversed(texts)), tmp_path / "b")
+    shutil.copy(tmp_path / "b" / "index.faiss", tmp_path / "a" / "index.faiss")
+    with pytest.raises(ValueError, match="index.faiss is damaged or not the file the index was built with"):
+        open_index_folder(tmp_path / "a")
+
+    folder = open_index_folder(tmp_path / "b")
+    assert check_query_encoder(folder.index, encoder) == "same model"
+    model.save_pretrained(tmp_path / "model")
+    config = json.loads((tmp_path / "model" / "config.json").read_text())
+    for field, value in (("pooling", "mean"), ("oem_p", 3.0), ("norm_clip", 2.0)):
+        (tmp_path / "model" / "config.json").write_text(json.dumps({**config, field: value}))
+        edited = HyteEncoder(HyTEHModel.from_pretrained(tmp_path / "model"), tokenizer, name="tiny")
+        with pytest.raises(IncompatibleIndexError, match="neither that model nor declared compatible"):
+            check_query_encoder(folder.index, edited)
+    (tmp_path / "model" / "config.json").write_text(json.dumps(config))
+    reloaded = HyteEncoder(HyTEHModel.from_pretrained(tmp_path / "model"), tokenizer, name="tiny")
+    assert check_query_encoder(folder.index, reloaded) == "same model"
+    folder.index.model_fingerprint = _weights_only_fingerprint(model)  # as saved before settings were hashed
+    assert check_query_encoder(folder.index, reloaded) == "same model"
+
+    # Left padding: encode's vectors do not depend on the batch, nor a forward pass's on the padding side.
+    left = AutoTokenizer.from_pretrained(minilm_path, padding_side="left")
+    alone = model.encode(texts[:1], tokenizer=left)
+    together = model.encode(texts[:1] + ["a much longer text that forces padding onto the short one " * 3],
+                            tokenizer=left)[:1]
+    np.testing.assert_allclose(alone, together, atol=1e-5)
+    batch = left(texts, padding=True, return_tensors="pt")
+    right = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():  # BERT gets positions counted over real tokens: left padding changes nothing
+        torch.testing.assert_close(model(**batch).pooler_output, model(**right).pooler_output, atol=1e-5, rtol=1e-5)
+    # HyTE-FH's rotary positions see only distances; its CLS pooling takes the first real token on either side.
+    from hyte import HyTEFHConfig, HyTEFHModel
+
+    torch.manual_seed(0)
+    fh = HyTEFHModel(HyTEFHConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1,
+                                  num_attention_heads=2, intermediate_size=32, pooling="cls")).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(fh(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).pooler_output,
+                                   fh(input_ids=right["input_ids"], attention_mask=right["attention_mask"]).pooler_output,
+                                   atol=1e-5, rtol=1e-5)
+
+    # A save through a symbolic link replaces what the link points to and keeps the link.
+    (tmp_path / "link").symlink_to(tmp_path / "b")
+    build_index_folder(encoder, texts[:2], tmp_path / "link", overwrite=True)
+    assert (tmp_path / "link").is_symlink() and len(open_index_folder(tmp_path / "b").documents) == 2
 
 
 def test_an_index_names_its_model_so_it_loads_from_anywhere(tmp_path, minilm_path, monkeypatch):

@@ -214,11 +214,11 @@ def test_approximate_global_indexes_serve_candidates_too(kind, bert_tokenizer, t
 
 
 def test_phrase_index_folders_go_through_lineage_search_and_rag_like_plain_ones(bert_tokenizer, tmp_path, capsys):
-    """One index folder format: a phrase index folder holds its texts and its model's weights fingerprint; another
+    """One index folder format: a phrase index folder holds its texts and its model's fingerprint; another
     phrase model is refused by lineage (not by name); HyteSearcher (what `hyte rag` and the framework retrievers
     use) searches it through the global vectors, with the same top k as the phrase index's own global search."""
     from hyte.cli import main
-    from hyte.lineage import weights_fingerprint
+    from hyte.lineage import model_fingerprint
     from hyte.retrieval.folder import open_index_folder
     from hyte.retrieval.searcher import HyteSearcher
 
@@ -230,7 +230,7 @@ def test_phrase_index_folders_go_through_lineage_search_and_rag_like_plain_ones(
                  str(tmp_path / "docs.txt"), "--output", str(tmp_path / "idx")]) == 0
     folder = open_index_folder(tmp_path / "idx")
     assert folder.kind == "phrase" and [d["text"] for d in folder.documents] == DOCUMENTS
-    assert folder.index.model_fingerprint == weights_fingerprint(model)
+    assert folder.index.model_fingerprint == model_fingerprint(model)
 
     # Same name, other weights: refused by the fingerprint; admitted with --no-check-model.
     other = tiny_phrase_model(tiny_backbone("lorentz", bert_tokenizer, seed=1), bert_tokenizer, seed=1)

@@ -1,7 +1,7 @@
 """Encode a corpus into vector shards, in one process or with Ray Data across a cluster, resumably.
 
     output/
-      manifest.json         what the shards hold: model, its weights fingerprint, curvature, dimension, the corpus
+      manifest.json         what the shards hold: model, its fingerprint, curvature, dimension, the corpus
                             (path, size, SHA-256), shard size and count; a rerun must match it to resume
       shard-00000.parquet   rows [0, shard_size) of the corpus: index_id int64, id string, text string,
       shard-00001.parquet   vector fixed_size_list<float32>[D] (document points, time coordinate first)
@@ -140,7 +140,7 @@ def encode_corpus(model: str | os.PathLike, corpus: str | os.PathLike, output: s
     """
     from .encoders import load_encoder
     from .io import read_texts
-    from .lineage import weights_fingerprint
+    from .lineage import model_fingerprint
     from .retrieval.folder import model_reference
 
     if shard_size < 1:
@@ -156,7 +156,7 @@ def encode_corpus(model: str | os.PathLike, corpus: str | os.PathLike, output: s
     encoder = load_encoder(model, kind="hyte", max_length=max_length)
     shards = -(-len(texts) // shard_size)
     manifest = {"format_version": FORMAT_VERSION, "model": model_reference(model),
-                "model_fingerprint": weights_fingerprint(encoder.model), "dim": encoder.dim,
+                "model_fingerprint": model_fingerprint(encoder.model), "dim": encoder.dim,
                 "curvature": encoder.curvature, "role": "document", "max_length": max_length,
                 "corpus": _file_identity(corpus), "count": len(texts), "shard_size": shard_size, "shards": shards}
     _prepare_output(output, manifest, overwrite)

@@ -157,8 +157,9 @@ class EuclideanEncoder:
             starts = tqdm(starts, desc="encode", unit="batch", disable=None)  # None: no bar when not a terminal
         for start in starts:
             index = order[start : start + batch_size]
+            # Right padding whatever the tokenizer's default: the base model's positions count from the first column.
             batch = self.tokenizer([texts[i] for i in index], padding=True, truncation=True,
-                                   max_length=self.max_length, return_tensors="pt")
+                                   max_length=self.max_length, padding_side="right", return_tensors="pt")
             tokens = self.model(**batch).last_hidden_state
             out[index] = _pool(tokens, batch["attention_mask"], self.pooling).float().numpy()
         return out

@@ -62,11 +62,19 @@ def refuse_file_above(path: str | os.PathLike) -> None:
             return
 
 
+def _followed(path: str | os.PathLike) -> Path:
+    """``path`` made absolute, or, when it is a symbolic link, where the link points: a save through a link must
+    replace what the user sees through it, not swap the link for a copy that leaves the linked data stale."""
+    path = Path(path).absolute()
+    return path.resolve() if path.is_symlink() else path
+
+
 def atomic_file(path: str | os.PathLike, write: Callable[[Path], None]) -> Path:
     """Replace file ``path`` by what ``write(temporary)`` writes to a temporary file beside it; returns ``path``.
 
-    A failing ``write`` leaves no temporary file and the previous ``path`` untouched."""
-    path = Path(path)
+    A failing ``write`` leaves no temporary file and the previous ``path`` untouched. A symbolic link is followed:
+    the file it points to is replaced, the link kept."""
+    path = _followed(path)
     refuse_file_above(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
@@ -122,9 +130,10 @@ def atomic_directory(target: str | os.PathLike, write: Callable[[Path], None], m
     ``marker`` is a file (or files, any one will do) every saved folder of this kind (``what``, for messages)
     holds: an existing, non-empty ``target`` without it is refused, so a typo cannot replace an unrelated folder.
     ``owned``: every name a save of this kind may write; a ``target`` holding anything else (a user's notes) is
-    refused too (``check_only_owned``), since replacing the folder would delete it.
+    refused too (``check_only_owned``), since replacing the folder would delete it. A symbolic link is followed
+    (``_followed``): the folder it points to is replaced, the link kept.
     """
-    target = Path(target).absolute()
+    target = _followed(target)
     refuse_file_above(target)
     if target.exists() and not _holds(target, marker) and (not target.is_dir() or any(target.iterdir())):
         raise FileExistsError(f"refusing to replace {target}: it exists and is not a saved {what}")

@@ -1,8 +1,11 @@
 """Model lineage: which model built an index, and which models may search it.
 
-A model is identified by a **fingerprint of its weights** (``weights_fingerprint``): a hash of every tensor of its
-``state_dict`` (names, dtypes, shapes and bytes), so a model renamed, copied or pushed to the Hub keeps its
-fingerprint, and a model fine-tuned by one step gets a new one.
+A model is identified by a **fingerprint** (``model_fingerprint``): a hash of every tensor of its ``state_dict``
+(names, dtypes, shapes and bytes) and of the config settings that shape its vectors without being weights
+(``VECTOR_SETTINGS``: pooling, OEM exponent, norm clip, curvature, ...). A model renamed, copied or pushed to the
+Hub keeps its fingerprint; a model fine-tuned by one step, or whose ``config.json`` was edited to pool another way,
+gets a new one. Indexes saved before the settings were hashed hold the weights-only fingerprint; they are still
+admitted for a model with those weights (``check_query_model``).
 
 A model trained for backward compatibility (``hyte train compatible --old OLD``) declares it in its config, as the
 extra config attribute ``compatible_with`` (saved in ``config.json``, read back by ``from_pretrained``)::
@@ -19,6 +22,7 @@ from a model that is neither that model nor declared compatible with it (``check
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import torch
@@ -32,19 +36,59 @@ class IncompatibleIndexError(ValueError):
 QUERIES_SEARCH_DOCUMENTS = "queries->documents"
 
 
-def weights_fingerprint(model: torch.nn.Module) -> str:
-    """First 16 hex digits of a SHA-256 over the model's state_dict, in name order (names, dtypes, shapes, bytes).
+# Config fields that shape a model's vectors without being weights: editing one in config.json changes every vector
+# while the weights stay the same. Looked up at any depth of config.to_dict() (a HyTE-H's encoder_config, a phrase
+# model's backbone_config). Training-only fields (logit scale, initialiser range) are left out on purpose.
+VECTOR_SETTINGS = frozenset({
+    "curvature", "pooling", "oem_p", "norm_clip", "radius_head", "rope_theta", "layer_norm_eps",
+    "residual_space_scale", "hidden_act", "position_embedding_type", "geometry", "query_budget", "document_budget",
+    "special_token_ids", "fusion_global", "fusion_phrase", "fusion_lexical",
+})
 
-    Deterministic across processes and save/load round trips (safetensors stores the same bytes); independent of
-    the device. A DDP or PEFT wrapper must be unwrapped first (its state_dict names differ).
-    """
+
+def vector_settings(model: torch.nn.Module) -> dict[str, Any]:
+    """The ``VECTOR_SETTINGS`` found in ``model.config`` (dotted paths for nested configs -> values; numbers as
+    floats, so a curvature written 1 or 1.0 is the same setting)."""
+    config = getattr(model, "config", None)
+    found: dict[str, Any] = {}
+
+    def walk(prefix: str, mapping: dict) -> None:
+        for key, value in mapping.items():
+            if isinstance(value, dict):
+                walk(f"{prefix}{key}.", value)
+            elif key in VECTOR_SETTINGS:
+                number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                found[prefix + key] = float(value) if number else value
+
+    walk("", config.to_dict() if config is not None else {})
+    return found
+
+
+def _weights_digest(model: torch.nn.Module) -> "hashlib._Hash":
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         tensor = tensor.detach().cpu().contiguous()
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
         # A byte view works for every dtype (numpy has no bfloat16).
         digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return digest
+
+
+def model_fingerprint(model: torch.nn.Module) -> str:
+    """First 16 hex digits of a SHA-256 over the model's state_dict, in name order (names, dtypes, shapes, bytes),
+    then its ``vector_settings``.
+
+    Deterministic across processes and save/load round trips (safetensors stores the same bytes); independent of
+    the device. A DDP or PEFT wrapper must be unwrapped first (its state_dict names differ).
+    """
+    digest = _weights_digest(model)
+    digest.update(json.dumps(vector_settings(model), sort_keys=True, default=str).encode())
     return digest.hexdigest()[:16]
+
+
+def _weights_only_fingerprint(model: torch.nn.Module) -> str:
+    """The fingerprint indexes recorded before the settings were hashed (weights alone)."""
+    return _weights_digest(model).hexdigest()[:16]
 
 
 def compatible_with(model: torch.nn.Module) -> list[dict[str, Any]]:
@@ -65,9 +109,9 @@ def check_lineage(index_model: str | None, index_fingerprint: str | None, model_
                   fingerprint: str | None, compatible_with: list[dict] | None = None, *,
                   allow_incompatible: bool = False) -> str:
     """Refuse (``IncompatibleIndexError``) queries from a model that may not search an index built by the model
-    named ``index_model`` with weights fingerprint ``index_fingerprint``.
+    named ``index_model`` with fingerprint ``index_fingerprint``.
 
-    Admitted: the model that built the index (same weights fingerprint), or a model whose config declares
+    Admitted: the model that built the index (same fingerprint), or a model whose config declares
     compatibility with it (``compatible_with`` holds an entry with the index's fingerprint). An index saved without
     a fingerprint falls back to comparing model names. ``allow_incompatible=True`` (experts: you know the two
     spaces agree) skips the check. Returns how the query model was admitted: "same model", "declared compatible",
@@ -80,7 +124,7 @@ def check_lineage(index_model: str | None, index_fingerprint: str | None, model_
             return "same name"
         raise IncompatibleIndexError(
             f"this index was built by model {index_model!r}, not by the query model {model_name!r} (the "
-            f"index records no weights fingerprint, so only the name can be compared). Rebuild the index with "
+            f"index records no fingerprint, so only the name can be compared). Rebuild the index with "
             f"the query model, or pass allow_incompatible=True (hyte index search --no-check-model) if you "
             f"know the two models share one embedding space.")
     if fingerprint == index_fingerprint:
@@ -89,10 +133,11 @@ def check_lineage(index_model: str | None, index_fingerprint: str | None, model_
         return "declared compatible"
     listed = ", ".join(f"{e.get('model')!r} ({e.get('fingerprint')})" for e in compatible_with or []) or "none"
     raise IncompatibleIndexError(
-        f"this index was built by model {index_model!r} (weights fingerprint {index_fingerprint}); "
+        f"this index was built by model {index_model!r} (fingerprint {index_fingerprint}); "
         f"the query model {model_name!r} (fingerprint {fingerprint}) is neither that model nor declared "
         f"compatible with it (its config's compatible_with lists: {listed}). Its query vectors would be "
-        f"compared with documents of another embedding space. Re-encode the corpus with the query model, or "
+        f"compared with documents of another embedding space (the fingerprint covers the weights and the config's "
+        f"vector settings: a config.json edited to pool another way makes another model). Re-encode the corpus with the query model, or "
         f"train the query model with `hyte train compatible --old <the index's model>`; experts who know the "
         f"spaces agree can pass allow_incompatible=True (hyte index search --no-check-model).")
 
@@ -100,8 +145,12 @@ def check_lineage(index_model: str | None, index_fingerprint: str | None, model_
 def check_query_model(index, model: torch.nn.Module, model_name: str | None, *,
                       allow_incompatible: bool = False) -> str:
     """The lineage half of ``check_query_encoder`` for a bare model (e.g. a phrase model): ``index`` (a
-    ``LorentzIndex`` or ``PhraseIndex``) admits it, by weights fingerprint or declared compatibility, or raises."""
-    return index.check_query_model(model_name, weights_fingerprint(model), compatible_with(model),
+    ``LorentzIndex`` or ``PhraseIndex``) admits it, by fingerprint or declared compatibility, or raises."""
+    fingerprint = model_fingerprint(model)
+    if index.model_fingerprint not in (None, fingerprint) and index.model_fingerprint == _weights_only_fingerprint(model):
+        # An index saved before the settings were hashed: its fingerprint covers the weights alone.
+        fingerprint = index.model_fingerprint
+    return index.check_query_model(model_name, fingerprint, compatible_with(model),
                                    allow_incompatible=allow_incompatible)
 
 

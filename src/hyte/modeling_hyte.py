@@ -49,9 +49,9 @@ def _tracing() -> bool:
 def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, vocab_size: int, max_length: int) -> Tensor:
     """Check ids and mask; return the mask as a (B, T) float tensor (1 = token, 0 = padding).
 
-    The id range and the padding side are checked in eager mode only (one host sync each): they give a clear message
-    where an out-of-range id would otherwise fail deep inside the embedding lookup, and where left padding would
-    silently shift positions. Compiled and exported graphs skip them, since they depend on the values of the input.
+    The id range is checked in eager mode only (one host sync for min and max): it gives a clear message where an
+    out-of-range id would otherwise fail deep inside the embedding lookup. Compiled and exported graphs skip it,
+    since it depends on the values of the input.
     """
     if input_ids.dim() != 2:
         raise ValueError(f"input_ids must have shape (batch, tokens); got {tuple(input_ids.shape)}.")
@@ -75,13 +75,23 @@ def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, vocab_size
             f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}; "
             f"got {tuple(attention_mask.shape)}."
         )
-    # Positions are numbered from the first column (absolute embeddings in HyTE-H's encoder, CLS pooling), so
-    # padding before a text's tokens would make its vector depend on the longest text in its batch.
-    if attention_mask.shape[1] > 1 and not _tracing() and bool((attention_mask[:, 1:] > attention_mask[:, :-1]).any()):
-        raise ValueError("attention_mask has padding before tokens (a left-padding tokenizer?): HyTE models number "
-                         "positions from the first column, so the vectors would depend on the batch. Tokenize with "
-                         "padding_side='right' (tokenizer.padding_side = 'right').")
     return attention_mask.to(torch.float32)
+
+
+def refuse_left_padding(mask: Tensor) -> None:
+    """ValueError for a batch padded on the left (eager mode only, one host sync): for a HyTE-H encoder whose
+    position numbering hyte does not know (it gives BERT its positions), padding before a text's tokens could make
+    its vector depend on the longest text in its batch. (HyTE-FH and EucBERT use rotary positions, which only see
+    distances between tokens: they need no such check.)"""
+    if mask.shape[1] > 1 and not _tracing() and bool((mask[:, 1:] > mask[:, :-1]).any()):
+        raise ValueError("attention_mask has padding before tokens (a left-padding tokenizer?): this HyTE-H "
+                         "encoder numbers positions from the first column, so the vectors would depend on the batch. "
+                         "Tokenize with padding_side='right' (tokenizer.padding_side = 'right').")
+
+
+def first_token(x: Tensor, mask: Tensor) -> Tensor:
+    """(B, T, D) -> (B, D): each row's first token that is not padding (column 0 unless the batch is left-padded)."""
+    return x[torch.arange(x.shape[0], device=x.device), mask.argmax(dim=1)]  # argmax: the first 1 of the row
 
 
 def check_encode_arguments(texts, tokenizer, role: str, batch_size, max_length, limit: int) -> tuple[list[str], int]:
@@ -389,7 +399,7 @@ class HyperbolicPooler(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor, c: Tensor) -> Tensor:
         if self.mode == "cls":
-            return x[:, 0]
+            return first_token(x, mask)
         if self.mode == "mean":
             return tangent_mean(x, mask, c)
         p = 0.0 if self.mode == "einstein" else self.p
@@ -572,7 +582,7 @@ class HyTEPreTrainedModel(PreTrainedModel):
         try:
             for start in starts:
                 index = order[start : start + batch_size]
-                # Right padding whatever the tokenizer's default: positions count from the first column.
+                # Right padding whatever the tokenizer's default: some HyTE-H encoders refuse left padding.
                 batch = tokenizer([texts[i] for i in index], padding=True, truncation=True, max_length=max_length,
                                   padding_side="right", return_tensors="pt")
                 empty = (batch["attention_mask"].sum(1) <= specials).nonzero()
@@ -779,7 +789,7 @@ class EucBERTModel(HyTEPreTrainedModel):
                                                     output_hidden_states is not False, output_attentions)
         x = self.final_norm(x)
         if self.config.pooling == "cls":
-            pooled = x[:, 0]
+            pooled = first_token(x, mask)
         else:
             weights = mask.to(x.dtype).unsqueeze(-1)
             pooled = (weights * x).sum(1) / weights.sum(1).clamp_min(1.0)
@@ -941,6 +951,12 @@ class HyTEHModel(HyTEPreTrainedModel):
             output_attentions, output_hidden_states, return_dict)
         mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
         extra = {k: v for k, v in kwargs.items() if k == "token_type_ids"}
+        if self.encoder.config.model_type == "bert":
+            # BERT numbers positions from column 0; counting real tokens instead gives every token of a left-padded
+            # text the position it has right-padded, so its vector does not depend on its batch.
+            extra["position_ids"] = (mask.cumsum(1) - 1).clamp(min=0).long()
+        else:
+            refuse_left_padding(mask)
         collect_hidden_states = output_hidden_states is not False
         encoded = self.encoder(input_ids=input_ids, attention_mask=mask.to(torch.long),
                                output_attentions=output_attentions, output_hidden_states=collect_hidden_states,

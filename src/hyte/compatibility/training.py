@@ -239,7 +239,7 @@ def train_compatible(config: RunConfig, resume: bool = False, callbacks: list | 
     output_dir/mined_negatives.jsonl, so a resumed run trains on the same examples and the same cached old
     embeddings."""
     from ..encoders import load_encoder
-    from ..lineage import declare_compatible, weights_fingerprint
+    from ..lineage import declare_compatible, model_fingerprint
     from ..training.loop import train_pairs
     from ..training.mining import examples_with_mined_negatives
     from ..training.models import build_model, unwrap
@@ -248,7 +248,7 @@ def train_compatible(config: RunConfig, resume: bool = False, callbacks: list | 
     old = load_encoder(spec.old_model, kind="hyte", max_length=config.loss.max_document_length)
     if not old.model.is_hyperbolic:
         raise ConfigError(f"compatible.old_model {spec.old_model} is not a hyperbolic HyTE model")
-    old_fingerprint = weights_fingerprint(old.model)
+    old_fingerprint = model_fingerprint(old.model)
     built = build_model(_new_model_spec(config, old.dim, old.curvature))
     new = unwrap(built.model)
     if not built.hyperbolic:

@@ -2,13 +2,14 @@
 
     DIR/
       index.json        what the folder holds: {"format_version", "kind": "plain" | "phrase", "model",
-                        "model_fingerprint", "count"}
+                        "model_fingerprint", "count", "documents_sha256", "files_sha256": {file: SHA-256}}
       documents.jsonl   the texts, row i = index id i: {"id": the document's own id, "text": ...}
       metadata.json, index.faiss                       kind "plain": a ``LorentzIndex``
       phrase_index.json, global/, phrase/              kind "phrase": a ``PhraseIndex``
 
 The whole folder is written at once (``hyte.io.atomic_directory``): vectors and texts cannot disagree, and a crash
-while saving leaves the previous folder intact. ``hyte index build``, ``hyte quickstart``, ``hyte demo`` and
+while saving leaves the previous folder intact. ``index.json`` records the SHA-256 of every other file, checked on
+open: an ``index.faiss`` copied in from another index, or an edited ``documents.jsonl``, is refused. ``hyte index build``, ``hyte quickstart``, ``hyte demo`` and
 ``HyteSearcher.save`` all write through ``write_index_folder``; search, ``hyte rag``, the framework retrievers and
 the lineage check read through ``open_index_folder``.
 
@@ -149,10 +150,30 @@ def write_index_folder(directory: str | os.PathLike, index: LorentzIndex | Phras
         write_documents(staging, documents)
         # Rows are matched to vectors by position: a sorted or edited documents.jsonl must not go unnoticed.
         manifest["documents_sha256"] = file_sha256(staging / DOCUMENTS_FILE)
+        # Vectors are matched to texts by position too: an index file copied in from another index must not go
+        # unnoticed either (the count and dimension checks pass for an index of the same size).
+        manifest["files_sha256"] = _index_file_digests(staging)
         (staging / FOLDER_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
 
     atomic_directory(directory, write, _MARKERS, "index folder", owned=INDEX_FOLDER_ENTRIES)
     return Path(directory)
+
+
+def _index_file_digests(folder: Path) -> dict[str, str]:
+    """SHA-256 of every file of the index itself (relative POSIX path -> digest): all but the texts and manifest."""
+    return {path.relative_to(folder).as_posix(): file_sha256(path) for path in sorted(folder.rglob("*"))
+            if path.is_file() and path.name not in (FOLDER_FILE, DOCUMENTS_FILE)}
+
+
+def _check_index_files(target: Path, recorded: dict[str, str]) -> None:
+    """Refuse a folder whose index files are not the ones ``index.json`` records (replaced or edited; a missing
+    file is left to the loader, which names it)."""
+    for name, digest in recorded.items():
+        path = target / name
+        if path.is_file() and file_sha256(path) != digest:
+            raise ValueError(f"{path} is damaged or not the file the index was built with (its SHA-256 is not the "
+                             f"one {FOLDER_FILE} records; an index file copied from another index would match the "
+                             f"vectors to the wrong texts in {DOCUMENTS_FILE}): {_REBUILD}")
 
 
 def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
@@ -181,6 +202,8 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
             raise ValueError(f"{target}: index folder format {manifest.get('format_version')!r} is not supported "
                              f"(this hyte reads {FOLDER_FORMAT_VERSION}); rebuild it with `hyte index build`")
         kind = manifest["kind"]
+        # Folders written before the index files were hashed record no files_sha256 (same format otherwise).
+        _check_index_files(target, manifest.get("files_sha256", {}))
     else:  # a folder saved before the manifest existed
         kind = "phrase" if (target / "phrase_index.json").is_file() else "plain"
     if kind == "phrase":
@@ -205,14 +228,14 @@ def index_texts(encoder, texts: Sequence[str], *, kind: str = "flat", model_name
                 batch_size: int = 32, show_progress_bar: bool | None = None) -> LorentzIndex:
     """Encode ``texts`` as documents with ``encoder`` (``hyte.encoders``) into a new ``LorentzIndex`` of ``kind``
     (index id i = text i) that records the model (``model_name``, default ``encoder.name``, as ``model_reference``
-    gives it: where ``hyte rag`` and ``HyteSearcher.from_folder`` load it from) and its weights fingerprint."""
-    from ..lineage import weights_fingerprint
+    gives it: where ``hyte rag`` and ``HyteSearcher.from_folder`` load it from) and its fingerprint."""
+    from ..lineage import model_fingerprint
 
     if not texts:
         raise ValueError("no texts to index")
     index = LorentzIndex(encoder.dim, encoder.curvature, kind=kind,
                          model_name=model_reference(model_name or encoder.name),
-                         model_fingerprint=weights_fingerprint(encoder.model))
+                         model_fingerprint=model_fingerprint(encoder.model))
     index.add(encoder.encode(list(texts), role="document", batch_size=batch_size,
                              show_progress_bar=show_progress_bar))
     return index

@@ -150,7 +150,7 @@ class LorentzIndex(HyperboloidStore):
         curvature: c > 0 of the hyperboloid <x,x>_L = -c.
         kind: "flat" (exact, default), "ivf" or "hnsw" (approximate; see the module docstring).
         model_name: the model whose embeddings this holds; saved with the index and checked on load.
-        model_fingerprint: ``hyte.lineage.weights_fingerprint`` of that model; saved with the index, and
+        model_fingerprint: ``hyte.lineage.model_fingerprint`` of that model; saved with the index, and
             ``check_query_model`` admits only queries from this model or from one declared compatible with it.
         metric: "inner_product" for flat/ivf, "l2" for hnsw (the defaults). "inner_product" with "hnsw" raises.
         nlist: IVF list count; None picks ~4 sqrt(N) from the first ``add`` (the IVF is trained on that batch).

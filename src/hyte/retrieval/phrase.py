@@ -318,10 +318,10 @@ class PhraseIndex:
     def create(cls, model, kind: str = "flat", dtype: str = "float32", model_name: str | None = None,
                **index_options) -> PhraseIndex:
         """An empty index for ``model`` (a HyTEPhraseModel): its geometry, width, curvature, fusion weights and
-        weights fingerprint (the lineage check, ``hyte.lineage``)."""
-        from ..lineage import weights_fingerprint
+        fingerprint (the lineage check, ``hyte.lineage``)."""
+        from ..lineage import model_fingerprint
 
-        fingerprint = weights_fingerprint(model)
+        fingerprint = model_fingerprint(model)
         config = model.config
         geometry = config.geometry
         dim = model.backbone.config.hidden_size

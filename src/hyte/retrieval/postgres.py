@@ -486,7 +486,7 @@ def build_pgvector_index(encoder, texts: Sequence[str], dsn: str, table: str, *,
     """Encode ``texts`` as documents with ``encoder`` into the new table ``table`` with their texts (``ids``: the
     documents' own ids), recording the model as ``hyte.retrieval.folder.index_texts`` does. The table name is
     checked before anything is encoded; an index it replaces (``overwrite``) stays until the new one is loaded."""
-    from ..lineage import weights_fingerprint
+    from ..lineage import model_fingerprint
     from .folder import documents_for, model_reference
 
     if not texts:
@@ -495,5 +495,5 @@ def build_pgvector_index(encoder, texts: Sequence[str], dsn: str, table: str, *,
     PgVectorIndex.check_table_free(dsn, table, overwrite)
     points = encoder.encode(list(texts), role="document", batch_size=batch_size, show_progress_bar=show_progress_bar)
     return PgVectorIndex.create(dsn, table, encoder.dim, encoder.curvature, kind, model_reference(encoder.name),
-                                model_fingerprint=weights_fingerprint(encoder.model), max_norm=max_norm,
+                                model_fingerprint=model_fingerprint(encoder.model), max_norm=max_norm,
                                 overwrite=overwrite, points=points, documents=documents)
