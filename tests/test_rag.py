@@ -312,6 +312,48 @@ def test_extracted_sentences_from_two_passages_cite_their_own_passage_and_off_to
     assert off_topic.relevance_unchecked and off_topic.sentences[0].text == "Small head circumference."
 
 
+def test_rag_functions_name_a_wrong_type_at_their_entry():
+    """A string, None or non-Passages for the passages failed deep inside ('str' object has no attribute 'text');
+    ``support`` read a bare string as one-character passages and returned 0.0; an int question reached ``cite`` only
+    after the generator had run."""
+    from hyte.rag import Passage, answer_question, build_messages, cite, extract, support
+
+    passages = [Passage(0, "HP:1", "Macrocephaly is an abnormally large head circumference.", 0.0, 0.0, 0.0)]
+    question = "What is macrocephaly?"
+
+    class Generator:
+        def generate(self, messages, max_new_tokens=128):
+            raise AssertionError("the arguments are checked before generating")
+
+    expected = r"passages must be a list of Passage \(what HyteSearcher\.search\(question, k\) returns\); "
+    for wrong, shown in (("Macrocephaly is a large head.", r"got 'Macrocephaly is a large head\.' \(str\)"),
+                         (None, r"got None \(NoneType\)"), (passages[0], r"got Passage\(.*\(Passage\)"),
+                         ([passages[0].text], r"passages\[0\] is 'Macrocephaly.*\(str\)"),
+                         ([passages[0], 3], r"passages\[1\] is 3 \(int\)")):
+        for name, call in (("extract", lambda w=wrong: extract(question, w)),
+                           ("answer_question", lambda w=wrong: answer_question(question, w, Generator())),
+                           ("answer_question", lambda w=wrong: answer_question(question, w, mode="extract")),
+                           ("cite", lambda w=wrong: cite(question, "A large head.", w)),
+                           ("build_messages", lambda w=wrong: build_messages(question, w))):
+            with pytest.raises(TypeError, match=f"^{name}: {expected}{shown}$"):
+                call()
+    texts = r"^support: passages must be a list of passage texts \(\[p\.text for p in passages\] for Passages\); "
+    with pytest.raises(TypeError, match=texts + r"got 'Macrocephaly is a large head\.' \(str\)$"):
+        support("Macrocephaly is a large head.", "Macrocephaly is a large head.")  # was 0.0
+    with pytest.raises(TypeError, match=texts + r"passages\[0\] is Passage\("):
+        support("Macrocephaly is a large head.", passages)
+    with pytest.raises(TypeError, match=r"^answer must be a string; got None \(NoneType\)$"):
+        support(None, [passages[0].text])
+    for call in (lambda: answer_question(5, passages, Generator()), lambda: extract(5, passages),
+                 lambda: support("A large head.", [passages[0].text], 5)):
+        with pytest.raises(TypeError, match=r"^question must be a string; got 5 \(int\)$"):
+            call()
+    with pytest.raises(TypeError, match=r"^answer_question: generator must be a Generator .*; got 'smollm' \(str\)$"):
+        answer_question(question, passages, "smollm")
+    with pytest.raises(ValueError, match="^max_new_tokens must be a positive integer; got 1.5$"):
+        answer_question(question, passages, Generator(), max_new_tokens=1.5)
+
+
 def test_hyte_rag_marks_every_generated_sentence_and_extracts_by_default(index_dir, generator_cache, monkeypatch,
                                                                         capsys):
     monkeypatch.setenv("HYTE_CACHE", str(generator_cache.parent))

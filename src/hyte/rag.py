@@ -88,6 +88,10 @@ def support(answer: str, passages: Sequence[str], question: str = "") -> float |
     Words of the question are left out: restating what was asked ("Scoliosis is ...") adds no claim.
     Lexical and order-blind: see the module docstring for what it does not measure.
     """
+    _check_text("answer", answer)
+    _check_text("question", question)
+    # A bare string would be read as a list of one-character passages and score near 0 without a word.
+    _check_list("support", "passages", passages, str, "passage texts ([p.text for p in passages] for Passages)")
     asked = set(content_words(question))
     words = [word for word in content_words(_MARKER.sub("", answer)) if word not in asked]
     if not words:
@@ -101,6 +105,8 @@ def build_messages(question: str, passages: Sequence[Passage]) -> list[dict[str,
 
     The passages sit in the system turn: SmolLM2-135M copies them back as a list when they come with the question.
     """
+    _check_question(question)
+    _check_passages("build_messages", passages)
     context = "\n".join(f"[{p.id}] {p.text}" for p in passages)
     return [{"role": "system", "content": f"{SYSTEM_PROMPT}\n\nPassages:\n{context}"},
             {"role": "user", "content": question}]
@@ -190,6 +196,7 @@ def cite(question: str, raw: str, passages: Sequence[Passage]) -> Answer:
     _check_question(question)
     if not isinstance(raw, str):
         raise TypeError(f"the answer to cite must be a string; got {type(raw).__name__}")
+    _check_passages("cite", passages)
     known = {p.id for p in passages}
     citations: list[str] = []
     texts, marks = [], []
@@ -211,10 +218,32 @@ def cite(question: str, raw: str, passages: Sequence[Passage]) -> Answer:
 
 
 def _check_question(question: str) -> None:
-    if not isinstance(question, str):
-        raise TypeError(f"question must be a string; got {type(question).__name__}")
+    _check_text("question", question)
     if not question.strip():
         raise ValueError("the question is empty: give the question to answer")
+
+
+def _shown(value) -> str:
+    return f"{value!r:.60} ({type(value).__name__})"
+
+
+def _check_text(name: str, value) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string; got {_shown(value)}")
+
+
+def _check_list(function: str, name: str, value, kind: type, expected: str) -> None:
+    """Refuse anything but a list (or tuple) of ``kind`` in one line, at the entry of ``function``: a string, None or
+    one item failed deep inside (AttributeError on .text / .id) or, for ``support``, passed."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{function}: {name} must be a list of {expected}; got {_shown(value)}")
+    wrong = next((i for i, item in enumerate(value) if not isinstance(item, kind)), None)
+    if wrong is not None:
+        raise TypeError(f"{function}: {name} must be a list of {expected}; {name}[{wrong}] is {_shown(value[wrong])}")
+
+
+def _check_passages(function: str, passages) -> None:
+    _check_list(function, "passages", passages, Passage, "Passage (what HyteSearcher.search(question, k) returns)")
 
 
 def extract(question: str, passages: Sequence[Passage], max_sentences: int = 2) -> Answer:
@@ -223,6 +252,7 @@ def extract(question: str, passages: Sequence[Passage], max_sentences: int = 2) 
     word with the question; with no shared word at all, the top passage's first sentence answers (retrieval
     ranked that passage first) and the answer says so (``relevance_unchecked``)."""
     _check_question(question)
+    _check_passages("extract", passages)
     check_positive_int("max_sentences", max_sentences)
     asked = set(content_words(question))
     candidates = []  # (-overlap, rank, position, sentence, passage id)
@@ -237,17 +267,22 @@ def extract(question: str, passages: Sequence[Passage], max_sentences: int = 2) 
                    relevance_unchecked=bool(chosen) and chosen[0][0] == 0)
 
 
-
-
 def answer_question(question: str, passages: Sequence[Passage], generator: Generator | None = None,
                     max_new_tokens: int = 128, mode: str = "generate") -> Answer:
     """``mode="generate"``: prompt ``generator`` with the question and passages (``build_messages``), then ``cite``
     and mark its answer; ``mode="extract"``: ``extract`` (no generator needed)."""
+    # Checked before generating: the question and passages were only read after the generator had run.
+    _check_question(question)
+    _check_passages("answer_question", passages)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
     if mode == "extract":
         return extract(question, passages)
     if generator is None:
         raise ValueError("mode 'generate' needs a generator (hyte.generation.load_generator)")
+    if not callable(getattr(generator, "generate", None)):
+        raise TypeError(f"answer_question: generator must be a Generator (hyte.generation.load_generator()); got "
+                        f"{_shown(generator)}")
+    check_positive_int("max_new_tokens", max_new_tokens)
     raw = generator.generate(build_messages(question, passages), max_new_tokens=max_new_tokens)
     return cite(question, raw, passages)
