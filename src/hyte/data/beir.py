@@ -7,13 +7,18 @@ The format (https://github.com/beir-cellar/beir): ``corpus.jsonl`` lines ``{"_id
 queries that appear in the qrels are evaluated, and a score of 0 means "judged, not relevant".
 
 Every problem is reported as a :class:`BEIRFormatError` (a ValueError) naming the file and the line: invalid JSON,
-a missing or non-string field, a repeated id, an empty corpus, a qrels line without three columns or with a
-non-integer score, a qrels id that is not in the corpus or the queries.
+a missing or non-string field, an empty query, a repeated id, an id the qrels could not name (a tab, a line break,
+white space around it), an empty corpus, a qrels line without three columns or with a non-integer or negative score,
+a qrels id that is not in the corpus or the queries, a pair judged twice, no judgement with a score > 0.
+``hyte.data.write_beir_folder`` refuses the same sets with the same words: both check through ``check_records``,
+``add_judgement`` and ``check_judged`` here, so what hyte writes, hyte reads.
 """
 
 from __future__ import annotations
 
 import os
+import numbers
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..io import DataFormatError, iter_jsonl
@@ -49,32 +54,91 @@ def _require(path: Path) -> Path:
     return path
 
 
-def _read_jsonl(path: Path, fields: tuple[str, ...], optional: tuple[str, ...] = (),
-                non_empty: tuple[str, ...] = ()) -> dict[str, dict]:
-    """``{_id: record}`` from a JSONL file; each record must have string ``fields`` (ids may be JSON numbers), and
-    the ``non_empty`` ones must hold more than white space."""
-    records: dict[str, dict] = {}
-    for number, record in iter_jsonl(_require(path), "BEIR file"):
-        record_id = record.get("_id")
-        if isinstance(record_id, (int, float)) and not isinstance(record_id, bool):
-            record_id = str(record_id)
-        if not isinstance(record_id, str) or not record_id:
-            raise BEIRFormatError(path, number, 'missing or empty "_id" field')
-        for field in fields:
-            if field not in record:
-                raise BEIRFormatError(path, number, f'missing "{field}" field (id {record_id})')
-            if not isinstance(record[field], str):
-                raise BEIRFormatError(path, number, f'"{field}" must be a string (id {record_id})')
-            if field in non_empty and not record[field].strip():
-                raise BEIRFormatError(path, number, f'"{field}" is empty (id {record_id}): give the text, or remove '
-                                                    f"the line and its qrels")
-        for field in optional:
-            if record.get(field) is not None and not isinstance(record[field], str):
-                raise BEIRFormatError(path, number, f'"{field}" must be a string (id {record_id})')
-        if record_id in records:
-            raise BEIRFormatError(path, number, f"duplicate id {record_id!r}")
-        records[record_id] = record
-    return records
+# What a record of corpus.jsonl / queries.jsonl must hold: string ``fields``, ``optional`` string ones, and
+# ``non_empty`` ones with more than white space (an empty query matches nothing; an empty document is only noise).
+CORPUS_FIELDS = {"fields": ("text",), "optional": ("title",), "non_empty": ()}
+QUERY_FIELDS = {"fields": ("text",), "optional": (), "non_empty": ("text",)}
+EMPTY_CORPUS = "the corpus is empty (no document lines)"
+
+
+def record_id(value: object) -> str | None:
+    """A record's "_id" as the reader keys it: a string as it is, a number as its text (ids may be JSON numbers)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return str(value)
+    return value if isinstance(value, str) else None
+
+
+def check_record(record: dict, fields: tuple[str, ...], optional: tuple[str, ...],
+                 non_empty: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """(the record's id, what is wrong with the record or None); see ``CORPUS_FIELDS``."""
+    key = record_id(record.get("_id"))
+    if not key:
+        return None, 'missing or empty "_id" field'
+    # qrels/<split>.tsv names records by id, tab-separated, one per line, white space stripped.
+    if key != key.strip() or any(character in key for character in "\t\n\r"):
+        return key, (f"id {key!r} holds a tab or a line break, or white space around it: qrels/<split>.tsv could "
+                     "not name it")
+    for field in fields:
+        if field not in record:
+            return key, f'missing "{field}" field (id {key})'
+    for field in (*fields, *optional):
+        value = record.get(field)
+        if (field in fields or value is not None) and not isinstance(value, str):
+            hint = " (a BEIR loader's {\"title\", \"text\"} record? give the text)" if isinstance(value, dict) else ""
+            return key, f'"{field}" must be a string (id {key}); got {type(value).__name__}{hint}'
+        if field in non_empty and not value.strip():
+            return key, f'"{field}" is empty (id {key}): give the text, or drop the record and its qrels'
+    return key, None
+
+
+def check_records(records: Iterable[tuple[object, dict]], kind: dict, error: Callable[[object, str], Exception]
+                  ) -> dict[str, dict]:
+    """``{id: record}`` of ``(where, record)`` pairs, each checked against ``kind`` (``CORPUS_FIELDS`` or
+    ``QUERY_FIELDS``) and for a repeated id; ``error(where, problem)`` is the exception raised for the first problem
+    (the reader's names the file and line, the writer's the argument)."""
+    checked: dict[str, dict] = {}
+    for where, record in records:
+        key, problem = check_record(record, **kind)
+        if problem is None and key in checked:
+            problem = f"duplicate id {key!r}"
+        if problem is not None:
+            raise error(where, problem)
+        checked[key] = record
+    return checked
+
+
+def add_judgement(qrels: dict[str, dict[str, int]], query_id: str, doc_id: str, score: str, queries, corpus
+                  ) -> str | None:
+    """Add one qrels line's judgement (its three columns as text) to ``qrels``; what is wrong with it, or None."""
+    try:
+        relevance = int(score)
+    except ValueError:
+        return f"score must be an integer, got {score!r}"
+    if query_id not in queries:
+        return f"query id {query_id!r} is not in queries.jsonl"
+    if doc_id not in corpus:
+        return f"corpus id {doc_id!r} is not in corpus.jsonl"
+    if relevance < 0:
+        return f"score {relevance} is negative: scores are 0 (judged, not relevant) or more (graded relevance)"
+    if doc_id in qrels.get(query_id, {}):
+        return f"the pair ({query_id!r}, {doc_id!r}) is judged twice: keep one line per query and document"
+    qrels.setdefault(query_id, {})[doc_id] = relevance
+    return None
+
+
+def check_judged(qrels: dict[str, dict[str, int]]) -> str | None:
+    """What is wrong with a whole set of judgements (none, or none relevant), or None."""
+    if not qrels:
+        return "no relevance judgements"
+    if not any(score > 0 for judged in qrels.values() for score in judged.values()):
+        return "no judgement has a score > 0: nothing is relevant"
+    return None
+
+
+def _read_jsonl(path: Path, kind: dict) -> dict[str, dict]:
+    """``{_id: record}`` from a JSONL file of ``kind`` records (see ``check_records``)."""
+    return check_records(iter_jsonl(_require(path), "BEIR file"), kind,
+                         lambda number, problem: BEIRFormatError(path, number, problem))
 
 
 def load_beir(folder: str | os.PathLike, split: str = "test") -> tuple[dict[str, str], dict[str, str],
@@ -92,12 +156,12 @@ def load_beir(folder: str | os.PathLike, split: str = "test") -> tuple[dict[str,
         raise FileNotFoundError(f"BEIR folder not found: {folder}")
     corpus_path, queries_path = folder / "corpus.jsonl", folder / "queries.jsonl"
     qrels_path = folder / "qrels" / f"{split}.tsv"
-    documents = _read_jsonl(corpus_path, ("text",), optional=("title",))
+    documents = _read_jsonl(corpus_path, CORPUS_FIELDS)
     if not documents:
-        raise BEIRFormatError(corpus_path, None, "the corpus is empty (no document lines)")
+        raise BEIRFormatError(corpus_path, None, EMPTY_CORPUS)
     corpus = {doc_id: f"{record['title']} {record['text']}" if record.get("title") else record["text"]
               for doc_id, record in documents.items()}
-    all_queries = {query_id: record["text"] for query_id, record in _read_jsonl(queries_path, ("text",), non_empty=("text",)).items()}
+    all_queries = {query_id: record["text"] for query_id, record in _read_jsonl(queries_path, QUERY_FIELDS).items()}
 
     qrels: dict[str, dict[str, int]] = {}
     with _require(qrels_path).open(encoding="utf-8") as handle:
@@ -110,26 +174,12 @@ def load_beir(folder: str | os.PathLike, split: str = "test") -> tuple[dict[str,
             if len(columns) != 3:
                 raise BEIRFormatError(qrels_path, number, f"expected 3 tab-separated columns "
                                                           f"(query-id, corpus-id, score), got {len(columns)}")
-            query_id, doc_id, score = (column.strip() for column in columns)
-            try:
-                relevance = int(score)
-            except ValueError:
-                raise BEIRFormatError(qrels_path, number, f"score must be an integer, got {score!r}") from None
-            if query_id not in all_queries:
-                raise BEIRFormatError(qrels_path, number, f"query id {query_id!r} is not in {queries_path.name}")
-            if doc_id not in corpus:
-                raise BEIRFormatError(qrels_path, number, f"corpus id {doc_id!r} is not in {corpus_path.name}")
-            if relevance < 0:
-                raise BEIRFormatError(qrels_path, number, f"score {relevance} is negative: scores are 0 (judged, not "
-                                                          "relevant) or more (graded relevance)")
-            if doc_id in qrels.get(query_id, {}):
-                raise BEIRFormatError(qrels_path, number, f"the pair ({query_id!r}, {doc_id!r}) is judged twice: keep "
-                                                          "one line per query and document")
-            qrels.setdefault(query_id, {})[doc_id] = relevance
-    if not qrels:
-        raise BEIRFormatError(qrels_path, None, "no relevance judgements")
-    if not any(score > 0 for judged in qrels.values() for score in judged.values()):
-        raise BEIRFormatError(qrels_path, None, "no judgement has a score > 0: nothing is relevant")
+            problem = add_judgement(qrels, *(column.strip() for column in columns), all_queries, corpus)
+            if problem is not None:
+                raise BEIRFormatError(qrels_path, number, problem)
+    problem = check_judged(qrels)
+    if problem is not None:
+        raise BEIRFormatError(qrels_path, None, problem)
     queries = {query_id: all_queries[query_id] for query_id in qrels}
     return queries, corpus, qrels
 

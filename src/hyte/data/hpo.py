@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..io import refuse_file_above, write_lines_atomically
-from .beir import check_sample_sizes
+from .beir import (CORPUS_FIELDS, EMPTY_CORPUS, QUERY_FIELDS, add_judgement, check_judged, check_records,
+                   check_sample_sizes, record_id)
 from .obo import Ontology, load_obo
 
 __all__ = [
@@ -229,7 +230,9 @@ def write_beir_folder(directory: str | os.PathLike, queries: dict[str, str], cor
 
     Titles are left empty: the term name would give away the answer to name/synonym queries.
     Each file is written to a temporary name and renamed into place. A folder that already holds any of these
-    files is replaced only with ``overwrite``; qrels must name queries and documents of the set.
+    files is replaced only with ``overwrite``. A set that ``load_beir`` would refuse is refused here, before
+    anything is written, with the reader's words (``hyte.data.beir.check_records`` / ``add_judgement``); and so is a
+    query with no judgement at all, which the file cannot record (it would be dropped without a word).
     """
     directory = Path(directory)
     refuse_file_above(directory / "qrels")  # also when ``directory`` itself is a file
@@ -237,25 +240,58 @@ def write_beir_folder(directory: str | os.PathLike, queries: dict[str, str], cor
     if present and not overwrite:
         raise FileExistsError(f"{directory} already holds {', '.join(present)}: pass overwrite=True to replace the "
                               "BEIR set there, or choose another folder")
-    unknown = sorted(str(q) for q in qrels if q not in queries)
-    missing = sorted(str(d) for relevant in qrels.values() for d in relevant if d not in corpus)
+    documents, questions, judgements = _beir_records(queries, corpus, qrels)
+    (directory / "qrels").mkdir(parents=True, exist_ok=True)
+    write_lines_atomically(directory / "corpus.jsonl", (json.dumps(r, ensure_ascii=False) for r in documents))
+    write_lines_atomically(directory / "queries.jsonl", (json.dumps(r, ensure_ascii=False) for r in questions))
+    write_lines_atomically(directory / "qrels" / f"{split}.tsv", ["query-id\tcorpus-id\tscore", *judgements])
+    return directory
+
+
+def _beir_records(queries: dict[str, str], corpus: dict[str, str], qrels: dict[str, dict[str, int]]
+                  ) -> tuple[list[dict], list[dict], list[str]]:
+    """The corpus and query records and the qrels lines ``write_beir_folder`` writes, checked as ``load_beir`` checks
+    them (ids as text: a number id is written as the reader would key it)."""
+    for name, value in (("queries", queries), ("corpus", corpus), ("qrels", qrels)):
+        if not isinstance(value, dict):
+            raise TypeError(f"write_beir_folder: {name} must be a dict {{id: ...}}; got {type(value).__name__}")
+
+    def error(argument: str):
+        return lambda where, problem: ValueError(f"write_beir_folder: {argument}[{where!r}]: {problem}")
+
+    def records(texts: dict, title: bool) -> list[tuple[object, dict]]:
+        return [(key, {"_id": record_id(key) or key, **({"title": ""} if title else {}), "text": text})
+                for key, text in texts.items()]
+
+    documents = check_records(records(corpus, title=True), CORPUS_FIELDS, error("corpus"))
+    if not documents:
+        raise ValueError(f"write_beir_folder: corpus: {EMPTY_CORPUS}")
+    questions = check_records(records(queries, title=False), QUERY_FIELDS, error("queries"))
+    unknown = sorted(str(q) for q in qrels if record_id(q) not in questions)
+    missing = sorted(str(d) for relevant in qrels.values() if isinstance(relevant, dict) for d in relevant
+                     if record_id(d) not in documents)
     if unknown or missing:
         raise ValueError(f"qrels name {'queries ' + ', '.join(unknown[:3]) if unknown else ''}"
                          f"{' and ' if unknown and missing else ''}"
                          f"{'documents ' + ', '.join(missing[:3]) if missing else ''} that the set lacks: every "
                          "judged query must be in queries and every judged document in corpus")
-    (directory / "qrels").mkdir(parents=True, exist_ok=True)
-    write_lines_atomically(directory / "corpus.jsonl",
-                      (json.dumps({"_id": doc_id, "title": "", "text": text}, ensure_ascii=False)
-                       for doc_id, text in corpus.items()))
-    write_lines_atomically(directory / "queries.jsonl",
-                      (json.dumps({"_id": query_id, "text": text}, ensure_ascii=False)
-                       for query_id, text in queries.items()))
-    write_lines_atomically(directory / "qrels" / f"{split}.tsv",
-                      ["query-id\tcorpus-id\tscore",
-                       *(f"{query_id}\t{doc_id}\t{score}"
-                         for query_id, relevant in qrels.items() for doc_id, score in relevant.items())])
-    return directory
+    judged: dict[str, dict[str, int]] = {}
+    lines = []
+    for query_id, relevant in qrels.items():
+        if not isinstance(relevant, dict) or not relevant:
+            raise ValueError(f"write_beir_folder: qrels[{query_id!r}] must be a non-empty dict {{document id: score}}"
+                             f"; got {relevant!r:.60}: a query without judgements is not evaluated (load_beir keeps "
+                             "only judged queries), so drop it or judge a document")
+        for doc_id, score in relevant.items():
+            line = (record_id(query_id), record_id(doc_id), f"{score}")
+            problem = add_judgement(judged, *line, questions, documents)
+            if problem is not None:
+                raise ValueError(f"write_beir_folder: qrels[{query_id!r}][{doc_id!r}]: {problem}")
+            lines.append("\t".join(line))
+    problem = check_judged(judged)
+    if problem is not None:
+        raise ValueError(f"write_beir_folder: qrels: {problem}")
+    return list(documents.values()), list(questions.values()), lines
 
 
 def mlm_corpus(ontology: Ontology, term_ids: Iterable[str] | None = None, names: bool = False) -> list[str]:
