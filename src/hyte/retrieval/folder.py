@@ -180,7 +180,7 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     """Open an index folder (module docstring); FileNotFoundError naming how to build one when there is none."""
     if Path(directory).is_file():
         raise NotADirectoryError(f"{directory} is a file: give the index folder that holds it "
-                                 f"({Path(directory).parent})")
+                                 f"({Path(os.path.abspath(directory)).parent})")
     try:
         target = saved_directory(directory, _MARKERS, "index folder")
     except FileNotFoundError as error:

@@ -111,11 +111,6 @@ class HyteSearcher:
         from .folder import open_index_folder, resolve_index_model
         from .index import LorentzIndex
 
-        # Checked here to name the absolute folder: open_index_folder's message says "(.)" for a file in the working
-        # directory (its message should use the absolute parent too; then this check can go).
-        if os.path.isfile(directory):
-            raise NotADirectoryError(f"{directory} is a file: give the index folder that holds it "
-                                     f"({os.path.dirname(os.path.abspath(directory))})")
         folder = open_index_folder(directory)
         if folder.documents is None:
             read_documents(folder.path)  # raises: the folder holds no texts, and says how to get them
