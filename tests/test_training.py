@@ -857,3 +857,23 @@ def test_lora_target_modules_the_model_lacks_are_refused_before_any_data_is_read
     with pytest.raises(ConfigError, match="names 'projection', which BertModel"):  # ... but named, it must be there
         check_lora_targets(bert, load_config(_config_file(tmp_path), {"lora.r": 4, "lora.target_modules":
                                                                       ["query", "projection"]}))
+
+
+def test_a_beir_training_folder_is_read_by_the_evaluation_reader(tmp_path):
+    """Training from a BEIR folder reads it as evaluation does (hyte.data.beir.load_beir): positive judgements become
+    pairs, a folder evaluation would refuse (a fractional score) is refused for training too, naming the line."""
+    from hyte.data.beir import BEIRFormatError
+    from hyte.data.hpo import write_beir_folder
+    from hyte.training.config import DataSpec
+    from hyte.training.data import contrastive_examples
+
+    folder = write_beir_folder(tmp_path / "beir", {"q0": "short fingers", "q1": "small head"},
+                               {"d0": "Short fingers.", "d1": "Small head.", "d2": "Curved spine."},
+                               {"q0": {"d0": 1, "d2": 0}, "q1": {"d1": 2}}, split="train")
+    pairs = contrastive_examples(DataSpec(source="beir", path=str(folder), split="train"))
+    assert sorted((p["query"], p["document"]) for p in pairs) == [("short fingers", "Short fingers."),
+                                                                   ("small head", "Small head.")]
+    qrels = folder / "qrels" / "train.tsv"
+    qrels.write_text(qrels.read_text().replace("q1\td1\t2", "q1\td1\t0.5"))
+    with pytest.raises(BEIRFormatError, match=r"train.tsv, line \d+: .*integer"):
+        contrastive_examples(DataSpec(source="beir", path=str(folder), split="train"))

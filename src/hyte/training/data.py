@@ -7,7 +7,6 @@ an empty result is a ``ConfigError``; both are raised before training starts.
 
 from __future__ import annotations
 
-import csv
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,26 +30,13 @@ def read_jsonl_pairs(path: str | Path, query_field: str = "query", document_fiel
 
 
 def read_beir_pairs(folder: str | Path, split: str = "train") -> list[dict]:
-    """(query, relevant document) examples from a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
-    folder = Path(folder)
-    corpus = {str(r["_id"]): (r.get("title", "") + " " + r["text"]).strip() for _, r in iter_jsonl(folder / "corpus.jsonl")}
-    queries = {str(r["_id"]): r["text"] for _, r in iter_jsonl(folder / "queries.jsonl")}
-    qrels_path = folder / "qrels" / f"{split}.tsv"
-    if not qrels_path.is_file():
-        raise ConfigError(f"{qrels_path} does not exist (BEIR folders hold qrels/<split>.tsv)")
-    examples = []
-    with qrels_path.open(encoding="utf-8") as handle:
-        for number, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
-            if number == 1 and row and row[0] == "query-id":
-                continue
-            if len(row) < 3:
-                raise ConfigError(f"{qrels_path}, line {number}: expected query-id, corpus-id, score")
-            query_id, doc_id, score = row[0], row[1], row[2]
-            if query_id not in queries or doc_id not in corpus:
-                raise ConfigError(f"{qrels_path}, line {number}: unknown query {query_id!r} or document {doc_id!r}")
-            if float(score) > 0:
-                examples.append({"query": queries[query_id], "document": corpus[doc_id], "negatives": []})
-    return examples
+    """(query, relevant document) examples from a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv,
+    read by ``hyte.data.beir.load_beir`` (the evaluation's reader: a folder that trains is one that evaluates)."""
+    from ..data.beir import load_beir
+
+    queries, corpus, qrels = load_beir(folder, split)
+    return [{"query": queries[query_id], "document": corpus[doc_id], "negatives": []}
+            for query_id, judged in qrels.items() for doc_id, score in judged.items() if score > 0]
 
 
 def _example(pair: dict, hierarchy: bool) -> dict:
