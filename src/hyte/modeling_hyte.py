@@ -952,9 +952,11 @@ class HyTEHModel(HyTEPreTrainedModel):
         mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
         extra = {k: v for k, v in kwargs.items() if k == "token_type_ids"}
         if self.encoder.config.model_type == "bert":
-            # BERT numbers positions from column 0; counting real tokens instead gives every token of a left-padded
-            # text the position it has right-padded, so its vector does not depend on its batch.
-            extra["position_ids"] = (mask.cumsum(1) - 1).clamp(min=0).long()
+            # BERT numbers positions from column 0; numbering from each row's first real token instead gives every
+            # token of a left-padded text the position it has right-padded (so its vector does not depend on its
+            # batch), and a right-padded batch exactly BERT's own positions.
+            leading_padding = mask.argmax(dim=1, keepdim=True)  # (B, 1): the first 1 of each row
+            extra["position_ids"] = (torch.arange(mask.shape[1], device=mask.device) - leading_padding).clamp(min=0)
         else:
             refuse_left_padding(mask)
         collect_hidden_states = output_hidden_states is not False
