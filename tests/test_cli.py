@@ -221,7 +221,7 @@ def test_a_model_path_that_is_no_model_folder_is_named_before_loading(tmp_path, 
     config = Path(__file__).resolve().parents[1] / "configs" / "finetune_hyte_h_hierarchy.yaml"
     assert main(["train", "finetune", "--config", str(config), "--set", f"model.path={tmp_path / 'idx'}",
                  "--set", f"training.output_dir={tmp_path / 'out'}"]) == 2
-    assert f"model.path {tmp_path / 'idx'} is not a model folder" in capsys.readouterr().err
+    assert f"model.path: {tmp_path / 'idx'} is an index folder, not a model" in capsys.readouterr().err
 
 
 def test_seventh_trial_mistakes_are_refused_before_any_work(tmp_path, model_dir, capsys):
@@ -469,3 +469,39 @@ def test_training_refuses_rates_and_data_that_cannot_train_and_never_saves_a_div
         model.weight[0, 0] = float("nan")
     with pytest.raises(TrainingDivergedError, match="hold NaN/Inf after step 3 .first: weight."):
         refuse_diverged(model, config, step=3)
+
+
+def test_tenth_trial_mistakes_are_refused(tmp_path, model_dir, capsys):
+    """Found by the tenth new-user trial: an index folder whose documents.jsonl was deleted searched with row numbers
+    for ids, --k-candidates below --k, a qrels split naming a path, a negative seed, integer points, a run folder
+    given as a model."""
+    from pathlib import Path
+
+    from hyte import lorentz
+    from hyte.data import write_beir_folder
+    from hyte.encoders import load_encoder
+    from hyte.training.config import ConfigError, load_config
+
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(DOCUMENTS) + "\n")
+    index = tmp_path / "index"
+    assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output", str(index)]) == 0
+    capsys.readouterr()
+    assert main(["index", "search", "--index", str(index), "--query", "short fingers", "--k", "2",
+                 "--k-candidates", "1", "--broader"]) == 2
+    assert "--k-candidates 1 is below --k 2" in capsys.readouterr().err
+    (index / "documents.jsonl").unlink()
+    assert main(["index", "search", "--index", str(index), "--query", "short fingers", "--k", "2"]) == 2
+    assert "documents.jsonl is missing" in capsys.readouterr().err
+
+    with pytest.raises(ValueError, match="split must be a plain name"):
+        write_beir_folder(tmp_path / "beir", {"q1": "a"}, {"d1": "b"}, {"q1": {"d1": 1}}, split="../x")
+    assert not (tmp_path / "beir").exists() and not (tmp_path / "x.tsv").exists()
+    with pytest.raises(ConfigError, match=r"training.seed must be an integer in \[0, 2\*\*32 - 1\]; got -1"):
+        load_config(Path(__file__).parents[1] / "configs" / "finetune_hyte_h_hierarchy.yaml", {"training.seed": -1})
+    with pytest.raises(TypeError, match="expmap0 takes floating-point .* got torch.int64"):
+        lorentz.expmap0(np.array([[1, 2, 3]]))
+    (tmp_path / "run" / "final").mkdir(parents=True)
+    (tmp_path / "run" / "final" / "config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="is a training run's folder, not a model: its model is .*final"):
+        load_encoder(tmp_path / "run")

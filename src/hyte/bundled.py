@@ -55,6 +55,17 @@ def resolve_model(name: str | os.PathLike) -> str:
     return name
 
 
+def not_a_model_folder(folder: str | os.PathLike) -> str:
+    """What to say of a local folder without config.json: where its model is, for a training run's folder (its
+    ``final/``) or an index folder (the model its ``index.json`` records)."""
+    folder = Path(folder)
+    if (folder / "final" / "config.json").is_file():
+        return f"{folder} is a training run's folder, not a model: its model is {folder / 'final'}"
+    if (folder / "index.json").is_file():
+        return f"{folder} is an index folder, not a model: give the model it was built with (its index.json names it)"
+    return f"{folder} is not a model folder (it has no config.json)"
+
+
 def _check_hub_id(name: str) -> None:
     from huggingface_hub import HfApi, constants, try_to_load_from_cache
     from huggingface_hub.errors import HFValidationError, HfHubHTTPError, HTTPError, RepositoryNotFoundError

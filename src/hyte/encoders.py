@@ -22,7 +22,7 @@ from safetensors import SafetensorError
 from transformers import AutoModel, AutoTokenizer
 
 from . import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
-from .bundled import resolve_model
+from .bundled import not_a_model_folder, resolve_model
 from .model_kinds import MODEL_KINDS, model_type_of
 from .modeling_hyte import HyTEPreTrainedModel
 
@@ -249,7 +249,7 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
         raise ValueError(f"kind must be 'auto', 'hyte' or 'euclidean'; got {kind!r}.")
     name, path = str(path), resolve_model(path)
     if Path(path).exists() and not (Path(path) / "config.json").is_file():
-        raise FileNotFoundError(f"{path} is not a model folder: it has no config.json.")
+        raise FileNotFoundError(not_a_model_folder(path))
     hyte_model = model_type_of(path) in HYTE_MODEL_TYPES
     if kind == "auto":
         kind = "hyte" if hyte_model else "euclidean"

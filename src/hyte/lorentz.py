@@ -121,6 +121,11 @@ def _check_vectors(x, name: str, what: str = "points (..., D)") -> None:
         got = ("a 0-d tensor (one number)" if isinstance(x, Tensor)
                else f"the number {x!r}" if isinstance(x, numbers.Number) else type(x).__name__)
         raise TypeError(f"{name} takes a tensor or NumPy array of {what}; got {got}")
+    # Integer points would fail deep inside with torch's message ("linalg.vector_norm: Expected a floating point
+    # or complex tensor"), naming neither the function nor the fix.
+    if not x.is_floating_point():
+        raise TypeError(f"{name} takes floating-point {what}; got {x.dtype} values: convert them (x.float(), "
+                        "or np.asarray(x, dtype=np.float32))")
 
 
 def check_curvature(c: float | Tensor) -> None:

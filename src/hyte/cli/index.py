@@ -257,6 +257,9 @@ def _index_search(args: argparse.Namespace) -> int:
     if args.k_candidates is not None and args.rerank is None and args.relation is None:
         raise UserError("--k-candidates chooses among the nearest hits for --rerank, --broader or --narrower; "
                         "without one of them it changes nothing: drop it or add one")
+    if args.k_candidates is not None and args.k_candidates < args.k:
+        raise UserError(f"--k-candidates {args.k_candidates} is below --k {args.k}: the {args.k} hits are chosen "
+                        f"among the --k-candidates nearest; give --k-candidates >= {args.k}")
     args.k_candidates = args.k_candidates or 100
 
     if args.dsn is not None or args.table is not None:

@@ -141,6 +141,14 @@ def _read_jsonl(path: Path, kind: dict) -> dict[str, dict]:
                          lambda number, problem: BEIRFormatError(path, number, problem))
 
 
+def check_split(split: object) -> str:
+    """A qrels split name (``qrels/<split>.tsv``): a plain file name, so it cannot point outside ``qrels/``."""
+    if not isinstance(split, str) or not split or split in (".", "..") or any(c in split for c in "/\\\0"):
+        raise ValueError(f"split must be a plain name such as 'test' or 'train' (the file qrels/<split>.tsv); got "
+                         f"{split!r}")
+    return split
+
+
 def load_beir(folder: str | os.PathLike, split: str = "test") -> tuple[dict[str, str], dict[str, str],
                                                                           dict[str, dict[str, int]]]:
     """``(queries, corpus, qrels)`` from a BEIR folder: ``{qid: text}``, ``{doc_id: text}``, ``{qid: {doc_id: score}}``.
@@ -148,6 +156,7 @@ def load_beir(folder: str | os.PathLike, split: str = "test") -> tuple[dict[str,
     Queries are limited to those with qrels. Raises FileNotFoundError for a missing folder or file and
     :class:`BEIRFormatError` for malformed content (see the module docstring).
     """
+    check_split(split)
     folder = Path(folder)
     if folder.is_file():
         raise FileNotFoundError(f"{folder} is a file: give the BEIR folder that holds it ({folder.parent}, with "

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..io import refuse_file_above, write_lines_atomically
 from .beir import (CORPUS_FIELDS, EMPTY_CORPUS, QUERY_FIELDS, add_judgement, check_judged, check_records,
-                   check_sample_sizes, record_id)
+                   check_sample_sizes, check_split, record_id)
 from .obo import Ontology, load_obo
 
 __all__ = [
@@ -234,6 +234,7 @@ def write_beir_folder(directory: str | os.PathLike, queries: dict[str, str], cor
     anything is written, with the reader's words (``hyte.data.beir.check_records`` / ``add_judgement``); and so is a
     query with no judgement at all, which the file cannot record (it would be dropped without a word).
     """
+    check_split(split)
     directory = Path(directory)
     refuse_file_above(directory / "qrels")  # also when ``directory`` itself is a file
     present = [name for name in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv") if (directory / name).exists()]

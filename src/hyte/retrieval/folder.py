@@ -212,8 +212,12 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
         index = PhraseIndex.load(target)
     else:
         index = LorentzIndex.load(target)
-    documents = read_documents(target) if (target / DOCUMENTS_FILE).is_file() else None
     recorded = manifest.get("documents_sha256")
+    if recorded is not None and not (target / DOCUMENTS_FILE).is_file():
+        # Without it, hits would show row numbers for the user's ids and no texts.
+        raise FileNotFoundError(f"{target / DOCUMENTS_FILE} is missing: {FOLDER_FILE} records the index's texts "
+                                f"there (row i is the text of vector i). Put it back, or {_REBUILD}")
+    documents = read_documents(target) if (target / DOCUMENTS_FILE).is_file() else None
     if documents is not None and recorded is not None and file_sha256(target / DOCUMENTS_FILE) != recorded:
         raise ValueError(f"{target / DOCUMENTS_FILE} was changed after the index was built (its SHA-256 is not the one "
                          f"{FOLDER_FILE} records): row i is the text of vector i, so a sorted or edited file would "

@@ -200,6 +200,9 @@ class HyteSearcher:
                                  "among; without a relation it changes nothing: drop it or give a relation")
             if isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer)) or candidates < 1:
                 raise ValueError(f"candidates must be a whole number >= 1; got {candidates!r}")
+            if candidates < k:
+                raise ValueError(f"candidates ({candidates}) is below k ({k}): the k hits are chosen among the "
+                                 f"candidates nearest; give candidates >= k")
         depth = k if relation is None else max(k, 100 if candidates is None else int(candidates))
         scores, found = self.index.search(self.encoder.encode(queries, role="query"), k=depth)
         distances = self.index.to_distances(scores)

@@ -485,6 +485,8 @@ def validate(config: RunConfig, source: str) -> None:
         if getattr(training, name) < 1:
             raise ConfigError(f"{source}: training.{name} must be an integer >= 1 (every this many steps); "
                               f"got {getattr(training, name)}")
+    if not 0 <= training.seed < 2**32:  # numpy's limit; its own message names no field
+        raise ConfigError(f"{source}: training.seed must be an integer in [0, 2**32 - 1]; got {training.seed}")
     if training.dataloader_num_workers < 0:
         raise ConfigError(f"{source}: training.dataloader_num_workers must be an integer >= 0 (0 = load batches in "
                           f"the training process); got {training.dataloader_num_workers}")

@@ -12,7 +12,7 @@ from torch import Tensor
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel
 
 from .. import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
-from ..bundled import BUNDLED_MINILM, BUNDLED_MINILM_HUB_ID, resolve_model
+from ..bundled import BUNDLED_MINILM, BUNDLED_MINILM_HUB_ID, not_a_model_folder, resolve_model
 from ..configuration_hyte import EucBERTConfig, HyTEFHConfig
 from ..modeling_hyte import (
     EucBERTForMaskedLM,
@@ -54,8 +54,7 @@ def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
         tokenizer_only = role == "model.tokenizer" and any(
             (Path(folder) / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json"))
         if not (Path(folder) / "config.json").is_file() and not tokenizer_only:
-            hint = f"; its model is {Path(folder) / 'final'}" if (Path(folder) / "final" / "config.json").is_file() else ""
-            raise ConfigError(f"{role} {folder} is not a model folder (it has no config.json){hint}")
+            raise ConfigError(f"{role}: {not_a_model_folder(folder)}")
     tokenizer_path = resolve_model(spec.tokenizer) if spec.tokenizer else (
         resolve_model(BUNDLED_MINILM) if spec.build in ("hyte_fh", "eucbert") else path)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path, trust_remote_code=True)
