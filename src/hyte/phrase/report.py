@@ -31,17 +31,17 @@ def _significant(interval: dict) -> int:
 
 
 def _list(budgets: list) -> str:
-    return ", ".join(str(b) for b in budgets) if budgets else "none"
+    return ", ".join(str(b) for b in budgets)
 
 
-def _from(chosen: list, budgets: list) -> str:
-    """The smallest B from which every larger budget is in ``chosen`` ("never" if the largest is not)."""
+def _from(chosen: list, budgets: list) -> int | None:
+    """The smallest B from which every larger budget is in ``chosen`` (None if the largest is not)."""
     start = None
     for b in reversed(budgets):
         if b not in chosen:
             break
         start = b
-    return "never" if start is None else f"B = {start}"
+    return start
 
 
 def _seeds(payload: dict) -> str:
@@ -62,26 +62,23 @@ def _over_seeds_cell(result: dict) -> str:
 
 
 def _verdict(run: dict, budgets: list, ks: list) -> list[str]:
+    """One line per K; a comparison is named only where its interval excludes 0 ("level" everywhere else)."""
     lines = []
     for k in ks:
         intervals = run["intervals"]
-        vs_global = [b for b in budgets if _significant(intervals[f"{k}/{b}/crf-global"]) > 0]
-        below_global = [b for b in budgets if _significant(intervals[f"{k}/{b}/crf-global"]) < 0]
-        beats = {other: [b for b in budgets if _significant(intervals[f"{k}/{b}/crf-{other}"]) > 0]
-                 for other in ("bigram", "random", "token")}
-        loses = {other: [b for b in budgets if _significant(intervals[f"{k}/{b}/crf-{other}"]) < 0]
-                 for other in ("bigram", "random", "token")}
-        both = [b for b in budgets if b in beats["bigram"] and b in beats["random"]]  # significant over both
-        text = f"K = {k}: phrase above global at B = {_list(vs_global)}"
-        if below_global:
-            text += f", below it at B = {_list(below_global)}"
-        text += (f"; above bigram at B = {_list(beats['bigram'])}, random at {_list(beats['random'])}, token at "
-                 f"{_list(beats['token'])}; above both bigram and random at every B from "
-                 f"{_from(both, budgets)}")
-        worse = {other: b for other, b in loses.items() if b}
-        if worse:
-            text += "; below " + ", ".join(f"{o} at B = {_list(b)}" for o, b in worse.items())
-        lines.append(f"- {text}.")
+
+        def where(other: str, sign: int) -> list:
+            return [b for b in budgets if _significant(intervals[f"{k}/{b}/crf-{other}"]) == sign]
+
+        parts = []
+        for other in ("global", "bigram", "random", "token"):
+            above, below = where(other, 1), where(other, -1)
+            said = [f"above at B = {_list(above)}"] * bool(above) + [f"below at B = {_list(below)}"] * bool(below)
+            parts.append(f"vs {other}: " + (" and ".join(said) if said else "level at every B"))
+        both = _from([b for b in where("bigram", 1) if b in where("random", 1)], budgets)
+        if both is not None:
+            parts.append(f"above both bigram and random at every B from {both}")
+        lines.append(f"- K = {k}, CRF phrase " + "; ".join(parts) + ".")
     return lines
 
 
