@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import re
@@ -454,7 +455,7 @@ def test_wrong_inputs_are_refused_naming_the_function_and_the_problem(seed, dtyp
         *[(lambda k=k: L.half_aperture(x, c, min_radius=k), ValueError,
            r"^half_aperture: min_radius must be a finite number > 0")
           for k in (0.0, -0.1, math.nan, math.inf, torch.tensor([0.1, 0.1, 0.0, 0.1, 0.1, 0.1], dtype=dtype))],
-        (lambda: L.entailment_violation(x, x, c, min_radius=-0.1), ValueError, "^half_aperture: min_radius"),
+        (lambda: L.entailment_violation(x, x, c, min_radius=-0.1), ValueError, "^entailment_violation: min_radius"),
         (lambda: L.tangent_mean(x, c), TypeError, r"^tangent_mean: mask must be None or a tensor .* c=\.\.\."),
         # Scores: ids instead of scores, NaN and +inf (padding is -inf).
         (lambda: L.distance_from_inner(torch.arange(6), c), TypeError, r"^distance_from_inner .*not the ids"),
@@ -488,6 +489,61 @@ def test_wrong_inputs_are_refused_naming_the_function_and_the_problem(seed, dtyp
         with pytest.raises(exception, match=pattern):
             call()
             pytest.fail(f"accepted, expected {exception.__name__} matching {pattern!r}")
+
+
+def public_calls(x: torch.Tensor, c: float) -> dict[str, tuple]:
+    """A valid call of every public function (but ``check_curvature``, the check itself): name -> (function, args);
+    the first argument is what the user hands in."""
+    y, sets, mask = x.flip(0), x.view(2, 3, -1), torch.ones(2, 3, dtype=x.dtype)
+    calls = {
+        "origin": (L.origin, (x.shape[-1] - 1,)), "add_time": (L.add_time, (x[:, 1:],)),
+        "expmap0": (L.expmap0, (x[:, 1:],)), "from_poincare": (L.from_poincare, (0.1 * x[:, 1:] / x[:, :1],)),
+        "distance_from_inner": (L.distance_from_inner, (L.inner(x, y),)), "project": (L.project, (x,)),
+        "flip_time": (L.flip_time, (x,)), "radius": (L.radius, (x,)), "inner": (L.inner, (x, y)),
+        "pairwise_inner": (L.pairwise_inner, (x, y)), "centroid": (L.centroid, (sets,)),
+        "outward_einstein_midpoint": (L.outward_einstein_midpoint, (sets, mask)),
+        "einstein_midpoint": (L.einstein_midpoint, (sets, mask)), "tangent_mean": (L.tangent_mean, (sets, mask)),
+    }
+    calls.update({name: (getattr(L, name), (x,)) for name in ("distance_to_origin", "logmap0", "to_poincare",
+                                                              "half_aperture")})
+    calls.update({name: (getattr(L, name), (x, y)) for name in ("distance", "pairwise_distance",
+                                                                "squared_lorentz_distance", "exterior_angle",
+                                                                "entailment_violation")})
+    return calls
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_every_public_function_names_itself_for_bad_input_not_a_helper(seed, dtype, c):
+    """P53: entailment_violation named "exterior_angle" (a function it calls) for non-points, and a bad curvature was
+    named by no function at all. Every bad input to every public function is refused by a message that starts with
+    the name of the function the user called."""
+    x = random_points(seed, 6, 8, c, dtype, max_distance=5.0)
+    calls = public_calls(x, c)
+    assert set(calls) == set(L.__all__) - {"check_curvature"}  # a new public function joins this test
+    euclidean = torch.randn(6, 9, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+    takes_points = {"distance_to_origin", "logmap0", "to_poincare", "centroid", "outward_einstein_midpoint",
+                    "einstein_midpoint", "tangent_mean", "distance", "pairwise_distance", "squared_lorentz_distance",
+                    "exterior_angle", "entailment_violation"}
+    for name, (function, args) in calls.items():
+        first, rest = args[0], args[1:]
+        bad_calls = [((3.0, *rest), {})]  # a number where vectors belong (a 0-d tensor is one score)
+        if name != "distance_from_inner":
+            bad_calls.append(((torch.tensor(3.0), *rest), {}))
+        if name != "origin":
+            bad_calls.append(((first.long(), *rest), {}))  # integer ids instead of vectors
+        if name in takes_points:
+            bad_calls.append(((euclidean.view(first.shape), *rest), {}))
+            bad_calls.append(((L.flip_time(first), *rest), {}))  # sign-flipped queries
+        if len(args) == 2 and name not in ("pairwise_inner", "pairwise_distance") and first.shape == args[1].shape:
+            bad_calls.append(((first, args[1][:2]), {}))  # rows that do not pair up
+        if "c" in inspect.signature(function).parameters:
+            bad_calls += [(args, {"c": bad}) for bad in (-1.0, 0.0, math.nan, "1.0", torch.full((2,), c))]
+        for bad_args, bad_kwargs in bad_calls:
+            with pytest.raises((TypeError, ValueError)) as refused:
+                function(*bad_args, **bad_kwargs)
+                pytest.fail(f"{name} accepted {bad_args} {bad_kwargs}")
+            assert re.match(rf"{name}\b", str(refused.value)), (name, str(refused.value))
 
 
 @PROPERTY

@@ -25,6 +25,7 @@ NumPy arrays (e.g. FAISS search scores): given any NumPy array they return NumPy
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import numbers
 import warnings
@@ -94,17 +95,25 @@ _MIN_ROUNDING_SLACK = 1e-3
 
 
 def _accepts_numpy(function):
-    """Run ``function`` on tensors made from its NumPy arguments and return NumPy if it got any."""
+    """Run ``function`` on tensors made from its NumPy arguments and return NumPy if it got any.
+
+    Its curvature argument ``c`` is checked here, once, in the name of the function the user called: the functions
+    below convert c without checking it (a check inside a helper would name the helper)."""
+    parameters = list(inspect.signature(function).parameters)
+    c_position = parameters.index("c") if "c" in parameters else None
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         if args and isinstance(args[0], (list, tuple)):
             raise TypeError(f"{function.__name__} takes a tensor or a NumPy array of points, not a "
                             f"{type(args[0]).__name__}: wrap it with torch.tensor(...) or np.asarray(...)")
-        if not any(isinstance(value, np.ndarray) for value in (*args, *kwargs.values())):
-            return function(*args, **kwargs)
-        result = function(*map(_as_tensor, args), **{name: _as_tensor(value) for name, value in kwargs.items()})
-        return result.numpy(force=True)
+        numpy = any(isinstance(value, np.ndarray) for value in (*args, *kwargs.values()))
+        if numpy:
+            args, kwargs = tuple(map(_as_tensor, args)), {name: _as_tensor(value) for name, value in kwargs.items()}
+        if c_position is not None and ("c" in kwargs or len(args) > c_position):
+            _check_curvature_argument(kwargs["c"] if "c" in kwargs else args[c_position], function.__name__)
+        result = function(*args, **kwargs)
+        return result.numpy(force=True) if numpy else result
 
     return wrapper
 
@@ -128,13 +137,14 @@ def _check_vectors(x, name: str, what: str = "points (..., D)") -> None:
                         "or np.asarray(x, dtype=np.float32))")
 
 
-def check_curvature(c: float | Tensor) -> None:
-    """Raise a clear ``ValueError`` unless ``c`` is a finite positive number (c > 0, K = -1/c)."""
+def check_curvature(c: float | Tensor, name: str | None = None) -> None:
+    """Raise a clear ``ValueError`` unless ``c`` is a finite positive number (c > 0, K = -1/c); ``name``: the
+    function whose argument c is, for the message."""
     value = float(c.detach().min()) if isinstance(c, Tensor) else float(c)
     if not math.isfinite(value) or value <= 0:
         raise ValueError(
-            f"curvature c must be a finite number > 0 (the hyperboloid is <x,x>_L = -c, sectional curvature "
-            f"K = -1/c); got {value}. For K = -1 use c = 1."
+            f"{f'{name}: ' if name else ''}curvature c must be a finite number > 0 (the hyperboloid is <x,x>_L = -c, "
+            f"sectional curvature K = -1/c); got {value}. For K = -1 use c = 1."
         )
 
 
@@ -149,23 +159,27 @@ def _value_checks_apply(x: Tensor) -> bool:
     return x.device.type == "cpu" and not torch.compiler.is_compiling() and not torch.jit.is_tracing()
 
 
-def _curvature_like(c: float | Tensor, x: Tensor) -> Tensor:
-    """c as a tensor that broadcasts against x[..., :1] and has x's dtype and device, checked (c <= 0 would give
-    NaN downstream; a model's own c is kept positive by its log parametrisation)."""
+def _check_curvature_argument(c: float | Tensor, name: str) -> None:
+    """Refuse a curvature argument of public function ``name`` that is not a number or a one-element tensor, or not
+    > 0 (NaN downstream; a model's own c is kept positive by its log parametrisation)."""
     if not isinstance(c, Tensor):
         if not isinstance(c, numbers.Real):
-            raise TypeError(f"curvature c must be a number or a tensor; got {type(c).__name__} {c!r}")
-        check_curvature(c)
-    else:
-        # A tensor of several curvatures would broadcast against the points and silently reshape the result
-        # (distance of (3, D) points with c of shape (3, 1) gave a (3, 3) matrix).
-        if c.numel() != 1:
-            raise ValueError(f"curvature c must be a number or a one-element tensor (one curvature for every point); "
-                             f"got a tensor of shape {tuple(c.shape)}")
-        if _value_checks_apply(c):
-            check_curvature(c)
-        c = c.reshape(())
-    return torch.as_tensor(c, dtype=x.dtype, device=x.device)
+            raise TypeError(f"{name}: curvature c must be a number or a tensor; got {type(c).__name__} {c!r}")
+        check_curvature(c, name)
+        return
+    # A tensor of several curvatures would broadcast against the points and silently reshape the result
+    # (distance of (3, D) points with c of shape (3, 1) gave a (3, 3) matrix).
+    if c.numel() != 1:
+        raise ValueError(f"{name}: curvature c must be a number or a one-element tensor (one curvature for every "
+                         f"point); got a tensor of shape {tuple(c.shape)}")
+    if _value_checks_apply(c):
+        check_curvature(c, name)
+
+
+def _curvature_like(c: float | Tensor, x: Tensor) -> Tensor:
+    """c, checked by the public function's ``_accepts_numpy``, as a tensor that broadcasts against x[..., :1] and has
+    x's dtype and device."""
+    return torch.as_tensor(c.reshape(()) if isinstance(c, Tensor) else c, dtype=x.dtype, device=x.device)
 
 
 def origin(dim: int, c: float = 1.0, *, dtype=torch.float32, device=None) -> Tensor:
@@ -173,7 +187,7 @@ def origin(dim: int, c: float = 1.0, *, dtype=torch.float32, device=None) -> Ten
     if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
         raise TypeError(f"origin(dim, c): dim is the space dimension d, an int >= 1 (the origin has d + 1 "
                         f"coordinates); got {type(dim).__name__} {dim!r}")
-    check_curvature(c)
+    _check_curvature_argument(c, "origin")
     if dim < 1:
         raise ValueError(f"dim is the space dimension, >= 1; got {dim}")
     o = torch.zeros(dim + 1, dtype=dtype, device=device)
@@ -339,21 +353,18 @@ def _warn_scores_above_minus_c(scores: Tensor, ratio: Tensor, c64: Tensor) -> No
           "lorentz.pairwise_distance).", RuntimeWarning, stacklevel=4)  # the caller of distance_from_inner
 
 
-def _check_pairable(x: Tensor, y: Tensor, name: str, other: str, *, rows: bool = False) -> None:
+def _check_pairable(x: Tensor, y: Tensor, name: str, other: str | None = None, *, rows: bool = False) -> None:
     """A clear error for inputs ``name`` cannot pair up (torch's own names no function and no remedy).
 
     ``rows``: ``name`` pairs every row of x with every row of y, (..., N, D) x (..., M, D), instead of matching rows;
-    ``other`` is the function doing the other kind of pairing. Reads shapes only, so it always runs.
+    ``other`` is the function doing the other kind of pairing, if any. Reads shapes only, so it always runs.
     """
     for value in (x, y):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{name} takes tensors or NumPy arrays of points; got {type(value).__name__}")
+        _check_vectors(value, name, "vectors (..., D)")
     if rows and min(x.ndim, y.ndim) < 2:
         raise ValueError(f"{name} pairs every row of (..., N, D) with every row of (..., M, D), but got shapes "
                          f"{tuple(x.shape)} and {tuple(y.shape)}; add a row dimension (x[None]) or, for matching "
                          f"points, use {other}")
-    if min(x.ndim, y.ndim) < 1:
-        raise ValueError(f"{name} takes vectors (..., D); got shapes {tuple(x.shape)} and {tuple(y.shape)}")
     if x.shape[-1] != y.shape[-1]:
         raise ValueError(f"{name}: the points have {x.shape[-1]} and {y.shape[-1]} coordinates; both must be points "
                          "of the same hyperboloid")
@@ -363,8 +374,8 @@ def _check_pairable(x: Tensor, y: Tensor, name: str, other: str, *, rows: bool =
         if rows:
             raise ValueError(f"{name}: the leading (batch) dimensions of {tuple(x.shape)} and {tuple(y.shape)} do "
                              "not broadcast; rows are paired within matching batches") from None
-        raise ValueError(f"{name} pairs matching rows, but got {tuple(x.shape)} and {tuple(y.shape)}; for every pair "
-                         f"of rows use {other}") from None
+        raise ValueError(f"{name} pairs matching rows, but got {tuple(x.shape)} and {tuple(y.shape)}"
+                         + (f"; for every pair of rows use {other}" if other else "")) from None
 
 
 def _first(mask: Tensor) -> tuple[int, ...]:
@@ -469,8 +480,13 @@ def distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     N x M x D memory). ||x - y||_L^2 >= 0 for points of the hyperboloid; rounding can make it slightly negative,
     hence the clamp, whose tiny floor also keeps the gradient of the square root finite at x = y.
     """
-    _check_pairable(x, y, "distance", "pairwise_distance")
-    difference = _refresh_time64(x, c, "distance") - _refresh_time64(y, c, "distance")
+    return _distance(x, y, c, "distance")
+
+
+def _distance(x: Tensor, y: Tensor, c: float | Tensor, name: str) -> Tensor:
+    """``distance``, its errors naming the public function ``name`` that was called."""
+    _check_pairable(x, y, name, "pairwise_distance")
+    difference = _refresh_time64(x, c, name) - _refresh_time64(y, c, name)
     chord = torch.sqrt(inner(difference, difference).clamp_min(1e-30))
     two_sqrt_c = 2 * torch.sqrt(_float64(_curvature_like(c, difference)))
     return (two_sqrt_c * torch.asinh(chord / two_sqrt_c)).to(x.dtype)
@@ -492,6 +508,7 @@ def squared_lorentz_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> T
     it slightly negative for identical points.
     """
     name = "squared_lorentz_distance"
+    _check_pairable(x, y, name)
     x64, y64 = _refresh_time64(x, c, name), _refresh_time64(y, c, name)
     value = -2 * _float64(_curvature_like(c, x)) - 2 * inner(x64, y64)
     return value.clamp_min(0).to(x.dtype)
@@ -534,7 +551,12 @@ def project(v: Tensor, c: float | Tensor = 1.0) -> Tensor:
     space-like: ``abs`` (as in the paper) and the clamp, which keeps a light-like v from dividing by zero, handle
     those. The zero vector maps to zero and NaN propagates, as attention over all-padding rows needs.
     """
-    _check_time_like(v, "project")
+    return _project(v, c, "project")
+
+
+def _project(v: Tensor, c: float | Tensor, name: str) -> Tensor:
+    """``project``, its errors naming the public function ``name`` that was called."""
+    _check_time_like(v, name)
     # -<v, v>_L = v_0^2 - ||v_s||^2, factored as (v_0 - ||v_s||)(v_0 + ||v_s||), which cancels less.
     time, space_norm = v[..., :1], torch.linalg.vector_norm(v[..., 1:], dim=-1, keepdim=True)
     norm_sq = ((time - space_norm) * (time + space_norm)).abs().clamp_min(_MIN_LORENTZ_NORM_SQ)
@@ -575,6 +597,11 @@ def expmap0(tangent: Tensor, c: float | Tensor = 1.0) -> Tensor:
     representable in that dtype (float32: distance ~43 sqrt(c); callers such as HyTE-H clip norms far below this).
     """
     _refuse_points_as_space(tangent, c, "expmap0")
+    return _expmap0(tangent, c)
+
+
+def _expmap0(tangent: Tensor, c: float | Tensor) -> Tensor:
+    """``expmap0`` without the input check, for tangent vectors this module computed itself (see ``_lift``)."""
     sqrt_c = torch.sqrt(_curvature_like(c, tangent))
     norm = tangent.norm(dim=-1, keepdim=True)
     max_scaled_norm = 0.5 * math.log(torch.finfo(tangent.dtype).max) - 1.0
@@ -663,7 +690,7 @@ def centroid(x: Tensor, weights: Tensor | None = None, c: float | Tensor = 1.0) 
                      else "weights summing to 0" + (f" for the set at index {_first(empty)}" if empty.ndim else ""))
             raise ValueError(f"centroid: weights must be >= 0, one per point, finite, with a positive sum per set; "
                              f"got {where}. Pass weights=None to weigh every point 1")
-    return project((w64.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x))).to(x.dtype)
+    return _project((w64.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x)), "centroid").to(x.dtype)
 
 
 @_accepts_numpy
@@ -697,7 +724,7 @@ def _outward_einstein_midpoint(x: Tensor, mask: Tensor | None, p: float, c: floa
                          "every sequence needs at least one unmasked token.")
     logits = p * torch.log(x64[..., 0]) + torch.log(w64)
     weights = torch.softmax(logits, dim=-1)
-    return project((weights.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x))).to(x.dtype)
+    return _project((weights.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x)), name).to(x.dtype)
 
 
 @_accepts_numpy
@@ -714,7 +741,7 @@ def tangent_mean(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0)
     tangent = _logmap0(x, c)
     w = torch.ones_like(tangent[..., 0]) if mask is None else mask.to(tangent.dtype)
     total = w.sum(-1, keepdim=True).clamp_min(1.0)  # an all-padding row pools to the origin, not NaN
-    return expmap0((w.unsqueeze(-1) * tangent).sum(-2) / total, c)
+    return _expmap0((w.unsqueeze(-1) * tangent).sum(-2) / total, c)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -733,8 +760,13 @@ def half_aperture(x: Tensor, c: float | Tensor = 1.0, min_radius: float = 0.1) -
     Scale-invariant: a point of H_c and its rescaling to H_c' (x sqrt(c'/c)) have the same aperture.
     ``min_radius`` must be finite and > 0 (0 would give every cone aperture 0, a negative one a negative angle).
     """
-    _check_vectors(x, "half_aperture")
-    _check_number(min_radius, "half_aperture", "min_radius", positive=True)
+    return _half_aperture(x, c, min_radius, "half_aperture")
+
+
+def _half_aperture(x: Tensor, c: float | Tensor, min_radius: float | Tensor, name: str) -> Tensor:
+    """``half_aperture``, its errors naming the public function ``name`` that was called."""
+    _check_vectors(x, name)
+    _check_number(min_radius, name, "min_radius", positive=True)
     space_norm = x[..., 1:].norm(dim=-1)
     # ||x_s|| = 0 (the origin) makes the argument infinite; the clamp below turns that into the widest cone.
     argument = 2 * min_radius * torch.sqrt(_curvature_like(c, space_norm)) / space_norm.clamp_min(_MIN_DIRECTION_NORM)
@@ -760,7 +792,13 @@ def exterior_angle(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> Tensor:
     Float32 *storage* bounds the accuracy far out: a float32 point at radius 14 has its direction known only to
     ~1e-7 x sinh(14) ~ 0.06 in geodesic units, so two stored points on one ray can be ~0.1 rad apart in truth.
     """
-    x64, y64 = _refresh_time64(x, c, "exterior_angle"), _refresh_time64(y, c, "exterior_angle")
+    return _exterior_angle(x, y, c, "exterior_angle")
+
+
+def _exterior_angle(x: Tensor, y: Tensor, c: float | Tensor, name: str) -> Tensor:
+    """``exterior_angle``, its errors naming the public function ``name`` that was called."""
+    _check_pairable(x, y, name)
+    x64, y64 = _refresh_time64(x, c, name), _refresh_time64(y, c, name)
     c64 = _float64(_curvature_like(c, x64[..., 0]))
     difference = x64 - y64
     half_chord = inner(difference, difference).clamp_min(0) / (2 * c64)  # D / 2c >= 0; rounding can dip below
@@ -783,9 +821,10 @@ def entailment_violation(general: Tensor, specific: Tensor, c: float | Tensor = 
     max(0, exterior_angle(general, specific) - half_aperture(general)), in radians; 0 when the specific point (a
     child concept) is inside its general point's (parent's) cone, which also places it further from the origin.
     """
-    angle = exterior_angle(general, specific, c)
-    violation = torch.relu(angle - half_aperture(general, c, min_radius).to(angle.dtype))
+    name = "entailment_violation"  # what every error names, not the helpers it calls (P53)
+    angle = _exterior_angle(general, specific, c, name)
+    violation = torch.relu(angle - _half_aperture(general, c, min_radius, name).to(angle.dtype))
     # Coincident points: the angle is undefined and its gradient ~1 / (||x_s|| 1e-15) would swamp every other term
     # of a batch; a point entails itself, so the violation is 0 there (masked, which also zeroes its gradient).
-    coincident = distance(general, specific, c) < _MIN_CONE_DISTANCE
+    coincident = _distance(general, specific, c, name) < _MIN_CONE_DISTANCE
     return violation.masked_fill(coincident, 0.0)
