@@ -272,3 +272,25 @@ def test_killing_one_process_stops_the_run_and_resume_continues(tmp_path, bert_t
                              text=True, timeout=600, env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert json.loads((output / "final" / "hyte_card.json").read_text())["training"]["steps"] == last + 2
+
+
+def test_a_damaged_shard_manifest_is_named_with_how_to_encode_again(tmp_path, tiny_hyte_h_dir, capsys):
+    """T57: `hyte index build --from-vectors` on a folder whose manifest.json was cut short said only json's
+    "Expecting value: line 2 column 1" (no file); so did re-encoding into it. The rerun the message asks for works."""
+    from hyte.cli import main
+    from hyte.corpus import encode_corpus
+
+    corpus, vectors = tmp_path / "corpus.txt", tmp_path / "vectors"
+    corpus.write_text("".join(f"{document}\n" for _, document in TEXTS))
+    encode_corpus(tiny_hyte_h_dir, corpus, vectors, shard_size=4, show_progress_bar=False)
+    manifest = vectors / "manifest.json"
+    manifest.write_text(manifest.read_text()[:40])
+    assert main(["index", "build", "--from-vectors", str(vectors), "--output", str(tmp_path / "index")]) == 2
+    error = capsys.readouterr().err
+    assert f"{manifest} is not valid JSON" in error and "rerun the hyte encode --corpus command" in error, error
+    assert "--overwrite" in error
+    with pytest.raises(ValueError, match=r"manifest\.json is not valid JSON .*with --overwrite"):
+        encode_corpus(tiny_hyte_h_dir, corpus, vectors, shard_size=4, show_progress_bar=False)
+    assert encode_corpus(tiny_hyte_h_dir, corpus, vectors, shard_size=4, overwrite=True,
+                         show_progress_bar=False).encoded == 2  # the remedy: every shard is encoded again
+    assert main(["index", "build", "--from-vectors", str(vectors), "--output", str(tmp_path / "index")]) == 0

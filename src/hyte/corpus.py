@@ -28,13 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from .io import file_sha256
+from .io import file_sha256, read_json_file
 
 __all__ = ["CorpusEncoding", "encode_corpus", "read_vector_shards"]
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 DEFAULT_SHARD_SIZE = 10_000
+# What to do about a damaged manifest (T57): its shards cannot be matched to a model or corpus without it.
+_REENCODE = ("encode the corpus again: rerun the hyte encode --corpus command that wrote this folder with --overwrite "
+             "(encode_corpus(..., overwrite=True))")
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,12 @@ def _prepare_output(output: Path, manifest: dict[str, Any], overwrite: bool) -> 
     previous = output / MANIFEST
     _check_output_usable(output)
     if previous.is_file():
-        recorded = _what_decides_the_vectors(json.loads(previous.read_text()))
+        try:
+            recorded = _what_decides_the_vectors(read_json_file(previous, _REENCODE))
+        except ValueError:
+            if not overwrite:
+                raise
+            recorded = {}  # damaged, and everything is to be encoded again anyway: every shard counts as stale
         wanted = _what_decides_the_vectors(manifest)
         differences = [key for key in wanted if recorded.get(key) != wanted[key]]
         if differences and not overwrite:
@@ -236,7 +244,7 @@ def read_vector_shards(directory: str | os.PathLike) -> tuple[dict[str, Any], np
     if not (directory / MANIFEST).is_file():
         raise FileNotFoundError(f"{directory} holds no vector shards ({MANIFEST} is missing): make them with "
                                 "`hyte encode --corpus FILE --output DIR`")
-    manifest = json.loads((directory / MANIFEST).read_text())
+    manifest = read_json_file(directory / MANIFEST, _REENCODE)
     if manifest.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{directory}: vector-shard format {manifest.get('format_version')!r} is not supported "
                          f"(this hyte reads version {FORMAT_VERSION})")
