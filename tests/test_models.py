@@ -312,3 +312,31 @@ def test_encode_refuses_what_is_not_text_in_one_line(bert_tokenizer, texts, mess
     model = hyte.HyTEFHModel(tiny_fh_config())
     with pytest.raises(TypeError, match=message):
         model.encode(texts, bert_tokenizer)
+
+
+def test_from_pretrained_of_a_run_or_an_index_folder_says_where_the_model_is(tmp_path):
+    """P8: HyTEHModel.from_pretrained(<training run folder>) said transformers' "no file named model.safetensors";
+    every HyTE model class now says where the model is. Model folders, subfolder= and Hub ids load as before."""
+    import re
+
+    run, index = tmp_path / "run", tmp_path / "index"
+    torch.manual_seed(0)
+    saved = hyte.HyTEFHModel(tiny_fh_config())
+    saved.save_pretrained(run / "final")
+    (run / "checkpoint-2").mkdir()
+    (run / "run.json").write_text("{}")
+    index.mkdir()
+    (index / "index.json").write_text(json.dumps({"model": str(run / "final")}))
+    for model_class in (hyte.HyTEHModel, hyte.HyTEFHModel, hyte.HyTEFHForMaskedLM, hyte.HyTEPhraseModel):
+        with pytest.raises(FileNotFoundError, match=re.escape(f"{run} is a training run's folder, not a model: its "
+                                                              f"model is {run / 'final'}")):
+            model_class.from_pretrained(run)
+        with pytest.raises(FileNotFoundError, match=re.escape(f"{index} is an index folder, not a model: give the "
+                                                              f"model it was built with: {run / 'final'}")):
+            model_class.from_pretrained(str(index))
+        with pytest.raises(OSError) as hub:  # a Hub id: transformers' own answer, as before
+            model_class.from_pretrained("no-such-org/no-such-model")
+        assert "not a model" not in str(hub.value)
+    ids = torch.tensor([[101, 2054, 102]])
+    for loaded in (hyte.HyTEFHModel.from_pretrained(run / "final"), hyte.HyTEFHModel.from_pretrained(run, subfolder="final")):
+        torch.testing.assert_close(loaded(ids).pooler_output, saved(ids).pooler_output)

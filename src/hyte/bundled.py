@@ -16,6 +16,8 @@ import importlib
 import os
 from pathlib import Path
 
+from .io import read_json_file
+
 BUNDLED_MINILM = "bundled:all-MiniLM-L6-v2"
 BUNDLED_MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"  # its public name, for model cards
 
@@ -62,7 +64,12 @@ def not_a_model_folder(folder: str | os.PathLike) -> str:
     if (folder / "final" / "config.json").is_file():
         return f"{folder} is a training run's folder, not a model: its model is {folder / 'final'}"
     if (folder / "index.json").is_file():
-        return f"{folder} is an index folder, not a model: give the model it was built with (its index.json names it)"
+        try:
+            model = read_json_file(folder / "index.json", "").get("model")
+        except (OSError, ValueError):  # a damaged index.json: the hint below still holds
+            model = None
+        built_with = f": {model}" if isinstance(model, str) and model else " (its index.json names it)"
+        return f"{folder} is an index folder, not a model: give the model it was built with{built_with}"
     return f"{folder} is not a model folder (it has no config.json)"
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -39,6 +41,24 @@ from .lorentz import (
 # ----------------------------------------------------------------------------------------------------------------
 # Shared helpers
 # ----------------------------------------------------------------------------------------------------------------
+
+
+def refuse_folder_without_config(name_or_path, options: dict) -> None:
+    """Refuse an existing local folder without config.json (P8: a training run's or an index folder), naming where
+    its model is in ``hyte.bundled.not_a_model_folder``'s words; transformers' own message named a missing weights
+    file. Hub ids, model folders and a folder given with ``config=`` (weights only) pass unchanged. Imported in a try
+    block: transformers' remote-code loader ignores imports there, so a checkpoint still loads where hyte is not
+    installed (and then transformers' message stands)."""
+    if not isinstance(name_or_path, (str, os.PathLike)) or options.get("config") is not None:
+        return
+    folder = Path(name_or_path) / (options.get("subfolder") or "")
+    if not folder.is_dir() or (folder / "config.json").is_file():
+        return
+    try:
+        from hyte.bundled import not_a_model_folder
+    except ImportError:
+        return
+    raise FileNotFoundError(not_a_model_folder(folder))
 
 
 def _tracing() -> bool:
@@ -461,6 +481,11 @@ class HyTEPreTrainedModel(PreTrainedModel):
     supports_gradient_checkpointing = True
     _supports_sdpa = True
     is_hyperbolic = True
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        refuse_folder_without_config(pretrained_model_name_or_path, kwargs)
+        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     def _init_weights(self, module: nn.Module) -> None:
         std = self.config.initializer_range

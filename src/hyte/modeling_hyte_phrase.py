@@ -41,7 +41,7 @@ from transformers.modeling_outputs import ModelOutput
 from .configuration_hyte import HyTEHConfig
 from .configuration_hyte_phrase import NUM_BIO_TAGS, HyTEPhraseConfig
 from .lorentz import add_time, distance_from_inner, flip_time, project
-from .modeling_hyte import HyTEHModel, check_encode_arguments
+from .modeling_hyte import HyTEHModel, check_encode_arguments, refuse_folder_without_config
 
 TAG_O, TAG_B, TAG_I = 0, 1, 2
 SEGMENTERS = ("crf", "token", "bigram", "random")
@@ -424,6 +424,11 @@ class HyTEPhraseModel(PreTrainedModel):
         self.token_projection = (nn.Linear(width, config.token_projection_size)
                                  if config.geometry == "euclidean" and config.token_projection_size else None)
         self.post_init()
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        refuse_folder_without_config(pretrained_model_name_or_path, kwargs)
+        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     def _init_weights(self, module: nn.Module) -> None:
         if module is self.backbone or any(module is m for m in self.backbone.modules()):
