@@ -340,3 +340,17 @@ def test_from_pretrained_of_a_run_or_an_index_folder_says_where_the_model_is(tmp
     ids = torch.tensor([[101, 2054, 102]])
     for loaded in (hyte.HyTEFHModel.from_pretrained(run / "final"), hyte.HyTEFHModel.from_pretrained(run, subfolder="final")):
         torch.testing.assert_close(loaded(ids).pooler_output, saved(ids).pooler_output)
+
+
+def test_a_demo_rerun_through_a_symbolic_link_to_its_folder_changes_nothing(tmp_path, minilm_path):
+    """T143: `hyte demo --output-dir LINK` (LINK -> the first run's folder) rewrote index.json and metadata.json to
+    name the model by the link's path; the demo now records the resolved path, the same on every run."""
+    from hyte.demo import run_demo
+
+    folder, link = tmp_path / "demo", tmp_path / "link"
+    run_demo(folder, num_documents=2)
+    recorded = {name: (folder / "index" / name).read_bytes() for name in ("index.json", "metadata.json")}
+    assert json.loads(recorded["index.json"])["model"] == str((folder / "model").resolve())
+    link.symlink_to(folder, target_is_directory=True)
+    run_demo(link, num_documents=2)
+    assert {name: (folder / "index" / name).read_bytes() for name in recorded} == recorded

@@ -88,9 +88,10 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
 
     print("[3/4] building the exact Lorentz index (FAISS IndexFlatIP over points, sign-flipped queries) with the "
           "definitions' texts")
-    # The index names the saved model folder, absolute so `hyte rag --index` finds it from any directory.
+    # The index names the saved model folder, absolute so `hyte rag --index` finds it from any directory, and
+    # resolved so a rerun through a symbolic link to the folder records the same path (T143: it recorded the link's).
     index = build_index_folder(encoder, [t.definition for t in terms], index_dir, ids=ids,
-                               model_name=str(model_dir.absolute()), show_progress_bar=True,
+                               model_name=str(model_dir.resolve()), show_progress_bar=True,
                                overwrite=True).index  # the demo's own index, rebuilt on every run
 
     print("[4/4] searching")
