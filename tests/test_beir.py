@@ -43,6 +43,7 @@ def write_unchecked(folder: Path, queries: dict, corpus: dict, qrels: dict) -> P
     ({"corpus": {"d0": {"title": "Fingers", "text": "Short fingers."}, "d1": "A small head."}},
      '"text" must be a string (id d0); got dict'),
     ({"queries": {"q0": "  ", "q1": "a small head"}}, '"text" is empty (id q0)'),
+    ({"corpus": {"d0": " ", "d1": "A small head."}}, '"title" and "text" are empty (id d0)'),
     ({"queries": {"q0": None, "q1": "a small head"}}, '"text" must be a string (id q0); got NoneType'),
     ({"corpus": {}}, "the corpus is empty"),
     # Scores: the file holds integers >= 0, and at least one > 0.
@@ -81,3 +82,28 @@ def test_a_query_without_judgements_and_containers_of_the_wrong_kind_are_refused
         write_beir_folder(tmp_path / "list", QUERIES, CORPUS, {"q0": ["d0"]})  # was "'list' has no attribute 'items'"
     with pytest.raises(TypeError, match="^write_beir_folder: corpus must be a dict {id: ...}; got list$"):
         write_beir_folder(tmp_path / "texts", QUERIES, list(CORPUS.values()), QRELS)
+
+
+def test_eleventh_trial_beir_mistakes_are_named(tmp_path):
+    """Found by the eleventh new-user trial: a document without title and text failed in the encoder, after the model
+    loaded, naming neither file nor id (T128); a split given as its file name read qrels/test.tsv.tsv (P47); paths of
+    the wrong kind were "not found" (T129)."""
+    from hyte.data.beir import check_split
+
+    folder = write_unchecked(tmp_path / "beir", QUERIES, {"d0": "Short fingers.", "d1": " "}, QRELS)
+    with pytest.raises(BEIRFormatError, match=r'corpus.jsonl, line 2: "title" and "text" are empty \(id d1\)'):
+        load_beir(folder)
+    with pytest.raises(ValueError, match=r"split 'test.tsv' is the file's name.* pass 'test'$"):
+        check_split("test.tsv")
+    with pytest.raises(ValueError, match="pass 'test'"):
+        write_beir_folder(tmp_path / "out", QUERIES, CORPUS, QRELS, split="test.tsv")
+
+    folder = write_unchecked(tmp_path / "ok", QUERIES, CORPUS, QRELS)
+    (folder / "qrels" / "test.tsv").unlink()
+    (folder / "qrels" / "test.tsv").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"BEIR file .*test.tsv is a folder, not a file: .*put that file in "
+                                                "its place"):
+        load_beir(folder)
+    with pytest.raises(NotADirectoryError, match=rf"BEIR folder .*corpus.jsonl is a file where a folder is needed: "
+                                                 rf".*\(if this is one of its files: {re.escape(str(folder))}\)"):
+        load_beir(folder / "corpus.jsonl")

@@ -505,3 +505,49 @@ def test_tenth_trial_mistakes_are_refused(tmp_path, model_dir, capsys):
     (tmp_path / "run" / "final" / "config.json").write_text("{}")
     with pytest.raises(FileNotFoundError, match="is a training run's folder, not a model: its model is .*final"):
         load_encoder(tmp_path / "run")
+
+
+def test_eleventh_trial_input_mistakes_are_named(tmp_path, model_dir, capsys):
+    """Found by the eleventh new-user trial: a blank line of a .jsonl shifted the position ids (T36); an empty BEIR
+    document failed after the model loaded, naming no file or id (T128); /dev/null, a file as --results-dir were "not
+    found" (T35, T139); a damaged config.json was json's bare message (T29); --corpus --output v.npy made a folder named
+    like a file (T62)."""
+    from pathlib import Path
+
+    missing_model = str(tmp_path / "no-model")  # the mistakes are named before any model is looked for
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"text": "one"}\n\n{"text": "two"}\n')
+    assert main(["index", "build", "--model", missing_model, "--input", str(docs), "--output", str(tmp_path / "i")]) == 2
+    assert "docs.jsonl, line 2: blank line" in capsys.readouterr().err
+    docs.write_text('{"id": "a", "text": "one"}\n{"id": "b", "text": " "}\n')
+    assert main(["index", "build", "--model", missing_model, "--input", str(docs), "--output", str(tmp_path / "i")]) == 2
+    assert "docs.jsonl, line 2: field 'text' must be a non-empty string (id 'b')" in capsys.readouterr().err
+
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text('{"_id": "d1", "text": "x"}\n{"_id": "d2", "title": "", "text": ""}\n')
+    (beir / "queries.jsonl").write_text('{"_id": "q1", "text": "y"}\n')
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    assert main(["eval", "retrieval", "--model", missing_model, "--data", str(beir)]) == 2
+    assert 'corpus.jsonl, line 2: "title" and "text" are empty (id d2)' in capsys.readouterr().err
+
+    if Path("/dev/null").exists():
+        assert main(["encode", "--model", missing_model, "--input", "/dev/null", "--output", str(tmp_path / "v.npy")]) == 2
+        assert ("input file /dev/null is a device or other special file (a pipe, a socket), not a file with data: give "
+                "a .txt or .jsonl file") in capsys.readouterr().err
+    (tmp_path / "results.json").write_text("{}")
+    assert main(["eval", "report", "--results-dir", str(tmp_path / "results.json"),
+                 "--output", str(tmp_path / "B.md")]) == 2
+    assert "results.json is a file where a folder is needed: give the folder that holds the result JSON files" in \
+        capsys.readouterr().err and not (tmp_path / "B.md").exists()
+
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "config.json").write_text('{"model_type": "hyte_h", ')
+    docs.write_text('{"id": "a", "text": "one"}\n')
+    assert main(["index", "build", "--model", str(damaged), "--input", str(docs), "--output", str(tmp_path / "i")]) == 2
+    assert "config.json is not valid JSON (line 1" in (error := capsys.readouterr().err) and "download it again" in error
+
+    assert main(["encode", "--model", str(model_dir), "--corpus", str(docs), "--output", str(tmp_path / "v.npy")]) == 2
+    assert "v.npy is named like a .npy file, but it must be a folder" in capsys.readouterr().err
+    assert not (tmp_path / "v.npy").exists()

@@ -397,3 +397,32 @@ def test_searcher_from_a_file_names_the_absolute_folder_that_holds_it(tmp_path, 
         with pytest.raises(NotADirectoryError, match=rf"^{re.escape(given)} is a file: give the index folder that "
                                                     rf"holds it \({folder}\)$"):
             HyteSearcher.from_folder(given)
+
+
+def test_eleventh_trial_searcher_ids_and_folders_that_are_no_index_are_named(tmp_path):
+    """Found by the eleventh new-user trial: float ids were kept as '1.0' beside '1' (P17); a vector-shard folder or a
+    BEIR folder given as the index got the hint to build an index into that very folder (T42, T76, T43)."""
+    from hyte.retrieval.folder import documents_for, open_index_folder
+    from hyte.retrieval.searcher import HyteSearcher
+
+    # Refused before the model is loaded (there is none at that path).
+    with pytest.raises(ValueError, match=r"^ids\[1\]: the id 1.0 is a float: give a string or an integer \(1\)$"):
+        HyteSearcher.from_texts(["a", "b"], str(tmp_path / "no-model"), ids=[1, 1.0])
+    with pytest.raises(ValueError, match=r"id '1' is given twice \(as 1 before; both are '1' as text\)"):
+        documents_for(["a", "b"], [1, "1"])
+    with pytest.raises(ValueError, match=r"ids\[0\]: the id must be a string or an integer; got True"):
+        documents_for(["a"], [True])
+    assert documents_for(["a", "b"], [np.int64(3), "x"])[0]["id"] == 3  # numpy integers are integers
+    with pytest.raises(ValueError, match=r"^text 1 \(id 'y'\) is empty"):  # T128: the id finds it in the user's data
+        documents_for(["a", " "], ["x", "y"])
+
+    shards, beir = tmp_path / "vectors", tmp_path / "beir"
+    shards.mkdir(), beir.mkdir()
+    (shards / "manifest.json").write_text("{}")
+    (beir / "corpus.jsonl").write_text('{"_id": "d1", "text": "x"}\n')
+    with pytest.raises(FileNotFoundError, match=rf"is a folder of encoded vector shards .*`hyte index build --from-vectors "
+                                                rf"{re.escape(str(shards))} --output NEW_FOLDER`"):
+        open_index_folder(shards)
+    with pytest.raises(FileNotFoundError, match=rf"is a BEIR folder, not an index: .*--input "
+                                                rf"{re.escape(str(beir / 'corpus.jsonl'))} --output NEW_FOLDER`"):
+        HyteSearcher.from_folder(beir)

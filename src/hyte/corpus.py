@@ -30,7 +30,7 @@ import numpy as np
 
 from .io import file_sha256, read_json_file
 
-__all__ = ["CorpusEncoding", "encode_corpus", "read_vector_shards"]
+__all__ = ["CorpusEncoding", "encode_corpus", "is_vector_shard_folder", "read_vector_shards"]
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -106,9 +106,26 @@ def _shard_is_complete(path: Path, rows: int) -> bool:
         return False
 
 
+def is_vector_shard_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder ``encode_corpus`` wrote (it holds the manifest)."""
+    return (Path(path) / MANIFEST).is_file()
+
+
+# Names of files users give where a folder is meant ("--output vectors.npy"): the shards would go into a folder
+# named like a file, which every other tool then takes for one.
+_FILE_SUFFIXES = (".npy", ".npz", ".safetensors", ".parquet", ".json", ".jsonl", ".txt", ".csv", ".tsv", ".pt",
+                  ".bin", ".pkl", ".h5")
+
+
 def _check_output_usable(output: Path) -> None:
     """A new or empty folder, or one an earlier run wrote (module docstring); nothing else is written into."""
-    if output.exists() and not (output / MANIFEST).is_file() and (not output.is_dir() or any(output.iterdir())):
+    if output.suffix.lower() in _FILE_SUFFIXES and not is_vector_shard_folder(output):
+        one_file = (" (one file of vectors is written by hyte encode --input FILE --output FILE.npy)"
+                    if output.suffix.lower() in (".npy", ".safetensors") else "")
+        raise ValueError(f"output {output} is named like a {output.suffix} file, but it must be a folder: the vector "
+                         f"shards are written into it (one Parquet file per shard, and {MANIFEST}). Give a folder "
+                         f"name, e.g. {output.with_suffix('')}{one_file}")
+    if output.exists() and not is_vector_shard_folder(output) and (not output.is_dir() or any(output.iterdir())):
         raise FileExistsError(f"{output} exists and is not a vector-shard folder of hyte encode --corpus: choose a "
                               "new or empty folder")
 
@@ -241,7 +258,7 @@ def read_vector_shards(directory: str | os.PathLike) -> tuple[dict[str, Any], np
     import pyarrow.parquet as pq
 
     directory = Path(directory)
-    if not (directory / MANIFEST).is_file():
+    if not is_vector_shard_folder(directory):
         raise FileNotFoundError(f"{directory} holds no vector shards ({MANIFEST} is missing): make them with "
                                 "`hyte encode --corpus FILE --output DIR`")
     manifest = read_json_file(directory / MANIFEST, _REENCODE)

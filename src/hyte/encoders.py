@@ -23,6 +23,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from . import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
 from .bundled import not_a_model_folder, resolve_model
+from .io import read_json_file
 from .model_kinds import MODEL_KINDS, model_type_of
 from .modeling_hyte import HyTEPreTrainedModel
 
@@ -250,6 +251,8 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     name, path = str(path), resolve_model(path)
     if Path(path).exists() and not (Path(path) / "config.json").is_file():
         raise FileNotFoundError(not_a_model_folder(path))
+    if Path(path).is_dir():  # a damaged config.json is named, not left to json's bare message from deeper down
+        read_json_file(Path(path) / "config.json", "save the model again (save_pretrained) or download it again")
     hyte_model = model_type_of(path) in HYTE_MODEL_TYPES
     if kind == "auto":
         kind = "hyte" if hyte_model else "euclidean"

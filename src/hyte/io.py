@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import os
 import re
 import shutil
@@ -30,9 +31,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DataFormatError", "atomic_directory", "atomic_file", "fsync", "iter_jsonl", "read_jsonl", "read_texts",
-           "saved_directory", "string_field", "write_jsonl", "write_lines_atomically", "write_text_atomically",
-           "write_vectors"]
+__all__ = ["DataFormatError", "atomic_directory", "atomic_file", "check_path_kind", "fsync", "id_problem", "iter_jsonl",
+           "read_jsonl", "read_texts", "saved_directory", "string_field", "write_jsonl", "write_lines_atomically",
+           "write_text_atomically", "write_vectors"]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -203,7 +204,7 @@ class DataFormatError(ValueError):
 def iter_jsonl(path: str | os.PathLike, what: str = "data file", objects: bool = True) -> Iterator[tuple[int, dict]]:
     """(line number, value) for every non-blank line; FileNotFoundError (naming ``what``) or DataFormatError.
     ``objects``: every value must be a JSON object (HyTE's input formats); False takes any JSON value (caches)."""
-    path = _existing_file(path, what)
+    path = check_path_kind(path, "file", what)
     for number, line in _text_lines(path):
         if not line.strip():
             continue
@@ -235,13 +236,23 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     return record
 
 
-def _existing_file(path: str | os.PathLike, what: str) -> Path:
+def check_path_kind(path: str | os.PathLike, kind: str, what: str, remedy: str | None = None) -> Path:
+    """``path`` when it is a ``kind`` ("file": a regular file, or "folder"); FileNotFoundError naming ``what`` when
+    nothing is there. A path that exists but is of the wrong kind is not "not found": the error says what is there
+    instead (a folder, a file, a device or other special file such as /dev/null or a pipe) and ``remedy`` (what to
+    give; by default the file or folder ``what`` names)."""
     path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"{what} {path} is a folder: give the file")
-    if not path.is_file():
+    if path.is_file() if kind == "file" else path.is_dir():
+        return path
+    if not path.exists():
         raise FileNotFoundError(f"{what} not found: {path}")
-    return path
+    remedy = remedy or f"give the {kind}"
+    if path.is_dir():
+        raise IsADirectoryError(f"{what} {path} is a folder, not a file: {remedy}")
+    if path.is_file():
+        raise NotADirectoryError(f"{what} {path} is a file where a folder is needed: {remedy}")
+    raise ValueError(f"{what} {path} is a device or other special file (a pipe, a socket), not a {kind} with data: "
+                     f"{remedy}")
 
 
 def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -302,9 +313,11 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
     none, optional "title" joined before the text as in BEIR corpora}); their ids (None for .txt: a text's id is
     its position). UTF-8, with or without a byte-order mark.
 
-    Refused, naming the file and line: another file type, an empty or blank text (a blank line of a .txt file
-    would be indexed as a document), a repeated id, a file without texts."""
-    path = _existing_file(path, "input file")
+    Refused, naming the file and line: another file type, an empty or blank text (named by its id in a .jsonl
+    file), a blank line (of a .txt file it would be indexed as a document; of a .jsonl file without ids it would
+    shift the position ids of the lines after it), an id that is not a string or an integer (``id_problem``), a
+    repeated id, a file without texts."""
+    path = check_path_kind(path, "file", "input file", "give a .txt or .jsonl file")
     if path.suffix not in (".txt", ".jsonl"):
         raise ValueError(f"{path}: unsupported file type {path.suffix or '(none)'!r}; give a .txt file (one text per "
                          "line) or a .jsonl file (one {\"text\": ..., \"id\": ...} object per line)")
@@ -313,8 +326,13 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
         ids: list[str | int] = []
         first_line: dict = {}
         with_ids = None  # whether the first record has an id: then all must, else none may
+        previous = 0  # the line of the previous record
         for number, record in iter_jsonl(path):
-            text = string_field(path, number, record, "text")
+            try:
+                text = string_field(path, number, record, "text")
+            except DataFormatError as error:  # named by its id too, which finds the document in the user's own data
+                given = record.get("id", record.get("_id", len(texts)))  # without ids, the position is the id
+                raise DataFormatError(path, number, f"{error.problem} (id {given!r})") from None
             title = record.get("title")
             # A BEIR corpus line: title and text, joined as BEIR's readers (and hyte eval retrieval) join them.
             texts.append(f"{title} {text}".strip() if isinstance(title, str) and title.strip() else text)
@@ -326,12 +344,16 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
             if has_id != with_ids:
                 raise DataFormatError(path, number, "some lines have an id and others not: give every line an "
                                                     "\"id\" (or none, and ids are line positions)")
+            if not with_ids and number != previous + 1:
+                # Ids are positions among the records: a skipped blank line would shift those of all later lines.
+                raise DataFormatError(path, previous + 1, "blank line: without ids, a text's id is its position, which "
+                                                          "the blank line would shift for every line after it; remove "
+                                                          "blank lines (or give every line an \"id\")")
+            previous = number
             identifier = record.get("id", record.get("_id", len(ids)))
-            if not isinstance(identifier, (str, int)) or isinstance(identifier, bool):
-                raise DataFormatError(path, number, f"the id must be a string or an integer; got {identifier!r}")
-            if isinstance(identifier, str) and not identifier.strip():
-                raise DataFormatError(path, number, f"the id {identifier!r} is empty: a hit would show no id; give "
-                                                    "every line a non-empty \"id\"")
+            problem = id_problem(identifier)
+            if problem:
+                raise DataFormatError(path, number, problem)
             key = str(identifier)  # 1 and "1" print alike, so they are one id
             if key in first_line:
                 raise DataFormatError(path, number, f"id {identifier!r} repeats the one of line "
@@ -356,6 +378,19 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
     if not texts:
         raise DataFormatError(path, None, "holds no texts")
     return texts, ids
+
+
+def id_problem(identifier: object) -> str | None:
+    """What is wrong with a document's own id, or None: a string with more than white space, or an integer. A float
+    is refused (1.0 would print as '1.0' beside the 1 it means), and so is a bool (True prints as 'True')."""
+    if isinstance(identifier, float):
+        whole = f" ({int(identifier)})" if identifier.is_integer() else ""
+        return f"the id {identifier!r} is a float: give a string or an integer{whole}"
+    if isinstance(identifier, bool) or not isinstance(identifier, (str, numbers.Integral)):
+        return f"the id must be a string or an integer; got {identifier!r}"
+    if isinstance(identifier, str) and not identifier.strip():
+        return f"the id {identifier!r} is empty: a hit would show no id; give every document a non-empty id"
+    return None
 
 
 def _is_json_record(line: str) -> bool:

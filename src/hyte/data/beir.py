@@ -7,9 +7,10 @@ The format (https://github.com/beir-cellar/beir): ``corpus.jsonl`` lines ``{"_id
 queries that appear in the qrels are evaluated, and a score of 0 means "judged, not relevant".
 
 Every problem is reported as a :class:`BEIRFormatError` (a ValueError) naming the file and the line: invalid JSON,
-a missing or non-string field, an empty query, a repeated id, an id the qrels could not name (a tab, a line break,
-white space around it), an empty corpus, a qrels line without three columns or with a non-integer or negative score,
-a qrels id that is not in the corpus or the queries, a pair judged twice, no judgement with a score > 0.
+a missing or non-string field, an empty query, a document with neither title nor text, a repeated id, an id the qrels
+could not name (a tab, a line break, white space around it), an empty corpus, a qrels line without three columns or
+with a non-integer or negative score, a qrels id that is not in the corpus or the queries, a pair judged twice, no
+judgement with a score > 0.
 ``hyte.data.write_beir_folder`` refuses the same sets with the same words: both check through ``check_records``,
 ``add_judgement`` and ``check_judged`` here, so what hyte writes, hyte reads.
 """
@@ -21,7 +22,7 @@ import numbers
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..io import DataFormatError, iter_jsonl
+from ..io import DataFormatError, check_path_kind, iter_jsonl
 
 __all__ = ["BEIRFormatError", "check_sample_sizes", "distractor_count", "load_beir"]
 
@@ -49,14 +50,14 @@ def distractor_count(max_documents: int, relevant: int) -> int:
 
 
 def _require(path: Path) -> Path:
-    if not path.is_file():
-        raise FileNotFoundError(f"BEIR file not found: {path}")
-    return path
+    return check_path_kind(path, "file", "BEIR file", "a BEIR folder holds corpus.jsonl, queries.jsonl and "
+                                                      "qrels/<split>.tsv as files: put that file in its place")
 
 
 # What a record of corpus.jsonl / queries.jsonl must hold: string ``fields``, ``optional`` string ones, and
-# ``non_empty`` ones with more than white space (an empty query matches nothing; an empty document is only noise).
-CORPUS_FIELDS = {"fields": ("text",), "optional": ("title",), "non_empty": ()}
+# ``non_empty`` ones with more than white space (an empty query matches nothing). A document may have an empty text
+# when its title is not (BEIR joins them), but not both: the encoder refuses an empty text, after the model loaded.
+CORPUS_FIELDS = {"fields": ("text",), "optional": ("title",), "non_empty": (("title", "text"),)}
 QUERY_FIELDS = {"fields": ("text",), "optional": (), "non_empty": ("text",)}
 EMPTY_CORPUS = "the corpus is empty (no document lines)"
 
@@ -69,8 +70,9 @@ def record_id(value: object) -> str | None:
 
 
 def check_record(record: dict, fields: tuple[str, ...], optional: tuple[str, ...],
-                 non_empty: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """(the record's id, what is wrong with the record or None); see ``CORPUS_FIELDS``."""
+                 non_empty: tuple[str | tuple[str, ...], ...]) -> tuple[str | None, str | None]:
+    """(the record's id, what is wrong with the record or None); see ``CORPUS_FIELDS``. An entry of ``non_empty``
+    that is a tuple of fields needs one of them with more than white space."""
     key = record_id(record.get("_id"))
     if not key:
         return None, 'missing or empty "_id" field'
@@ -88,6 +90,11 @@ def check_record(record: dict, fields: tuple[str, ...], optional: tuple[str, ...
             return key, f'"{field}" must be a string (id {key}); got {type(value).__name__}{hint}'
         if field in non_empty and not value.strip():
             return key, f'"{field}" is empty (id {key}): give the text, or drop the record and its qrels'
+    for together in (group for group in non_empty if isinstance(group, tuple)):
+        if not any((record.get(field) or "").strip() for field in together):
+            fields_named = " and ".join(f'"{field}"' for field in together)
+            return key, (f"{fields_named} are empty (id {key}): the document has no text to encode; give it a text, "
+                         "or drop it and its qrels")
     return key, None
 
 
@@ -146,6 +153,9 @@ def check_split(split: object) -> str:
     if not isinstance(split, str) or not split or split in (".", "..") or any(c in split for c in "/\\\0"):
         raise ValueError(f"split must be a plain name such as 'test' or 'train' (the file qrels/<split>.tsv); got "
                          f"{split!r}")
+    if split.lower().endswith(".tsv"):  # "test.tsv" would read qrels/test.tsv.tsv
+        raise ValueError(f"split {split!r} is the file's name: the split is the name without .tsv (the file "
+                         f"qrels/<split>.tsv); pass {split[:-4]!r}")
     return split
 
 
@@ -157,12 +167,9 @@ def load_beir(folder: str | os.PathLike, split: str = "test") -> tuple[dict[str,
     :class:`BEIRFormatError` for malformed content (see the module docstring).
     """
     check_split(split)
-    folder = Path(folder)
-    if folder.is_file():
-        raise FileNotFoundError(f"{folder} is a file: give the BEIR folder that holds it ({folder.parent}, with "
-                                "corpus.jsonl, queries.jsonl and qrels/)")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"BEIR folder not found: {folder}")
+    folder = check_path_kind(folder, "folder", "BEIR folder", "give the BEIR folder, with corpus.jsonl, "
+                                                                f"queries.jsonl and qrels/ (if this is one of its "
+                                                                f"files: {Path(folder).absolute().parent})")
     corpus_path, queries_path = folder / "corpus.jsonl", folder / "queries.jsonl"
     qrels_path = folder / "qrels" / f"{split}.tsv"
     documents = _read_jsonl(corpus_path, CORPUS_FIELDS)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..io import atomic_directory, check_only_owned, file_sha256, read_json_file, saved_directory
+from ..io import atomic_directory, check_only_owned, file_sha256, id_problem, read_json_file, saved_directory
 from .documents import DOCUMENTS_FILE, read_documents, write_documents
 from .index import INDEX_FILE, METADATA_FILE, LorentzIndex
 
@@ -118,16 +118,23 @@ def documents_for(texts: Sequence[str], ids: Sequence[str | int] | None = None) 
     if isinstance(texts, str):
         raise TypeError("texts must be a list of documents, not one string (each character would be a document): "
                         "wrap it in a list")
+    if ids is not None and len(ids) != len(texts):
+        raise ValueError(f"{len(ids)} ids for {len(texts)} texts")
     for position, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"text {position} is a {type(text).__name__}, not a string")
         if not text.strip():
-            raise ValueError(f"text {position} is empty: every document needs a text (remove it or fill it)")
-    if ids is not None and len(ids) != len(texts):
-        raise ValueError(f"{len(ids)} ids for {len(texts)} texts")
-    if ids is not None and len({str(i) for i in ids}) != len(ids):
-        repeated = next(i for n, i in enumerate(ids) if str(i) in {str(j) for j in ids[:n]})
-        raise ValueError(f"id {repeated!r} is given twice: ids must be unique (1 and '1' count as one)")
+            named = "" if ids is None else f" (id {ids[position]!r})"
+            raise ValueError(f"text {position}{named} is empty: every document needs a text (remove it or fill it)")
+    first: dict[str, object] = {}
+    for position, identifier in enumerate(() if ids is None else ids):
+        problem = id_problem(identifier)  # hyte index build's check of .jsonl ids: a float 1.0 would be kept as '1.0'
+        if problem:
+            raise ValueError(f"ids[{position}]: {problem}")
+        if str(identifier) in first:  # ids are shown and stored as text: 1 and '1' are one id
+            raise ValueError(f"id {identifier!r} is given twice (as {first[str(identifier)]!r} before; both are "
+                             f"{str(identifier)!r} as text): ids must be unique")
+        first[str(identifier)] = identifier
     return [{"id": i if ids is None else ids[i], "text": text} for i, text in enumerate(texts)]
 
 
@@ -176,6 +183,29 @@ def _check_index_files(target: Path, recorded: dict[str, str]) -> None:
                              f"vectors to the wrong texts in {DOCUMENTS_FILE}): {_REBUILD}")
 
 
+def _not_an_index(directory: Path) -> str:
+    """Why ``directory`` is no index, and how to build one. Another of hyte's folders (a run, a model, vector shards,
+    a BEIR set) gets a command that writes the index into a NEW folder: --output there would be refused (or, with
+    --overwrite, replace the folder's own files)."""
+    from ..corpus import is_vector_shard_folder
+
+    final, corpus = directory / "final", directory / "corpus.jsonl"
+    kinds = (((final / "config.json").is_file(), f"a training run folder, not an index: its model is {final}; build "
+                                                 "an index with it", f"--model {final} --input F"),
+             ((directory / "config.json").is_file(), "a model folder, not an index: give the index folder, or build "
+                                                     "one with it", f"--model {directory} --input F"),
+             (is_vector_shard_folder(directory), "a folder of encoded vector shards (hyte encode --corpus), not an "
+                                                 "index: build one from them, without encoding again",
+              f"--from-vectors {directory}"),
+             (corpus.is_file(), "a BEIR folder, not an index: build one from its documents", f"--model M --input "
+                                                                                             f"{corpus}"))
+    for found, what, source in kinds:
+        if found:
+            return f"{directory} is {what}: `hyte index build {source} --output NEW_FOLDER`"
+    output = "NEW_FOLDER" if directory.is_dir() and any(directory.iterdir()) else directory  # no user's files replaced
+    return f"no index at {directory}: build one with `hyte index build --model M --input F --output {output}`"
+
+
 def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     """Open an index folder (module docstring); FileNotFoundError naming how to build one when there is none."""
     if Path(directory).is_file():
@@ -183,17 +213,8 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
                                  f"({Path(os.path.abspath(directory)).parent})")
     try:
         target = saved_directory(directory, _MARKERS, "index folder")
-    except FileNotFoundError as error:
-        if (Path(directory) / "final" / "config.json").is_file():
-            raise FileNotFoundError(f"{directory} is a training run folder, not an index: its model is "
-                                    f"{Path(directory) / 'final'}; build an index with it: `hyte index build --model "
-                                    f"{Path(directory) / 'final'} --input F --output NEW_FOLDER`") from None
-        if (Path(directory) / "config.json").is_file():
-            raise FileNotFoundError(f"{directory} is a model folder, not an index: give the index folder, or build "
-                                    f"one with `hyte index build --model {directory} --input F --output NEW_FOLDER`"
-                                    ) from error
-        raise FileNotFoundError(f"no index at {directory}: build one with `hyte index build --model M --input F "
-                                f"--output {directory}`") from error
+    except FileNotFoundError:
+        raise FileNotFoundError(_not_an_index(Path(directory))) from None
     manifest_file = target / FOLDER_FILE
     manifest = {}
     if manifest_file.is_file():

@@ -124,7 +124,8 @@ class HyteSearcher:
     def from_texts(cls, texts: Sequence[str], model, ids: Sequence[str | int] | None = None, kind: str = "flat",
                    batch_size: int = 32, show_progress_bar: bool | None = None) -> HyteSearcher:
         """Encode ``texts`` as documents with ``model`` (folder, Hub id or ``HyteEncoder``) into a new index of
-        ``kind``; ``ids`` are the documents' own ids (default: their positions)."""
+        ``kind``; ``ids`` are the documents' own ids: strings or integers, unique as text (1 and '1' are one id; a
+        float is refused); default: their positions. Checked before the model is loaded."""
         from .folder import documents_for, index_texts
 
         documents = documents_for(texts, ids)
