@@ -743,6 +743,17 @@ def _checkpoint(folder: Path, step: int, *files: str) -> Path:
     return path
 
 
+def _record_run(config) -> None:
+    """The run.json a run writes into its folder as training starts (--resume checks the config against it)."""
+    from types import SimpleNamespace
+
+    from hyte.training.loop import RecordRun
+
+    Path(config.training.output_dir).mkdir(parents=True, exist_ok=True)
+    RecordRun(config).on_train_begin(SimpleNamespace(output_dir=config.training.output_dir),
+                                     SimpleNamespace(is_world_process_zero=True), None)
+
+
 def test_resume_skips_an_incomplete_newest_checkpoint_or_names_it(tmp_path, caplog, capsys):
     from hyte.cli import main
     from hyte.training.loop import RunFolderError, resume_checkpoint
@@ -750,6 +761,7 @@ def test_resume_skips_an_incomplete_newest_checkpoint_or_names_it(tmp_path, capl
     config = load_config(_config_file(tmp_path))
     out = Path(config.training.output_dir)
     killed = _checkpoint(out, 4, "model.safetensors")  # killed while saving: no trainer_state.json yet
+    _record_run(config)
     with pytest.raises(RunFolderError, match=r"cannot resume: no complete checkpoint in .*out; .*checkpoint-4 "
                                              r"lack\(s\) the weights .* delete that folder"):
         resume_checkpoint(config, resume=True)
@@ -778,6 +790,7 @@ def test_resume_refuses_damaged_weights_and_run_json_naming_the_file(tmp_path, c
     out = Path(config.training.output_dir)
     earlier = _checkpoint(out, 2, "model.safetensors", "trainer_state.json")
     newest = _checkpoint(out, 4, "model.safetensors", "trainer_state.json")
+    _record_run(config)
     weights = newest / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     with pytest.raises(RunFolderError, match=rf"cannot resume: {weights} is damaged \(.*\): delete {newest} to "
@@ -877,3 +890,149 @@ def test_a_beir_training_folder_is_read_by_the_evaluation_reader(tmp_path):
     qrels.write_text(qrels.read_text().replace("q1\td1\t2", "q1\td1\t0.5"))
     with pytest.raises(BEIRFormatError, match=r"train.tsv, line \d+: .*integer"):
         contrastive_examples(DataSpec(source="beir", path=str(folder), split="train"))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Later trial: data that give no query a negative, resume without run.json or past max_steps, a finished run without
+# a checkpoint, and an output_dir inside a model folder
+# ----------------------------------------------------------------------------------------------------------------
+
+def _pairs_config(tmp_path, rows: list[dict]) -> Path:
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    path = tmp_path / "pairs-run.json"
+    path.write_text(json.dumps(config_dict("contrastive", tmp_path / "out", {"build": "hyte_fh", "options": TINY_FH},
+                                           data={"source": "jsonl", "path": str(data), "max_examples": None},
+                                           training={"per_device_train_batch_size": 4})))
+    return path
+
+
+@pytest.mark.parametrize("rows", [
+    [{"query": "fever", "document": "High body temperature."}] * 8,  # every pair the same
+    [{"query": f"query {i}", "document": "One text."} for i in range(8)],  # every document the same
+])
+def test_data_that_give_no_query_a_negative_are_refused_before_training(tmp_path, capsys, rows):
+    """T97: a copy of a query's own document is left out of its softmax (the right answer), so data with one document
+    text trained with loss 0 and gradient 0 and wrote final/ without a word."""
+    from hyte.cli import main
+
+    config = _pairs_config(tmp_path, rows)
+    assert main(["train", "contrastive", "--config", str(config)]) == 2
+    error = capsys.readouterr().err
+    assert f"{tmp_path / 'pairs.jsonl'}) gives no query a negative" in error and "different documents" in error
+    assert not (tmp_path / "out").exists()  # refused before the model is built or anything written
+    from hyte.training.config import DataSpec
+    from hyte.training.data import contrastive_examples
+
+    with_negative = [*rows[:-1], {**rows[-1], "negatives": ["Another text."]}]  # one real negative is enough
+    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(row) + "\n" for row in with_negative))
+    assert len(contrastive_examples(DataSpec(source="jsonl", path=str(tmp_path / "pairs.jsonl")))) == 8
+
+
+def test_a_run_whose_every_logged_loss_is_0_is_warned_in_the_log_and_run_json(tmp_path, caplog):
+    """T97: a run whose loss is exactly 0 at every logged step finished silently; now the log says so at the first
+    such step and at the end, and run.json records it, without making the run another run for --resume."""
+    from types import SimpleNamespace
+
+    from hyte.training.loop import RUN_FILE, RecordRun, claim_output_dir
+
+    config = load_config(_config_file(tmp_path))
+    out = Path(config.training.output_dir)
+    _checkpoint(out, 2, "model.safetensors", "trainer_state.json")
+    args = SimpleNamespace(output_dir=str(out))
+    state = SimpleNamespace(is_world_process_zero=True, global_step=2, log_history=[])
+    record = RecordRun(config)
+    record.on_train_begin(args, state, None)
+    with caplog.at_level("WARNING", logger="hyte.training.loop"):
+        for step in (1, 2):
+            state.log_history.append({"loss": 0.0, "grad_norm": 0.0, "step": step})
+            record.on_log(args, state, None, logs=state.log_history[-1])
+        record.on_train_end(args, state, None)
+    assert caplog.text.count("training loss was exactly 0 at every logged step") == 2  # at step 1, at the end
+    warnings = json.loads((out / RUN_FILE).read_text())["warnings"]
+    assert "exactly 0 at every logged step up to step 2" in warnings[0] and "negative" in warnings[0]
+    claim_output_dir(config, resume=True)  # the warning is no difference in the run's settings
+
+    caplog.clear()
+    state.log_history.append({"loss": 0.5, "step": 3})
+    record = RecordRun(config)
+    record.on_train_begin(args, state, None)
+    with caplog.at_level("WARNING", logger="hyte.training.loop"):
+        record.on_log(args, state, None, logs=state.log_history[-1])
+        record.on_train_end(args, state, None)
+    assert "exactly 0" not in caplog.text and "warnings" not in json.loads((out / RUN_FILE).read_text())
+
+
+def test_resume_without_run_json_or_past_max_steps_is_refused(tmp_path, capsys):
+    """T103 / T115: with run.json deleted, --resume took any checkpoint-N (of another run's settings too) and, from
+    one at max_steps, trained past it (the Trainer checks max_steps only after a step) and wrote final/ unchecked."""
+    from hyte.cli import main
+
+    config_file = _config_file(tmp_path)
+    config = load_config(config_file)
+    out = Path(config.training.output_dir)
+    _checkpoint(out, 24, "model.safetensors", "trainer_state.json")  # max_steps is 24
+    argv = ["train", "finetune", "--config", str(config_file)]
+    for extra in ([], ["--set", "loss.temperature=0.05"]):  # the same run's settings, or another's: unknowable
+        assert main([*argv, "--resume", *extra]) == 2
+        error = capsys.readouterr().err
+        assert f"{out} holds 1 checkpoint(s) but no run.json" in error and "cannot be checked" in error
+        assert "--overwrite" in error and "another training.output_dir" in error
+    assert main(argv) == 2  # without --resume: not told to --resume, which would be refused as above
+    error = capsys.readouterr().err
+    assert "already holds a run" in error and "--resume" not in error and "--overwrite" in error
+
+    _record_run(config)
+    assert main([*argv, "--resume"]) == 2  # final/ deleted: the checkpoint is at max_steps already
+    error = capsys.readouterr().err
+    assert f"{out / 'checkpoint-24'} already reached training.max_steps = 24" in error and "raise training.max" in error
+    assert main([*argv, "--resume", "--set", "training.max_steps=12"]) == 2
+    assert "is at step 24, past training.max_steps = 12" in capsys.readouterr().err
+    assert not (out / "final").exists() and not (out / "mined_negatives.jsonl").exists()
+
+
+def test_a_finished_run_without_checkpoints_offers_a_way_out_that_works(tmp_path, capsys):
+    """T104: a finished run without a checkpoint: without --resume the user was told to --resume, with it that there
+    was nothing to resume. Each message now names a way that works (--overwrite, another output_dir, its final/)."""
+    from hyte.cli import main
+    from hyte.training.loop import claim_output_dir
+
+    config_file = _config_file(tmp_path)
+    config = load_config(config_file)
+    out = Path(config.training.output_dir)
+    _record_run(config)
+    (out / "final").mkdir()
+    (out / "final" / "hyte_card.json").write_text(json.dumps({"training": {"steps": 12}}))
+    argv = ["train", "finetune", "--config", str(config_file)]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "a finished model (final/)" in error and "--resume" not in error and "--overwrite to replace it" in error
+    assert main([*argv, "--resume"]) == 2  # max_steps 24: nothing to continue the 12 steps from
+    error = capsys.readouterr().err
+    assert "trained for 12 steps; training.max_steps = 24) but no checkpoint to continue it from" in error
+    assert f"model.path {out / 'final'}, model.build load" in error and "--overwrite" in error
+    assert main([*argv, "--resume", "--set", "training.max_steps=12"]) == 0  # finished: returned as it is
+    assert f"final model: {out / 'final'}" in capsys.readouterr().out
+    claim_output_dir(load_config(config_file, {"training.output_dir": str(tmp_path / "new")}), resume=False)
+
+
+def test_output_dir_inside_a_model_folder_is_refused(tmp_path, capsys):
+    """T107: training.output_dir inside a model folder (the demo's model, a run's final/) was accepted: checkpoints
+    among the model's files, pushed with it. Refused as `hyte index build` refuses its output there."""
+    from hyte.cli import main
+    from hyte.training.loop import RunFolderError, claim_output_dir
+
+    config_file = _config_file(tmp_path)
+    for model in (tmp_path / "demo" / "model", tmp_path / "run" / "final"):
+        model.mkdir(parents=True)
+        (model / "config.json").write_text("{}")
+        assert main(["train", "finetune", "--config", str(config_file), "--set",
+                     f"training.output_dir={model / 'again'}"]) == 2
+        error = capsys.readouterr().err
+        assert f"training.output_dir {model / 'again'} is inside a model or index folder ({model} holds config.json)" \
+               in error and f"e.g. {model.parent / 'runs' / 'again'}" in error
+        assert not (model / "again").exists()
+    (tmp_path / "run" / "run.json").write_text("{}")  # a run's folder (or a config named run.json) is no model
+    claim_output_dir(load_config(config_file, {"training.output_dir": str(tmp_path / "run" / "other")}), resume=False)
+    with pytest.raises(RunFolderError, match="set training.output_dir to the run's folder"):
+        claim_output_dir(load_config(config_file, {"training.output_dir": str(tmp_path / "run" / "final")}), False)

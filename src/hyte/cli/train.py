@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ..training.config import parse_override
 
@@ -27,17 +26,15 @@ def _train(args: argparse.Namespace) -> int:
     if args.resume and args.overwrite:
         raise ConfigError("--resume continues the run in output_dir and --overwrite replaces it: give one")
     if args.resume:  # the command line asks for a checkpoint; the library starts fresh when there is none
-        from ..training.loop import resume_checkpoint
+        from ..training.loop import claim_output_dir, finished_run, resume_checkpoint
 
-        output_dir = Path(config.training.output_dir)
-        if (output_dir / "config.json").is_file():  # checked first: the advice below would be refused too
-            raise ConfigError(f"--resume: training.output_dir {output_dir} is a model folder (a run's final/?), not a "
-                              f"run folder: set training.output_dir to the run's folder{' ' + str(output_dir.parent) if output_dir.name == 'final' else ''}")
-        checkpoint = resume_checkpoint(config, resume=True)
-        if checkpoint is None:
-            raise ConfigError(f"--resume: {config.training.output_dir} holds no checkpoint to resume from; drop "
-                              "--resume to start this run")
-        print(f"resuming from {checkpoint}")
+        claim_output_dir(config, resume=True)  # a model folder, another run, no run.json: before anything slow
+        if finished_run(config) is None:  # else run() returns the finished model as it is
+            checkpoint = resume_checkpoint(config, resume=True)
+            if checkpoint is None:  # the folder holds no run at all (claim_output_dir refuses the rest)
+                raise ConfigError(f"--resume: {config.training.output_dir} holds no checkpoint to resume from; drop "
+                                  "--resume to start this run")
+            print(f"resuming from {checkpoint}")
     try:
         final = run(config, resume=args.resume, overwrite=args.overwrite)
     except ConfigError as error:  # found once the model or data is built: name the file it came from

@@ -198,7 +198,21 @@ def contrastive_examples(spec: DataSpec, seed: int = 0, batch_size: int | None =
         raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) holds {len(examples)} examples, fewer "
                           f"than one batch of {batch_size}: give more examples or a smaller "
                           "training.per_device_train_batch_size")
+    _refuse_no_negatives(examples, spec)
     return examples
+
+
+def _refuse_no_negatives(examples: list[dict], spec: DataSpec) -> None:
+    """ConfigError when every document text (positives, negatives, parents) is one and the same: a query's negatives
+    are the batch's other documents, and a copy of its own positive is left out of its softmax as the right answer,
+    so no query would ever have a negative: loss 0, gradient 0, and a final model written as if trained (T97)."""
+    texts = {text for e in examples for text in (e["document"], *(e.get("negatives") or []), e.get("parent")) if text}
+    if len(texts) < 2:
+        raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) gives no query a negative: all "
+                          f"{len(examples)} examples have the same document {next(iter(texts), '')[:60]!r} and no "
+                          "other 'negatives', and a copy of a query's own document is its right answer, not a "
+                          "negative, so contrastive training would learn nothing (loss 0). Give pairs with different "
+                          "documents: each query's negatives are the other documents of its batch")
 
 
 def mlm_texts(spec: DataSpec, seed: int = 0) -> list[str]:

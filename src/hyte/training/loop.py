@@ -18,7 +18,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..io import atomic_directory, read_json_file, write_text_atomically
-from ..results import portable_path, portable_paths
+from ..results import ARTIFACT_MARKERS, artifact_marker, portable_path, portable_paths
 from ..retrieval.folder import FOLDER_FILE
 from .config import ConfigError, LoraSpec, RunConfig
 from .data import hierarchy_for
@@ -81,9 +81,11 @@ class RunFolderError(ValueError):
 
 
 def _recorded_run(output_dir: Path) -> dict:
-    """The run identity ``run.json`` records; a damaged file is a one-line error naming it."""
-    return read_json_file(output_dir / RUN_FILE, f"it records which run {output_dir} holds: start over there with "
-                                                 "--overwrite, or choose another training.output_dir")
+    """The run identity ``run.json`` records (without the warnings ``RecordRun`` adds); a damaged file is a one-line
+    error naming it."""
+    recorded = read_json_file(output_dir / RUN_FILE, f"it records which run {output_dir} holds: start over there "
+                                                     "with --overwrite, or choose another training.output_dir")
+    return {key: value for key, value in recorded.items() if key != "warnings"}
 
 
 def _identity(config: RunConfig) -> dict[str, Any]:
@@ -105,30 +107,73 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
 
     A folder holding a run (checkpoints or ``final/``) is never replaced silently: ``resume`` continues it only when
     it is the same run (same ``run.json`` identity: everything but where it is, how long it goes on, how often it
-    saves and logs), ``overwrite`` replaces it (say so, nothing is deleted before the new ``final/`` is written
-    atomically except its checkpoints, which the new run would otherwise resume from); else RunFolderError."""
+    saves and logs) and there is a checkpoint it can go on from, ``overwrite`` replaces it (say so, nothing is
+    deleted before the new ``final/`` is written atomically except its checkpoints, which the new run would otherwise
+    resume from); else RunFolderError, offering a way out that works (a new output_dir, --overwrite)."""
     output_dir = Path(config.training.output_dir)
-    if (output_dir / "config.json").is_file() or (output_dir / FOLDER_FILE).is_file():
-        raise RunFolderError(f"{output_dir} is a model or index folder, not a run folder: choose another "
-                             "training.output_dir (the run writes checkpoints and final/ into it)")
+    _refuse_model_folder(output_dir)
     checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*")) if output_dir.is_dir() else []
     finished = (output_dir / "final").is_dir()
-    recorded = output_dir / RUN_FILE
-    if resume and recorded.is_file() and (checkpoints or finished):
-        differences = _differences(_recorded_run(output_dir), _identity(config))
-        if differences:
-            raise RunFolderError(
-                f"{output_dir} holds another run; resuming would mix the two ({'; '.join(differences[:5])}). Use "
-                f"another training.output_dir, or start over in this one without resume (overwrite).")
-    if not resume and (checkpoints or finished):
-        held = ", ".join(part for part in ("a finished model (final/)" if finished else "",
-                                           f"{len(checkpoints)} checkpoint(s)" if checkpoints else "") if part)
+    if not (checkpoints or finished):
+        return
+    held = ", ".join(part for part in ("a finished model (final/)" if finished else "",
+                                       f"{len(checkpoints)} checkpoint(s)" if checkpoints else "") if part)
+    if not resume:
         if not overwrite:
-            raise RunFolderError(
-                f"{output_dir} already holds a run ({held}): pass --resume to continue it, --overwrite to replace "
-                f"it, or choose another training.output_dir.")
+            # --resume is offered only where it works: a checkpoint to go on from and run.json to check it against
+            # (else --resume sent the user back here, T104); past max_steps it needs a larger one.
+            resumable = checkpoints and (output_dir / RUN_FILE).is_file()
+            hint = ("" if not resumable else "pass --resume to continue it, " if finished_run(config) is None else
+                    "raise training.max_steps and pass --resume to train it further, ")
+            raise RunFolderError(f"{output_dir} already holds a run ({held}): {hint}--overwrite to replace it, or "
+                                 f"choose another training.output_dir.")
         logger.warning("replacing the run in %s (%s)", output_dir, held)
         remove_checkpoints(output_dir)
+        return
+    if not (output_dir / RUN_FILE).is_file():  # deleted, or a copy without it: the checkpoints' run is unknown (T115)
+        raise RunFolderError(
+            f"{output_dir} holds {held} but no {RUN_FILE}, which records the run's settings: they cannot be checked "
+            f"against this config, and resuming could mix two runs. Start over there with --overwrite, or choose "
+            f"another training.output_dir")
+    differences = _differences(_recorded_run(output_dir), _identity(config))
+    if differences:
+        raise RunFolderError(
+            f"{output_dir} holds another run; resuming would mix the two ({'; '.join(differences[:5])}). Use "
+            f"another training.output_dir, or start over in this one without resume (overwrite).")
+    if finished_run(config) is not None:
+        return  # nothing to train: run() returns the finished model as it is
+    if not checkpoints:  # T104: final/ short of max_steps and no checkpoint (deleted, or none saved)
+        card = output_dir / "final" / "hyte_card.json"
+        trained = f"trained for {_final_steps(card)} steps" if card.is_file() else "of unknown length"
+        raise RunFolderError(
+            f"cannot resume: {output_dir} holds a final model ({trained}; training.max_steps = "
+            f"{config.training.max_steps}) but no checkpoint to continue it from. To train it further, start a new "
+            f"run from it (model.path {output_dir / 'final'}, model.build load) with another training.output_dir; or "
+            f"start over with --overwrite")
+    resume_checkpoint(config, resume=True)  # refuses damaged, incomplete or finished checkpoints now, not after mining
+
+
+# What marks a folder that a run must not sit in (T107): a model's, an adapter's, an index's or vector shards' files;
+# not run.json, a name users give their config files, and a run inside another run's folder harms neither.
+_NO_RUN_INSIDE = tuple(marker for marker in ARTIFACT_MARKERS if marker != RUN_FILE)
+
+
+def _refuse_model_folder(output_dir: Path) -> None:
+    """RunFolderError when ``output_dir`` is a model or index folder, or lies inside one (``artifact_marker``, the
+    check ``hyte index build`` makes of its output): the run's checkpoints and final/ would sit among that folder's
+    files, and ``hyte push`` would upload them with its model."""
+    if (output_dir / "config.json").is_file() or (output_dir / FOLDER_FILE).is_file():
+        run_folder = (f": set training.output_dir to the run's folder {output_dir.parent}"
+                      if output_dir.name == "final" else "")
+        raise RunFolderError(f"training.output_dir {output_dir} is a model or index folder, not a run folder"
+                             f"{run_folder or ': choose another training.output_dir'} (the run writes checkpoints "
+                             f"and final/ into it)")
+    parent = output_dir.absolute().parent
+    inside = artifact_marker(parent, _NO_RUN_INSIDE)
+    if inside:
+        raise RunFolderError(f"training.output_dir {output_dir} is inside a model or index folder ({parent} holds "
+                             f"{inside}): give the run a folder of its own outside it, e.g. "
+                             f"{parent.parent / 'runs' / output_dir.name}")
 
 
 def finished_run(config: RunConfig) -> Path | None:
@@ -179,14 +224,46 @@ class SentenceTransformerCheckpoints(TrainerCallback):
 
 class RecordRun(TrainerCallback):
     """Writes the run's identity (``run.json``, see ``claim_output_dir``) into its output folder as training
-    starts."""
+    starts, and warns when every loss logged so far is exactly 0 (T97): in the log at the first such step, and in
+    ``run.json`` ("warnings") when the run ends that way.
+
+    A warning, not an error: a float32 InfoNCE loss is also exactly 0 when every positive beats every negative by more
+    than ~17 logits (an already trained model on easy pairs), which is no reason to throw a run away. Data that make
+    it 0 whatever the model (no query with a negative) are refused before training (``contrastive_examples``)."""
 
     def __init__(self, config: RunConfig):
         self.config = config
+        self.warned = False
 
     def on_train_begin(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
-            write_text_atomically(Path(args.output_dir) / RUN_FILE, json.dumps(_identity(self.config), indent=2) + "\n")
+            self._write(args, {})
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and not self.warned and "loss" in (logs or {}) and _zero_losses(state):
+            self.warned = True
+            logger.warning("%s", _zero_loss_warning(state))
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if state.is_world_process_zero and _zero_losses(state):
+            logger.warning("%s", _zero_loss_warning(state))
+            self._write(args, {"warnings": [_zero_loss_warning(state)]})
+
+    def _write(self, args, extra: dict) -> None:
+        text = json.dumps({**_identity(self.config), **extra}, indent=2) + "\n"
+        write_text_atomically(Path(args.output_dir) / RUN_FILE, text)
+
+
+def _zero_losses(state) -> bool:
+    """Whether the run logged a loss and every one so far (earlier runs' included, when resumed) is exactly 0."""
+    losses = [entry["loss"] for entry in state.log_history if "loss" in entry]
+    return bool(losses) and all(loss == 0 for loss in losses)
+
+
+def _zero_loss_warning(state) -> str:
+    return (f"the training loss was exactly 0 at every logged step up to step {state.global_step}: the model learns "
+            "nothing (zero gradients). Does every query have a negative, a document other than copies of its "
+            "positive? Check the training data (different documents per query) and loss.temperature")
 
 
 # A checkpoint folder is complete when it holds the weights (full model or LoRA adapter; one file or a sharded
@@ -227,6 +304,7 @@ def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
                 raise RunFolderError(f"cannot resume: {damaged}: " + (
                     f"delete {checkpoint} to resume from {older}, or start over with --overwrite" if older else
                     "start over with --overwrite (no earlier complete checkpoint to resume from)"))
+            _refuse_finished_checkpoint(checkpoint, steps[checkpoint], config)
             if incomplete:
                 logger.warning("skipping incomplete checkpoint(s) %s (no weights or %s: interrupted while saving?); "
                                "resuming from %s. Delete them to silence this warning.",
@@ -242,6 +320,21 @@ def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
             f"saving?): delete {'that folder' if len(incomplete) == 1 else 'those folders'} and start the run again "
             f"without --resume")
     return None
+
+
+def _refuse_finished_checkpoint(checkpoint: Path, step: int, config: RunConfig) -> None:
+    """RunFolderError for a checkpoint at or past ``training.max_steps``: the Trainer checks max_steps only after a
+    step, so resuming it mid-epoch trained at least one step more and wrote final/ past max_steps (T103)."""
+    max_steps = config.training.max_steps
+    if step > max_steps:
+        raise RunFolderError(f"cannot resume: {checkpoint} is at step {step}, past training.max_steps = {max_steps}, "
+                             f"and a resumed run cannot go back: set training.max_steps above {step} to continue it, "
+                             f"or start over with --overwrite")
+    if step == max_steps:
+        raise RunFolderError(f"cannot resume: {checkpoint} already reached training.max_steps = {max_steps}, but its "
+                             f"final model is not in {Path(config.training.output_dir) / 'final'} (deleted, or the "
+                             f"run stopped while writing it), and resuming would train past max_steps: raise "
+                             f"training.max_steps to train on from it, or start over with --overwrite")
 
 
 def _damaged_weights(checkpoint: Path) -> str | None:
