@@ -16,8 +16,6 @@ import importlib
 import os
 from pathlib import Path
 
-from .io import read_json_file
-
 BUNDLED_MINILM = "bundled:all-MiniLM-L6-v2"
 BUNDLED_MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"  # its public name, for model cards
 
@@ -57,25 +55,9 @@ def resolve_model(name: str | os.PathLike) -> str:
     return name
 
 
-def not_a_model_folder(folder: str | os.PathLike) -> str:
-    """What to say of a local folder without config.json: where its model is, for a training run's folder (its
-    ``final/``) or an index folder (the model its ``index.json`` records)."""
-    folder = Path(folder)
-    if (folder / "final" / "config.json").is_file():
-        return f"{folder} is a training run's folder, not a model: its model is {folder / 'final'}"
-    if (folder / "index.json").is_file():
-        try:
-            model = read_json_file(folder / "index.json", "").get("model")
-        except (OSError, ValueError):  # a damaged index.json: the hint below still holds
-            model = None
-        built_with = f": {model}" if isinstance(model, str) and model else " (its index.json names it)"
-        return f"{folder} is an index folder, not a model: give the model it was built with{built_with}"
-    return f"{folder} is not a model folder (it has no config.json)"
-
-
 def _check_hub_id(name: str) -> None:
     from huggingface_hub import HfApi, constants, try_to_load_from_cache
-    from huggingface_hub.errors import HFValidationError, HfHubHTTPError, HTTPError, RepositoryNotFoundError
+    from huggingface_hub.errors import HfHubHTTPError, HFValidationError, HTTPError, RepositoryNotFoundError
 
     unknown = f"model {name!r} is not a folder, a bundled model ({', '.join(BUNDLED)}) or a cached Hub model"
     try:

@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 
 from .io import file_sha256, read_json_file
+from .results import VECTOR_SHARD_MANIFEST, is_vector_shard_folder
 
 __all__ = ["CorpusEncoding", "encode_corpus", "is_vector_shard_folder", "read_vector_shards"]
 
 FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
+MANIFEST = VECTOR_SHARD_MANIFEST
 DEFAULT_SHARD_SIZE = 10_000
 # What to do about a damaged manifest (T57): its shards cannot be matched to a model or corpus without it.
 _REENCODE = ("encode the corpus again: rerun the hyte encode --corpus command that wrote this folder with --overwrite "
@@ -104,11 +105,6 @@ def _shard_is_complete(path: Path, rows: int) -> bool:
     except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
         print(f"{path.name} is damaged (unreadable Parquet): encoding it again")
         return False
-
-
-def is_vector_shard_folder(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a folder ``encode_corpus`` wrote (it holds the manifest)."""
-    return (Path(path) / MANIFEST).is_file()
 
 
 # Names of files users give where a folder is meant ("--output vectors.npy"): the shards would go into a folder

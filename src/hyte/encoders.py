@@ -22,10 +22,10 @@ from safetensors import SafetensorError
 from transformers import AutoModel, AutoTokenizer
 
 from . import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
-from .bundled import not_a_model_folder, resolve_model
+from .bundled import resolve_model
 from .io import read_json_file
 from .model_kinds import MODEL_KINDS, model_type_of
-from .modeling_hyte import HyTEPreTrainedModel
+from .modeling_hyte import HyTEPreTrainedModel, not_a_model_folder
 
 # The HyTE model kinds (hyte.model_kinds): loaded as HyteEncoder, or PhraseEncoder for a phrase model.
 HYTE_MODEL_TYPES = tuple(MODEL_KINDS)

@@ -10,6 +10,7 @@ This file is remote code: it imports only torch, transformers and its siblings `
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -43,22 +44,32 @@ from .lorentz import (
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def not_a_model_folder(folder: str | os.PathLike) -> str:
+    """What to say of a local folder without config.json: where its model is, for a training run's folder (its
+    ``final/``) or an index folder (the model its ``index.json`` records). Here, not in the package's foundation,
+    because remote code must stand alone (the model classes' ``from_pretrained`` say it too)."""
+    folder = Path(folder)
+    if (folder / "final" / "config.json").is_file():
+        return f"{folder} is a training run's folder, not a model: its model is {folder / 'final'}"
+    if (folder / "index.json").is_file():
+        try:
+            model = json.loads((folder / "index.json").read_text(encoding="utf-8")).get("model")
+        except (OSError, ValueError, AttributeError):  # a damaged index.json: the hint below still holds
+            model = None
+        built_with = f": {model}" if isinstance(model, str) and model else " (its index.json names it)"
+        return f"{folder} is an index folder, not a model: give the model it was built with{built_with}"
+    return f"{folder} is not a model folder (it has no config.json)"
+
+
 def refuse_folder_without_config(name_or_path, options: dict) -> None:
-    """Refuse an existing local folder without config.json (P8: a training run's or an index folder), naming where
-    its model is in ``hyte.bundled.not_a_model_folder``'s words; transformers' own message named a missing weights
-    file. Hub ids, model folders and a folder given with ``config=`` (weights only) pass unchanged. Imported in a try
-    block: transformers' remote-code loader ignores imports there, so a checkpoint still loads where hyte is not
-    installed (and then transformers' message stands)."""
+    """Refuse an existing local folder without config.json (a training run's or an index folder) with
+    :func:`not_a_model_folder`'s words; transformers' own message named a missing weights file. Hub ids, model
+    folders and a folder given with ``config=`` (weights only) pass unchanged."""
     if not isinstance(name_or_path, (str, os.PathLike)) or options.get("config") is not None:
         return
     folder = Path(name_or_path) / (options.get("subfolder") or "")
-    if not folder.is_dir() or (folder / "config.json").is_file():
-        return
-    try:
-        from hyte.bundled import not_a_model_folder
-    except ImportError:
-        return
-    raise FileNotFoundError(not_a_model_folder(folder))
+    if folder.is_dir() and not (folder / "config.json").is_file():
+        raise FileNotFoundError(not_a_model_folder(folder))
 
 
 def _tracing() -> bool:

@@ -112,8 +112,17 @@ def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (
     return write_text_atomically(path, text)
 
 
+# The file hyte.corpus.encode_corpus writes last into a folder of vector shards: the folder is one when it holds it.
+VECTOR_SHARD_MANIFEST = "manifest.json"
 # Files that mark a folder as one of hyte's artifacts that is not a model: a training run, an index, vector shards.
-NON_MODEL_MARKERS = ("run.json", "index.json", "metadata.json", "manifest.json")
+NON_MODEL_MARKERS = ("run.json", "index.json", "metadata.json", VECTOR_SHARD_MANIFEST)
+
+
+def is_vector_shard_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder ``hyte.corpus.encode_corpus`` wrote (it holds the manifest)."""
+    return (Path(path) / VECTOR_SHARD_MANIFEST).is_file()
+
+
 # Those and a model's or an adapter's: a result written there would replace or sit among the files that make it work.
 ARTIFACT_MARKERS = ("config.json", *NON_MODEL_MARKERS, "adapter_config.json")
 

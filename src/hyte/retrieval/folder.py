@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..io import atomic_directory, check_only_owned, file_sha256, id_problem, read_json_file, saved_directory
+from ..results import is_vector_shard_folder
 from .documents import DOCUMENTS_FILE, read_documents, write_documents
 from .index import INDEX_FILE, METADATA_FILE, LorentzIndex
 
@@ -187,8 +188,6 @@ def _not_an_index(directory: Path) -> str:
     """Why ``directory`` is no index, and how to build one. Another of hyte's folders (a run, a model, vector shards,
     a BEIR set) gets a command that writes the index into a NEW folder: --output there would be refused (or, with
     --overwrite, replace the folder's own files)."""
-    from ..corpus import is_vector_shard_folder
-
     final, corpus = directory / "final", directory / "corpus.jsonl"
     kinds = (((final / "config.json").is_file(), f"a training run folder, not an index: its model is {final}; build "
                                                  "an index with it", f"--model {final} --input F"),

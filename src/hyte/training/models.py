@@ -12,7 +12,7 @@ from torch import Tensor
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel
 
 from .. import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
-from ..bundled import BUNDLED_MINILM, BUNDLED_MINILM_HUB_ID, not_a_model_folder, resolve_model
+from ..bundled import BUNDLED_MINILM, BUNDLED_MINILM_HUB_ID, resolve_model
 from ..configuration_hyte import EucBERTConfig, HyTEFHConfig
 from ..modeling_hyte import (
     EucBERTForMaskedLM,
@@ -21,6 +21,7 @@ from ..modeling_hyte import (
     HyTEFHModel,
     HyTEHModel,
     HyTEPreTrainedModel,
+    not_a_model_folder,
 )
 from .config import ConfigError, ModelSpec
 
