@@ -272,7 +272,7 @@ def test_hyte_rag_answers_from_a_phrase_index_folder(bert_tokenizer, generator_c
     capsys.readouterr()
     assert main(["rag", "What is scoliosis?", "--index", str(tmp_path / "idx"), "--k", "2"]) == 0
     out = capsys.readouterr().out
-    shown = re.findall(r"^\s+\d\. \[(\d)\] d=\S+ r=\S+\s+(.*)$", out, re.MULTILINE)
+    shown = re.findall(r"^\s+\d\. d=\S+\s+spec=\S+\s+\[(\d)\] (.*)$", out, re.MULTILINE)
     assert len(shown) == 2 and all(documents[int(i)].startswith(text[:40]) for i, text in shown)
     assert "answer (" in out
 

@@ -37,9 +37,11 @@ def _rag(args: argparse.Namespace) -> int:
         print(f"converted {SMOLLM2_NAME} from its GGUF file once and cached it in {generator.source} "
               "(517 MB; delete the folder to free the space, it is rebuilt on next use)")
     answer = answer_question(args.question, passages, generator, max_new_tokens=args.max_new_tokens, mode=mode)
-    print(f"passages (HyTE, top {args.k}; d = geodesic distance, r = radius x0):")
+    # The same numbers under the same names as hyte index search prints (a user runs one after the other).
+    print(f"passages (HyTE, top {args.k}; d = geodesic distance, spec = distance from the origin):")
     for rank, p in enumerate(passages, start=1):
-        print(f"  {rank}. [{p.id}] d={p.distance:.4f} r={p.radius:.3f}  {p.text[:100]}")
+        specificity = "-" if p.specificity is None else f"{p.specificity:.3f}"
+        print(f"  {rank}. d={p.distance:.4f}  spec={specificity}  [{p.id}] {p.text[:100]}")
     source = (Path(generator.source).name if generator is not None
               else "extractive: sentences of the passages; --mode generate for a generated answer")
     print(f"\nanswer ({source}): {answer.text}")
