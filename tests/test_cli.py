@@ -315,7 +315,7 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
 
     import hyte
     from hyte.data import write_beir_folder
-    from hyte.demo import _holds_other_index, run_demo
+    from hyte.demo import _index_in_the_way, run_demo
     from hyte.encoders import load_encoder
     from hyte.evaluation.heldout import heldout_retrieval_set
     from hyte.rag import Passage, extract
@@ -340,8 +340,9 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     for _ in range(2):
         assert main(["eval", "build-hierarchy", "--hpo", "--max-queries", "5", "--output", str(built)]) == 0
     # The demo replaced an index a user had built in its folder, and wrote into an index folder.
-    assert _holds_other_index(index, ["HP:0000002"]) and not _holds_other_index(index, list(range(len(DOCUMENTS))))
-    assert not _holds_other_index(tmp_path / "no-index-here", ["HP:0000002"])
+    assert "another index than this demo's" in _index_in_the_way(index, ["HP:0000002"], ["HP:0000002"])
+    assert _index_in_the_way(index, list(range(len(DOCUMENTS))), []) is None
+    assert _index_in_the_way(tmp_path / "no-index-here", ["HP:0000002"], ["HP:0000002"]) is None
     with pytest.raises(FileExistsError, match="is a model, run or index folder"):
         run_demo(index)
     # write_beir_folder replaced an existing set, and wrote qrels naming documents the corpus lacks.

@@ -515,3 +515,28 @@ def test_input_files_that_would_be_read_as_something_else_are_refused(tmp_path, 
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
     with pytest.raises(BEIRFormatError, match=r'line 1: "text" is empty \(id q1\)'):
         load_beir(beir)
+
+
+def test_twelfth_trial_a_demo_rerun_with_other_settings_names_its_own_index(tmp_path, capsys):
+    """T223: `hyte demo --num-documents 50` over the folder the demo made with 200 was refused after 9.8 s and
+    "[1/4] building HyTE-H" as holding "another index than this demo's (one you built there?)". The demo's own
+    index (its documents are the first N HPO definitions) is recognised, with the --num-documents it was made with,
+    before step [1/4]; an index of other documents is still another index."""
+    from hyte.data.hpo import load_hpo
+    from hyte.demo import run_demo
+    from hyte.retrieval.folder import write_index_folder
+    from hyte.retrieval.index import LorentzIndex
+
+    first = sorted(t.id for t in load_hpo().terms.values() if t.definition)[:3]
+    index = LorentzIndex(5)
+    index.add(L.expmap0(torch.full((3, 4), 0.1, dtype=torch.float64)).numpy().astype(np.float32))
+    write_index_folder(tmp_path / "demo" / "index", index, [{"id": i, "text": "t"} for i in first])
+    with pytest.raises(FileExistsError, match=r"demo/index holds this demo's index of 3 documents \(made with "
+                                              r"--num-documents 3; rerun with that to keep it\): hyte demo would "
+                                              r"replace it with an index of 2 documents\. .*pass --overwrite"):
+        run_demo(tmp_path / "demo", num_documents=2)
+    assert "[1/4]" not in capsys.readouterr().out
+    write_index_folder(tmp_path / "mine" / "index", index, [{"id": i, "text": "t"} for i in first[::-1]])
+    with pytest.raises(FileExistsError, match=r"holds another index than this demo's \(one you built there\?\)"):
+        run_demo(tmp_path / "mine", num_documents=3)
+    assert "[1/4]" not in capsys.readouterr().out

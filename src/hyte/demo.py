@@ -29,20 +29,27 @@ def _holds_other_model(model_dir: Path, model) -> bool:
     return saved.keys() != own.keys() or any(not torch.equal(saved[key], own[key]) for key in saved)
 
 
-def _holds_other_index(index_dir: Path, ids: list[str]) -> bool:
-    """Whether ``index_dir`` holds something other than the demo's index of these document ``ids`` (a user's index
-    built there, or unrelated files)."""
+def _index_in_the_way(index_dir: Path, ids: list[str], all_ids: list[str]) -> str | None:
+    """What ``index_dir`` holds that a demo of the document ``ids`` (the first of the demo's ``all_ids``) would
+    replace, or None: nothing, or the demo's index of these documents. The demo records its documents' HPO ids, the
+    first N of ``all_ids`` for --num-documents N: an index of another prefix is its own, from another N (T223)."""
     from .retrieval.documents import read_documents
     from .retrieval.folder import is_index_folder
 
     if not index_dir.exists():
-        return False
+        return None
     if not is_index_folder(index_dir):
-        return not index_dir.is_dir() or any(index_dir.iterdir())
+        return "other files" if not index_dir.is_dir() or any(index_dir.iterdir()) else None
     try:
-        return [row.get("id") for row in read_documents(index_dir)] != ids
+        saved = [row.get("id") for row in read_documents(index_dir)]
     except (OSError, ValueError):  # a damaged or text-less index: not one this demo wrote
-        return True
+        saved = None
+    if saved == ids:
+        return None
+    if saved and saved == all_ids[:len(saved)]:
+        return (f"this demo's index of {len(saved)} documents (made with --num-documents {len(saved)}; rerun with "
+                f"that to keep it)")
+    return "another index than this demo's (one you built there?)"
 
 
 def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2000, overwrite: bool = False) -> None:
@@ -63,6 +70,16 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     if inside:  # a model, run or index folder: the demo's model/ and index/ would land among its files
         raise FileExistsError(f"--output-dir {output_dir} is a model, run or index folder (it holds {inside}): give "
                               "a new folder, or an earlier demo's")
+    # The documents first (about 1 s): an index in the way is named before the model is built (T223).
+    ontology = load_hpo()
+    defined = sorted((t for t in ontology.terms.values() if t.definition), key=lambda t: t.id)
+    all_ids = [t.id for t in defined]
+    terms, ids = defined[:num_documents], all_ids[:num_documents]
+    index_dir = output_dir / "index"
+    in_the_way = None if overwrite else _index_in_the_way(index_dir, ids, all_ids)
+    if in_the_way:
+        raise FileExistsError(f"{index_dir} holds {in_the_way}: hyte demo would replace it with an index of "
+                              f"{len(ids)} documents. Choose another --output-dir, or pass --overwrite to replace it")
     base = bundled_minilm_path()
     started = time.perf_counter()
     print(f"[1/4] building HyTE-H on all-MiniLM-L6-v2 ({base})")
@@ -75,13 +92,6 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     if not overwrite and _holds_other_model(model_dir, model):
         raise FileExistsError(f"{model_dir} holds another model than the demo's (a trained one?): hyte demo would "
                               "replace it. Choose another --output-dir, or pass --overwrite to replace it")
-    ontology = load_hpo()
-    terms = sorted((t for t in ontology.terms.values() if t.definition), key=lambda t: t.id)[:num_documents]
-    ids = [t.id for t in terms]
-    index_dir = output_dir / "index"
-    if not overwrite and _holds_other_index(index_dir, ids):
-        raise FileExistsError(f"{index_dir} holds another index than this demo's (one you built there?): hyte demo "
-                              "would replace it. Choose another --output-dir, or pass --overwrite to replace it")
     save_model_folder(model, tokenizer, model_dir)  # loads in sentence-transformers too
     print(f"[2/4] {len(terms)} HPO definitions (hp.obo {HPO_DATA_VERSION})")
     encoder = HyteEncoder(model, tokenizer, name="hyte-h-minilm-untrained")
