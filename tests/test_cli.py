@@ -552,3 +552,46 @@ def test_eleventh_trial_input_mistakes_are_named(tmp_path, model_dir, capsys):
     assert main(["encode", "--model", str(model_dir), "--corpus", str(docs), "--output", str(tmp_path / "v.npy")]) == 2
     assert "v.npy is named like a .npy file, but it must be a folder" in capsys.readouterr().err
     assert not (tmp_path / "v.npy").exists()
+
+
+def test_twelfth_trial_ids_links_and_unchecked_index_folders_are_named(tmp_path, model_dir, capsys):
+    """Found by the twelfth new-user trial: ids "x" and " x" were indexed as two documents (T19); a symbolic link loop
+    given as --input was "not found" although `ls` lists it (T16); an index folder whose index.json was deleted was
+    searched without any check, so a reordered documents.jsonl gave hits the wrong texts (T48)."""
+    import os
+
+    from hyte.retrieval.folder import documents_for
+
+    missing_model = str(tmp_path / "no-model")  # named before any model is looked for
+    docs = tmp_path / "wsid.jsonl"
+    docs.write_text('{"text": "a", "id": "x"}\n{"text": "b", "id": " x"}\n')
+    assert main(["index", "build", "--model", missing_model, "--input", str(docs), "--output", str(tmp_path / "i")]) == 2
+    assert ("wsid.jsonl, line 2: the id ' x' has leading white space: ids are compared exactly, so it differs from "
+            "'x'") in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"^ids\[1\]: the id 'y\\t' has trailing white space: ids are compared "
+                                         r"exactly"):
+        documents_for(["a", "b"], ["x", "y\t"])
+
+    os.symlink("loop2", tmp_path / "loop1")
+    os.symlink("loop1", tmp_path / "loop2")
+    os.symlink("gone.txt", tmp_path / "dangling")
+    for link, target in (("loop1", "loop2"), ("dangling", "gone.txt")):
+        assert main(["index", "build", "--model", missing_model, "--input", str(tmp_path / link), "--output",
+                     str(tmp_path / "i")]) == 2
+        assert (f"input file {tmp_path / link} is a symbolic link that leads nowhere (a loop or a missing target; it "
+                f"points to {target})") in capsys.readouterr().err
+
+    texts = tmp_path / "docs.txt"
+    texts.write_text("\n".join(DOCUMENTS) + "\n")
+    index = tmp_path / "index"
+    assert main(["index", "build", "--model", str(model_dir), "--input", str(texts), "--output", str(index)]) == 0
+    capsys.readouterr()
+    (index / "index.json").unlink()
+    rows = (index / "documents.jsonl").read_text().splitlines(keepends=True)
+    (index / "documents.jsonl").write_text("".join(reversed(rows)))
+    assert main(["index", "search", "--index", str(index), "--query", "short fingers", "--k", "2"]) == 2
+    error = capsys.readouterr().err
+    assert "index.json is missing, though documents.jsonl is there" in error and "hyte index build" in error
+    # A bare LorentzIndex.save (vectors without texts, no index.json) still opens.
+    (index / "documents.jsonl").unlink()
+    assert main(["index", "search", "--index", str(index), "--query", "short fingers", "--k", "2"]) == 0

@@ -238,12 +238,16 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
 
 def check_path_kind(path: str | os.PathLike, kind: str, what: str, remedy: str | None = None) -> Path:
     """``path`` when it is a ``kind`` ("file": a regular file, or "folder"); FileNotFoundError naming ``what`` when
-    nothing is there. A path that exists but is of the wrong kind is not "not found": the error says what is there
-    instead (a folder, a file, a device or other special file such as /dev/null or a pipe) and ``remedy`` (what to
-    give; by default the file or folder ``what`` names)."""
+    nothing is there (or only a symbolic link to nothing, a loop or a missing target: named as such). A path that
+    exists but is of the wrong kind is not "not found": the error says what is there instead (a folder, a file, a
+    device or other special file such as /dev/null or a pipe) and ``remedy`` (what to give; by default the file or
+    folder ``what`` names)."""
     path = Path(path)
     if path.is_file() if kind == "file" else path.is_dir():
         return path
+    if path.is_symlink() and not path.exists():  # `ls` lists it, so "not found" would contradict what users see
+        raise FileNotFoundError(f"{what} {path} is a symbolic link that leads nowhere (a loop or a missing target; it "
+                                f"points to {os.readlink(path)}): give the {kind} itself, or repair the link")
     if not path.exists():
         raise FileNotFoundError(f"{what} not found: {path}")
     remedy = remedy or f"give the {kind}"
@@ -381,8 +385,9 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
 
 
 def id_problem(identifier: object) -> str | None:
-    """What is wrong with a document's own id, or None: a string with more than white space, or an integer. A float
-    is refused (1.0 would print as '1.0' beside the 1 it means), and so is a bool (True prints as 'True')."""
+    """What is wrong with a document's own id, or None: a string with more than white space and none at either end,
+    or an integer. A float is refused (1.0 would print as '1.0' beside the 1 it means), and so is a bool (True prints
+    as 'True')."""
     if isinstance(identifier, float):
         whole = f" ({int(identifier)})" if identifier.is_integer() else ""
         return f"the id {identifier!r} is a float: give a string or an integer{whole}"
@@ -390,6 +395,12 @@ def id_problem(identifier: object) -> str | None:
         return f"the id must be a string or an integer; got {identifier!r}"
     if isinstance(identifier, str) and not identifier.strip():
         return f"the id {identifier!r} is empty: a hit would show no id; give every document a non-empty id"
+    if isinstance(identifier, str) and identifier != identifier.strip():
+        # " x" would be kept beside "x" as another document, and a search for id x would never find it.
+        where = " and ".join(side for side, edge in (("leading", identifier[0]), ("trailing", identifier[-1]))
+                             if edge.isspace())
+        return (f"the id {identifier!r} has {where} white space: ids are compared exactly, so it differs from "
+                f"{identifier.strip()!r}; remove the white space")
     return None
 
 

@@ -13,9 +13,10 @@ open: an ``index.faiss`` copied in from another index, or an edited ``documents.
 ``HyteSearcher.save`` all write through ``write_index_folder``; search, ``hyte rag``, the framework retrievers and
 the lineage check read through ``open_index_folder``.
 
-Folders written before this format (a bare ``LorentzIndex.save`` or ``PhraseIndex.save``, with or without
-``documents.jsonl``) still open: their kind is read from the index's own file, and they have no texts when they
-have no ``documents.jsonl``.
+A bare ``LorentzIndex.save`` or ``PhraseIndex.save`` (no ``index.json``, no texts) still opens: its kind is read
+from the index's own file. A folder with ``documents.jsonl`` but no ``index.json`` is refused as damaged: the texts
+are written only with the manifest (``hyte index build`` wrote them without one only before this format), and
+without it nothing can check that row i is still the text of vector i.
 """
 
 from __future__ import annotations
@@ -224,7 +225,11 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
         kind = manifest["kind"]
         # Folders written before the index files were hashed record no files_sha256 (same format otherwise).
         _check_index_files(target, manifest.get("files_sha256", {}))
-    else:  # a folder saved before the manifest existed
+    elif (target / DOCUMENTS_FILE).is_file():  # texts are written only with index.json: it was deleted (T48)
+        raise FileNotFoundError(f"{manifest_file} is missing, though {DOCUMENTS_FILE} is there: nothing can check "
+                                f"that row i of {DOCUMENTS_FILE} is still the text of vector i (a sorted or edited "
+                                f"file would give hits the wrong texts). {_REBUILD.capitalize()}")
+    else:  # a bare LorentzIndex.save / PhraseIndex.save: vectors without texts
         kind = "phrase" if (target / "phrase_index.json").is_file() else "plain"
     if kind == "phrase":
         from .phrase import PhraseIndex
@@ -241,7 +246,7 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     if documents is not None and recorded is not None and file_sha256(target / DOCUMENTS_FILE) != recorded:
         raise ValueError(f"{target / DOCUMENTS_FILE} was changed after the index was built (its SHA-256 is not the one "
                          f"{FOLDER_FILE} records): row i is the text of vector i, so a sorted or edited file would "
-                         f"give hits the wrong texts. {_REBUILD[0].upper()}{_REBUILD[1:]}")
+                         f"give hits the wrong texts. {_REBUILD.capitalize()}")
     if documents is not None and len(documents) != len(index):
         raise ValueError(f"{target}: {DOCUMENTS_FILE} holds {len(documents)} documents, the index {len(index)}; "
                          "rebuild the folder with `hyte index build`")
