@@ -383,3 +383,25 @@ def test_a_damaged_server_state_file_is_named_with_how_to_stop_the_server_by_han
     with pytest.raises(ValueError, match="hyte_postgres.json is not valid JSON .*stop it by hand"):
         stop_local_postgres(tmp_path)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["hyte_postgres.json"]  # nothing was started
+
+
+def test_twelfth_trial_max_norm_must_be_a_positive_finite_number(tmp_path, capsys):
+    """T136/T137: --max-norm -2 was recorded (it worked only because M^2 is used) and --max-norm nan failed as a
+    psycopg JSON error after the model loaded and every document was encoded. Both are refused first: by argparse,
+    and in the library before any connection (no server here) or encoding (no encoder here)."""
+    from hyte.cli import main
+    from hyte.retrieval.postgres import build_pgvector_index
+
+    nowhere = "postgresql://hyte@127.0.0.1:1/none"
+    for bound in ("-2", "0", "nan", "inf"):
+        with pytest.raises(SystemExit):
+            main(["index", "build", "--model", str(tmp_path / "no-model"), "--input", str(tmp_path / "no.txt"),
+                  "--backend", "pgvector", "--dsn", nowhere, "--table", "t", "--kind", "hnsw", "--max-norm", bound])
+        assert f"--max-norm: must be a finite number > 0; got {bound}" in capsys.readouterr().err
+        with pytest.raises(ValueError, match=r"max_norm \(the HNSW augmentation bound M, --max-norm\) must be a finite "
+                                             r"number > 0; got .*leave it out"):
+            PgVectorIndex.create(nowhere, "t", DIM, kind="hnsw", max_norm=float(bound))
+        with pytest.raises(ValueError, match="must be a finite number > 0"):
+            build_pgvector_index(object(), ["a doc"], nowhere, "t", kind="hnsw", max_norm=float(bound))
+    with pytest.raises(ValueError, match="max_norm bounds the augmented vectors of kind 'hnsw'; kind 'exact' has none"):
+        PgVectorIndex.create(nowhere, "t", DIM, kind="exact", max_norm=2.0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import math
 import textwrap
 from pathlib import Path
 
@@ -96,6 +97,15 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer; got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type of bounds and scales: a finite number > 0 (float() takes nan, inf and negative values, which
+    would be recorded or fail deep inside the work, T136/T137)."""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0; got {text}")
     return value
 
 

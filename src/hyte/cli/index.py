@@ -18,7 +18,8 @@ import argparse
 from pathlib import Path
 
 from ..io import read_texts, write_vectors
-from .common import INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, positive_int, print_hits, queries_of
+from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, positive_float, positive_int,
+                     print_hits, queries_of)
 
 __all__ = ["add_commands", "open_searcher"]
 
@@ -344,7 +345,7 @@ def add_commands(sub) -> None:
                             "holds the vectors and the texts")
     build.add_argument("--dsn", default=None, help="with --backend pgvector: postgresql://USER@HOST:PORT/DATABASE")
     build.add_argument("--table", default=None, help="with --backend pgvector: the index's table name")
-    build.add_argument("--max-norm", type=float, default=None,
+    build.add_argument("--max-norm", type=positive_float, default=None,
                        help="with --backend pgvector --kind hnsw: the augmentation bound M (default 1.25 x the "
                             "largest |x| of these documents; later documents beyond it are refused)")
     build.add_argument("--kind", choices=["flat", "exact", "ivf", "hnsw"], default="flat",

@@ -28,6 +28,7 @@ exact merge), or Citus (README: the same table made a distributed table).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any, Self
@@ -103,6 +104,23 @@ def connect(dsn: str):
     return connection
 
 
+def _check_max_norm(max_norm: Any, kind: str) -> float | None:
+    """``max_norm`` as a float: None (taken from the first documents), or for kind "hnsw" a finite number > 0. A
+    negative bound was recorded and worked only because M^2 is used, and NaN failed as invalid JSON in the database
+    after all documents were encoded (T136/T137): refused before anything is encoded or connected."""
+    if max_norm is None:
+        return None
+    if kind != "hnsw":
+        raise ValueError(f"max_norm bounds the augmented vectors of kind 'hnsw'; kind {kind!r} has none: leave it out "
+                         "or use kind='hnsw'")
+    value = float(max_norm)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"max_norm (the HNSW augmentation bound M, --max-norm) must be a finite number > 0; got "
+                         f"{max_norm!r}. Give a bound above the largest |x| of the documents, or leave it out "
+                         f"(None: {NORM_HEADROOM} x that of the first documents)")
+    return value
+
+
 def _check_table_name(table: str) -> str:
     if not isinstance(table, str) or not _TABLE_NAME.match(table):
         raise ValueError(f"table name must be lower-case letters, digits and _ (starting with a letter or _, at most "
@@ -149,6 +167,7 @@ class PgVectorIndex(HyperboloidStore):
         dim = check_positive_int("dim", dim)
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+        max_norm = _check_max_norm(max_norm, kind)
         if kind == "hnsw" and dim + 1 > MAX_INDEXED_DIM:
             raise ValueError(f"pgvector HNSW indexes at most {MAX_INDEXED_DIM} dimensions; the augmented vectors have "
                              f"{dim + 1}. Use kind='exact'.")
@@ -158,7 +177,7 @@ class PgVectorIndex(HyperboloidStore):
                        "ef_construction": check_positive_int("ef_construction", ef_construction),
                        "ef_search": check_positive_int("ef_search", ef_search),
                        "candidates": check_positive_int("candidates", candidates),
-                       "max_norm": None if max_norm is None else float(max_norm)}
+                       "max_norm": max_norm}
             if options["ef_search"] > 1000:
                 raise ValueError(f"pgvector's hnsw.ef_search is at most 1000; got {ef_search}")
         metadata = {"format_version": FORMAT_VERSION, "hyte_version": _hyte_version, "model_name": model_name,
@@ -492,6 +511,7 @@ def build_pgvector_index(encoder, texts: Sequence[str], dsn: str, table: str, *,
     if not texts:
         raise ValueError("no texts to index")
     documents = documents_for(texts, ids)
+    _check_max_norm(max_norm, kind)
     PgVectorIndex.check_table_free(dsn, table, overwrite)
     points = encoder.encode(list(texts), role="document", batch_size=batch_size, show_progress_bar=show_progress_bar)
     return PgVectorIndex.create(dsn, table, encoder.dim, encoder.curvature, kind, model_reference(encoder.name),
