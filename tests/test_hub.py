@@ -516,8 +516,27 @@ def test_push_command_dry_run_and_user_errors(local, tmp_path, capsys):
     assert f'PeftModel.from_pretrained(base, "{LORA}")' in card.text
     with pytest.raises(ValueError, match="--adapter"):
         run(str(folders[FH]), "--repo-id", FH, "--base-model", H)
-    with pytest.raises(ValueError, match="not a HyTE model folder"):
+    with pytest.raises(ValueError, match="is a LoRA adapter folder, not a model: push it with --adapter"):
         run(str(folders[LORA]), "--repo-id", LORA, "--dry-run", str(tmp_path / "wrong"))
+
+
+def test_twelfth_trial_push_of_a_folder_that_is_no_model_says_what_it_is(tmp_path):
+    """T205: `hyte push INDEX_FOLDER` listed six files a model lacks; it names the folder's kind and its model, as
+    search and export do, before any file check or request."""
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "index.json").write_text(json.dumps({"format_version": 1, "kind": "plain", "model": "/d/model"}))
+    (index / "documents.jsonl").write_text('{"id": 0, "text": "a"}\n')
+    run = tmp_path / "run"
+    (run / "final").mkdir(parents=True)
+    (run / "final" / "config.json").write_text("{}")
+    for folder, words in ((index, "is an index folder, not a model: give the model it was built with: /d/model"),
+                          (run, f"is a training run's folder, not a model: its model is {run / 'final'}"),
+                          (tmp_path, "is not a model folder (it has no config.json)")):
+        with pytest.raises(ValueError, match="hyte push uploads a model folder") as refused:
+            push_to_hub(folder, "org/name", dry_run_dir=tmp_path / "never")
+        assert words in str(refused.value) and "is missing" not in str(refused.value)
+    assert not (tmp_path / "never").exists()
 
 
 @pytest.mark.slow

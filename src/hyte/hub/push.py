@@ -26,6 +26,7 @@ from huggingface_hub import HfApi, ModelCard, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from ..model_kinds import BASE_CODE_FILES, MODEL_KINDS
+from ..modeling_hyte import not_a_model_folder
 from .card import render_adapter_card, render_model_card
 
 __all__ = ["check_adapter_dir", "check_model_dir", "check_repo_id", "push_adapter", "push_to_hub"]
@@ -190,14 +191,19 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
     reported at once.
     """
     model_dir = _existing_dir(model_dir)
-    if not (model_dir / "config.json").is_file() and (model_dir / "final" / "config.json").is_file():
-        raise ValueError(f"{model_dir} is a training run folder: push its model, {model_dir / 'final'}")
+    if (model_dir / "adapter_config.json").is_file() and not (model_dir / "config.json").is_file():
+        raise ValueError(f"{model_dir} is a LoRA adapter folder, not a model: push it with --adapter (push_adapter)")
+    if not (model_dir / "config.json").is_file():
+        # What the folder is (a training run's, an index folder) and where its model is, as search and export say
+        # it; the files a model lacks would all be listed otherwise, none of them the point (T205).
+        raise ValueError(f"{not_a_model_folder(model_dir)}. hyte push uploads a model folder (config.json, weights "
+                         "and tokenizer, as save_pretrained writes them)")
     _refuse_checkpoint(model_dir, "final")
     problems = []
     config_path = model_dir / "config.json"
     config = _json_or_none(config_path)
     if config is None:
-        problems.append("config.json is missing or not valid JSON")
+        problems.append("config.json is not valid JSON")
     else:
         if config.get("model_type") not in MODEL_KINDS:
             problems.append(f"config.json has model_type {config.get('model_type')!r}, not one of "
