@@ -698,6 +698,16 @@ def test_warmup_steps_and_scheduler_name_are_checked_before_training(tmp_path):
     assert (config.training.lr_scheduler_type, config.training.warmup_steps) == ("cosine", 0)
 
 
+def test_save_total_limit_below_one_is_refused_as_transformers_would_keep_every_checkpoint(tmp_path):
+    for limit in (0, -1):  # T89: 0 trained and kept checkpoint-1 and checkpoint-2 without a word
+        with pytest.raises(ConfigError, match=rf"training.save_total_limit = {limit} would keep every checkpoint "
+                                              r"\(transformers reads 0 or less as no limit\); give an integer >= 1"
+                                              r".*or null for no limit"):
+            load_config(_config_file(tmp_path), {"training.save_total_limit": limit})
+    assert load_config(_config_file(tmp_path), {"training.save_total_limit": None}).training.save_total_limit is None
+    assert load_config(_config_file(tmp_path), {"training.save_total_limit": 1}).training.save_total_limit == 1
+
+
 def test_empty_output_dir_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"training.output_dir is empty \(''\); give the folder for checkpoints"):
         load_config(_config_file(tmp_path), {"training.output_dir": ""})

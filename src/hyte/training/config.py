@@ -91,7 +91,7 @@ class TrainingSpec:
     max_grad_norm: float = 1.0
     logging_steps: int = 10
     save_steps: int = 50  # checkpoint every this many steps (resume picks the last one)
-    save_total_limit: int | None = 2
+    save_total_limit: int | None = 2  # checkpoints kept (the oldest are deleted); null = keep them all
     seed: int = 0
     bf16: bool = False  # mixed precision (GPU); the geometry stays float32 regardless
     gradient_checkpointing: bool = False
@@ -485,6 +485,11 @@ def validate(config: RunConfig, source: str) -> None:
         if getattr(training, name) < 1:
             raise ConfigError(f"{source}: training.{name} must be an integer >= 1 (every this many steps); "
                               f"got {getattr(training, name)}")
+    # transformers treats save_total_limit <= 0 as "no limit" and keeps every checkpoint (T89).
+    if training.save_total_limit is not None and training.save_total_limit < 1:
+        raise ConfigError(f"{source}: training.save_total_limit = {training.save_total_limit} would keep every "
+                          "checkpoint (transformers reads 0 or less as no limit); give an integer >= 1 (--resume "
+                          "needs at least one checkpoint), or null for no limit")
     if not 0 <= training.seed < 2**32:  # numpy's limit; its own message names no field
         raise ConfigError(f"{source}: training.seed must be an integer in [0, 2**32 - 1]; got {training.seed}")
     if training.dataloader_num_workers < 0:
