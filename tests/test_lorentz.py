@@ -335,17 +335,39 @@ def test_vectors_that_are_not_points_of_this_hyperboloid_are_refused(dtype):
     """Distances re-derive x_0 from x_s; without a check any vector would silently become a point."""
     x = random_points(0, 6, 8, 1.0, dtype, max_distance=3.0)
     wrong = {
-        "Euclidean vectors": torch.randn(6, 9, dtype=dtype),
-        "a NaN coordinate": torch.cat([x[:1].clone().fill_(math.nan), x[1:]]),
-        "sign-flipped queries": L.flip_time(x),
-        "points of c = 4 near the origin": random_points(1, 6, 8, 4.0, dtype, max_distance=0.5),
+        "Euclidean vectors": (torch.randn(6, 9, dtype=dtype), "not points of the hyperboloid <x,x>_L = -c with c = 1"),
+        "a NaN coordinate": (torch.cat([x[:1].clone().fill_(math.nan), x[1:]]),
+                             r"1 of 6 vectors hold NaN or inf \(first at index \(0,\)\)"),
+        "sign-flipped queries": (L.flip_time(x), "not points of the hyperboloid <x,x>_L = -c with c = 1"),
+        "points of c = 4 near the origin": (random_points(1, 6, 8, 4.0, dtype, max_distance=0.5),
+                                            "not points of the hyperboloid <x,x>_L = -c with c = 1"),
     }
-    for what, vectors in wrong.items():
+    for what, (vectors, problem) in wrong.items():
         for call in (lambda v=vectors: L.distance(v, x), lambda v=vectors: L.pairwise_distance(x, v),
                      lambda v=vectors: L.squared_lorentz_distance(v, x), lambda v=vectors: L.centroid(v)):
-            with pytest.raises(ValueError, match="not points of the hyperboloid <x,x>_L = -c with c = 1"):
+            with pytest.raises(ValueError, match=problem):
                 call()
                 pytest.fail(f"{what} accepted")
+
+
+def test_pooling_of_no_points_is_refused_not_turned_into_a_non_point():
+    """T183: einstein_midpoint of an empty set returned (0, 0, 0, 0), x_0 = 0, which is no point; tangent_mean of one
+    returned the origin. Empty sets, a point without a set dimension and all-padding mask rows are named."""
+    x = random_points(0, 6, 3, 1.0, torch.float32)
+    pools = {"einstein_midpoint": L.einstein_midpoint, "outward_einstein_midpoint": L.outward_einstein_midpoint,
+             "tangent_mean": L.tangent_mean, "centroid": L.centroid}
+    for name, pool in pools.items():
+        with pytest.raises(ValueError, match=rf"^{name}: takes sets of points .* got shape \(0, 4\): the set is empty, "
+                                             "there are no points to pool"):
+            pool(x[:0])
+        with pytest.raises(ValueError, match=rf"^{name}: .*got shape \(4,\): one point, no set"):
+            pool(x[0])
+    for name in ("einstein_midpoint", "outward_einstein_midpoint", "tangent_mean"):
+        mask = torch.tensor([[1, 1, 0], [0, 0, 0]])
+        with pytest.raises(ValueError, match=rf"^{name}: 1 of 2 rows of the mask are all padding \(first at index "
+                                             r"\(1,\)\): no points to pool"):
+            pools[name](x.view(2, 3, 4), mask)
+        assert torch.isfinite(pools[name](x.view(2, 3, 4), mask.index_fill(1, torch.tensor([2]), 1))).all()
 
 
 def test_bad_arguments_are_named_not_turned_into_numbers():
@@ -436,7 +458,8 @@ def test_wrong_inputs_are_refused_naming_the_function_and_the_problem(seed, dtyp
           for v in (space_like(seed, 6, 8, dtype), L.flip_time(x), -x, torch.cat([x[:, :1] * 0, x[:, 1:]], -1))],
         # from_poincare: outside the ball, NaN.
         (lambda: L.from_poincare(outside, c), ValueError, r"^from_poincare: .*outside the Poincare ball"),
-        (lambda: L.from_poincare(torch.full((2, 8), math.nan, dtype=dtype), c), ValueError, "outside the Poincare"),
+        (lambda: L.from_poincare(torch.full((2, 8), math.nan, dtype=dtype), c), ValueError,
+         r"^from_poincare: 2 of 2 vectors hold NaN or inf"),
         # centroid weights: negative, NaN, inf, a set summing to 0.
         *[(lambda w=w: L.centroid(x[:3], torch.tensor(w, dtype=dtype), c), ValueError,
            r"^centroid: weights must be >= 0, one per point, finite, with a positive sum")
@@ -544,6 +567,17 @@ def test_every_public_function_names_itself_for_bad_input_not_a_helper(seed, dty
                 function(*bad_args, **bad_kwargs)
                 pytest.fail(f"{name} accepted {bad_args} {bad_kwargs}")
             assert re.match(rf"{name}\b", str(refused.value)), (name, str(refused.value))
+        # NaN or inf in any tensor argument is refused by name, never passed on (T190: project returned NaN).
+        for position, value in enumerate(args):
+            if not isinstance(value, torch.Tensor):
+                continue
+            for bad in (math.nan, math.inf):
+                poisoned = value.clone()
+                poisoned.view(-1)[-1] = bad
+                with pytest.raises(ValueError) as refused:
+                    function(*args[:position], poisoned, *args[position + 1:])
+                    pytest.fail(f"{name} accepted {bad} in argument {position}")
+                assert re.match(rf"{name}\b.*(nan|inf)", str(refused.value), re.IGNORECASE), (name, str(refused.value))
 
 
 @PROPERTY
@@ -562,9 +596,8 @@ def test_valid_inputs_up_to_radius_15_are_accepted(seed, dtype, c):
     assert torch.isfinite(L.logmap0(x, c)).all() and torch.isfinite(L.distance_to_origin(x, c)).all()
     # Stored points are light-like or slightly space-like by rounding beyond ~5 sqrt(c) in float32; still accepted.
     assert L.project(x, c).shape == x.shape
-    # What attention gives rows of all padding passes through: zero (scaled dot-product) or NaN (eager).
-    degenerate = L.project(torch.tensor([[0.0] * 9, [math.nan] * 9], dtype=dtype), c)
-    assert (degenerate[0] == 0).all() and degenerate[1].isnan().all()
+    # What scaled dot-product attention gives rows of all padding passes through: zero (the pooling names the padding).
+    assert (L.project(torch.zeros(2, 9, dtype=dtype), c) == 0).all()
     # A float32 point far out rounds onto (or just outside) the boundary of the ball: accepted, mapped far away.
     assert L.from_poincare(L.to_poincare(x, c), c).shape == x.shape
     assert L.from_poincare(L.to_poincare(x.double(), c).to(dtype), c).shape == x.shape

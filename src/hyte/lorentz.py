@@ -19,7 +19,10 @@ coordinate from its space part first, so a float32 point at radius 15 (x_0 ~ 1.6
 its space coordinates allow. Results come back in the input dtype.
 
 All functions broadcast over leading dimensions; ``D = d + 1`` is the ambient dimension. They take torch tensors or
-NumPy arrays (e.g. FAISS search scores): given any NumPy array they return NumPy, otherwise a tensor.
+NumPy arrays (e.g. FAISS search scores): given any NumPy array they return NumPy, otherwise a tensor. Vectors holding
+NaN or inf are refused by every function (``distance_from_inner``: NaN and +inf scores; -inf is index padding). Like
+every check that reads values, that runs on CPU tensors in eager mode (``_value_checks_apply``: no device sync,
+nothing read while compiling, exporting or tracing).
 """
 
 from __future__ import annotations
@@ -135,6 +138,15 @@ def _check_vectors(x, name: str, what: str = "points (..., D)") -> None:
     if not x.is_floating_point():
         raise TypeError(f"{name} takes floating-point {what}; got {x.dtype} values: convert them (x.float(), "
                         "or np.asarray(x, dtype=np.float32))")
+    # Every public function that takes vectors passes here, so none of them turns NaN or inf into a plausible
+    # result without a word (project returned NaN, T190; a new function gets the check by calling this one).
+    if _value_checks_apply(x):
+        off = ~torch.isfinite(x.detach()).all(-1)
+        if off.any():
+            where = f" (first at index {_first(off)})" if off.ndim else ""
+            raise ValueError(f"{name}: {int(off.sum())} of {off.numel()} vectors hold NaN or inf{where}; {what} must "
+                             "be finite. Find where they came from (a model with NaN weights, a division by zero, a "
+                             "sequence that is all padding under eager attention)")
 
 
 def check_curvature(c: float | Tensor, name: str | None = None) -> None:
@@ -549,7 +561,8 @@ def project(v: Tensor, c: float | Tensor = 1.0) -> Tensor:
     sign-flipped query), has no meaningful projection and is refused; callers pass positive combinations of points,
     which are time-like with v_0 > 0. Within rounding (``_TIME_LIKE_SLACK``) a vector may be light-like or slightly
     space-like: ``abs`` (as in the paper) and the clamp, which keeps a light-like v from dividing by zero, handle
-    those. The zero vector maps to zero and NaN propagates, as attention over all-padding rows needs.
+    those. The zero vector maps to zero, as scaled dot-product attention over all-padding rows needs; NaN and inf are
+    refused (on CPU in eager mode, as every value check of this module).
     """
     return _project(v, c, "project")
 
@@ -572,10 +585,9 @@ def _check_time_like(v: Tensor, name: str) -> None:
     time, space_norm = v64[..., 0], torch.linalg.vector_norm(v64[..., 1:], dim=-1)
     slack = max(_TIME_LIKE_SLACK, _rounding_slack(v))
     time_like = (time > 0) & (space_norm <= (1 + slack) * time)
-    # Passed through as before: the zero vector (scaled to zero; scaled dot-product attention returns it for a sequence
-    # that is all padding) and NaN/inf (eager attention gives NaN there); the model's pooling then names the padding.
-    passed = ((time == 0) & (space_norm == 0)) | ~torch.isfinite(v64).all(-1)
-    off = ~time_like & ~passed
+    # The zero vector passes (scaled to zero): scaled dot-product attention returns it for a sequence that is all
+    # padding, and the model's pooling then names the padding. NaN and inf were refused by _check_vectors.
+    off = ~time_like & ~((time == 0) & (space_norm == 0))
     if off.any():
         first = _first(off)
         raise ValueError(
@@ -665,6 +677,25 @@ def from_poincare(p: Tensor, c: float | Tensor = 1.0) -> Tensor:
     return _lift(2 * c * p / gap, c)
 
 
+def _check_sets(x: Tensor, mask: Tensor | None, name: str) -> None:
+    """Refuse what a pooling function of sets (..., N, D) would silently turn into the zero vector, which is no point
+    (T183: einstein_midpoint of no points), or into the origin: no set dimension, an empty set, a mask row of only
+    padding. The mask check runs in eager mode on any device (a sequence of padding is a mistake worth a sync), not
+    in compiled or exported graphs or on meta tensors, which have no values to read."""
+    if x.ndim < 2 or x.shape[-2] == 0:
+        raise ValueError(f"{name}: takes sets of points (..., N, D) with N >= 1; got shape {tuple(x.shape)}"
+                         + (": the set is empty, there are no points to pool" if x.ndim >= 2
+                            else ": one point, no set (add a set dimension: x[None])"))
+    if (mask is None or mask.device.type == "meta" or torch.compiler.is_compiling()
+            or torch.compiler.is_exporting()):
+        return
+    empty = ~mask.bool().any(-1)
+    if empty.any():
+        where = f" (first at index {_first(empty)})" if empty.ndim else ""
+        raise ValueError(f"{name}: {int(empty.sum())} of {empty.numel()} rows of the mask are all padding{where}: no "
+                         "points to pool; every sequence needs at least one unmasked token.")
+
+
 @_accepts_numpy
 def centroid(x: Tensor, weights: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
     """Weighted Lorentzian centroid Pi_c(sum_i w_i x_i): (..., N, D), weights (..., N) -> (..., D).
@@ -674,8 +705,7 @@ def centroid(x: Tensor, weights: Tensor | None = None, c: float | Tensor = 1.0) 
     the sum up to x_0 ~ 1e7 (radius ~14 sqrt(c)); further out the result stays finite but loses accuracy.
     """
     x64 = _refresh_time64(x, c, "centroid")
-    if x64.ndim < 2 or x64.shape[-2] == 0:  # the zero vector would come back, which is no point
-        raise ValueError(f"centroid: takes sets of points (..., N, D) with N >= 1; got shape {tuple(x64.shape)}")
+    _check_sets(x64, None, "centroid")
     w64 = torch.ones_like(x64[..., 0]) if weights is None else _float64(weights)
     if weights is not None and (w64.ndim < 1 or x64.ndim < 2 or w64.shape[-1] != x64.shape[-2]):
         raise ValueError(f"centroid: weights must be >= 0, one per point: {x64.shape[-2] if x64.ndim > 1 else 1} "
@@ -716,12 +746,8 @@ def _outward_einstein_midpoint(x: Tensor, mask: Tensor | None, p: float, c: floa
     _check_number(p, name, "p", positive=False)
     _check_mask(mask, name, x)
     x64 = _refresh_time64(x, c, name)
+    _check_sets(x64, mask, name)
     w64 = torch.ones_like(x64[..., 0]) if mask is None else _float64(mask)
-    # Checked in eager mode only: the check reads tensor values, which compiled and exported graphs do not know.
-    tracing = torch.compiler.is_compiling() or torch.compiler.is_exporting()
-    if mask is not None and not tracing and bool((w64.sum(-1) <= 0).any()):
-        raise ValueError(f"{name}: a row of the mask has no positive weight (all padding); "
-                         "every sequence needs at least one unmasked token.")
     logits = p * torch.log(x64[..., 0]) + torch.log(w64)
     weights = torch.softmax(logits, dim=-1)
     return _project((weights.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x)), name).to(x.dtype)
@@ -735,12 +761,15 @@ def einstein_midpoint(x: Tensor, mask: Tensor | None = None, c: float | Tensor =
 
 @_accepts_numpy
 def tangent_mean(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0) -> Tensor:
-    """expmap0 of the masked mean of logmap0(x_i): the 'naive' tangent-space mean pooling, (..., N, D) -> (..., D)."""
+    """expmap0 of the masked mean of logmap0(x_i): the 'naive' tangent-space mean pooling, (..., N, D) -> (..., D).
+
+    Refused, as by OEM pooling: an empty set and a mask row of only padding (their mean would be the origin)."""
     _check_mask(mask, "tangent_mean", x)
     _check_points(x, c, "tangent_mean")
+    _check_sets(x, mask, "tangent_mean")
     tangent = _logmap0(x, c)
     w = torch.ones_like(tangent[..., 0]) if mask is None else mask.to(tangent.dtype)
-    total = w.sum(-1, keepdim=True).clamp_min(1.0)  # an all-padding row pools to the origin, not NaN
+    total = w.sum(-1, keepdim=True).clamp_min(1.0)  # where _check_sets cannot look (compiled), padding gives the origin
     return _expmap0((w.unsqueeze(-1) * tangent).sum(-2) / total, c)
 
 
