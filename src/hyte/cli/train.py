@@ -1,5 +1,5 @@
 """``hyte train mlm | contrastive | finetune | compatible | phrase --config FILE [--resume]
-[--set section.field=value ...]``
+[--set section.field=value ...] [--print-config]``
 (``compatible`` also takes ``--old OLD_MODEL``, the same as ``--set compatible.old_model=OLD_MODEL``)."""
 
 from __future__ import annotations
@@ -9,18 +9,49 @@ import argparse
 from ..training.config import parse_override
 
 
-def _train(args: argparse.Namespace) -> int:
-    from ..runner import run
-    from ..training.config import ConfigError, load_config
+def _print_config(args: argparse.Namespace) -> int:
+    """--print-config: the run's config (or, without --config, the stage's defaults) as a commented YAML file."""
+    from ..training.config import ConfigError, RunConfig, documented_yaml, load_config
 
+    if args.config is None:
+        if args.set or args.resume or args.overwrite or getattr(args, "old", None):
+            raise ConfigError("--print-config without --config prints the defaults: give --config FILE to see "
+                              "your file with its --set changes")
+        config = RunConfig(stage=args.stage)
+        header = (f"hyte train {args.stage}: every field at its default, each under what it means. Keep the fields "
+                  f"your run needs (at least data and training.output_dir), then: hyte train {args.stage} "
+                  "--config THIS_FILE")
+    else:
+        config = load_config(args.config, _overrides(args))
+        header = f"hyte train {args.stage} --config {args.config}: every field as this run would use it"
+    print(documented_yaml(config, header), end="")
+    return 0
+
+
+def _overrides(args: argparse.Namespace) -> dict:
     fields = [field for field, _ in args.set]
     repeated = sorted({field for field in fields if fields.count(field) > 1})
     if repeated:  # dict() would keep the last value and drop the others without a word
+        from ..training.config import ConfigError
+
         raise ConfigError(f"--set {', '.join(repeated)} given more than once: set each field once")
     overrides = dict(args.set)
     if getattr(args, "old", None):
         overrides["compatible.old_model"] = args.old
-    config = load_config(args.config, overrides)
+    return overrides
+
+
+def _train(args: argparse.Namespace) -> int:
+    from ..runner import run
+    from ..training.config import ConfigError, load_config
+
+    if args.print_config:
+        return _print_config(args)
+    if args.config is None:
+        raise ConfigError(f"hyte train {args.stage} needs --config FILE (YAML or JSON; configs/ holds examples, and "
+                          f"`hyte train {args.stage} --print-config` prints every field with its default)")
+
+    config = load_config(args.config, _overrides(args))
     if config.stage != args.stage:
         raise ConfigError(f"{args.config} is a '{config.stage}' config; run it with `hyte train {config.stage}`")
     if args.resume and args.overwrite:
@@ -61,7 +92,10 @@ def add_commands(subparsers) -> None:
                                ("finetune", "contrastive fine-tuning with mined hard negatives"),
                                ("compatible", "a new model whose queries search an old model's index (HBCT)")):
         parser = stages.add_parser(stage, help=description)
-        parser.add_argument("--config", required=True, help="YAML or JSON run configuration")
+        parser.add_argument("--config", default=None, help="YAML or JSON run configuration (configs/ holds examples)")
+        parser.add_argument("--print-config", action="store_true",
+                            help="print the config as a YAML file with every field and what it means, and exit "
+                                 "(without --config: the stage's defaults, a first config to edit)")
         parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
         parser.add_argument("--overwrite", action="store_true",
                             help="replace the run output_dir already holds (its final model is replaced only once "

@@ -61,7 +61,7 @@ class DataSpec:
     split: str = "train"  # BEIR qrels split
     max_examples: int | None = None  # use at most this many examples (seeded choice)
     query_field: str = "query"  # field names for jsonl / hf_dataset
-    document_field: str = "document"
+    document_field: str = "document"  # ... and of the positive document
     text_field: str = "text"  # mlm
     # "synonym" | "name" | "all": which HPO text is the query (the document is the definition); "all" mixes names and
     # every EXACT synonym (layperson ones included), which teaches more query types than one synonym per term.
@@ -82,20 +82,20 @@ class TrainingSpec:
     output_dir: str = "runs/hyte"  # checkpoints, logs and the final model (output_dir/final)
     max_steps: int = 100  # optimisation steps (takes precedence over epochs)
     per_device_train_batch_size: int = 32  # in-batch negatives grow with it
-    gradient_accumulation_steps: int = 1
-    learning_rate: float = 2e-5
+    gradient_accumulation_steps: int = 1  # batches summed per optimiser step (in-batch negatives do not grow)
+    learning_rate: float = 2e-5  # peak AdamW rate of the encoder (after warmup_steps, then lr_scheduler_type)
     head_learning_rate: float | None = None  # HyTE-H's projection/scale/hyperbolic layers (new weights); None = same
-    weight_decay: float = 0.01
-    warmup_steps: int = 10
-    lr_scheduler_type: str = "linear"
-    max_grad_norm: float = 1.0
-    logging_steps: int = 10
+    weight_decay: float = 0.01  # AdamW weight decay
+    warmup_steps: int = 10  # steps of linear warm-up from 0 to learning_rate
+    lr_scheduler_type: str = "linear"  # transformers' schedule after warm-up: linear, cosine, constant, ...
+    max_grad_norm: float = 1.0  # gradients clipped to this global norm
+    logging_steps: int = 10  # loss (and grad norm) logged every this many steps
     save_steps: int = 50  # checkpoint every this many steps (resume picks the last one)
     save_total_limit: int | None = 2  # checkpoints kept (the oldest are deleted); null = keep them all
-    seed: int = 0
+    seed: int = 0  # data order, dropout and new weights; the same seed repeats a run
     bf16: bool = False  # mixed precision (GPU); the geometry stays float32 regardless
-    gradient_checkpointing: bool = False
-    dataloader_num_workers: int = 0
+    gradient_checkpointing: bool = False  # recompute activations in the backward pass: less memory, ~30 % slower
+    dataloader_num_workers: int = 0  # processes that prepare batches; 0 = in the training process
     # Contrastive stages. Several processes (torchrun / accelerate launch): every process's documents are negatives
     # for every query, so N processes x batch b train like one process with batch N b; None = on when N > 1.
     gather_negatives: bool | None = None
@@ -106,8 +106,8 @@ class TrainingSpec:
 
 @dataclass
 class MLMSpec:
-    mlm_probability: float = 0.15  # reference run: 0.30
-    max_length: int = 128
+    mlm_probability: float = 0.15  # share of tokens masked; reference run: 0.30
+    max_length: int = 128  # texts truncated to this many tokens
 
 
 @dataclass
@@ -125,7 +125,7 @@ class LossSpec:
     # geodesic logits then vary with the angle as fast as cosine logits at tau_0; without it a HyTE-H whose documents
     # sit at r ~ 0.2 starts with logits 5x flatter than its Euclidean twin (issue 10's diagnosis).
     temperature_from_radius: bool = True
-    max_logit_scale: float = 100.0
+    max_logit_scale: float = 100.0  # upper clamp of the learned logit scale (temperature >= 1 / this)
     logit_scale_learning_rate: float = 1e-2  # Adam moves log(scale) by up to ~this per step (x1.8 in 60 steps)
     # Weight of the hierarchy term on (parent, child) document pairs (needs data.hierarchy): the entailment-cone
     # violation on the Lorentz model (MERU), the order-embedding violation (Vendrov et al.) for Euclidean models.
@@ -138,8 +138,8 @@ class LossSpec:
     # Ontology data: leave a query's target's ancestors and descendants out of its negatives (InfoNCE mask, miner),
     # for HyTE and the Euclidean control alike (hyte.training.data.Hierarchy says why).
     mask_hierarchy: bool = True
-    max_query_length: int = 64
-    max_document_length: int = 256
+    max_query_length: int = 64  # queries truncated to this many tokens
+    max_document_length: int = 256  # documents truncated to this many tokens
 
 
 @dataclass
@@ -161,8 +161,8 @@ class MiningSpec:
 @dataclass
 class LoraSpec:
     r: int = 0  # 0 = no LoRA (full fine-tuning); > 0 trains LoRA adapters of this rank via peft; < 0 is refused
-    alpha: int = 16
-    dropout: float = 0.0
+    alpha: int = 16  # LoRA scaling: the adapter's update is multiplied by alpha / r
+    dropout: float = 0.0  # dropout on the adapters' input
     # Each must name modules of the model (checked once it is built); the default's projection is HyTE-H's, skipped
     # on models without one.
     target_modules: list[str] = field(default_factory=lambda: ["query", "value", "projection"])
@@ -172,8 +172,8 @@ class LoraSpec:
 @dataclass
 class EvaluationSpec:
     enabled: bool = True  # evaluate on held-out HPO branches before and after training (nDCG@10 etc.)
-    max_queries: int = 300
-    max_documents: int | None = 2000
+    max_queries: int = 300  # held-out queries scored
+    max_documents: int | None = 2000  # documents searched (the queries' positives always among them); None = all
 
 
 @dataclass
@@ -192,7 +192,7 @@ class CompatibleSpec:
     # sqrt(c)) of the old positive document; "fixed" = q_fixed for all; "permuted" = the uncertainty values
     # shuffled across the cached documents (same distribution, random assignment: the reviewers' control).
     q: str = "uncertainty"
-    q_fixed: float = 0.5
+    q_fixed: float = 0.5  # the RINCE exponent of every anchor when q is "fixed"
     rince_lambda: float = 0.01  # RINCE's density weight lambda
     # Temperature of the alignment logits (rince / infonce): logits = -d(new anchor, old document) / temperature.
     # None = the task's learned logit scale (detached). RINCE is not shift-invariant like InfoNCE: its pull on a
@@ -203,7 +203,7 @@ class CompatibleSpec:
     # cone_widening (uncertain old embeddings get wider cones; HyTE's addition, not the HBCT seed's), else
     # K_i = cone_min_radius (the seed's fixed aperture).
     cone_min_radius: float = 0.1
-    cone_widening: bool = True
+    cone_widening: bool = True  # widen uncertain old points' cones by (1 + q), as described above
     permutation_seed: int = 0  # seed of the "permuted" control
 
 
@@ -231,8 +231,8 @@ class PhraseSpec:
     max_term_words: int = 5  # longest trie term, in words
     head_learning_rate: float | None = 1e-3  # the new heads (CRF, boundary, importance, projections); None = same
     fusion_global: float = 1.0  # hybrid fusion weights saved in the model config (hyte.retrieval.phrase)
-    fusion_phrase: float = 1.0
-    fusion_lexical: float = 0.2
+    fusion_phrase: float = 1.0  # ... of the phrase view
+    fusion_lexical: float = 0.2  # ... of the lexical view
 
 
 @dataclass
@@ -338,6 +338,60 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
                 value = {**earlier, **value}  # model.options={...} changes those options, keeps the file's others
             values[section] = {**(values.get(section) or {}), name: value}
     return parse_config(values, f"{path} (with --set {', '.join(overrides)})")
+
+
+@cache
+def _field_notes() -> dict[str, list[str]]:
+    """``{"Class.field": comment lines}`` from this file: the comment lines just above a field and the one ending its
+    line. Read from the source, so ``hyte train --print-config`` cannot drift from the fields it documents."""
+    import ast
+    import io
+    import tokenize
+
+    source = Path(__file__).read_text(encoding="utf-8")
+    lines = source.splitlines()
+    trailing = {token.start[0]: token.string.lstrip("#").strip()
+                for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                if token.type == tokenize.COMMENT and lines[token.start[0] - 1].split("#")[0].strip()}
+    notes = {}
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                above, row = [], item.lineno - 2
+                while row >= 0 and lines[row].strip().startswith("#"):
+                    above.insert(0, lines[row].strip().lstrip("#").strip())
+                    row -= 1
+                notes[f"{node.name}.{item.target.id}"] = above + ([trailing[item.end_lineno]]
+                                                                  if item.end_lineno in trailing else [])
+    return notes
+
+
+def documented_yaml(config: RunConfig, header: str) -> str:
+    """``config`` as a YAML file holding every field, each under the comment this file gives it (``header``: the
+    file's first comment lines). Loading the text back gives ``config`` again."""
+    import textwrap
+
+    import yaml
+
+    def comment(text: str, indent: str) -> list[str]:
+        return [f"{indent}# {line}" for line in textwrap.wrap(" ".join(text.split()), 112 - len(indent))]
+
+    out = [line for paragraph in header.splitlines() for line in comment(paragraph, "")] + [f"stage: {config.stage}"]
+    for section, spec in SECTIONS.items():
+        written = spec.__doc__ and not spec.__doc__.startswith(f"{spec.__name__}(")  # not dataclass's own signature
+        out += [""] + (comment(inspect.getdoc(spec), "") if written else [])
+        out.append(f"{section}:")
+        values = getattr(config, section)
+        for item in dataclasses.fields(spec):
+            note = " ".join(_field_notes().get(f"{spec.__name__}.{item.name}", []))
+            out += comment(note, "  ")
+            # A one-element flow list, brackets dropped: YAML's own quoting of one value on one line.
+            value = yaml.safe_dump([getattr(values, item.name)], default_flow_style=True, width=10**6,
+                                   allow_unicode=True).strip()[1:-1]
+            out.append(f"  {item.name}: {value}")
+    return "\n".join(out) + "\n"
 
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
