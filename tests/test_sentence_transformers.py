@@ -565,3 +565,33 @@ def test_folders_that_are_not_models_are_named(tmp_path):
         sentence_transformer(tmp_path / "index")
     with pytest.raises(FileNotFoundError, match="holds no config.json"):
         sentence_transformer(tmp_path)
+
+
+def test_saving_a_pipeline_over_the_model_folder_it_was_built_from_is_refused(fh, bert_tokenizer, tmp_path):
+    """T227: st = hyte.sentence_transformer(M); st.save(M) rewrote every file of M in place (config.json changed)."""
+    import pickle
+
+    from hyte.integrations.sentence_transformers import save_model_folder
+
+    model, _ = fh
+    folder = save_model_folder(model, bert_tokenizer, tmp_path / "model")
+    before = {file.name: file.read_bytes() for file in folder.iterdir() if file.is_file()}
+    (tmp_path / "link").symlink_to(folder)
+    pipelines = (sentence_transformer(folder),
+                 sentence_transformer(hyte.HyTEFHModel.from_pretrained(folder), bert_tokenizer),
+                 SentenceTransformer(str(folder), trust_remote_code=True, device="cpu"))
+    for st in pipelines:
+        for save in (st.save, st.save_pretrained):
+            for target in (folder, tmp_path / "link", str(folder) + "/"):
+                with pytest.raises(ValueError, match=r"is the model folder this sentence-transformers pipeline was "
+                                                     r"built from \(.*\): saving would rewrite its files in place .*"
+                                                     r"It already is a sentence-transformers folder.*Save the "
+                                                     r"pipeline to a new folder"):
+                    save(target)
+    assert {file.name: file.read_bytes() for file in folder.iterdir() if file.is_file()} == before
+    st = pipelines[0]
+    st.save(str(tmp_path / "hyte-st"))  # elsewhere, and again over that earlier save
+    st.save(str(tmp_path / "hyte-st"))
+    assert (tmp_path / "hyte-st" / "modules.json").is_file()
+    with pytest.raises(ValueError, match="built from"):
+        pickle.loads(pickle.dumps(st)).save(folder)  # the guard travels with the model (multi-process encoding)

@@ -205,7 +205,15 @@ _NOT_A_MODEL_FOLDER = ("index.json", "metadata.json", "run.json", "manifest.json
 
 class _SaveGuard:
     """Stands in for ``model.save`` / ``model.save_pretrained``: refuses a folder that holds an index, a training run
-    or vector shards, before sentence-transformers writes its first file there."""
+    or vector shards, and the model folder the weights were loaded from, before sentence-transformers writes its first
+    file there.
+
+    The model's own folder (T227: ``hyte.sentence_transformer(M).save(M)`` rewrote every file of M in place, config.json
+    changed) is refused rather than given only the sentence-transformers files: every model folder hyte writes already
+    is a sentence-transformers folder (modules.json beside config.json), so there is nothing to add, and a rewrite in
+    place can leave a half-written model or change files (configs, tokenizer) that the model's indexes were built
+    with. Other HyTE model folders stay ordinary targets: a saved pipeline is one, and saving over an earlier save is
+    sentence-transformers' own way."""
 
     def __init__(self, model, name: str) -> None:
         self.model, self.name = model, name
@@ -217,7 +225,21 @@ class _SaveGuard:
                 f"{path} holds {held[0]}: it is an index, training-run or vector folder, not a model folder; saving "
                 "the model there would mix its files with that folder's (and a push of it would upload them). Save "
                 "it to a folder of its own.")
+        source = self._source_folder()
+        if source is not None and Path(path).is_dir() and os.path.samefile(path, source):
+            raise ValueError(
+                f"{path} is the model folder this sentence-transformers pipeline was built from ({source}): saving "
+                "would rewrite its files in place (config.json, the weights, the tokenizer). "
+                + ("It already is a sentence-transformers folder (SentenceTransformer(folder, trust_remote_code=True) "
+                   "loads it). " if (source / "modules.json").is_file() else "")
+                + "Save the pipeline to a new folder instead, e.g. model.save(\"hyte-st\")")
         return getattr(type(self.model), self.name)(self.model, path, *args, **kwargs)
+
+    def _source_folder(self) -> Path | None:
+        """The local folder the first module's (the Transformer's) model was loaded from, if any."""
+        first = next(iter(self.model._modules.values()), None)
+        source = getattr(getattr(getattr(first, "model", None), "config", None), "name_or_path", None)
+        return Path(source) if isinstance(source, str) and source and Path(source).is_dir() else None
 
 
 class _SimilarityGuard:
