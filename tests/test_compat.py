@@ -466,3 +466,38 @@ def test_eval_compatibility_command_writes_the_matrix(tmp_path, old_model, compa
     assert set(payload["matrix"]["hpo"]) == {"old->old", "new->old", "new->new"}
     assert {"ndcg@10", "recall@1", "hierarchy_spechr"} <= set(payload["matrix"]["hpo"]["new->old"])
     assert payload["gains"]["hpo"]["ndcg@10"]["p_up"] == 0.0  # no reference: the new model's own new->new
+
+
+def test_eval_compatibility_refuses_one_model_as_old_and_new_before_encoding(tmp_path, old_model, compatible_model,
+                                                                            capsys, monkeypatch):
+    """T240: --old M --new M encoded for 167 s and printed a matrix whose rows were one model. Refused by path before
+    any model loads, and by fingerprint (a copied folder) before anything is encoded."""
+    import re
+    import shutil
+
+    from hyte import encoders
+    from hyte.cli import main
+    from hyte.compatibility import evaluation
+    from hyte.lineage import model_fingerprint
+
+    def never(*args, **kwargs):
+        raise AssertionError("called although the models are one")
+
+    fingerprint = model_fingerprint(encoders.load_encoder(old_model, kind="hyte").model)
+    monkeypatch.setattr(evaluation, "heldout_sets", never)
+    monkeypatch.setattr(evaluation, "evaluate_compatibility", never)
+    base = ["eval", "compatibility", "--data", "hpo", "--queries", "8", "--documents", "40", "--hierarchy-queries", "8"]
+    with monkeypatch.context() as nothing_loads:
+        nothing_loads.setattr(encoders, "load_encoder", never)
+        for arguments, problem in [
+            (["--old", old_model, "--new", old_model + "/"], "--old and --new are the same model .* are one folder"),
+            (["--old", old_model, "--new", compatible_model, "--reference", compatible_model],
+             "--new and --reference are the same model .* are one folder.*leave out --reference"),
+        ]:
+            assert main(base + arguments) == 2
+            assert re.search(problem, capsys.readouterr().err), arguments
+    copy = shutil.copytree(old_model, tmp_path / "copy")
+    assert main(base + ["--old", old_model, "--new", str(copy)]) == 2
+    assert re.search(rf"--old and --new are the same model .* hold the same weights, fingerprint {fingerprint}\): a "
+                     r"compatibility matrix compares two models \(old->old, new->old, new->new would score one model "
+                     "three times\)", capsys.readouterr().err)

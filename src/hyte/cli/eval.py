@@ -18,6 +18,7 @@ carries ``"benchmark"`` (its kind) and ``"meta"`` (command, date, machine), whic
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -340,14 +341,29 @@ def _eval_rag(args: argparse.Namespace) -> int:
 
 
 def _eval_compatibility(args: argparse.Namespace) -> int:
+    from ..bundled import resolve_model
     from ..compatibility.evaluation import PAIRS, evaluate_compatibility, heldout_sets
     from ..encoders import load_encoder
+    from ..lineage import model_fingerprint
 
     models = {"old": args.old, "new": args.new, **({"reference": args.reference} if args.reference else {})}
-    encoders = {}
-    for role, model in models.items():
+    for model in models.values():
         check_model_path(model)
+    # One model given twice encoded for minutes to print one model's scores in every row (T240): refused by path
+    # before anything loads, and by weights (a copied folder) before anything is encoded.
+    resolved = {role: resolve_model(model) for role, model in models.items()}
+    for first, second in itertools.combinations(models, 2):
+        a, b = resolved[first], resolved[second]
+        if os.path.samefile(a, b) if Path(a).exists() and Path(b).exists() else a == b:
+            raise UserError(_same_model(first, second, f"{models[first]} and {models[second]} are one folder"))
+    encoders, fingerprints = {}, {}
+    for role, model in models.items():
         encoders[role] = load_encoder(model, kind="hyte", max_length=args.max_length)
+        fingerprints[role] = model_fingerprint(encoders[role].model)
+        same = [earlier for earlier in fingerprints if earlier != role and fingerprints[earlier] == fingerprints[role]]
+        if same:
+            raise UserError(_same_model(same[0], role, f"{models[same[0]]} and {model} hold the same weights, "
+                                                        f"fingerprint {fingerprints[role]}"))
     sets = heldout_sets(args.data, queries=args.queries, documents=args.documents,
                         hierarchy_queries=args.hierarchy_queries, test_fraction=args.test_fraction,
                         split_seed=args.split_seed, seed=args.seed)
@@ -371,6 +387,14 @@ def _eval_compatibility(args: argparse.Namespace) -> int:
                    "meta": {"command": command_line(args, ["eval", "compatibility"]), **machine_info()}}
         print(f"wrote {write_result(args.output, payload)}")
     return 0
+
+
+def _same_model(first: str, second: str, detail: str) -> str:
+    return (f"--{first} and --{second} are the same model ({detail}): a compatibility matrix compares two models "
+            "(old->old, new->old, new->new would score one model three times). Give the model that built the index "
+            "as --old and the model trained to be compatible with it as --new"
+            + ("; leave out --reference to measure P_com / P_up against --new itself" if "reference" in (first, second)
+               else ""))
 
 
 def _eval_report(args: argparse.Namespace) -> int:
