@@ -141,7 +141,7 @@ def test_quickstart_prints_the_table_of_its_results_json(tmp_path, capsys, gener
     rag = shlex.split(shell[1].replace("hyte-output/quickstart", str(tmp_path)))
     assert main(rag[1:]) == 0  # no --model: the model the index names
     out = capsys.readouterr().out
-    assert len(re.findall(r"^\s+\d\. \[HP:\d+\]", out, re.MULTILINE)) == 3 and "answer (" in out
+    assert len(re.findall(r"^\s+\d\. d=\S+\s+spec=\S+\s+\[HP:\d+\]", out, re.MULTILINE)) == 3 and "answer (" in out
     namespace = {}
     exec(python.replace("hyte-output/quickstart", str(tmp_path)), namespace)
     assert [d.id for d in namespace["documents"]] == [doc_id for doc_id, _ in hits]

@@ -206,7 +206,7 @@ def test_hyte_rag_answers_citing_a_retrieved_passage(index_dir, generator_cache,
     monkeypatch.setenv("HYTE_CACHE", str(generator_cache.parent))
     assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--k", "3"]) == 0
     out = capsys.readouterr().out
-    retrieved = re.findall(r"^\s+\d\. \[(HP:\d+)\]", out, re.MULTILINE)
+    retrieved = re.findall(r"^\s+\d\. d=\S+\s+spec=\S+\s+\[(HP:\d+)\]", out, re.MULTILINE)
     answer = next(line for line in out.splitlines() if line.startswith("answer"))
     cited = re.findall(r"\[(HP:\d+)\]", answer)
     assert len(retrieved) == 3 and cited and set(cited) <= set(retrieved), out
