@@ -7,6 +7,7 @@ import json
 import math
 import pickle
 import random
+import shutil
 import textwrap
 
 import numpy as np
@@ -565,6 +566,27 @@ def test_folders_that_are_not_models_are_named(tmp_path):
         sentence_transformer(tmp_path / "index")
     with pytest.raises(FileNotFoundError, match="holds no config.json"):
         sentence_transformer(tmp_path)
+
+
+def test_saving_a_pipeline_over_another_models_weights_is_refused_unless_asked(fh, bert_tokenizer, tmp_path):
+    """T105/T106: st.save(folder) over a folder holding another model replaced its weights without a word."""
+    from hyte.integrations.sentence_transformers import save_model_folder
+
+    model, _ = fh
+    other = save_model_folder(model, bert_tokenizer, tmp_path / "other")
+    st = sentence_transformer(other)
+    with torch.no_grad():  # a fine-tuned model: the same architecture, other weights
+        next(st[0].model.parameters()).add_(0.5)
+    before = (other / "model.safetensors").read_bytes()
+    copy = tmp_path / "copy"
+    shutil.copytree(other, copy)
+    for save in (st.save, st.save_pretrained):
+        with pytest.raises(FileExistsError, match=r"holds another model .*Save to a new folder, or pass overwrite=True"):
+            save(str(copy))
+    assert (copy / "model.safetensors").read_bytes() == before
+    st.save(str(copy), overwrite=True)
+    assert (copy / "model.safetensors").read_bytes() != before
+    st.save(str(copy))  # the same weights again: nothing to lose
 
 
 def test_saving_a_pipeline_over_the_model_folder_it_was_built_from_is_refused(fh, bert_tokenizer, tmp_path):

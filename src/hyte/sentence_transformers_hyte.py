@@ -218,7 +218,7 @@ class _SaveGuard:
     def __init__(self, model, name: str) -> None:
         self.model, self.name = model, name
 
-    def __call__(self, path, *args, **kwargs):
+    def __call__(self, path, *args, overwrite: bool = False, **kwargs):
         held = [marker for marker in _NOT_A_MODEL_FOLDER if (Path(path) / marker).is_file()]
         if held:
             raise FileExistsError(
@@ -233,7 +233,27 @@ class _SaveGuard:
                 + ("It already is a sentence-transformers folder (SentenceTransformer(folder, trust_remote_code=True) "
                    "loads it). " if (source / "modules.json").is_file() else "")
                 + "Save the pipeline to a new folder instead, e.g. model.save(\"hyte-st\")")
+        if not overwrite and self._holds_other_weights(Path(path)):
+            raise FileExistsError(
+                f"{path} holds another model (its model.safetensors differs from this pipeline's weights): saving "
+                "would replace that model's weights and leave its other files (a model card, hyte_card.json) "
+                "describing weights that are gone. Save to a new folder, or pass overwrite=True to replace it.")
         return getattr(type(self.model), self.name)(self.model, path, *args, **kwargs)
+
+    def _holds_other_weights(self, folder: Path) -> bool:
+        """Whether ``folder`` holds a saved model whose weights are not this pipeline's (T105/T106: sentence-
+        transformers' save replaced them without a word). Saving the same weights again (a rerun) is harmless."""
+        saved = folder / "model.safetensors"
+        first = next(iter(self.model._modules.values()), None)
+        model = getattr(first, "model", None)
+        if not saved.is_file() or model is None:
+            return False
+        from safetensors.torch import load_file
+
+        stored, current = load_file(str(saved)), model.state_dict()
+        return set(stored) != set(current) or any(
+            stored[name].shape != current[name].shape or not torch.equal(stored[name], current[name].detach().cpu())
+            for name in stored)
 
     def _source_folder(self) -> Path | None:
         """The local folder the first module's (the Transformer's) model was loaded from, if any."""
