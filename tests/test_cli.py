@@ -199,6 +199,9 @@ def test_outputs_never_replace_the_files_that_make_a_model_run_or_index_work(tmp
     assert main(["demo", "--output-dir", str(tmp_path), "--num-documents", "2"]) == 2
     assert "holds another model than the demo's" in capsys.readouterr().err
     assert (model / "model.safetensors").read_bytes() == weights
+    # --overwrite replaces it (the sentence-transformers save under it refuses other weights unless told so).
+    assert main(["demo", "--output-dir", str(tmp_path), "--num-documents", "2", "--overwrite"]) == 0
+    assert (model / "model.safetensors").read_bytes() != weights
 
 
 def test_resume_into_a_runs_final_model_names_the_run_folder(tmp_path, capsys):

@@ -17,16 +17,12 @@ EXAMPLE_QUERIES = ["unusually short fingers", "abnormal heart rhythm"]
 
 def _holds_other_model(model_dir: Path, model) -> bool:
     """Whether ``model_dir`` holds a model other than ``model`` (the demo's, which is the same on every run)."""
-    import torch
-    from safetensors.torch import load_file
+    from .sentence_transformers_hyte import saved_weights_differ
 
     weights = model_dir / "model.safetensors"
     if not (model_dir / "config.json").is_file() and not weights.is_file():
         return model_dir.exists() and any(model_dir.iterdir())
-    if not weights.is_file():
-        return True
-    saved, own = load_file(weights), model.state_dict()
-    return saved.keys() != own.keys() or any(not torch.equal(saved[key], own[key]) for key in saved)
+    return not weights.is_file() or saved_weights_differ(model_dir, model)
 
 
 def _index_in_the_way(index_dir: Path, ids: list[str], all_ids: list[str]) -> str | None:
@@ -92,7 +88,7 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     if not overwrite and _holds_other_model(model_dir, model):
         raise FileExistsError(f"{model_dir} holds another model than the demo's (a trained one?): hyte demo would "
                               "replace it. Choose another --output-dir, or pass --overwrite to replace it")
-    save_model_folder(model, tokenizer, model_dir)  # loads in sentence-transformers too
+    save_model_folder(model, tokenizer, model_dir, overwrite=overwrite)  # loads in sentence-transformers too
     print(f"[2/4] {len(terms)} HPO definitions (hp.obo {HPO_DATA_VERSION})")
     encoder = HyteEncoder(model, tokenizer, name="hyte-h-minilm-untrained")
 

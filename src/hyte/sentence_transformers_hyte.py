@@ -203,6 +203,16 @@ class _RouteGuard:
 _NOT_A_MODEL_FOLDER = ("index.json", "metadata.json", "run.json", "manifest.json")
 
 
+def saved_weights_differ(folder: str | os.PathLike, model) -> bool:
+    """Whether ``folder``'s model.safetensors holds other weights than ``model`` (other names, shapes or values)."""
+    from safetensors.torch import load_file
+
+    stored, current = load_file(str(Path(folder) / "model.safetensors")), model.state_dict()
+    return set(stored) != set(current) or any(
+        stored[name].shape != current[name].shape or not torch.equal(stored[name], current[name].detach().cpu())
+        for name in stored)
+
+
 class _SaveGuard:
     """Stands in for ``model.save`` / ``model.save_pretrained``: refuses a folder that holds an index, a training run
     or vector shards, and the model folder the weights were loaded from, before sentence-transformers writes its first
@@ -243,17 +253,9 @@ class _SaveGuard:
     def _holds_other_weights(self, folder: Path) -> bool:
         """Whether ``folder`` holds a saved model whose weights are not this pipeline's (T105/T106: sentence-
         transformers' save replaced them without a word). Saving the same weights again (a rerun) is harmless."""
-        saved = folder / "model.safetensors"
         first = next(iter(self.model._modules.values()), None)
         model = getattr(first, "model", None)
-        if not saved.is_file() or model is None:
-            return False
-        from safetensors.torch import load_file
-
-        stored, current = load_file(str(saved)), model.state_dict()
-        return set(stored) != set(current) or any(
-            stored[name].shape != current[name].shape or not torch.equal(stored[name], current[name].detach().cpu())
-            for name in stored)
+        return model is not None and (folder / "model.safetensors").is_file() and saved_weights_differ(folder, model)
 
     def _source_folder(self) -> Path | None:
         """The local folder the first module's (the Transformer's) model was loaded from, if any."""

@@ -229,8 +229,10 @@ def save_sentence_transformer(model: SentenceTransformer, path: str | os.PathLik
     return path
 
 
-def save_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: str | os.PathLike) -> Path:
-    """Save a model and its tokenizer; a HyTE-FH / HyTE-H embedding model also as a sentence-transformers folder.
+def save_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, path: str | os.PathLike,
+                      overwrite: bool = False) -> Path:
+    """Save a model and its tokenizer; a HyTE-FH / HyTE-H embedding model also as a sentence-transformers folder,
+    which refuses to replace another model's weights in ``path`` unless ``overwrite``.
 
     Without ``modules.json``, ``SentenceTransformer(path)`` would wrap the model in a mean Pooling module that
     averages token points and drops the model's own pooling and specificity head, silently. With it, the folder loads
@@ -246,7 +248,8 @@ def save_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase
         backend.no_padding()
     # Embedding models only: a masked-LM model (prediction_logits) predicts tokens, not sentences.
     if model.config.model_type in HYPERBOLIC_MODEL_TYPES and not hasattr(model, "prediction_logits"):
-        return save_sentence_transformer(sentence_transformer(model, tokenizer), path)
+        return save_sentence_transformer(sentence_transformer(model, tokenizer), path,
+                                         **({"overwrite": True} if overwrite else {}))
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
