@@ -369,7 +369,8 @@ def _check_pairable(x: Tensor, y: Tensor, name: str, other: str | None = None, *
     """A clear error for inputs ``name`` cannot pair up (torch's own names no function and no remedy).
 
     ``rows``: ``name`` pairs every row of x with every row of y, (..., N, D) x (..., M, D), instead of matching rows;
-    ``other`` is the function doing the other kind of pairing, if any. Reads shapes only, so it always runs.
+    ``other`` is the function doing the other kind of pairing, if any. The shape checks always run; the values are
+    checked where ``_check_vectors`` reads them.
     """
     for value in (x, y):
         _check_vectors(value, name, "vectors (..., D)")

@@ -22,7 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..compatibility.report import render_matrix_section, render_upgrade_section
-from ..io import write_text_atomically
+from ..io import check_path_kind, write_text_atomically
 from ..phrase.report import render_section as render_phrase_section
 from .evaluation import hierarchy_section, mteb_section, radius_section, rag_section, retrieval_section
 from .finetune import from_scratch_section, hierarchy_finetune_section, hierarchy_sweep_section
@@ -81,8 +81,8 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     """(Re)write ``path`` from every ``*.json`` in ``results_dir`` (see the module docstring); returns ``path``."""
     results_dir, path = Path(results_dir), Path(path)
     check_report_output(path)
-    if not results_dir.is_dir():
-        raise FileNotFoundError(f"results folder not found: {results_dir}")
+    check_path_kind(results_dir, "folder", "results folder",
+                    "give the folder that holds the result JSON files (e.g. benchmarks/results)")
     results, problems = load_results(results_dir)
     if not results and not problems and path.is_file():
         raise ValueError(f"{results_dir} holds no result JSON: {path} is left as it is (give the folder of the "

@@ -45,6 +45,7 @@ FOLDER_FORMAT_VERSION = 1
 # Any one of these marks a folder that an index save may replace (see hyte.io.atomic_directory).
 _MARKERS = (FOLDER_FILE, METADATA_FILE, "phrase_index.json")
 _REBUILD = "rebuild the index with `hyte index build ... --overwrite`"
+_REBUILD_SENTENCE = _REBUILD[0].upper() + _REBUILD[1:]  # str.capitalize would lower-case the rest
 # Everything an index folder (plain or phrase) may hold; anything else in it is the user's and stops a replacement.
 INDEX_FOLDER_ENTRIES = (*_MARKERS, DOCUMENTS_FILE, INDEX_FILE, "global", "phrase")
 
@@ -228,7 +229,7 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     elif (target / DOCUMENTS_FILE).is_file():  # texts are written only with index.json: it was deleted (T48)
         raise FileNotFoundError(f"{manifest_file} is missing, though {DOCUMENTS_FILE} is there: nothing can check "
                                 f"that row i of {DOCUMENTS_FILE} is still the text of vector i (a sorted or edited "
-                                f"file would give hits the wrong texts). {_REBUILD.capitalize()}")
+                                f"file would give hits the wrong texts). {_REBUILD_SENTENCE}")
     else:  # a bare LorentzIndex.save / PhraseIndex.save: vectors without texts
         kind = "phrase" if (target / "phrase_index.json").is_file() else "plain"
     if kind == "phrase":
@@ -246,7 +247,7 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     if documents is not None and recorded is not None and file_sha256(target / DOCUMENTS_FILE) != recorded:
         raise ValueError(f"{target / DOCUMENTS_FILE} was changed after the index was built (its SHA-256 is not the one "
                          f"{FOLDER_FILE} records): row i is the text of vector i, so a sorted or edited file would "
-                         f"give hits the wrong texts. {_REBUILD.capitalize()}")
+                         f"give hits the wrong texts. {_REBUILD_SENTENCE}")
     if documents is not None and len(documents) != len(index):
         raise ValueError(f"{target}: {DOCUMENTS_FILE} holds {len(documents)} documents, the index {len(index)}; "
                          "rebuild the folder with `hyte index build`")

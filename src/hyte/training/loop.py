@@ -246,8 +246,9 @@ class RecordRun(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         if state.is_world_process_zero and _zero_losses(state):
-            logger.warning("%s", _zero_loss_warning(state))
-            self._write(args, {"warnings": [_zero_loss_warning(state)]})
+            warning = _zero_loss_warning(state)
+            logger.warning("%s", warning)
+            self._write(args, {"warnings": [warning]})
 
     def _write(self, args, extra: dict) -> None:
         text = json.dumps({**_identity(self.config), **extra}, indent=2) + "\n"
