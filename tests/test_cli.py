@@ -260,6 +260,11 @@ def test_seventh_trial_mistakes_are_refused_before_any_work(tmp_path, model_dir,
     assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output",
                  str(inside / "index")]) == 2
     assert "inside a model, run or index folder" in capsys.readouterr().err and not (inside / "index").exists()
+    # T17: an --output under a file, or a file itself, was refused only once the model had been loaded.
+    for output in (docs, docs / "index"):
+        assert main(["index", "build", "--model", str(tmp_path / "no-model"), "--input", str(docs), "--output",
+                     str(output)]) == 2
+        assert f"{docs} is a file" in capsys.readouterr().err  # not the missing model: checked before it is loaded
     shutil.copytree(index, inside / "index")  # put there by hand: push names it
     from hyte.hub.push import check_model_dir
 
@@ -346,7 +351,7 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     assert "another index than this demo's" in _index_in_the_way(index, ["HP:0000002"], ["HP:0000002"])
     assert _index_in_the_way(index, list(range(len(DOCUMENTS))), []) is None
     assert _index_in_the_way(tmp_path / "no-index-here", ["HP:0000002"], ["HP:0000002"]) is None
-    with pytest.raises(FileExistsError, match="is a model, run or index folder"):
+    with pytest.raises(FileExistsError, match="is or lies inside a model, run or index folder"):
         run_demo(index)
     # write_beir_folder replaced an existing set, and wrote qrels naming documents the corpus lacks.
     beir = write_beir_folder(tmp_path / "beir", {"q0": "short fingers"}, {"d0": "Short fingers."}, {"q0": {"d0": 1}})

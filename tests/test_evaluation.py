@@ -1060,6 +1060,9 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     with pytest.raises(ValueError, match="holds no result JSON"):
         write_benchmarks_md(tmp_path / "empty", report)
     assert report.read_text() == "# HyTE benchmarks\n\nthe recorded ones\n"
+    with pytest.raises(ValueError, match="holds no result JSON .*no report written"):  # T144: nor a new empty one
+        write_benchmarks_md(tmp_path / "empty", tmp_path / "NEW.md")
+    assert not (tmp_path / "NEW.md").exists()
     # The report goes only to a new .md file or one hyte generated: never over a config or a hand-written page.
     config = tmp_path / "good.yaml"
     config.write_text("stage: finetune\n")

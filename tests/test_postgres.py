@@ -343,6 +343,10 @@ def test_a_local_server_starts_with_the_settings_asked_for_and_refuses_malformed
     with pytest.raises(FileExistsError, match="holds no local PostgreSQL started by hyte: give a new or empty folder"):
         start_local_postgres(tmp_path / "mine")
     assert [entry.name for entry in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+    (tmp_path / "mine" / "config.json").write_text("{}")  # T161: a model folder; the server's files went into it
+    with pytest.raises(FileExistsError, match="lies inside a model, run or index folder"):
+        start_local_postgres(tmp_path / "mine" / "pg")
+    assert not (tmp_path / "mine" / "pg").exists()
 
 
 def test_the_serving_benchmark_runs_and_its_exact_searches_agree_with_float64_far_out(tmp_path):

@@ -978,6 +978,26 @@ def test_data_that_give_no_query_a_negative_are_refused_before_training(tmp_path
     assert len(contrastive_examples(DataSpec(source="jsonl", path=str(tmp_path / "pairs.jsonl")))) == 8
 
 
+def test_batches_of_one_without_negatives_of_their_own_are_refused_before_training(tmp_path, capsys):
+    """T122: with per_device_train_batch_size 1 a query's batch holds no other document, so pairs without
+    'negatives' trained with loss 0 and wrote final/ as if trained. One example with negatives makes it trainable."""
+    from hyte.cli import main
+    from hyte.training.config import ConfigError
+    from hyte.training.data import refuse_lone_batches
+
+    rows = [{"query": f"query {i}", "document": f"Document {i}."} for i in range(4)]
+    config = _pairs_config(tmp_path, rows)
+    assert main(["train", "contrastive", "--config", str(config), "--set", "training.per_device_train_batch_size=1"]) == 2
+    error = capsys.readouterr().err
+    assert "per_device_train_batch_size is 1 and no example has 'negatives'" in error and "at least 2" in error
+    assert not (tmp_path / "out" / "final").exists()
+    with pytest.raises(ConfigError):
+        refuse_lone_batches([{**row, "parent": ""} for row in rows], 1, gather_negatives=False)
+    refuse_lone_batches([*rows[:-1], {**rows[-1], "negatives": ["Other."]}], 1, gather_negatives=False)
+    refuse_lone_batches(rows, 2, gather_negatives=False)
+    refuse_lone_batches(rows, 1, gather_negatives=True)  # other processes' documents are its negatives
+
+
 def test_a_run_whose_every_logged_loss_is_0_is_warned_in_the_log_and_run_json(tmp_path, caplog):
     """T97: a run whose loss is exactly 0 at every logged step finished silently; now the log says so at the first
     such step and at the end, and run.json records it, without making the run another run for --resume."""
@@ -1085,3 +1105,10 @@ def test_output_dir_inside_a_model_folder_is_refused(tmp_path, capsys):
     claim_output_dir(load_config(config_file, {"training.output_dir": str(tmp_path / "run" / "other")}), resume=False)
     with pytest.raises(RunFolderError, match="set training.output_dir to the run's folder"):
         claim_output_dir(load_config(config_file, {"training.output_dir": str(tmp_path / "run" / "final")}), False)
+    # T115: a data file as output_dir (or a folder under one) gave "[Errno 17] File exists" after the model loaded.
+    (tmp_path / "pairs.jsonl").write_text("{}\n")
+    with pytest.raises(RunFolderError, match="pairs.jsonl is a file, not a folder: the run writes checkpoints"):
+        claim_output_dir(load_config(config_file, {"training.output_dir": str(tmp_path / "pairs.jsonl")}), False)
+    with pytest.raises(NotADirectoryError, match="pairs.jsonl is a file, not a folder"):
+        claim_output_dir(load_config(config_file, {"training.output_dir": str(tmp_path / "pairs.jsonl" / "r")}), False)
+    assert (tmp_path / "pairs.jsonl").read_text() == "{}\n"

@@ -57,15 +57,9 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     from .integrations.sentence_transformers import save_model_folder
     from .modeling_hyte import HyTEHModel
     from .retrieval.folder import build_index_folder
-    from .results import artifact_marker
+    from .results import check_output_folder
 
-    output_dir = Path(output_dir)
-    if output_dir.exists() and not output_dir.is_dir():
-        raise NotADirectoryError(f"--output-dir {output_dir} is a file: give a folder (new, or an earlier demo's)")
-    inside = artifact_marker(output_dir)
-    if inside:  # a model, run or index folder: the demo's model/ and index/ would land among its files
-        raise FileExistsError(f"--output-dir {output_dir} is a model, run or index folder (it holds {inside}): give "
-                              "a new folder, or an earlier demo's")
+    output_dir = check_output_folder(output_dir, "--output-dir", "a new folder, or an earlier demo's")
     # The documents first (about 1 s): an index in the way is named before the model is built (T223).
     ontology = load_hpo()
     defined = sorted((t for t in ontology.terms.values() if t.definition), key=lambda t: t.id)

@@ -104,17 +104,14 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     from .bundled import bundled_minilm_path
     from .encoders import load_encoder
     from .evaluation.heldout import evaluate_heldout
-    from .results import artifact_marker, write_result
+    from .results import check_output_folder, write_result
     from .runner import run
     from .training.loop import finished_run_differences, remove_checkpoints
     from .training.recipes import hierarchy_finetune
 
     started = time.perf_counter()
-    output_dir = Path(output_dir)
-    inside = artifact_marker(output_dir)
-    if inside:  # a model, run or index folder: the quickstart's folders would land among its files
-        raise FileExistsError(f"--output-dir {output_dir} is a model, run or index folder (it holds {inside}): give "
-                              "a new folder, or the quickstart's own (default hyte-output/quickstart)")
+    output_dir = check_output_folder(output_dir, "--output-dir",
+                                     "a new folder, or the quickstart's own: default hyte-output/quickstart")
     output_dir.mkdir(parents=True, exist_ok=True)
     model_dir = output_dir / "model"
     cache = str(output_dir / "mining-cache")

@@ -132,6 +132,26 @@ def artifact_marker(folder: str | os.PathLike, markers: tuple[str, ...] = ARTIFA
     return next((marker for marker in markers if (Path(folder) / marker).is_file()), None)
 
 
+def check_output_folder(folder: str | os.PathLike, option: str, remedy: str) -> Path:
+    """``folder`` as a Path, checked before any work as a place for a command's own output folder (``option``: how
+    the user gave it, e.g. "--output-dir"; ``remedy``: the other folders it may be). ValueError when it is empty
+    (Path("") is the current folder), NotADirectoryError when it is a file, FileExistsError when it is one of hyte's
+    artifacts or lies directly inside one: the output would land among that artifact's files, and ``hyte push``
+    would upload them with a model (T161/T164)."""
+    if not str(folder).strip():
+        raise ValueError(f"{option} is empty: give the folder to write to ({remedy})")
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(f"{option} {folder} is a file: give a folder ({remedy})")
+    refuse_file_above(folder)
+    for place in (folder.absolute(), folder.absolute().parent):
+        marker = artifact_marker(place)
+        if marker:
+            raise FileExistsError(f"{option} {folder} is or lies inside a model, run or index folder ({place} holds "
+                                  f"{marker}): give a folder outside it ({remedy})")
+    return folder
+
+
 _ANY = object()
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..io import read_texts, write_vectors
+from ..io import read_texts, refuse_file_above, write_vectors
 from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, positive_float, positive_int,
                      print_hits, queries_of)
 
@@ -85,6 +85,9 @@ def _check_output_folder(output: str, overwrite: bool) -> None:
     if not output.strip():
         raise UserError("--output is empty: give the index folder to write")
     path = Path(output)
+    refuse_file_above(path)  # notes.txt/index failed only once the model had been loaded (T17)
+    if path.is_file():
+        raise UserError(f"--output {output} is a file: give the index folder to write (new, empty, or an index)")
     inside = artifact_marker(path.absolute().parent)
     if inside:  # an index in a model folder would be uploaded with it by hyte push, documents and all
         raise UserError(f"--output {output} is inside a model, run or index folder ({path.parent} holds {inside}): "

@@ -84,17 +84,16 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     check_path_kind(results_dir, "folder", "results folder",
                     "give the folder that holds the result JSON files (e.g. benchmarks/results)")
     results, problems = load_results(results_dir)
-    if not results and not problems and path.is_file():
-        raise ValueError(f"{results_dir} holds no result JSON: {path} is left as it is (give the folder of the "
-                         "results, e.g. benchmarks/results)")
+    if not results and not problems:  # an empty report would read as if the runs had found nothing (T144)
+        kept = f"{path} is left as it is" if path.is_file() else "no report written"
+        raise ValueError(f"{results_dir} holds no result JSON (*.json): {kept}. Give the folder the results were "
+                         "written to (e.g. benchmarks/results, or the --output folder of hyte eval / hyte bench)")
     markdown_dir = path.parent.resolve()
     shown_dir = os.path.relpath(results_dir.resolve(), markdown_dir)
     lines = [REPORT_HEADER, "",
              f"Generated from `{Path(shown_dir).as_posix()}/*.json` by `hyte eval report` (also run by `hyte bench`)."
              " Do not edit by hand: add or replace a JSON there and regenerate. Evaluation results come from "
              "`hyte eval hierarchy|retrieval|radius|mteb|rag --output ...`, speed results from `hyte bench`.", ""]
-    if not results:
-        lines += ["No results yet.", ""]
     # Sections that draw a PNG beside the markdown get its folder too.
     # benchmarks/run_specificity.py writes two files (its validation selection, its test); one section shows both.
     if "specificity_selection" in results:

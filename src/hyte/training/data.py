@@ -202,6 +202,20 @@ def contrastive_examples(spec: DataSpec, seed: int = 0, batch_size: int | None =
     return examples
 
 
+def refuse_lone_batches(examples: list[dict], batch_size: int, gather_negatives: bool) -> None:
+    """ConfigError when a batch of one example would be all a query sees: its only negatives are the batch's other
+    documents, so with ``per_device_train_batch_size`` 1, no example's own ``negatives`` or ``parent`` and nothing
+    gathered from other processes, every loss is 0 and the run writes an untrained model as if trained (T122)."""
+    if batch_size > 1 or gather_negatives:
+        return
+    if any(e.get("negatives") or e.get("parent") for e in examples):
+        return
+    raise ConfigError("training.per_device_train_batch_size is 1 and no example has 'negatives' of its own: a query's "
+                      "negatives are the other documents of its batch, so every loss would be 0 and nothing would "
+                      "be learned. Use a batch size of at least 2 (32 is the default), give the examples "
+                      "'negatives', or mine them (stage finetune, mining.num_negatives)")
+
+
 def _refuse_no_negatives(examples: list[dict], spec: DataSpec) -> None:
     """ConfigError when every document text (positives, negatives, parents) is one and the same: a query's negatives
     are the batch's other documents, and a copy of its own positive is left out of its softmax as the right answer,

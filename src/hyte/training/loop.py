@@ -17,12 +17,13 @@ import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..io import atomic_directory, read_json_file, write_text_atomically
+from ..io import atomic_directory, read_json_file, refuse_file_above, write_text_atomically
 from ..results import ARTIFACT_MARKERS, artifact_marker, portable_path, portable_paths
 from ..retrieval.folder import FOLDER_FILE
 from .config import ConfigError, LoraSpec, RunConfig
-from .data import hierarchy_for
+from .data import hierarchy_for, refuse_lone_batches
 from .models import BuiltModel, detach_plain_logit_scale, embed, log_logit_scale_parameter, logit_scale, unwrap
+from .scale_out import world_size
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
 __all__ = ["ONTOLOGY_DATASETS", "RUN_FILE", "RecordRun", "RunFolderError", "apply_lora", "check_lora_targets",
@@ -161,7 +162,12 @@ _NO_RUN_INSIDE = tuple(marker for marker in ARTIFACT_MARKERS if marker != RUN_FI
 def _refuse_model_folder(output_dir: Path) -> None:
     """RunFolderError when ``output_dir`` is a model or index folder, or lies inside one (``artifact_marker``, the
     check ``hyte index build`` makes of its output): the run's checkpoints and final/ would sit among that folder's
-    files, and ``hyte push`` would upload them with its model."""
+    files, and ``hyte push`` would upload them with its model. A file there, or above it, is refused too (T115: the
+    OS's "[Errno 17] File exists" came only after the model was loaded)."""
+    if output_dir.is_file():
+        raise RunFolderError(f"training.output_dir {output_dir} is a file, not a folder: the run writes checkpoints "
+                             f"and final/ into a folder; choose another training.output_dir (e.g. runs/my-run)")
+    refuse_file_above(output_dir)
     if (output_dir / "config.json").is_file() or (output_dir / FOLDER_FILE).is_file():
         run_folder = (f": set training.output_dir to the run's folder {output_dir.parent}"
                       if output_dir.name == "final" else "")
@@ -524,6 +530,9 @@ def train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, resu
                  collator: ContrastiveCollator | None = None, trainer_options: dict | None = None) -> Path:
     """Train on (query, document[, negatives, parent]) examples; ``trainer_class`` / ``collator`` /
     ``trainer_options``: a ContrastiveTrainer subclass, its collator and its own arguments (stage compatible)."""
+    gather = config.training.gather_negatives
+    refuse_lone_batches(examples, config.training.per_device_train_batch_size,
+                        gather if gather is not None else world_size() > 1)
     before = heldout_metrics(built, config)
     checkpoint = resume_checkpoint(config, resume)
     _set_logit_scale(built, config, examples, resuming=checkpoint is not None)
