@@ -176,6 +176,22 @@ def test_malformed_obo_names_file_and_line(tmp_path, body, line, message):
     assert str(path) in str(info.value) and f"line {line}" in str(info.value)
 
 
+@pytest.mark.parametrize("body", ["", "format-version: 1.2\n", "[Typedef]\nid: part_of\nname: part of\n"])
+def test_an_obo_file_without_terms_says_so(tmp_path, body):
+    """T138: an empty file was refused with "found 0 terms without parents ... pass root=", as if terms were read."""
+    path = write(tmp_path, body, name="empty.obo")
+    with pytest.raises(OBOFormatError, match=r"empty.obo: holds no \[Term\] stanza") as info:
+        load_obo(path)
+    assert info.value.line is None
+
+
+def test_several_roots_name_the_command_line_option(tmp_path):
+    path = write(tmp_path, "[Term]\nid: X:1\nname: a\n\n[Term]\nid: X:2\nname: b\n", name="two.obo")
+    with pytest.raises(ValueError, match=r"found 2 \(X:1, X:2\).*on the command line --root ID"):
+        load_obo(path)
+    assert load_obo(path, root="X:1").root == "X:1"
+
+
 def test_missing_file_is_named(tmp_path):
     missing = tmp_path / "nowhere" / "absent.obo"
     with pytest.raises(FileNotFoundError, match="absent.obo"):

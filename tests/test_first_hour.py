@@ -332,11 +332,19 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
     cut = damaged("cut", lambda d: (d / "index.faiss").write_bytes((d / "index.faiss").read_bytes()[:200]))
     with pytest.raises(ValueError, match="index.faiss is damaged .*rebuild the index"):
         open_index_folder(cut)
+    no_metadata = damaged("no-metadata", lambda d: (d / "metadata.json").unlink())  # T33: the API's words, no remedy
+    with pytest.raises(FileNotFoundError, match=r"has no metadata.json, so it holds no complete saved LorentzIndex "
+                                                r"\(a file was deleted.*\): rebuild the index \(hyte index build"):
+        open_index_folder(no_metadata)
     gone = damaged("gone", lambda d: (d / "index.faiss").unlink())
     with pytest.raises(FileNotFoundError, match="index.faiss is missing"):
         open_index_folder(gone)
     with pytest.raises(NotADirectoryError, match="index.json is a file: give the index folder that holds it"):
         open_index_folder(tmp_path / "idx" / "index.json")
+    (tmp_path / "docs.txt").write_text("Short fingers.\n")  # T21: its folder was offered, and is no index either
+    with pytest.raises(NotADirectoryError, match=r"docs.txt is a file, not an index folder: build an index from it "
+                                                 r"with `hyte index build --model M --input .*docs.txt"):
+        open_index_folder(tmp_path / "docs.txt")
     broken = damaged("broken", lambda d: (d / "index.json").write_text('{"format_version": 1, "ki'))
     with pytest.raises(ValueError, match="index.json is not valid JSON \\(line 1, column"):
         open_index_folder(broken)

@@ -334,6 +334,12 @@ def test_from_pretrained_of_a_run_or_an_index_folder_says_where_the_model_is(tmp
         with pytest.raises(FileNotFoundError, match=re.escape(f"{index} is an index folder, not a model: give the "
                                                               f"model it was built with: {run / 'final'}")):
             model_class.from_pretrained(str(index))
+        module = run / "final" / "1_HyperbolicPooling"  # T19: a sentence-transformers module folder of a model
+        module.mkdir(exist_ok=True)
+        (run / "final" / "modules.json").write_text("[]")
+        with pytest.raises(FileNotFoundError, match=re.escape(f"{module} is one module of the sentence-transformers "
+                                                              f"model {run / 'final'}, not a model: give {run / 'final'}")):
+            model_class.from_pretrained(module)
         with pytest.raises(OSError) as hub:  # a Hub id: transformers' own answer, as before
             model_class.from_pretrained("no-such-org/no-such-model")
         assert "not a model" not in str(hub.value)

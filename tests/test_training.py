@@ -648,6 +648,13 @@ def test_set_of_a_dict_field_keeps_the_files_other_keys_and_a_model_folder_is_no
         "build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2", "options": {"radius_head": 1.0, "norm_clip": 1.0}})))
     config = load_config(path, {"model.options": {"curvature": 2.0}})
     assert config.model.options == {"radius_head": 1.0, "norm_clip": 1.0, "curvature": 2.0}
+    # T123: one entry of a mapping field, the way a user first writes it (it was refused as an unknown field)
+    config = load_config(path, {"model.options.curvature": 2.0, "model.options.radius_head": 0.5})
+    assert config.model.options == {"radius_head": 0.5, "norm_clip": 1.0, "curvature": 2.0}
+    with pytest.raises(ConfigError, match=r"--set training.max_steps.x: training.max_steps is not a mapping"):
+        load_config(path, {"training.max_steps.x": 1})
+    with pytest.raises(ConfigError, match=r"--set: unknown field model.optionz"):
+        load_config(path, {"model.optionz.x": 1})
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "config.json").write_text("{}")
     with pytest.raises(RunFolderError, match="is a model or index folder"):

@@ -168,10 +168,11 @@ def atomic_directory(target: str | os.PathLike, write: Callable[[Path], None], m
     shutil.rmtree(backup, ignore_errors=True)
 
 
-def saved_directory(directory: str | os.PathLike, marker: str | tuple[str, ...], what: str) -> Path:
+def saved_directory(directory: str | os.PathLike, marker: str | tuple[str, ...], what: str,
+                    remedy: str = "give the folder it was saved to") -> Path:
     """The folder to load: ``directory``, or its backup (with a warning) when a save was interrupted mid-swap.
 
-    Raises FileNotFoundError when neither holds ``marker``.
+    Raises FileNotFoundError when neither holds ``marker``, ending with ``remedy`` (what to do about it).
     """
     target = Path(directory).absolute()
     backup = target.parent / f".{target.name}.previous"
@@ -181,7 +182,10 @@ def saved_directory(directory: str | os.PathLike, marker: str | tuple[str, ...],
         target = backup
     if not _holds(target, marker):
         missing = marker if isinstance(marker, str) else " / ".join(marker)
-        raise FileNotFoundError(f"no saved {what} at {target} ({missing} missing)")
+        if target.is_dir() and any(target.iterdir()):  # T33: a file of it deleted, or another folder
+            raise FileNotFoundError(f"{target} has no {missing}, so it holds no complete saved {what} (a file was "
+                                    f"deleted, or it is another folder): {remedy}")
+        raise FileNotFoundError(f"no saved {what} at {target} ({missing} missing): {remedy}")
     return target
 
 

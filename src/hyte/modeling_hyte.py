@@ -46,7 +46,8 @@ from .lorentz import (
 
 def not_a_model_folder(folder: str | os.PathLike) -> str:
     """What to say of a local folder without config.json: where its model is, for a training run's folder (its
-    ``final/``) or an index folder (the model its ``index.json`` records). Here, not in the package's foundation,
+    ``final/``), an index folder (the model its ``index.json`` records) or a sentence-transformers module folder
+    (``1_HyperbolicPooling``: the model folder above it). Here, not in the package's foundation,
     because remote code must stand alone (the model classes' ``from_pretrained`` say it too)."""
     folder = Path(folder)
     if (folder / "final" / "config.json").is_file():
@@ -58,6 +59,9 @@ def not_a_model_folder(folder: str | os.PathLike) -> str:
             model = None
         built_with = f": {model}" if isinstance(model, str) and model else " (its index.json names it)"
         return f"{folder} is an index folder, not a model: give the model it was built with{built_with}"
+    if (folder.parent / "modules.json").is_file() and (folder.parent / "config.json").is_file():  # T19
+        return (f"{folder} is one module of the sentence-transformers model {folder.parent}, not a model: give "
+                f"{folder.parent}")
     return f"{folder} is not a model folder (it has no config.json)"
 
 

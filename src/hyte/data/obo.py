@@ -23,12 +23,13 @@ _SPECIAL_ESCAPES = {"n": "\n", "t": "\t", "W": " "}
 
 
 class OBOFormatError(ValueError):
-    """A line of an OBO file could not be parsed; the message names the file and the 1-based line number."""
+    """An OBO file could not be parsed; the message names the file and the 1-based line number (None: the file as a
+    whole)."""
 
-    def __init__(self, path: str | os.PathLike, line: int, message: str):
+    def __init__(self, path: str | os.PathLike, line: int | None, message: str):
         self.path = str(path)
         self.line = line
-        super().__init__(f"{self.path}, line {line}: {message}")
+        super().__init__(f"{self.path}, line {line}: {message}" if line is not None else f"{self.path}: {message}")
 
 
 @dataclass
@@ -77,7 +78,7 @@ class Ontology:
         if len(roots) != 1:
             shown = ", ".join(roots[:5]) + (", ..." if len(roots) > 5 else "")
             raise ValueError(f"expected exactly one term without parents, found {len(roots)} ({shown}); "
-                             "pass root=... to choose one")
+                             "pass the root term's id to choose one (root=..., on the command line --root ID)")
         return roots[0]
 
     def __len__(self) -> int:
@@ -194,6 +195,9 @@ def load_obo(path: str | os.PathLike, root: str | None = None) -> Ontology:
     for (child, parent), number in parent_lines.items():
         if child in terms and parent not in terms:
             raise OBOFormatError(path, number, f"term {child} has unknown or obsolete parent {parent}")
+    if not terms:  # T138: the "several roots, pass root=" message below read as if terms had been found
+        raise OBOFormatError(path, None, "holds no [Term] stanza (an empty file, or not an OBO ontology): give an OBO "
+                                         "file with terms (id, name, is_a lines)")
     try:
         return Ontology(terms, root=root)
     except ValueError as error:

@@ -210,8 +210,13 @@ def _not_an_index(directory: Path) -> str:
 def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     """Open an index folder (module docstring); FileNotFoundError naming how to build one when there is none."""
     if Path(directory).is_file():
-        raise NotADirectoryError(f"{directory} is a file: give the index folder that holds it "
-                                 f"({Path(os.path.abspath(directory)).parent})")
+        parent = Path(os.path.abspath(directory)).parent
+        if any((parent / marker).is_file() for marker in _MARKERS):
+            raise NotADirectoryError(f"{directory} is a file: give the index folder that holds it ({parent})")
+        # T21: the folder above a documents file is no index either; say how to make one from the file instead
+        raise NotADirectoryError(f"{directory} is a file, not an index folder: build an index from it with "
+                                 f"`hyte index build --model M --input {directory} --output NEW_FOLDER`, then give "
+                                 "that folder")
     try:
         target = saved_directory(directory, _MARKERS, "index folder")
     except FileNotFoundError:

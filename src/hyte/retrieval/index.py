@@ -479,8 +479,9 @@ class LorentzIndex(HyperboloidStore):
              expected_dim: int | None = None, expected_curvature: float | None = None,
              threads: int | None = None) -> LorentzIndex:
         """Load a ``save``d index. ``expected_*`` are checked with ``check_compatible`` (IncompatibleIndexError)."""
-        target = saved_directory(directory, METADATA_FILE, "LorentzIndex")
-        metadata = read_json_file(target / METADATA_FILE, "rebuild the index (hyte index build ... --overwrite)")
+        rebuild = "rebuild the index (hyte index build ... --overwrite)"
+        target = saved_directory(directory, METADATA_FILE, "LorentzIndex", rebuild)
+        metadata = read_json_file(target / METADATA_FILE, rebuild)
         if metadata.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{target}: index format version {metadata.get('format_version')!r} is not supported "
                              f"(this hyte reads version {FORMAT_VERSION})")

@@ -436,7 +436,8 @@ class PhraseIndex:
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> PhraseIndex:
-        target = saved_directory(directory, PHRASE_INDEX_FILE, "PhraseIndex")
+        target = saved_directory(directory, PHRASE_INDEX_FILE, "PhraseIndex",
+                                 "rebuild the index (hyte index build --phrase ... --overwrite)")
         metadata = json.loads((target / PHRASE_INDEX_FILE).read_text())
         if metadata["global_kind"] == "lorentz":
             global_index = LorentzIndex.load(target / "global")

@@ -263,13 +263,19 @@ _EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "
              list: "a list", type(None): "null"}
 
 
-def _checked(section: str, name: str, value: Any, where: str) -> Any:
-    """``value`` for the field ``section.name`` if its type fits the annotation; ``where`` is whom errors blame."""
+def _field_types(section: str, name: str, where: str) -> tuple:
+    """The types the field ``section.name`` accepts (several for ``X | None``); ConfigError naming the known
+    fields when there is no such field (``where``: whom it blames)."""
     fields = typing.get_type_hints(SECTIONS[section])
     if name not in fields:
         raise ConfigError(f"{where}: unknown field {section}.{name}; known fields: {sorted(fields)}")
     annotation = fields[name]
-    options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    return typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+
+
+def _checked(section: str, name: str, value: Any, where: str) -> Any:
+    """``value`` for the field ``section.name`` if its type fits the annotation; ``where`` is whom errors blame."""
+    options = _field_types(section, name, where)
     kinds = [typing.get_origin(option) or option for option in options]
     if Any in kinds or (isinstance(value, bool) and bool in kinds):
         return value
@@ -331,6 +337,12 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
         section, _, name = dotted.partition(".")
         if section not in SECTIONS:
             raise ConfigError(f"--set {dotted}: unknown section {section!r}; known: {sorted(SECTIONS)}")
+        name, _, key = name.partition(".")
+        if key:  # model.options.hidden_size=64 sets one entry of a mapping field (T123), merged below
+            if dict not in (typing.get_origin(t) or t for t in _field_types(section, name, "--set")):
+                raise ConfigError(f"--set {dotted}: {section}.{name} is not a mapping, so it has no entry {key!r}; "
+                                  f"write --set {section}.{name}=VALUE")
+            value = {key: value}
         value = _checked(section, name, value, "--set")
         if isinstance(values, dict) and isinstance(values.get(section) or {}, dict):
             earlier = (values.get(section) or {}).get(name)
