@@ -5,6 +5,15 @@ HPO branches and ICD-10-CM chapters that no stage saw.
     python benchmarks/run_from_scratch.py                   # 3 seeds x 2 models, tiny shape (~70 min, one core)
     python benchmarks/run_from_scratch.py --mlm-steps 4000  # the same, MLM trained until it can pass the gate
     python benchmarks/run_from_scratch.py --quick           # the same pipeline at a toy size (a few minutes)
+    python benchmarks/run_from_scratch.py --size base --bf16 --seeds 0 1 2 3 4   # the paper-size study, one GPU
+
+The paper-size setting (``--size base``: hidden 768, 12 layers of 12 heads, batch 96, 20,000 MLM steps, then the
+contrastive and fine-tuning stages on every training pair, a 30,522-entry trained vocabulary) trains on the GPU the
+Trainer finds (with --bf16 in mixed precision; the Lorentz geometry stays float32) and scores on the CPU. How long
+it should take, estimated and not measured (no GPU run is on record): ~6 x 110 M parameters x 123 M MLM tokens
+~ 8e16 FLOPs per model, about 10-30 minutes of one H100/H200 at 5-15 % of its bf16 peak, x1.3 for HyTE-FH (its CPU
+step-time ratio), plus the later stages and the held-out scoring (minutes each): about 1-2 hours per seed for both
+models and, on the ablation seed, four more HyTE-FH contrastive + fine-tuning runs.
 
 Both twins share one WordPiece vocabulary trained on the MLM corpus with the ``tokenizers`` library (4,096 entries
 at the tiny size; ``--vocabulary bundled`` uses the MiniLM's 30,522, the recipe of the first recorded run), saved
@@ -14,9 +23,10 @@ both models are at least 1.5 nats below it ("gated_seeds", "summary_gated"); the
 with their gate, never as a verdict.
 
 Per seed and model: stage 1 MLM -> stage 2 contrastive -> stage 3 fine-tuning with hard negatives, then the held-out
-suite (retrieval nDCG@10 / R@10, the hierarchy benchmark, radius-depth Spearman with a bootstrap interval). HyTE-FH
-is also scored with every pooling of the paper's Table 7 swapped in at inference (OEM p = 0, 1, 2, tangent mean,
-CLS; trained with OEM p = 1), on the first seed unless --ablation-seeds says otherwise. Before the runs, the cost
+suite (retrieval nDCG@10 / R@10, the hierarchy benchmark, radius-depth Spearman with a bootstrap interval). For the
+pooling ablation of the paper's Table 7 (OEM p = 0, 1, 2, tangent mean, CLS; the main runs use OEM p = 1), HyTE-FH
+is retrained per pooling: the contrastive and fine-tuning stages again from the seed's MLM stage, which no pooling
+touches; on the first seed unless --ablation-seeds says otherwise. Before the runs, the cost
 of the geometry: MLM step time and peak memory of HyTE-FH as a ratio to EucBERT, each measured in fresh processes,
 alternating, in the same run (kept in RUNS_DIR/cost.json like the scores).
 
@@ -29,11 +39,13 @@ counts of every stage's training log, and the cost ratios.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
 import resource
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -50,6 +62,7 @@ STAGES = ("mlm", "contrastive", "finetune")
 POOLINGS = {"oem-p1": ("oem", 1.0), "oem-p0": ("oem", 0.0), "oem-p2": ("oem", 2.0), "tangent-mean": ("mean", 1.0),
             "cls": ("cls", 1.0)}
 EVALUATION = {"tiny": {"queries": 500, "documents": 2000, "hierarchy_queries": 500, "per_depth": 50},
+              "base": {"queries": 500, "documents": 2000, "hierarchy_queries": 500, "per_depth": 50},
               "quick": {"queries": 40, "documents": 200, "hierarchy_queries": 40, "per_depth": 10}}
 
 
@@ -77,16 +90,17 @@ def _mlm_gate(config, final: Path) -> dict:
 
 
 def _train_stages(model: str, seed: int, size: str, run_dir: Path, mining_cache: str, tokenizer: str | None,
-                  mlm_steps: int | None) -> dict:
+                  mlm_steps: int | None, bf16: bool, start: Path | None = None) -> dict:
     """Run (or finish) the three stages of one model and seed; returns {stage: its card's training record}, the MLM
-    stage's with its held-out gate."""
+    stage's with its held-out gate. With ``start`` (a model folder), the MLM stage is not run: the later stages
+    continue from it."""
     from hyte.runner import run
 
-    records, init = {}, None
-    for stage in STAGES:
+    records, init = {}, None if start is None else str(start)
+    for stage in STAGES if start is None else STAGES[1:]:
         config = from_scratch(model, stage, str(run_dir / stage), seed=seed, size=size, init=init,
                               mining_cache=mining_cache, tokenizer=tokenizer if stage == "mlm" else None,
-                              steps=mlm_steps if stage == "mlm" else None)
+                              steps=mlm_steps if stage == "mlm" else None, bf16=bf16)
         final = run_dir / stage / "final"
         if not final.is_dir():
             started = time.perf_counter()
@@ -106,31 +120,32 @@ def _train_stages(model: str, seed: int, size: str, run_dir: Path, mining_cache:
     return records
 
 
-def _encoder(model_dir: Path, pooling: tuple[str, float] | None = None):
-    """The final model as an encoder; for HyTE-FH optionally with another pooling swapped in."""
+def _with_pooling(mlm_final: Path, pooling: tuple[str, float], destination: Path) -> Path:
+    """A copy of an MLM stage's final model whose config names another pooling: the start of a HyTE-FH retrained
+    with that pooling. The MLM stage itself does not depend on the pooling (its head reads token points, never the
+    pooled one), so every pooling shares it and retrains the contrastive and fine-tuning stages (the seed's Table 7
+    trains each pooling; swapping the pooler of a trained model at inference would measure something else)."""
+    if destination.is_dir():
+        return destination
+    partial = destination.with_name(destination.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)  # left by an interrupted copy
+    shutil.copytree(mlm_final, partial)
+    config = json.loads((partial / "config.json").read_text())
+    config["pooling"], config["oem_p"] = pooling
+    (partial / "config.json").write_text(json.dumps(config, indent=2))
+    partial.rename(destination)
+    return destination
+
+
+def _scores(finals: dict[str, Path], seed: int, path: Path, evaluation: dict) -> dict:
+    """Held-out scores of finished models ({name: {ontology: scores}}, one name per final model folder in
+    ``finals``), kept in ``path``."""
     from hyte.encoders import load_encoder
-    from hyte.modeling_hyte import HyperbolicPooler
-
-    encoder = load_encoder(model_dir, max_length=64)
-    if pooling is not None:
-        mode, p = pooling
-        encoder.model.config.pooling, encoder.model.config.oem_p = mode, p
-        encoder.model.pooler = HyperbolicPooler(mode, p)
-    return encoder
-
-
-def _scores(model: str, seed: int, run_dir: Path, evaluation: dict, ablation: bool) -> dict:
-    """Held-out scores of the finished model ({name: {ontology: scores}}; with ``ablation``, one name per pooling
-    for HyTE-FH), kept in run_dir/scores.json."""
     from hyte.evaluation.heldout import evaluate_heldout
 
-    path = run_dir / "scores.json"
     if path.is_file():
         return json.loads(path.read_text())
-    final = run_dir / "finetune" / "final"
-    poolings = POOLINGS if ablation else {"oem-p1": POOLINGS["oem-p1"]}
-    encoders = ({name: _encoder(final, pooling) for name, pooling in poolings.items()} if model == "hyte-fh"
-                else {"mean": _encoder(final)})
+    encoders = {name: load_encoder(final, max_length=64) for name, final in finals.items()}
     scores = evaluate_heldout(encoders, ontologies=("hpo", "icd10"), seed=seed, **evaluation)
     path.write_text(json.dumps(scores, indent=2))
     return scores
@@ -205,6 +220,13 @@ def _vocabulary_record(tokenizer: str | None) -> dict:
             "corpus_sha256": record["corpus_sha256"]}
 
 
+def _stages(results: dict) -> list[dict]:
+    """Every trained stage's record, the pooling ablation's retrained stages included."""
+    return [stage for model in results.values() for seed_run in model.values()
+            for training in [seed_run["training"], *seed_run.get("pooling_training", {}).values()]
+            for stage in training.values()]
+
+
 def _summary(results: dict, seeds: list[str] | None = None) -> dict:
     """Mean and spread over seeds (all, or the named ``seeds``) per (model, pooling). The pooling ablation's rows
     are over the seeds that scored it, labelled with them, beside the trained pooling (OEM p = 1) on the same seeds."""
@@ -241,8 +263,12 @@ def main() -> None:
                         help="trained: a WordPiece vocabulary learned on the MLM corpus (the size's vocab_size); "
                              "bundled: the MiniLM's 30,522 entries (the recipe of the first recorded run)")
     parser.add_argument("--mlm-steps", type=int, default=None, help="MLM steps (default: the size's)")
+    parser.add_argument("--size", choices=sorted(SCRATCH_SIZES),
+                        help="tiny (default; one CPU core), base (the paper's shape and batch; one GPU, with "
+                             "--bf16) or quick (the same as --quick)")
+    parser.add_argument("--bf16", action="store_true", help="mixed precision training (a GPU; the geometry "
+                                                            "stays float32)")
     parser.add_argument("--cost-child", choices=sorted(SCRATCH_MODELS), help=argparse.SUPPRESS)
-    parser.add_argument("--size", choices=sorted(SCRATCH_SIZES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     size = args.size or ("quick" if args.quick else "tiny")
     if args.cost_child:
@@ -251,7 +277,8 @@ def main() -> None:
     seeds = args.seeds if args.seeds is not None else [0] if args.quick else [0, 1, 2]
     # Runs of another vocabulary or MLM length never mix with these (each keeps its finished stages for resuming).
     runs = args.runs_dir / "-".join([size, *(["trained-vocabulary"] if args.vocabulary == "trained" else []),
-                                     *([f"mlm{args.mlm_steps}"] if args.mlm_steps else [])])
+                                     *([f"mlm{args.mlm_steps}"] if args.mlm_steps else []),
+                                     *(["bf16"] if args.bf16 else [])])
     runs.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     cost_steps = args.cost_steps or (4 if args.quick else 12)
@@ -266,15 +293,25 @@ def main() -> None:
     for seed in seeds:
         for model in SCRATCH_MODELS:
             run_dir = runs / f"{model}-s{seed}"
-            training = _train_stages(model, seed, size, run_dir, str(runs / "mining-cache"), tokenizer,
-                                     args.mlm_steps)
+            stages = functools.partial(_train_stages, model, seed, size, mining_cache=str(runs / "mining-cache"),
+                                       tokenizer=tokenizer, mlm_steps=args.mlm_steps, bf16=args.bf16)
+            training = stages(run_dir)
             gate = training["mlm"]["gate"]
             print(f"{model:8} seed {seed}: held-out MLM loss {gate['mlm_loss']:.3f} nats, unigram "
                   f"{gate['unigram_cross_entropy']:.3f}: gate (≥ {gate['margin']} below) "
                   f"{'passed' if gate['passed'] else 'NOT passed'}", flush=True)
-            ablation = seed in (seeds[:1] if args.ablation_seeds is None else args.ablation_seeds)
-            scores = _scores(model, seed, run_dir, EVALUATION[size], ablation)
-            results[model][f"s{seed}"] = {"training": training, "scores": scores}
+            finals = {"oem-p1" if model == "hyte-fh" else "mean": run_dir / "finetune" / "final"}
+            seed_run = {"training": training}
+            if model == "hyte-fh" and seed in (seeds[:1] if args.ablation_seeds is None else args.ablation_seeds):
+                seed_run["pooling_training"] = {}
+                for name, pooling in POOLINGS.items():
+                    if name != "oem-p1":  # the main run's pooling
+                        pooled = runs / f"{model}-{name}-s{seed}"
+                        start = _with_pooling(run_dir / "mlm" / "final", pooling, pooled / "mlm-start")
+                        seed_run["pooling_training"][name] = stages(pooled, start=start)
+                        finals[name] = pooled / "finetune" / "final"
+            seed_run["scores"] = scores = _scores(finals, seed, run_dir / "scores.json", EVALUATION[size])
+            results[model][f"s{seed}"] = seed_run
             main_scores = scores["oem-p1" if model == "hyte-fh" else "mean"]
             print(f"{model:8} seed {seed}: " + " | ".join(
                 f"{ontology} nDCG@10 {s['ndcg@10']:.4f} SpecHR {s['spechr']:.4f} "
@@ -287,10 +324,9 @@ def main() -> None:
                "mlm_steps": args.mlm_steps or SCRATCH_SIZES[size]["steps"]["mlm"],
                "gated_seeds": _gated_seeds(results), "summary_gated": _summary(results, _gated_seeds(results)),
                "pooling_ablation_seeds": [int(seed[1:]) for seed in _ablated_seeds(results)],
-               "nonfinite": sum(stage["nonfinite_values"] + stage["nonfinite_logs"] for model in results.values()
-                                for seed_run in model.values() for stage in seed_run["training"].values()),
-               "train_seconds": round(sum(stage["train_seconds"] for model in results.values()
-                                          for seed_run in model.values() for stage in seed_run["training"].values())),
+               "pooling_ablation": "retrained",
+               "nonfinite": sum(stage["nonfinite_values"] + stage["nonfinite_logs"] for stage in _stages(results)),
+               "train_seconds": round(sum(stage["train_seconds"] for stage in _stages(results))),
                "wall_seconds": round(time.perf_counter() - started), "machine": platform.platform(),
                "date": time.strftime("%Y-%m-%d"), "runs": results, "summary": _summary(results)}
     output = args.output or Path("benchmarks/results") / ("from_scratch_quick.json" if args.quick

@@ -59,6 +59,16 @@ def test_from_scratch_sides_differ_only_in_the_geometry(stage):
         from_scratch("eucbert", stage, "out", init=None if init else "x")
 
 
+def test_the_paper_size_setting_has_the_papers_shape_and_trains_in_mixed_precision_when_asked():
+    from hyte.training.recipes import from_scratch
+
+    config = from_scratch("hyte-fh", "mlm", "out", size="base", bf16=True)
+    assert (config.model.options["hidden_size"], config.model.options["num_hidden_layers"]) == (768, 12)
+    assert config.training.bf16 and config.training.per_device_train_batch_size == 96
+    later = from_scratch("eucbert", "finetune", "out", size="base", init="runs/previous/final")
+    assert later.data.max_examples is None and not later.training.bf16  # every training pair; float32 by default
+
+
 def test_eucbert_is_scored_with_cosine_and_keeps_its_norms():
     from transformers import AutoTokenizer
 
@@ -112,7 +122,14 @@ def test_quick_from_scratch_benchmark_runs_end_to_end_and_resumes(tmp_path):
         for scores in by_ontology.values():
             assert 0 <= scores["ndcg@10"]["mean"] <= 1 and 0 <= scores["spechr"]["mean"] <= 1
             assert -1 <= scores["radius_depth_spearman.spearman"]["mean"] <= 1
-    # Swapping the pooling changes the scores (the ablation scores different models).
+    # The ablation retrains HyTE-FH per pooling from the seed's MLM stage (Table 7), it does not swap the pooler.
+    assert payload["pooling_ablation"] == "retrained"
+    retrained = payload["runs"]["hyte-fh"]["s0"]["pooling_training"]
+    assert set(retrained) == {"oem-p0", "oem-p2", "tangent-mean", "cls"}
+    assert all(list(stages) == ["contrastive", "finetune"] for stages in retrained.values())
+    runs = tmp_path / "runs" / "quick-trained-vocabulary"
+    cls_config = json.loads((runs / "hyte-fh-cls-s0" / "finetune" / "final" / "config.json").read_text())
+    assert cls_config["pooling"] == "cls"
     pooled = {p: payload["summary"][f"hyte-fh {p}"]["hpo"]["mrr"]["mean"] for p in ("oem-p1", "cls")}
     assert pooled["oem-p1"] != pooled["cls"]
     cost = payload["cost"]
@@ -126,6 +143,7 @@ def test_quick_from_scratch_benchmark_runs_end_to_end_and_resumes(tmp_path):
 
     markdown = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
     assert "## From scratch: HyTE-FH vs its Euclidean twin" in markdown and "Held-out MLM gate" in markdown
+    assert "HyTE-FH retrained per pooling" in markdown
     # Six MLM steps cannot leave the unigram plateau: the gate withholds the comparison (one seed: never a verdict).
     assert payload["gated_seeds"] == [] and "No seed passed the gate" in markdown
     assert "ahead on every seed" not in markdown

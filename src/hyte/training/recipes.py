@@ -80,9 +80,15 @@ def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: i
 # ----------------------------------------------------------------------------------------------------------------
 
 SCRATCH_MODELS = {"hyte-fh": "hyte_fh", "eucbert": "eucbert"}
-# "tiny" trains in about 10 minutes per model and seed on one CPU core; "quick" checks the pipeline in seconds.
+# "tiny" trains in about 10 minutes per model and seed on one CPU core; "quick" checks the pipeline in seconds;
+# "base" is the paper's shape (BERT-base: 768 = 1 time + 767 space coordinates, 12 layers of 12 heads) and batch
+# (96), for one GPU (run_from_scratch.py --size base --bf16), every training pair in the later stages.
 # hidden_size counts HyTE-FH's time coordinate (127 space coordinates; EucBERT has 128 of its own).
 SCRATCH_SIZES = {
+    "base": {"shape": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+                       "intermediate_size": 3072},
+             "steps": {"mlm": 20000, "contrastive": 2000, "finetune": 1000}, "batch": 96, "examples": None,
+             "vocab_size": 30522},
     "tiny": {"shape": {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512},
              "steps": {"mlm": 400, "contrastive": 150, "finetune": 100}, "batch": 32, "examples": 3200,
              "vocab_size": 4096},
@@ -95,20 +101,21 @@ SCRATCH_LEARNING_RATES = {"mlm": 5e-4, "contrastive": 1e-4, "finetune": 5e-5}
 
 def from_scratch(model: str, stage: str, output_dir: str, *, seed: int = 0, size: str = "tiny",
                  init: str | None = None, mining_cache: str | None = None, tokenizer: str | None = None,
-                 steps: int | None = None) -> RunConfig:
+                 steps: int | None = None, bf16: bool = False) -> RunConfig:
     """The RunConfig of one stage of the from-scratch comparison; everything but the geometry is identical.
 
     ``model``: "hyte-fh" or "eucbert" (same shape, data and order, steps, batch, learning rate and schedule; the
     tokenizer: ``tokenizer``, a folder such as :func:`hyte.training.vocabulary.train_wordpiece` writes, else the
-    bundled MiniLM's WordPiece; later stages keep the one the MLM stage saved). ``steps`` overrides the size's
-    step count of this stage. ``stage``: "mlm" builds the model new (seeded) and trains it on
-    HPO definitions, names and exact synonyms of the training branches plus ICD-10-CM titles and inclusion terms of
-    the training chapters (all of it, shuffled; 400 steps of 32 see a sixth); "contrastive" (in-batch negatives)
-    and "finetune" (+ one hard negative per query) continue from ``init``, the previous stage's final folder, on (name / synonym -> definition) and
-    (inclusion term -> title) pairs. The hard negatives come from one fixed miner for both models, the bundled
-    all-MiniLM-L6-v2 with the package's positive-aware miner, so both fine-tune on identical triples; with
-    ``mining_cache`` they are mined once per seed. Held out from every stage: 20 % of HPO branches and of
-    ICD-10-CM chapters (the evaluation's split).
+    bundled MiniLM's WordPiece; later stages keep the one the MLM stage saved). ``steps`` overrides the size's step
+    count of this stage; ``bf16``: mixed precision on a GPU (the geometry stays float32). ``stage``: "mlm" builds
+    the model new (seeded) and trains it on HPO definitions, names and exact synonyms of the training branches plus
+    ICD-10-CM titles and inclusion terms of the training chapters (all of it, shuffled; 400 steps of 32 see a
+    sixth); "contrastive" (in-batch negatives) and "finetune" (+ one hard negative per query) continue from
+    ``init``, the previous stage's final folder, on (name / synonym -> definition) and (inclusion term -> title)
+    pairs. The hard negatives come from one fixed miner for both models, the bundled all-MiniLM-L6-v2 with the
+    package's positive-aware miner, so both fine-tune on identical triples; with ``mining_cache`` they are mined
+    once per seed. Held out from every stage: 20 % of HPO branches and of ICD-10-CM chapters (the evaluation's
+    split).
     """
     if model not in SCRATCH_MODELS:
         raise ValueError(f"model must be one of {sorted(SCRATCH_MODELS)}; got {model!r}")
@@ -132,7 +139,8 @@ def from_scratch(model: str, stage: str, output_dir: str, *, seed: int = 0, size
                  "hpo_test_fraction": 0.2},
         "training": {"output_dir": output_dir, "max_steps": steps, "per_device_train_batch_size": recipe["batch"],
                      "learning_rate": SCRATCH_LEARNING_RATES[stage], "warmup_steps": max(1, steps // 10),
-                     "logging_steps": max(1, steps // 10), "save_steps": max(2, steps // 2), "seed": seed},
+                     "logging_steps": max(1, steps // 10), "save_steps": max(2, steps // 2), "seed": seed,
+                     "bf16": bf16},
         "mlm": {"mlm_probability": 0.15, "max_length": 64},
         "loss": {"similarity": "geodesic", "temperature": 0.05, "learn_temperature": True,
                  "temperature_from_radius": True, "max_query_length": 32, "max_document_length": 64},
