@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 
 import numpy as np
 import pytest
@@ -55,6 +57,28 @@ def test_index_build_and_search(tmp_path, model_dir, capsys, kind):
                  "--query", "abnormal heart rhythm", "--k", "2"]) == 0
     output = capsys.readouterr().out
     assert "1. d=" in output and "rhythm of the heart" in output.split("1. d=")[1].splitlines()[0]
+    # Trial 14 (C34): --k 1000000000 allocated a padded result and was killed; it shows every document instead.
+    assert main(["index", "search", "--index", str(index_dir), "--query", "abnormal heart rhythm",
+                 "--k", "1000000000"]) == 0
+    captured = capsys.readouterr()
+    assert f"the index holds {len(DOCUMENTS)} documents; showing all of them" in captured.err
+    assert f"{len(DOCUMENTS):2d}. d=" in captured.out and f"{len(DOCUMENTS) + 1:2d}. d=" not in captured.out
+
+
+def test_a_sentence_transformers_module_folder_names_its_model(tmp_path, model_dir):
+    """Trial 14 (T19): module folders that hold a config.json of their own (1_HyperbolicPooling, the router's
+    query_0_TimeFlip) were refused with "has no tokenizer ... save the tokenizer into the model folder"."""
+    from hyte.encoders import load_encoder
+
+    exported = tmp_path / "hyte-st"
+    shutil.copytree(model_dir, exported)
+    (exported / "modules.json").write_text("[]")
+    for module in (exported / "1_HyperbolicPooling", exported / "2_Router" / "query_0_TimeFlip"):
+        module.mkdir(parents=True)
+        (module / "config.json").write_text('{"curvature": 1.0}')
+        with pytest.raises(FileNotFoundError, match=re.escape(f"{module} is one module of the sentence-transformers "
+                                                              f"model {exported}, not a model: give {exported}")):
+            load_encoder(module)
 
 
 def test_user_errors_are_one_line_messages(tmp_path, model_dir, capsys):
@@ -71,7 +95,6 @@ def test_user_errors_are_one_line_messages(tmp_path, model_dir, capsys):
     assert ".npy or .safetensors" in capsys.readouterr().err
     assert main(["encode", "--model", str(tmp_path), "--input", str(good), "--output", str(tmp_path / "x.npy")]) == 2
     assert "no config.json" in capsys.readouterr().err
-    import shutil
 
     no_tokenizer = tmp_path / "no-tokenizer"
     shutil.copytree(model_dir, no_tokenizer)
@@ -143,7 +166,6 @@ def test_a_negative_learning_rate_is_refused_with_the_config(tmp_path):
 
 
 def test_a_model_folder_without_its_weights_or_loaded_as_euclidean_is_refused(tmp_path, model_dir):
-    import shutil
 
     from safetensors.torch import save_file
 
@@ -160,7 +182,6 @@ def test_a_model_folder_without_its_weights_or_loaded_as_euclidean_is_refused(tm
 
 def test_outputs_never_replace_the_files_that_make_a_model_run_or_index_work(tmp_path, model_dir, capsys):
     """Found by the third new-user trial: each of these used to delete or overwrite a working file."""
-    import shutil
 
     from hyte.retrieval.index import LorentzIndex
     from hyte.results import write_result
@@ -254,7 +275,6 @@ def test_seventh_trial_mistakes_are_refused_before_any_work(tmp_path, model_dir,
     assert "line 1: the id '' is empty" in capsys.readouterr().err and not (tmp_path / "ie").exists()
     # An index inside a model folder would be pushed with the model (documents and all).
     inside = tmp_path / "model-copy"
-    import shutil
 
     shutil.copytree(model_dir, inside)
     assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output",
@@ -318,7 +338,6 @@ def test_seventh_trial_mistakes_are_refused_before_any_work(tmp_path, model_dir,
 
 def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path, model_dir, capsys):
     """Found by the eighth new-user trial: outputs that replaced other files, and inputs accepted silently."""
-    import shutil
     from pathlib import Path
 
     import hyte
@@ -414,13 +433,17 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     # Ninth trial: `hyte eval radius --output-dir <index folder>` wrote its PNG there before refusing the JSON.
     assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(index), "--per-depth", "2"]) == 2
     assert "index folder" in capsys.readouterr().err and not list(index.glob("radius_*"))
+    # Trial 14 (C154): a new folder inside a model folder was created and written.
+    assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(model_dir / "radius"),
+                 "--per-depth", "2"]) == 2
+    assert "lies inside a model, run or index folder" in capsys.readouterr().err
+    assert not (model_dir / "radius").exists()
     shutil.rmtree(tmp_path / "beir2", ignore_errors=True)
 
 
 def test_train_set_lists_lora_targets_and_push_of_a_checkpoint_get_a_clear_error(tmp_path, model_dir, capsys):
     """New-user trial: a --set list that is not JSON, LoRA targets the model lacks (refused by peft only after
     mining), and `hyte push <run>/checkpoint-N` (told to delete the optimizer files that resuming needs)."""
-    import shutil
     from pathlib import Path
 
     from hyte.training.config import parse_override

@@ -192,6 +192,20 @@ def test_several_roots_name_the_command_line_option(tmp_path):
     assert load_obo(path, root="X:1").root == "X:1"
 
 
+def test_an_is_a_cycle_and_a_binary_file_are_named_as_such(tmp_path):
+    """Trial 14: a cycle gave "found 0 (); pass the root term's id" and, with --root, "no term qualifies" (C146); a
+    binary file gave a bare 'utf-8' codec error without the file's name (C144)."""
+    path = write(tmp_path, "[Term]\nid: X:1\nname: a\nis_a: X:2\n\n[Term]\nid: X:2\nname: b\nis_a: X:1\n",
+                 name="cycle.obo")
+    for root in (None, "X:1"):
+        with pytest.raises(ValueError, match=r"cycle.obo: its is_a links form a cycle \(X:\d -> X:\d -> X:\d\)"):
+            load_obo(path, root=root)
+    binary = tmp_path / "index.obo"
+    binary.write_bytes(b"IxF2\x81\x00\xff\xfe" * 10)
+    with pytest.raises(OBOFormatError, match=r"index.obo: is not UTF-8 text .* not an OBO file"):
+        load_obo(binary)
+
+
 def test_missing_file_is_named(tmp_path):
     missing = tmp_path / "nowhere" / "absent.obo"
     with pytest.raises(FileNotFoundError, match="absent.obo"):

@@ -1030,7 +1030,7 @@ def test_serving_report_marks_the_fastest_setting_meeting_the_recall_target(tmp_
 
 def test_results_and_reports_never_replace_other_files(tmp_path):
     from hyte.report import write_benchmarks_md
-    from hyte.results import write_result
+    from hyte.results import check_result_output, write_result
 
     data = tmp_path / "corpus.jsonl"
     data.write_text('{"_id": "d1", "text": "a"}\n{"_id": "d2", "text": "b"}\n')
@@ -1054,6 +1054,13 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     assert json.loads(quickstart.read_text())["steps"] == 60
     with pytest.raises(ValueError, match="holds another kind of result"):
         run_command(["eval", "retrieval", "--model", "unused", "--data", "unused", "--output", str(quickstart)])
+    # C158 (trial 14): a rerun replaces its own result, never another model's.
+    mine = write_result(tmp_path / "mine.json", {"benchmark": "retrieval", "model": "runs/a/final"})
+    assert check_result_output(mine, "retrieval", "runs/a/final") == mine
+    with pytest.raises(ValueError, match=r"holds the result of another model \(runs/a/final\); this run scores "
+                                         r"runs/b/final: give another output file"):
+        run_command(["eval", "retrieval", "--model", "runs/b/final", "--data", "unused", "--output", str(mine)])
+    assert json.loads(mine.read_text())["model"] == "runs/a/final"
     (tmp_path / "empty").mkdir()
     report = tmp_path / "BENCHMARKS.md"
     report.write_text("# HyTE benchmarks\n\nthe recorded ones\n")

@@ -198,7 +198,8 @@ def test_add_rejects_bad_documents_with_clear_errors():
         index.add(flip(good))
     with pytest.raises(ValueError, match="off the hyperboloid.*Euclidean vectors"):
         index.add(np.random.default_rng(0).standard_normal((10, DIM)))
-    with pytest.raises(ValueError, match="off the hyperboloid"):  # on the hyperboloid of another curvature
+    # On the hyperboloid of another curvature: named as such (C200, trial 14: it blamed flipped or Euclidean vectors).
+    with pytest.raises(ValueError, match=r"lie on the hyperboloid of curvature 2 .* this index holds curvature 1"):
         index.add(random_points(10, c=2.0))
     index.add(good, ids=np.arange(10))
     with pytest.raises(ValueError, match=r"duplicate ids: \[3\] are already in the index"):
@@ -299,7 +300,7 @@ def test_save_interrupted_while_writing_keeps_previous_index(tmp_path, monkeypat
 
     monkeypatch.setattr(index_module.faiss, "write_index", crash)
     with pytest.raises(OSError, match="simulated"):
-        index.save(target)
+        index.save(target, overwrite=True)
     monkeypatch.undo()
     assert len(LorentzIndex.load(target)) == 100
     assert sorted(os.listdir(tmp_path)) == ["idx"]
@@ -318,11 +319,11 @@ def test_save_interrupted_while_renaming_keeps_previous_index(tmp_path, monkeypa
 
     monkeypatch.setattr(index_module.os, "replace", failing_replace)
     with pytest.raises(OSError, match="simulated"):
-        index.save(target)
+        index.save(target, overwrite=True)
     monkeypatch.undo()
     assert len(LorentzIndex.load(target)) == 100
     assert sorted(os.listdir(tmp_path)) == ["idx"]
-    index.save(target)  # and a later save succeeds
+    index.save(target, overwrite=True)  # and a later save succeeds
     assert len(LorentzIndex.load(target)) == 150
 
 
@@ -339,6 +340,28 @@ def test_load_falls_back_to_backup_after_a_crash_between_renames(tmp_path):
         index.save(target)
         assert len(LorentzIndex.load(target)) == 30
     assert sorted(os.listdir(tmp_path)) == ["idx"]
+
+
+def test_a_second_save_into_the_same_folder_needs_overwrite(tmp_path):
+    """C206 (trial 14): a 2-document index saved where a 6-document one was replaced it without a word."""
+    _saved_index(tmp_path / "idx", 6)
+    smaller = LorentzIndex(DIM, model_name="m")
+    smaller.add(random_points(2, seed=22))
+    with pytest.raises(FileExistsError, match="already holds a saved LorentzIndex: pass overwrite=True"):
+        smaller.save(tmp_path / "idx")
+    assert len(LorentzIndex.load(tmp_path / "idx")) == 6
+    smaller.save(tmp_path / "idx", overwrite=True)
+    assert len(LorentzIndex.load(tmp_path / "idx")) == 2
+
+
+def test_a_k_far_beyond_the_documents_is_refused_instead_of_allocated():
+    """C190 (trial 14): k = 10**9 on five documents padded the result to (1, 10**9) and the process was killed."""
+    index = LorentzIndex(DIM)
+    index.add(random_points(5, seed=23))
+    queries = flip(random_points(1, seed=24))
+    with pytest.raises(ValueError, match=r"k 1000000000 is above the 5 documents .* ask for k <= len\(index\) \(5\)"):
+        index.search(queries, k=10**9)
+    assert index.search(queries, k=8)[1].shape == (1, 8)  # a small overshoot is still padded, as FAISS pads
 
 
 def test_save_refuses_to_replace_an_unrelated_directory(tmp_path):

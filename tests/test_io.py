@@ -69,6 +69,9 @@ def test_jsonl_errors_name_the_file_and_line_and_caches_may_hold_any_value(tmp_p
     ("docs.jsonl", '{"id": 1, "text": "x"}\n{"text": "y"}\n', r"line 2: some lines have an id and others not"),
     ("docs.jsonl", '{"id": "a", "_id": "z", "text": "x"}\n', r"line 1: two ids, \"id\" 'a' and \"_id\" 'z'"),
     ("docs.txt", "HP:1\tSmall head.\nHP:2\tShort fingers.\n", "every line is ID<TAB>TEXT.*jsonl"),
+    # C16 (trial 14): a CSV file renamed .txt had its header indexed as document 0.
+    ("docs.txt", "id,text\n1,Small head.\n2,Short fingers\n", r"line 1: 'id,text' is a CSV header.*jsonl"),
+    ("docs.txt", '"_id";"title";"text"\n', "is a CSV header"),
 ])
 def test_input_texts_that_would_be_accepted_silently_are_refused(tmp_path, name, content, problem):
     (tmp_path / name).write_text(content)
@@ -81,6 +84,8 @@ def test_input_texts_keep_their_ids_and_order(tmp_path):
     assert read_texts(tmp_path / "docs.jsonl") == (["x", "y"], ["b", 7])
     (tmp_path / "docs.txt").write_text("x\ny\n")
     assert read_texts(tmp_path / "docs.txt") == (["x", "y"], None)
+    (tmp_path / "commas.txt").write_text("Text, heart and lung\nsmall,head\n")  # commas in texts are texts
+    assert read_texts(tmp_path / "commas.txt") == (["Text, heart and lung", "small,head"], None)
     # A byte-order mark and Windows line ends are not part of the texts; a BEIR title goes before its text.
     (tmp_path / "bom.txt").write_bytes("\ufeffx\r\ny\r\n".encode())
     assert read_texts(tmp_path / "bom.txt") == (["x", "y"], None)

@@ -139,7 +139,7 @@ def test_an_interrupted_save_leaves_the_previous_index_loadable(model, bert_toke
 
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(OSError, match="simulated"):
-        index.save(tmp_path / "idx")
+        index.save(tmp_path / "idx", overwrite=True)
     monkeypatch.setattr(os, "replace", real_replace)
     for got, want in zip(PhraseIndex.load(tmp_path / "idx").search(queries, k=5, rerank="phrase", k_candidates=8),
                          before):
@@ -159,7 +159,7 @@ def test_an_interrupted_save_leaves_the_previous_index_loadable(model, bert_toke
                 os._exit(9)
             real_replace(source, destination)
         os.replace = replace
-        index.save({str(tmp_path / 'idx')!r})
+        index.save({str(tmp_path / 'idx')!r}, overwrite=True)
     """))
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 9, result.stderr
@@ -168,7 +168,7 @@ def test_an_interrupted_save_leaves_the_previous_index_loadable(model, bert_toke
         recovered = PhraseIndex.load(tmp_path / "idx")
     for got, want in zip(recovered.search(queries, k=5, rerank="phrase", k_candidates=8), before):
         np.testing.assert_array_equal(got, want)
-    recovered.save(tmp_path / "idx")  # the next save completes and cleans up
+    recovered.save(tmp_path / "idx", overwrite=True)  # the next save completes and cleans up
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["idx"]
 
 

@@ -77,10 +77,10 @@ def test_print_config_writes_a_file_that_loads_back_to_the_same_run_with_every_f
 
     source = Path(__file__).parent.parent / "configs" / name
     assert main(["train", load_config(source).stage, "--config", str(source), "--print-config",
-                 "--set", "training.max_steps=7"]) == 0
+                 "--set", "training.max_steps=7", "--set", "training.warmup_steps=1"]) == 0
     printed = capsys.readouterr().out
     (tmp_path / "printed.yaml").write_text(printed)
-    expected = load_config(source, {"training.max_steps": 7})
+    expected = load_config(source, {"training.max_steps": 7, "training.warmup_steps": 1})
     assert load_config(tmp_path / "printed.yaml") == expected
     lines = printed.splitlines()
     for section, spec in SECTIONS.items():  # every field is printed under its comment
@@ -742,6 +742,42 @@ def test_warmup_steps_and_scheduler_name_are_checked_before_training(tmp_path):
         load_config(_config_file(tmp_path), {"training.lr_scheduler_type": "reduce_lr_on_plateau"})
     config = load_config(_config_file(tmp_path), {"training.lr_scheduler_type": "cosine", "training.warmup_steps": 0})
     assert (config.training.lr_scheduler_type, config.training.warmup_steps) == ("cosine", 0)
+
+
+def test_a_run_that_would_be_all_warm_up_is_refused_or_warned_about(tmp_path, caplog):
+    """C124 (trial 14): warmup_steps 1000 with max_steps 2 trained entirely in warm-up without a word."""
+    from hyte.training.loop import training_arguments
+
+    with pytest.raises(ConfigError, match=r"training.warmup_steps = 1000 is above training.max_steps = 24: the whole "
+                                          r"run would be warm-up"):
+        load_config(_config_file(tmp_path), {"training.warmup_steps": 1000})
+    # The default warm-up (10 steps) on a smoke-test run of 10 steps or fewer is accepted, with a warning.
+    short = load_config(_config_file(tmp_path), {"training.warmup_steps": 10, "training.max_steps": 4})
+    with caplog.at_level("WARNING", logger="hyte.training.loop"):
+        training_arguments(short)
+    assert "training.warmup_steps = 10 is not below training.max_steps = 4" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="hyte.training.loop"):
+        training_arguments(load_config(_config_file(tmp_path)))  # warm-up 2 of 24 steps: nothing to say
+    assert "warm-up" not in caplog.text
+
+
+def test_a_config_without_a_stage_takes_the_commands_and_a_path_must_be_a_path(tmp_path, capsys):
+    """C79 (trial 14): `hyte train contrastive --config F` with no stage in F said "stage must be one of ...; got
+    None"; C225: load_config(123) raised a bare TypeError from pathlib."""
+    from hyte.cli import main
+
+    values = json.loads(_config_file(tmp_path).read_text())
+    del values["stage"]
+    path = tmp_path / "nostage.json"
+    path.write_text(json.dumps(values))
+    with pytest.raises(ConfigError, match=r"nostage.json: no stage: add a line such as `stage: contrastive`"):
+        load_config(path)
+    assert load_config(path, stage="finetune").stage == "finetune"
+    assert main(["train", "finetune", "--config", str(path), "--print-config"]) == 0
+    assert "stage: finetune" in capsys.readouterr().out
+    with pytest.raises(TypeError, match="load_config takes the path of a YAML or JSON config file; got int 123"):
+        load_config(123)
 
 
 def test_save_total_limit_below_one_is_refused_as_transformers_would_keep_every_checkpoint(tmp_path):

@@ -25,7 +25,12 @@ from . import auto_classes  # noqa: F401  (checkpoints load with the installed H
 from .bundled import resolve_model
 from .io import read_json_file
 from .model_kinds import MODEL_KINDS, model_type_of
-from .modeling_hyte import HyTEPreTrainedModel, not_a_model_folder
+from .modeling_hyte import (
+    HyTEPreTrainedModel,
+    module_folder_message,
+    not_a_model_folder,
+    sentence_transformers_model_above,
+)
 
 # The HyTE model kinds (hyte.model_kinds): loaded as HyteEncoder, or PhraseEncoder for a phrase model.
 HYTE_MODEL_TYPES = tuple(MODEL_KINDS)
@@ -266,6 +271,9 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     if max_length:
         options["max_length"] = max_length
     if Path(path).is_dir() and not any((Path(path) / name).is_file() for name in TOKENIZER_FILES):
+        model_above = sentence_transformers_model_above(path)
+        if model_above is not None:  # a module's folder holds its own config.json, so it got this far (T19)
+            raise FileNotFoundError(module_folder_message(path, model_above))
         raise FileNotFoundError(f"{path} has no tokenizer ({' or '.join(TOKENIZER_FILES)}): another tokenizer would "
                                 "split the texts differently. Save the tokenizer into the model folder "
                                 "(tokenizer.save_pretrained(folder))")

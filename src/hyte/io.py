@@ -125,17 +125,21 @@ def _holds(folder: Path, marker: str | tuple[str, ...]) -> bool:
 
 
 def atomic_directory(target: str | os.PathLike, write: Callable[[Path], None], marker: str | tuple[str, ...],
-                     what: str, owned: Collection[str] | None = None) -> None:
+                     what: str, owned: Collection[str] | None = None, overwrite: bool = True) -> None:
     """Replace folder ``target`` by what ``write(staging)`` puts into a fresh staging folder (module docstring).
 
     ``marker`` is a file (or files, any one will do) every saved folder of this kind (``what``, for messages)
     holds: an existing, non-empty ``target`` without it is refused, so a typo cannot replace an unrelated folder.
     ``owned``: every name a save of this kind may write; a ``target`` holding anything else (a user's notes) is
     refused too (``check_only_owned``), since replacing the folder would delete it. A symbolic link is followed
-    (``_followed``): the folder it points to is replaced, the link kept.
+    (``_followed``): the folder it points to is replaced, the link kept. Without ``overwrite``, an earlier save
+    there is refused too (the library's ``save`` methods: a second save replaced the first without a word, C206).
     """
     target = _followed(target)
     refuse_file_above(target)
+    if not overwrite and _holds(target, marker):
+        raise FileExistsError(f"{target} already holds a saved {what}: pass overwrite=True to replace it, or save "
+                              "to another folder")
     if target.exists() and not _holds(target, marker) and (not target.is_dir() or any(target.iterdir())):
         raise FileExistsError(f"refusing to replace {target}: it exists and is not a saved {what}")
     if owned is not None:
@@ -324,7 +328,8 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
     Refused, naming the file and line: another file type, an empty or blank text (named by its id in a .jsonl
     file), a blank line (of a .txt file it would be indexed as a document; of a .jsonl file without ids it would
     shift the position ids of the lines after it), an id that is not a string or an integer (``id_problem``), a
-    repeated id, a file without texts."""
+    repeated id, a file without texts, and .txt files that are another format (a CSV header line, ID<TAB>TEXT lines,
+    JSON lines)."""
     path = check_path_kind(path, "file", "input file", "give a .txt or .jsonl file")
     if path.suffix not in (".txt", ".jsonl"):
         raise ValueError(f"{path}: unsupported file type {path.suffix or '(none)'!r}; give a .txt file (one text per "
@@ -375,6 +380,13 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
             if not text.strip():
                 raise DataFormatError(path, number, "blank line: each line is one text; remove blank lines")
             texts.append(text)
+        header = [field.strip().strip('"').lower() for field in re.split(r"[,;\t]", texts[0])] if texts else []
+        if len(header) > 1 and "text" in header and all(re.fullmatch(r"[a-z_]\w*", field) for field in header):
+            # A CSV file under a .txt name (C16): its header line would be indexed as document 0, and every row
+            # with its id and commas as one text.
+            raise DataFormatError(path, 1, f"{texts[0]!r} is a CSV header: this is a CSV file, which is read as one "
+                                           "text per line. Write a .jsonl file with {\"id\": ..., \"text\": ...} per "
+                                           "line (pandas: pd.read_csv(F).to_json(OUT, orient='records', lines=True))")
         if texts and all(re.match(r"[^\s]+\t", text) for text in texts):
             # ID<TAB>TEXT lines: the ids would be indexed as part of the texts and the documents numbered 0, 1, ...
             raise DataFormatError(path, None, "every line is ID<TAB>TEXT: the ids would become part of the texts. "

@@ -59,10 +59,23 @@ def not_a_model_folder(folder: str | os.PathLike) -> str:
             model = None
         built_with = f": {model}" if isinstance(model, str) and model else " (its index.json names it)"
         return f"{folder} is an index folder, not a model: give the model it was built with{built_with}"
-    if (folder.parent / "modules.json").is_file() and (folder.parent / "config.json").is_file():  # T19
-        return (f"{folder} is one module of the sentence-transformers model {folder.parent}, not a model: give "
-                f"{folder.parent}")
+    model = sentence_transformers_model_above(folder)
+    if model is not None:
+        return module_folder_message(folder, model)
     return f"{folder} is not a model folder (it has no config.json)"
+
+
+def sentence_transformers_model_above(folder: str | os.PathLike) -> Path | None:
+    """The sentence-transformers model folder (modules.json beside config.json) one or two levels above ``folder``
+    (``1_HyperbolicPooling``, ``2_Router/query_0_TimeFlip``), or None."""
+    for parent in Path(folder).absolute().parents[:2]:
+        if (parent / "modules.json").is_file() and (parent / "config.json").is_file():
+            return parent
+    return None
+
+
+def module_folder_message(folder: str | os.PathLike, model: Path) -> str:
+    return f"{folder} is one module of the sentence-transformers model {model}, not a model: give {model}"
 
 
 def refuse_folder_without_config(name_or_path, options: dict) -> None:

@@ -25,7 +25,7 @@ import re
 import time
 from pathlib import Path
 
-from ..results import check_result_output, command_line, file_digest, machine_info, portable_path, write_result
+from ..results import check_output_folder, check_result_output, command_line, file_digest, machine_info, portable_path, write_result
 from .common import UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
 
 __all__ = ["add_commands"]
@@ -46,7 +46,8 @@ def _output_checked_first(command, benchmark: str | tuple):
     an earlier result of the same ``benchmark`` kind."""
     def checked(args: argparse.Namespace) -> int:
         if getattr(args, "output", None):
-            check_result_output(args.output, benchmark)
+            model = getattr(args, "model", None)
+            check_result_output(args.output, benchmark, model if isinstance(model, str) else None)
         return command(args)
 
     return checked
@@ -210,7 +211,7 @@ def _eval_radius(args: argparse.Namespace) -> int:
     names = [label_of(model, labels[i] if labels else None) for i, model in enumerate(args.model)]
     if len(set(names)) != len(names):
         raise ValueError(f"models need distinct labels (got {names}); pass --label for each --model")
-    output_dir = Path(args.output_dir)
+    output_dir = check_output_folder(args.output_dir, "--output-dir", "e.g. results/radius")  # C154
     stem = "radius_" + _safe_name(args.name or "_".join(names))
     # Before any encoding or plotting: the PNG would otherwise land in a model, run or index folder before the
     # result JSON beside it is refused.

@@ -22,7 +22,7 @@ def _print_config(args: argparse.Namespace) -> int:
                   f"your run needs (at least data and training.output_dir), then: hyte train {args.stage} "
                   "--config THIS_FILE")
     else:
-        config = load_config(args.config, _overrides(args))
+        config = load_config(args.config, _overrides(args), stage=args.stage)
         header = f"hyte train {args.stage} --config {args.config}: every field as this run would use it"
     print(documented_yaml(config, header), end="")
     return 0
@@ -51,7 +51,7 @@ def _train(args: argparse.Namespace) -> int:
         raise ConfigError(f"hyte train {args.stage} needs --config FILE (YAML or JSON; configs/ holds examples, and "
                           f"`hyte train {args.stage} --print-config` prints every field with its default)")
 
-    config = load_config(args.config, _overrides(args))
+    config = load_config(args.config, _overrides(args), stage=args.stage)
     if config.stage != args.stage:
         raise ConfigError(f"{args.config} is a '{config.stage}' config; run it with `hyte train {config.stage}`")
     if args.resume and args.overwrite:

@@ -11,6 +11,7 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 from functools import cached_property
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 __all__ = ["OBOFormatError", "Ontology", "Term", "load_obo"]
@@ -62,6 +63,11 @@ class Ontology:
             for parent in term.parents:
                 if parent not in terms:
                     raise ValueError(f"term {term.id} has unknown or obsolete parent {parent}")
+        try:  # a cycle leaves no root and no depths; say so instead of "found 0 terms without parents" (C146)
+            tuple(TopologicalSorter({term.id: term.parents for term in terms.values()}).static_order())
+        except CycleError as error:
+            raise ValueError(f"its is_a links form a cycle ({' -> '.join(error.args[1])}); an is_a hierarchy has "
+                             "none: fix the is_a lines of these terms") from None
         self.terms = terms
         self.root = root if root is not None else self._unique_root()
         if self.root not in terms:
@@ -156,8 +162,12 @@ def load_obo(path: str | os.PathLike, root: str | None = None) -> Ontology:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"OBO file not found: {path}")
-    with path.open(encoding="utf-8") as handle:
-        lines = handle.read().splitlines()
+    try:
+        with path.open(encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except UnicodeDecodeError as error:
+        raise OBOFormatError(path, None, f"is not UTF-8 text ({error.reason} at byte {error.start}), so not an OBO "
+                                         "file: give the ontology's .obo file") from None
 
     terms: dict[str, Term] = {}
     parent_lines: dict[tuple[str, str], int] = {}  # (child, parent) -> line of the is_a, for error messages

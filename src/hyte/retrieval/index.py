@@ -60,6 +60,9 @@ FORMAT_VERSION = 1
 INDEX_FILE = "index.faiss"
 METADATA_FILE = "metadata.json"
 KINDS = ("flat", "ivf", "hnsw")
+# A search padded far beyond the documents (k > len(index)) is refused above this result size rather than
+# allocated: k = 10**9 on five documents asked for 12 GB and was killed by the kernel.
+PADDED_RESULT_LIMIT_BYTES = 2**30
 
 # IVF default nprobe 16: recall@10 1.000 on 20k clustered points (nlist 512; nprobe 4 gives 0.993, 8 gives 1.000)
 # and 0.9999 on 100k x 385 (nlist 1265), at 10x the exact queries/s (benchmarks/bench_index.py). The margin is for
@@ -340,6 +343,10 @@ class LorentzIndex(HyperboloidStore):
         """
         q = self._check_queries(queries)
         k = check_positive_int("k", k)
+        if k > len(self) and len(q) * k * 12 > PADDED_RESULT_LIMIT_BYTES:  # float32 score + int64 id per hit
+            raise ValueError(f"k {k} is above the {len(self)} documents this index holds, and the padded result "
+                             f"({len(q)} x {k}) would take {len(q) * k * 12 / 2**30:.1f} GiB: ask for k <= "
+                             f"len(index) ({len(self)})")
         if len(self) == 0:
             return np.full((len(q), k), -np.inf, dtype=np.float32), np.full((len(q), k), -1, dtype=np.int64)
         if self.kind == "flat":
@@ -449,8 +456,9 @@ class LorentzIndex(HyperboloidStore):
             "count": len(self),
         }
 
-    def save(self, directory: str | os.PathLike) -> None:
-        """Save atomically to ``directory`` (``index.faiss`` + ``metadata.json``), replacing a previous save.
+    def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> None:
+        """Save atomically to ``directory`` (``index.faiss`` + ``metadata.json``); a previous save there is replaced
+        only with ``overwrite``.
 
         The new files are written and fsynced in a temporary sibling directory; then the previous directory is
         renamed to a backup sibling ``.<name>.previous``, the new one renamed into place, and the backup deleted
@@ -464,7 +472,8 @@ class LorentzIndex(HyperboloidStore):
                              "there would delete them. Save the index with its texts (HyteSearcher(encoder, index, "
                              "documents).save(folder), or hyte.retrieval.folder.write_index_folder), or choose "
                              "another folder")
-        atomic_directory(directory, self.write_files, METADATA_FILE, "LorentzIndex", owned=(INDEX_FILE, METADATA_FILE))
+        atomic_directory(directory, self.write_files, METADATA_FILE, "LorentzIndex", owned=(INDEX_FILE, METADATA_FILE),
+                         overwrite=overwrite)
 
     def write_files(self, directory: Path) -> None:
         """Write ``index.faiss`` and ``metadata.json`` into an existing folder (not atomic by itself: ``save`` and

@@ -413,11 +413,12 @@ class PhraseIndex:
 
     # ---------------------------------------------------------------- persistence
 
-    def save(self, directory: str | os.PathLike) -> None:
+    def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Save the global index (``global/``), the store (``phrase/``) and ``phrase_index.json`` together,
-        atomically (``hyte.io.atomic_directory``): a crash at any point leaves the previous complete save loadable."""
+        atomically (``hyte.io.atomic_directory``): a crash at any point leaves the previous complete save loadable.
+        A previous save there is replaced only with ``overwrite``."""
         atomic_directory(directory, self.write_files, PHRASE_INDEX_FILE, "PhraseIndex",
-                         owned=(PHRASE_INDEX_FILE, "global", "phrase"))
+                         owned=(PHRASE_INDEX_FILE, "global", "phrase"), overwrite=overwrite)
 
     def write_files(self, directory: Path) -> None:
         """Write ``global/``, ``phrase/`` and ``phrase_index.json`` into an existing folder (not atomic by itself:

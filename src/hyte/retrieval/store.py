@@ -235,6 +235,14 @@ class HyperboloidStore:
         off = ~on_hyperboloid(array, self.curvature)
         if off.any():
             first = int(np.argmax(off))
+            rows = array[off].astype(np.float64)
+            norms = (rows[:, 1:] ** 2).sum(1) - rows[:, 0] ** 2  # <x,x>_L = -c' of another hyperboloid, if one
+            if (rows[:, 0] > 0).all() and (norms < 0).all() and np.ptp(norms) <= 1e-3 * abs(norms.mean()):
+                raise ValueError(
+                    f"{what}: {int(off.sum())} of {len(array)} points lie on the hyperboloid of curvature "
+                    f"{-norms.mean():.4g} (<x,x>_L = {norms.mean():.4g}), but this index holds curvature "
+                    f"{self.curvature}: encode them with the index's model, or build the index with the model's "
+                    f"curvature (the model's config.curvature)")
             raise ValueError(
                 f"{what}: {int(off.sum())} of {len(array)} points off the hyperboloid <x,x>_L = -{self.curvature} "
                 f"with x_0 > 0 (first: row {first}, x_0 = {float(array[first, 0]):.6g}); did you pass sign-flipped "

@@ -18,6 +18,7 @@ import difflib
 import inspect
 import json
 import math
+import os
 import types
 import typing
 from dataclasses import dataclass, field
@@ -311,6 +312,9 @@ def parse_config(values: dict[str, Any], source: str = "config") -> RunConfig:
     unknown = sorted(set(values) - set(sections))
     if unknown:
         raise ConfigError(f"{source}: unknown section(s) {unknown}; known: {sorted(sections)}")
+    if values.get("stage") is None:
+        raise ConfigError(f"{source}: no stage: add a line such as `stage: contrastive` (one of {', '.join(STAGES)}),"
+                          " or run it with `hyte train STAGE`, which supplies its own")
     if values.get("stage") not in STAGES:
         raise ConfigError(f"{source}: stage must be one of {STAGES}; got {values.get('stage')!r}")
     config = RunConfig(
@@ -321,8 +325,12 @@ def parse_config(values: dict[str, Any], source: str = "config") -> RunConfig:
     return config
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
-    """Read a YAML (.yaml/.yml) or JSON file; ``overrides`` = {"training.max_steps": 10, ...}."""
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None, stage: str | None = None) -> RunConfig:
+    """Read a YAML (.yaml/.yml) or JSON file; ``overrides`` = {"training.max_steps": 10, ...}; ``stage``: the
+    stage of a file that names none (``hyte train STAGE`` passes its own)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load_config takes the path of a YAML or JSON config file; got {type(path).__name__} "
+                        f"{path!r}")
     path = Path(path)
     if path.is_dir():
         configs = sorted(p.name for p in path.glob("*.y*ml"))[:3]
@@ -331,6 +339,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     values = _read(path)
+    if stage is not None and isinstance(values, dict) and values.get("stage") is None:
+        values["stage"] = stage
     if not overrides:
         return parse_config(values, str(path))
     for dotted, value in overrides.items():
@@ -543,6 +553,12 @@ def validate(config: RunConfig, source: str) -> None:
     if training.warmup_steps < 0:
         raise ConfigError(f"{source}: training.warmup_steps must be an integer >= 0 (0 = no warmup); "
                           f"got {training.warmup_steps}")
+    if training.warmup_steps > training.max_steps and training.warmup_steps != TrainingSpec.warmup_steps:
+        # C124: the whole run would be warm-up, the learning rate never at its peak. The default (10) on a run of
+        # 10 steps or fewer (a smoke test) is warned about when training starts instead (loop.training_arguments).
+        raise ConfigError(f"{source}: training.warmup_steps = {training.warmup_steps} is above training.max_steps = "
+                          f"{training.max_steps}: the whole run would be warm-up and the learning rate would never "
+                          f"reach {training.learning_rate}; give fewer warm-up steps (often a tenth of max_steps) or 0")
     _validate_scheduler(training.lr_scheduler_type, source)
     if training.gradient_accumulation_steps < 1:
         raise ConfigError(f"{source}: training.gradient_accumulation_steps must be >= 1")

@@ -40,6 +40,10 @@ ONTOLOGY_DATASETS = {"hpo": ["HPO (Human Phenotype Ontology)"], "icd10": ["ICD-1
 
 def training_arguments(config: RunConfig, **extra: Any) -> TrainingArguments:
     spec = config.training
+    if spec.warmup_steps >= spec.max_steps > 0:  # larger explicit values are refused by the config's validation
+        logger.warning("training.warmup_steps = %d is not below training.max_steps = %d: the whole run is warm-up and "
+                       "the learning rate never reaches %g; lower warmup_steps for a run this short",
+                       spec.warmup_steps, spec.max_steps, spec.learning_rate)
     return TrainingArguments(
         output_dir=spec.output_dir, max_steps=spec.max_steps, per_device_train_batch_size=spec.per_device_train_batch_size,
         gradient_accumulation_steps=spec.gradient_accumulation_steps, learning_rate=spec.learning_rate,
