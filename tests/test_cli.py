@@ -146,6 +146,8 @@ def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silen
     encode = ["encode", "--model", str(model_dir), "--input", str(docs), "--output"]
     assert main(encode + [str(model_dir / "model.safetensors"), "--overwrite"]) == 2
     assert "inside a model folder" in capsys.readouterr().err
+    assert main(encode + [str(tmp_path / "index" / "vectors.npy")]) == 2  # C57: its rebuild would then be refused
+    assert "holds index.json): write it elsewhere" in capsys.readouterr().err
     assert main(["export", "onnx", str(model_dir), "--output", str(model_dir / "model.safetensors"),
                  "--overwrite"]) == 2
     assert "give a .onnx file" in capsys.readouterr().err and (model_dir / "model.safetensors").read_bytes() == weights

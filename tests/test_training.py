@@ -780,6 +780,24 @@ def test_a_config_without_a_stage_takes_the_commands_and_a_path_must_be_a_path(t
         load_config(123)
 
 
+def test_mlm_settings_that_train_nothing_or_another_model_are_refused_before_loading(tmp_path, tiny_hyte_h_dir):
+    """Trial 15: mlm_probability 0 trained with loss 0 and wrote final/ (C101), 1.5 failed inside transformers (C100);
+    build hyte_fh with a model.path trained a new random model, ignoring the path (C104); the mlm stage on HyTE-H
+    failed after loading with "the model did not return a loss" (C102)."""
+    new_fh = {"build": "hyte_fh", "options": {**TINY_FH, "sparse_prediction": True}}
+    for probability in (0, 1.5, -0.1):
+        with pytest.raises(ConfigError, match=rf"mlm.mlm_probability must lie in \(0, 1\] .*got {probability}"):
+            parse_config(config_dict("mlm", tmp_path, new_fh, mlm={"mlm_probability": probability}))
+    with pytest.raises(ConfigError, match=r"model.build hyte_fh builds a new model from model.options, so model.path "
+                                          r".* would be ignored: to train that model further, set model.build: load"):
+        parse_config(config_dict("mlm", tmp_path, {**new_fh, "path": str(tiny_hyte_h_dir)}))
+    for model in ({"build": "load", "path": str(tiny_hyte_h_dir)}, {"build": "hyte_h", "path": str(tiny_hyte_h_dir)}):
+        with pytest.raises(ConfigError, match="the mlm stage trains a masked-language-model head of HyTE-FH or "
+                                              "EucBERT"):
+            parse_config(config_dict("mlm", tmp_path, model))
+    assert parse_config(config_dict("mlm", tmp_path, new_fh, mlm={"mlm_probability": 1.0})).mlm.mlm_probability == 1
+
+
 def test_save_total_limit_below_one_is_refused_as_transformers_would_keep_every_checkpoint(tmp_path):
     for limit in (0, -1):  # T89: 0 trained and kept checkpoint-1 and checkpoint-2 without a word
         with pytest.raises(ConfigError, match=rf"training.save_total_limit = {limit} would keep every checkpoint "

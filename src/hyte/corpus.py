@@ -230,8 +230,12 @@ def _encode_on_ray(address: str, manifest: dict[str, Any], corpus: Path, output:
                    if name in os.environ}
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=address, runtime_env={"env_vars": {**environment, "RAY_USAGE_STATS_ENABLED": "0"}},
-                 log_to_driver=False, include_dashboard=False if address == "local" else None)
+        try:
+            ray.init(address=address, runtime_env={"env_vars": {**environment, "RAY_USAGE_STATS_ENABLED": "0"}},
+                     log_to_driver=False, include_dashboard=False if address == "local" else None)
+        except ConnectionError as error:  # Ray's own message points to an --address flag hyte does not have (C53)
+            raise ConnectionError(f"no Ray cluster at {address!r} ({str(error).split('.')[0]}): start one (ray start "
+                                  "--head), give its HOST:PORT, or 'local' to start one in this process") from None
     try:
         dataset = ray.data.from_items([{"shard": shard} for shard in shards])
         done = dataset.map_batches(

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 from ..io import read_texts, refuse_file_above
+from ..results import artifact_marker
 
 __all__ = ["MODEL_HELP", "Parser", "UserError", "check_model_path", "fmt", "label_of", "load_model_encoder",
            "print_hits", "queries_of"]
@@ -130,9 +131,10 @@ def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, mod
         raise UserError(f"{option} {path} is a folder: give the file to write, e.g. {path / ('output' + suffixes[0])}")
     if path.suffix not in suffixes:
         raise UserError(f"{option} {path}: give a {' or '.join(suffixes)} file")
-    if not model_folder_ok and (path.parent / "config.json").is_file():
-        raise UserError(f"{option} {path} is inside a model folder ({path.parent} holds config.json): write it "
-                        "elsewhere")
+    marker = None if model_folder_ok else artifact_marker(path.parent)
+    if marker:  # a model's weights could be replaced; an index folder's stray file blocks its rebuild (C57)
+        raise UserError(f"{option} {path} is inside a model folder or another of hyte's outputs ({path.parent} holds "
+                        f"{marker}): write it elsewhere")
     if path.exists() and not overwrite:
         raise UserError(f"{path} exists: pass --overwrite to replace it or give another {option}")
     return path

@@ -29,8 +29,8 @@ def _encode(args: argparse.Namespace) -> int:
     from ..encoders import load_encoder
 
     if (args.input is None) == (args.corpus is None):
-        raise UserError("give --input FILE (vectors to one .npy/.safetensors file) or --corpus FILE (vector shards "
-                        "in the folder --output, resumable, optionally on Ray)")
+        raise UserError(f"{'--input and --corpus both name the texts: ' if args.input else ''}give --input FILE (vectors to one .npy/.safetensors file) or --corpus FILE (vector shards "
+                        "in the folder --output, resumable, optionally on Ray){', not both' if args.input else ''}")
     if args.corpus is not None:
         return _encode_corpus(args)
     corpus_only = [flag for flag, value in (("--ray", args.ray), ("--shard-size", args.shard_size),
@@ -137,8 +137,10 @@ def _index_build(args: argparse.Namespace) -> int:
                         "phrase model)")
     _check_backend(args)
     if (args.input is None) == (args.from_vectors is None):
-        raise UserError("give the documents: --input FILE (encoded now with --model) or --from-vectors DIR (shards "
-                        "from hyte encode --corpus)")
+        both = args.input is not None  # C31: the message read as if neither had been given
+        raise UserError(f"{'--input and --from-vectors both name the documents: ' if both else ''}give the documents: "
+                        "--input FILE (encoded now with --model) or --from-vectors DIR (shards from hyte encode "
+                        f"--corpus){', not both' if both else ''}")
     if args.from_vectors is not None:
         return _index_build_from_vectors(args)
     if args.model is None:
@@ -251,6 +253,9 @@ def _print_passages(searcher, queries: list[str], args: argparse.Namespace) -> N
                                                               candidates=args.k_candidates if args.relation
                                                               else None)):
         print(f"query: {query}" + (f"  ({args.relation} hits only)" if args.relation else ""))
+        if not passages and args.relation:  # C149: an empty answer looked like a failure
+            print(f"  no hit among the {args.k_candidates} nearest is {args.relation} than the query; raise "
+                  "--k-candidates to look further")
         for rank, passage in enumerate(passages, start=1):
             print(f"  {rank:2d}. d={passage.distance:.4f}  spec={passage.specificity:.3f}  [{passage.id}] "
                   f"{passage.text[:100]}")

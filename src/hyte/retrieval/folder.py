@@ -209,6 +209,8 @@ def _not_an_index(directory: Path) -> str:
 
 def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     """Open an index folder (module docstring); FileNotFoundError naming how to build one when there is none."""
+    if not str(directory).strip():  # Path("") is the current folder: "no index at ." hid the empty argument (C39)
+        raise ValueError("the index folder is an empty path (''): give the folder hyte index build --output wrote")
     if Path(directory).is_file():
         parent = Path(os.path.abspath(directory)).parent
         if any((parent / marker).is_file() for marker in _MARKERS):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bundled import BUNDLED, BUNDLED_MINILM
+from ..model_kinds import model_type_of
 
 STAGES = ("mlm", "contrastive", "finetune", "compatible", "phrase")
 
@@ -496,6 +497,10 @@ def _check_number(source: str, name: str, value: float | None, minimum: float, *
                           f"{f' ({meaning})' if meaning else ''}; got {value}")
 
 
+# The models whose masked-LM head the mlm stage trains (config.json model_type).
+MLM_MODEL_TYPES = ("hyte_fh", "hyte_euc")
+
+
 def validate(config: RunConfig, source: str) -> None:
     """Checks that need no model: files exist, values are in range, the stage and the model fit together."""
     model, data, training = config.model, config.data, config.training
@@ -506,6 +511,17 @@ def validate(config: RunConfig, source: str) -> None:
     if model.path.startswith("bundled:") and model.path not in BUNDLED:
         raise ConfigError(f"{source}: model.path {model.path} is not a bundled model ({', '.join(BUNDLED)})")
     _validate_options(model, source)
+    if model.build in ("hyte_fh", "eucbert") and model.path != ModelSpec.path:  # C104: it was ignored silently
+        raise ConfigError(f"{source}: model.build {model.build} builds a new model from model.options, so model.path "
+                          f"{model.path} would be ignored: to train that model further, set model.build: load; for a "
+                          "new model, drop model.path")
+    if config.stage == "mlm":  # C102: else the Trainer's "the model did not return a loss" after loading everything
+        loaded_type = model_type_of(model.path) if model.build == "load" else None
+        if model.build == "hyte_h" or (model.build == "load" and loaded_type not in MLM_MODEL_TYPES):
+            what = "HyTE-H" if model.build == "hyte_h" else f"{model.path} ({loaded_type or 'not a HyTE-FH/EucBERT'})"
+            raise ConfigError(f"{source}: the mlm stage trains a masked-language-model head of HyTE-FH or EucBERT; "
+                              f"{what} has none. Build one (model.build: hyte_fh or eucbert, with model.options), "
+                              "or load a saved one")
     if model.build in ("load", "hyte_h") and not model.path.startswith("bundled:"):
         local = Path(model.path)
         if (local.is_absolute() or model.path.startswith(".") or local.exists()) and not local.exists():
@@ -615,6 +631,11 @@ def validate(config: RunConfig, source: str) -> None:
         if length < 3:
             raise ConfigError(f"{source}: {name} = {length} leaves no token of the text ([CLS] and [SEP] take 2): "
                               "give 3 or more")
+    probability = config.mlm.mlm_probability
+    if not (isinstance(probability, (int, float)) and 0 < probability <= 1):
+        # 0 masks nothing (loss 0, a final model that learnt nothing: C101); above 1 failed in transformers (C100)
+        raise ConfigError(f"{source}: mlm.mlm_probability must lie in (0, 1] (the share of tokens masked; usual "
+                          f"0.15-0.30); got {probability}")
     if loss.hierarchy_weight > 0 and not data.hierarchy:
         raise ConfigError(f"{source}: loss.hierarchy_weight > 0 needs data.hierarchy: true (the parent pairs)")
     if config.stage == "finetune" and config.mining.num_negatives < 1:
