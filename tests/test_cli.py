@@ -93,6 +93,11 @@ def test_user_errors_are_one_line_messages(tmp_path, model_dir, capsys):
     good.write_text("a text\n")
     assert main(["encode", "--model", str(model_dir), "--input", str(good), "--output", str(tmp_path / "x.csv")]) == 2
     assert ".npy or .safetensors" in capsys.readouterr().err
+    # Trial 16: an output named only by its suffix (C44) and an empty --input (C40, read as the current folder).
+    assert main(["encode", "--model", str(model_dir), "--input", str(good), "--output", str(tmp_path / ".npy")]) == 2
+    assert "has no name before its suffix: give e.g. vectors.npy" in capsys.readouterr().err
+    assert main(["encode", "--model", str(model_dir), "--input", "", "--output", str(tmp_path / "x.npy")]) == 2
+    assert "--input is empty" in capsys.readouterr().err
     assert main(["encode", "--model", str(tmp_path), "--input", str(good), "--output", str(tmp_path / "x.npy")]) == 2
     assert "no config.json" in capsys.readouterr().err
 

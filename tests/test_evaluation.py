@@ -583,7 +583,10 @@ def test_eval_retrieval_command_writes_json(tmp_path, hyte_h_dir, minilm_path, c
         assert {"ndcg@10", "recall@10", "mrr@10", "map@10", "ndcg@1", "recall@3"} <= set(result)
         assert result["recall@10"] == 1.0 and result["mrr@10"] > 0.5  # 4 documents; real models find most
         assert "eval retrieval" in result["meta"]["command"] and result["meta"]["machine"]
-    assert "ndcg" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "ndcg" in out
+    # C102 (trial 16): a cutoff above the corpus size scores recall 1 by construction, and says so.
+    assert "note: --k 10 is above the 4 documents" in out and "--k 3 is" not in out
     with pytest.raises(FileNotFoundError):
         run_command(["eval", "retrieval", "--model", str(tmp_path / "nope"), "--data", str(folder)])
     with pytest.raises(BEIRFormatError):

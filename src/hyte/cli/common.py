@@ -129,6 +129,8 @@ def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, mod
         raise UserError(f"{option} {error}") from None
     if path.is_dir():
         raise UserError(f"{option} {path} is a folder: give the file to write, e.g. {path / ('output' + suffixes[0])}")
+    if path.name in suffixes:  # ".npy" is a hidden file without a suffix, so the line below misread it (C44)
+        raise UserError(f"{option} {path} has no name before its suffix: give e.g. vectors{path.name}")
     if path.suffix not in suffixes:
         raise UserError(f"{option} {path}: give a {' or '.join(suffixes)} file")
     marker = None if model_folder_ok else artifact_marker(path.parent)

@@ -67,7 +67,8 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
 
     if any(k < 1 for k in args.k):
         raise ValueError(f"--k values must be >= 1; got {args.k}")
-    load_beir(args.data, args.split)  # format errors before the model is loaded
+    _, corpus, _ = load_beir(args.data, args.split)  # format errors before the model is loaded
+    too_large = sorted(k for k in set(args.k) if k > len(corpus))
     encoder = load_model_encoder(args)
     results = evaluate_beir(encoder, args.data, split=args.split, k_values=args.k, batch_size=args.batch_size,
                             show_progress_bar=True)
@@ -78,6 +79,9 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
     if unscored:
         print(f"note: {len(unscored)} queries have no relevant document (every judgement 0) and are left out of the "
               f"averages: {', '.join(unscored[:5])}{', ...' if len(unscored) > 5 else ''}")
+    if too_large:  # C102 (trial 16): recall@1000000 = 1 on 3 documents was printed and recorded as a score
+        print(f"note: --k {', '.join(map(str, too_large))} is above the {len(corpus)} documents: at such a cutoff every "
+              "document is retrieved, so recall there is 1 by construction")
     print(f"{'metric':8}" + "".join(f"{'@' + str(k):>9}" for k in ks))
     for name in ("ndcg", "recall", "mrr", "map"):
         print(f"{name:8}" + "".join(f"{results[f'{name}@{k}']:9.4f}" for k in ks))

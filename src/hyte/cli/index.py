@@ -29,8 +29,13 @@ def _encode(args: argparse.Namespace) -> int:
     from ..encoders import load_encoder
 
     if (args.input is None) == (args.corpus is None):
-        raise UserError(f"{'--input and --corpus both name the texts: ' if args.input else ''}give --input FILE (vectors to one .npy/.safetensors file) or --corpus FILE (vector shards "
-                        "in the folder --output, resumable, optionally on Ray){', not both' if args.input else ''}")
+        both = args.input is not None
+        raise UserError(f"{'--input and --corpus both name the texts: ' if both else ''}give --input FILE (vectors to "
+                        "one .npy/.safetensors file) or --corpus FILE (vector shards in the folder --output, "
+                        f"resumable, optionally on Ray){', not both' if both else ''}")
+    for option, value in (("--input", args.input), ("--corpus", args.corpus)):
+        if value is not None and not value.strip():  # Path("") is the current folder (C40): "is a folder" misled
+            raise UserError(f"{option} is empty: give the .txt or .jsonl file of texts")
     if args.corpus is not None:
         return _encode_corpus(args)
     corpus_only = [flag for flag, value in (("--ray", args.ray), ("--shard-size", args.shard_size),

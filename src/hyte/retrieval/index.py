@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -347,7 +348,9 @@ class LorentzIndex(HyperboloidStore):
             raise ValueError(f"k {k} is above the {len(self)} documents this index holds, and the padded result "
                              f"({len(q)} x {k}) would take {len(q) * k * 12 / 2**30:.1f} GiB: ask for k <= "
                              f"len(index) ({len(self)})")
-        if len(self) == 0:
+        if len(self) == 0:  # FAISS's answer, padded; a forgotten add() would otherwise pass unnoticed (C131)
+            warnings.warn("searching an empty LorentzIndex: every hit is id -1 (score -inf); add() documents first",
+                          stacklevel=2)
             return np.full((len(q), k), -np.inf, dtype=np.float32), np.full((len(q), k), -1, dtype=np.int64)
         if self.kind == "flat":
             scores, labels = self.exact_search64(q, k)
