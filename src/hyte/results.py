@@ -184,15 +184,15 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
     if path.exists() and not _is_result(path):
         raise ValueError(f"{path} exists and is not a result JSON: give another output file (results are never "
                          "written over other files)")
+    earlier = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
     kinds = benchmark if isinstance(benchmark, tuple) else (benchmark,)
-    if benchmark is not _ANY and path.exists():
-        earlier = json.loads(path.read_text(encoding="utf-8")).get("benchmark")
-        if earlier not in kinds:
-            raise ValueError(f"{path} holds {'a ' + repr(earlier) if earlier else 'another kind of'} result, not "
-                             f"{'a ' + repr(kinds[0]) if kinds[0] else 'this'} one: give another output file (a "
-                             "result is replaced only by a rerun of the same kind)")
-    if model is not None and path.exists():
-        scored = json.loads(path.read_text(encoding="utf-8")).get("model")
+    if benchmark is not _ANY and earlier is not None and earlier.get("benchmark") not in kinds:
+        kind = earlier.get("benchmark")
+        raise ValueError(f"{path} holds {'a ' + repr(kind) if kind else 'another kind of'} result, not "
+                         f"{'a ' + repr(kinds[0]) if kinds[0] else 'this'} one: give another output file (a "
+                         "result is replaced only by a rerun of the same kind)")
+    if model is not None and earlier is not None:
+        scored = earlier.get("model")
         if isinstance(scored, str) and not _same_model(scored, model):
             raise ValueError(f"{path} holds the result of another model ({scored}); this run scores "
                              f"{portable_path(model)}: give another output file (one per model), or delete that "

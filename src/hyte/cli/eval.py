@@ -25,7 +25,8 @@ import re
 import time
 from pathlib import Path
 
-from ..results import check_output_folder, check_result_output, command_line, file_digest, machine_info, portable_path, write_result
+from ..results import (check_output_folder, check_result_output, command_line, file_digest, machine_info,
+                       portable_path, write_result)
 from .common import UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
 
 __all__ = ["add_commands"]
@@ -80,8 +81,8 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
         print(f"note: {len(unscored)} queries have no relevant document (every judgement 0) and are left out of the "
               f"averages: {', '.join(unscored[:5])}{', ...' if len(unscored) > 5 else ''}")
     if too_large:  # C102 (trial 16): recall@1000000 = 1 on 3 documents was printed and recorded as a score
-        print(f"note: --k {', '.join(map(str, too_large))} is above the {len(corpus)} documents: at such a cutoff every "
-              "document is retrieved, so recall there is 1 by construction")
+        print(f"note: --k {', '.join(map(str, too_large))} is above the {len(corpus)} documents: at such a cutoff "
+              "every document is retrieved, so recall there is 1 by construction")
     print(f"{'metric':8}" + "".join(f"{'@' + str(k):>9}" for k in ks))
     for name in ("ndcg", "recall", "mrr", "map"):
         print(f"{name:8}" + "".join(f"{results[f'{name}@{k}']:9.4f}" for k in ks))

@@ -15,11 +15,10 @@ folder's model the same way, and prints the documents' texts stored beside the v
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from ..io import read_texts, refuse_file_above, write_vectors
-from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, positive_float, positive_int,
+from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, k_within, positive_float, positive_int,
                      print_hits, queries_of)
 
 __all__ = ["add_commands", "open_searcher"]
@@ -289,10 +288,8 @@ def _index_search(args: argparse.Namespace) -> int:
         raise UserError("give the index to search: --index FOLDER, or --dsn DSN --table NAME for a pgvector index")
     folder = open_index_folder(args.index)
     queries = queries_of(args)
-    if args.k > len(folder.index) > 0:  # more hits than documents cannot be shown; a huge --k ran out of memory
-        print(f"--k {args.k}: the index holds {len(folder.index)} documents; showing all of them", file=sys.stderr)
-        args.k = len(folder.index)
-        args.k_candidates = max(args.k_candidates, args.k)
+    args.k = k_within(args.k, len(folder.index), "showing")
+    args.k_candidates = max(args.k_candidates, args.k)
     if args.model is None:
         args.model = resolve_index_model(folder)
     if folder.kind == "phrase":

@@ -4,10 +4,9 @@ or phrase) or a pgvector index with a local generator, with citations; offline."
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from .common import INDEX_MODEL_HELP, UserError, positive_int
+from .common import INDEX_MODEL_HELP, UserError, k_within, positive_int
 from .index import open_searcher
 
 __all__ = ["add_commands"]
@@ -32,9 +31,7 @@ def _rag(args: argparse.Namespace) -> int:
     if mode == "generate" and args.generator is None:
         smollm2_gguf()  # a missing package fails here, before the models load
     searcher = open_searcher(args)
-    if args.k > len(searcher) > 0:  # C67: a huge --k searched for padding (31 s) and printed "top 1000000"
-        print(f"--k {args.k}: the index holds {len(searcher)} documents; using all of them", file=sys.stderr)
-        args.k = len(searcher)
+    args.k = k_within(args.k, len(searcher), "using")
     passages = searcher.search(args.question, args.k)
     generator = load_generator(args.generator) if mode == "generate" else None
     if generator is not None and generator.converted:

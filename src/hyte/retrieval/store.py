@@ -235,8 +235,8 @@ class HyperboloidStore:
         off = ~on_hyperboloid(array, self.curvature)
         if off.any():
             first = int(np.argmax(off))
-            rows = array[off].astype(np.float64)
-            norms = (rows[:, 1:] ** 2).sum(1) - rows[:, 0] ** 2  # <x,x>_L = -c' of another hyperboloid, if one
+            rows = torch64(array[off])
+            norms = lorentz.inner(rows, rows).numpy()  # <x,x>_L = -c' of another hyperboloid, if one
             if (rows[:, 0] > 0).all() and (norms < 0).all() and np.ptp(norms) <= 1e-3 * abs(norms.mean()):
                 raise ValueError(
                     f"{what}: {int(off.sum())} of {len(array)} points lie on the hyperboloid of curvature "
