@@ -1073,6 +1073,19 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     with pytest.raises(ValueError, match="holds no result JSON .*no report written"):  # T144: nor a new empty one
         write_benchmarks_md(tmp_path / "empty", tmp_path / "NEW.md")
     assert not (tmp_path / "NEW.md").exists()
+    # C99 (trial 16): a folder whose JSON files are no results (a model's config.json, quickstart's scores) is
+    # refused too, each file named with what it is; one real result among them makes a report.
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps({"model_type": "hyte_h", "hidden_size": 8}))
+    (tmp_path / "model" / "results.json").write_text(json.dumps({"heldout": {}}))
+    with pytest.raises(ValueError, match=r"holds no result .*config.json: a model's config, not a result; "
+                                         r"results.json: hyte quickstart's scores.*no report written"):
+        write_benchmarks_md(tmp_path / "model", tmp_path / "NEW.md")
+    assert not (tmp_path / "NEW.md").exists()
+    (tmp_path / "model" / "retrieval.json").write_text(json.dumps(
+        {"benchmark": "retrieval", "model": "m", "results": {}}))
+    made = write_benchmarks_md(tmp_path / "model", tmp_path / "NEW.md").read_text()
+    assert "## Retrieval" in made and "`config.json`" in made
     # The report goes only to a new .md file or one hyte generated: never over a config or a hand-written page.
     config = tmp_path / "good.yaml"
     config.write_text("stage: finetune\n")

@@ -55,6 +55,17 @@ def load_results(results_dir: str | os.PathLike) -> tuple[dict[str, list[tuple[P
     return results, problems
 
 
+def _not_a_result(payload: dict) -> str:
+    """What a JSON object without a report section is, in a few words, for the refusal above."""
+    if "model_type" in payload or "architectures" in payload:
+        return "a model's config, not a result"
+    if "heldout" in payload:
+        return "hyte quickstart's scores, which hyte quickstart prints as its table"
+    if "benchmark" in payload:
+        return f"benchmark {payload['benchmark']!r}, which has no report section"
+    return "no 'benchmark' field, so not a result hyte wrote"
+
+
 REPORT_HEADER = "# HyTE benchmarks"
 
 
@@ -84,10 +95,18 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     check_path_kind(results_dir, "folder", "results folder",
                     "give the folder that holds the result JSON files (e.g. benchmarks/results)")
     results, problems = load_results(results_dir)
+    kept = f"{path} is left as it is" if path.is_file() else "no report written"
     if not results and not problems:  # an empty report would read as if the runs had found nothing (T144)
-        kept = f"{path} is left as it is" if path.is_file() else "no report written"
         raise ValueError(f"{results_dir} holds no result JSON (*.json): {kept}. Give the folder the results were "
                          "written to (e.g. benchmarks/results, or the --output folder of hyte eval / hyte bench)")
+    if not any(kind in SECTION_ORDER or kind == "specificity_selection" for kind in results):
+        # Files without a section (a model's config.json, quickstart's results.json) are only listed; a report of
+        # nothing but that list would read like a finished report with no results (C99).
+        found = "; ".join([f"{p.name}: {_not_a_result(payload)}" for items in results.values() for p, payload in items]
+                          + [f"{p.name}: {problem}" for p, problem in problems])
+        raise ValueError(f"{results_dir} holds no result hyte eval / hyte bench wrote ({found}): {kept}. Give the "
+                         "folder the results were written to (e.g. benchmarks/results, or the --output folder of "
+                         "hyte eval / hyte bench)")
     markdown_dir = path.parent.resolve()
     shown_dir = os.path.relpath(results_dir.resolve(), markdown_dir)
     lines = [REPORT_HEADER, "",
