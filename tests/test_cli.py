@@ -81,6 +81,16 @@ def test_a_sentence_transformers_module_folder_names_its_model(tmp_path, model_d
             load_encoder(module)
 
 
+def test_hyte_load_which_does_not_exist_names_the_calls_that_do():
+    """P1 (trial 17): `hyte.load(path)`, a new user's first guess, gave a bare AttributeError."""
+    import hyte
+
+    with pytest.raises(AttributeError, match=r"no attribute 'load': load a model with AutoModel.from_pretrained"):
+        hyte.load("model")
+    with pytest.raises(AttributeError, match=r"^module 'hyte' has no attribute 'nothing'$"):
+        hyte.nothing
+
+
 def test_user_errors_are_one_line_messages(tmp_path, model_dir, capsys):
     assert main(["encode", "--model", str(model_dir), "--input", str(tmp_path / "missing.txt"),
                  "--output", str(tmp_path / "x.npy")]) == 2
@@ -146,6 +156,10 @@ def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silen
     assert (tmp_path / "index" / "NOTES.md").read_text() == "keep me"
     assert main(["export", "onnx", str(model_dir), "--output", str(tmp_path / "notes")]) == 2
     assert "is a folder" in capsys.readouterr().err
+    # C25/C148 (trial 17): --help offered the bundled MiniLM, which was then refused saying only "not a HyTE model".
+    assert main(["export", "onnx", "bundled:all-MiniLM-L6-v2", "--output", str(tmp_path / "b.onnx")]) == 2
+    assert "is a 'bert' model, not a HyTE model: this takes a model hyte trained" in capsys.readouterr().err
+    assert not (tmp_path / "b.onnx").exists()
     # A model's own files are never the target of vectors or an ONNX graph, not even with --overwrite.
     weights = (model_dir / "model.safetensors").read_bytes()
     encode = ["encode", "--model", str(model_dir), "--input", str(docs), "--output"]
@@ -373,6 +387,11 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     built = tmp_path / "hierarchy.jsonl"
     for _ in range(2):
         assert main(["eval", "build-hierarchy", "--hpo", "--max-queries", "5", "--output", str(built)]) == 0
+    # C96 (trial 17): --root with --hpo was ignored (the whole split written); refused, the earlier output kept.
+    kept_built = built.read_bytes()
+    capsys.readouterr()
+    assert main(["eval", "build-hierarchy", "--hpo", "--root", "HP:0000707", "--output", str(built)]) == 2
+    assert "--root applies to --obo only" in capsys.readouterr().err and built.read_bytes() == kept_built
     # The demo replaced an index a user had built in its folder, and wrote into an index folder.
     assert "another index than this demo's" in _index_in_the_way(index, ["HP:0000002"], ["HP:0000002"])
     assert _index_in_the_way(index, list(range(len(DOCUMENTS))), []) is None

@@ -1064,6 +1064,13 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
                                          r"runs/b/final: give another output file"):
         run_command(["eval", "retrieval", "--model", "runs/b/final", "--data", "unused", "--output", str(mine)])
     assert json.loads(mine.read_text())["model"] == "runs/a/final"
+    # C91 (trial 17): nor the same model's result on another dataset.
+    on_beir = write_result(tmp_path / "on_beir.json", {"benchmark": "retrieval", "model": "m", "data": "beir"})
+    assert check_result_output(on_beir, "retrieval", "m", "beir") == on_beir
+    with pytest.raises(ValueError, match=r"holds the result on another dataset \(beir\); this run scores other: "
+                                         r"give another output file"):
+        run_command(["eval", "retrieval", "--model", "m", "--data", "other", "--output", str(on_beir)])
+    assert json.loads(on_beir.read_text())["data"] == "beir"
     (tmp_path / "empty").mkdir()
     report = tmp_path / "BENCHMARKS.md"
     report.write_text("# HyTE benchmarks\n\nthe recorded ones\n")

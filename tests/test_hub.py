@@ -468,6 +468,24 @@ def test_dry_run_writes_the_repository_content(local, tmp_path):
 
 
 
+def test_a_card_names_a_bundled_base_by_its_hub_id_and_no_local_path(local, tmp_path):
+    """C155 (trial 17): a model trained from the bundled MiniLM had ``base_model: bundled:all-MiniLM-L6-v2`` in its
+    card, which is no Hub link. The alias and the bundled folder become the Hub id; a local path is left out."""
+    from hyte.bundled import BUNDLED_MINILM, bundled_minilm_path
+
+    folders, _ = local
+    source = tmp_path / "model"
+    shutil.copytree(folders[H], source)
+    info_path = source / "hyte_card.json"
+    info = json.loads(info_path.read_text()) if info_path.exists() else {}
+    for base, expected in ((BUNDLED_MINILM, "sentence-transformers/all-MiniLM-L6-v2"),
+                           (bundled_minilm_path(), "sentence-transformers/all-MiniLM-L6-v2"),
+                           (str(tmp_path), None), ("org/encoder", "org/encoder")):
+        info_path.write_text(json.dumps({**info, "base_model": base}))
+        assert render_model_card(source, "org/dry").data.base_model == expected, base
+
+
+
 def test_a_push_says_what_it_leaves_behind_and_when_nothing_records_training(local, tmp_path, capsys):
     folders, _ = local
     parser = argparse.ArgumentParser(prog="hyte")

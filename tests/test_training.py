@@ -776,6 +776,11 @@ def test_a_config_without_a_stage_takes_the_commands_and_a_path_must_be_a_path(t
     assert load_config(path, stage="finetune").stage == "finetune"
     assert main(["train", "finetune", "--config", str(path), "--print-config"]) == 0
     assert "stage: finetune" in capsys.readouterr().out
+    # C130 (trial 17): a file of another stage is named as such before its checks judge it as the command's stage.
+    mlm_on_hyte_h = tmp_path / "mlm.json"
+    mlm_on_hyte_h.write_text(json.dumps({**values, "stage": "mlm"}))
+    with pytest.raises(ConfigError, match=r"mlm.json is a 'mlm' config; run it with `hyte train mlm`"):
+        load_config(mlm_on_hyte_h, stage="finetune")
     with pytest.raises(TypeError, match="load_config takes the path of a YAML or JSON config file; got int 123"):
         load_config(123)
 
@@ -885,9 +890,28 @@ def test_resume_skips_an_incomplete_newest_checkpoint_or_names_it(tmp_path, capl
         assert resume_checkpoint(config, resume=True) == str(complete)
     assert "checkpoint-10" in caplog.text and "checkpoint-4" in caplog.text
     assert f"resuming from {complete}" in caplog.text
+    caplog.clear()  # the CLI checks a resume more than once: the warning is printed once (trial 17, C131)
+    with caplog.at_level("WARNING", logger="hyte.training.loop"):
+        assert resume_checkpoint(config, resume=True) == str(complete)
+    assert "skipping incomplete" not in caplog.text
     adapter = _checkpoint(out, 3, "adapter_model.safetensors", "trainer_state.json")  # a LoRA run's checkpoint
     assert resume_checkpoint(config, resume=True) == str(adapter)
     assert resume_checkpoint(config, resume=False) is None
+
+
+def test_ctrl_c_during_training_says_how_to_resume_in_one_line(tmp_path, monkeypatch, capsys):
+    """C131a (trial 17): Ctrl-C while training printed a 30-line KeyboardInterrupt traceback and no word of --resume."""
+    import hyte.runner
+    from hyte.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hyte.runner, "run", interrupted)
+    assert main(["train", "finetune", "--config", str(_config_file(tmp_path))]) == 130
+    error = capsys.readouterr().err.strip()
+    assert error == ("hyte train: interrupted: the run keeps its last complete checkpoint; rerun the same command "
+                     "with --resume to continue from it")
 
 
 def test_resume_refuses_damaged_weights_and_run_json_naming_the_file(tmp_path, capsys):

@@ -24,6 +24,10 @@ def __getattr__(name: str):
 
     if name == "lorentz":
         return importlib.import_module("hyte.lorentz")
+    if name == "load":  # what a new user tries first (trial 17, P1)
+        raise AttributeError("module 'hyte' has no attribute 'load': load a model with "
+                             "AutoModel.from_pretrained(path, trust_remote_code=True), or as sentence-transformers "
+                             "with hyte.sentence_transformer(path)")
     if name not in _LAZY:
         raise AttributeError(f"module 'hyte' has no attribute {name!r}")
     importlib.import_module("hyte.auto_classes")

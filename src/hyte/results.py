@@ -175,11 +175,12 @@ def check_output_place(path: str | os.PathLike, suffix: str, what: str, written_
 
 
 def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple = _ANY,
-                        model: str | os.PathLike | None = None) -> Path:
+                        model: str | os.PathLike | None = None, data: str | os.PathLike | None = None) -> Path:
     """``path`` as a place for a result JSON, checked before any work: an earlier result of the same ``benchmark``
-    kind (its "benchmark" field; one of them when a tuple) may be replaced, unless it scored another ``model`` (its
-    "model" field: a rerun replaces its own result, never another model's, C158); any other result or file may not,
-    and nothing is written inside a model, run, index or vector-shard folder. ValueError otherwise."""
+    kind (its "benchmark" field; one of them when a tuple) may be replaced, unless it scored another ``model`` or
+    another ``data`` set (its "model" / "data" fields: a rerun replaces its own result, never another model's, C158,
+    nor one on another dataset, C91); any other result or file may not, and nothing is written inside a model, run,
+    index or vector-shard folder. ValueError otherwise."""
     path = check_output_place(path, ".json", "a result", "JSON", "benchmarks/results/NAME.json")
     if path.exists() and not _is_result(path):
         raise ValueError(f"{path} exists and is not a result JSON: give another output file (results are never "
@@ -191,20 +192,20 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
         raise ValueError(f"{path} holds {'a ' + repr(kind) if kind else 'another kind of'} result, not "
                          f"{'a ' + repr(kinds[0]) if kinds[0] else 'this'} one: give another output file (a "
                          "result is replaced only by a rerun of the same kind)")
-    if model is not None and earlier is not None:
-        scored = earlier.get("model")
-        if isinstance(scored, str) and not _same_model(scored, model):
-            raise ValueError(f"{path} holds the result of another model ({scored}); this run scores "
-                             f"{portable_path(model)}: give another output file (one per model), or delete that "
-                             "one first")
+    for field, value, what in (("model", model, "of another model"), ("data", data, "on another dataset")):
+        recorded = earlier.get(field) if earlier is not None else None
+        if value is not None and isinstance(recorded, str) and not _same_path(recorded, value):
+            raise ValueError(f"{path} holds the result {what} ({recorded}); this run scores "
+                             f"{portable_path(value)}: give another output file (one per model and dataset), or "
+                             "delete that one first")
     return path
 
 
-def _same_model(recorded: str, model: str | os.PathLike) -> bool:
-    """Whether a result's recorded "model" names ``model``: the same portable name, or the same folder."""
-    if recorded == portable_path(model):
+def _same_path(recorded: str, given: str | os.PathLike) -> bool:
+    """Whether a result's recorded "model" or "data" names ``given``: the same portable name, or the same path."""
+    if recorded == portable_path(given):
         return True
-    return Path(recorded).exists() and Path(model).exists() and Path(recorded).resolve() == Path(model).resolve()
+    return Path(recorded).exists() and Path(given).exists() and Path(recorded).resolve() == Path(given).resolve()
 
 
 def _is_result(path: Path) -> bool:

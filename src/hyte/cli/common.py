@@ -90,7 +90,8 @@ class Parser(argparse.ArgumentParser):
         return namespace, extras
 
 
-MODEL_HELP = "model folder, Hub id or bundled model (bundled:all-MiniLM-L6-v2, see hyte.bundled)"
+MODEL_HELP = ("a HyTE model: its folder (e.g. hyte demo's hyte-output/demo/model, or a run's final/) or Hub id; "
+              "a plain encoder such as bundled:all-MiniLM-L6-v2 is refused (it is the base HyTE-H is trained from)")
 INDEX_MODEL_HELP = MODEL_HELP + " (default: the model the index was built with)"
 
 

@@ -47,8 +47,9 @@ def _output_checked_first(command, benchmark: str | tuple):
     an earlier result of the same ``benchmark`` kind."""
     def checked(args: argparse.Namespace) -> int:
         if getattr(args, "output", None):
-            model = getattr(args, "model", None)
-            check_result_output(args.output, benchmark, model if isinstance(model, str) else None)
+            model, data = getattr(args, "model", None), getattr(args, "data", None)
+            check_result_output(args.output, benchmark, model if isinstance(model, str) else None,
+                                data if isinstance(data, str) else None)
         return command(args)
 
     return checked
@@ -165,6 +166,12 @@ def _build_hierarchy(args: argparse.Namespace) -> int:
     from ..evaluation.hierarchy import write_hierarchy_jsonl
     from ..evaluation.hierarchy_build import build_obo_hierarchy_benchmark, hpo_hierarchy_benchmark
 
+    if args.hpo and args.root is not None:  # C96: it was ignored, and the whole split written
+        raise ValueError("--root applies to --obo only: with --hpo the queries come from HPO's held-out branches "
+                         "(--split test) or all of HPO (--split all); for one subtree, give the OBO file with --obo "
+                         "and --root")
+    if not args.hpo and args.split != "test":
+        raise ValueError("--split applies to --hpo only")
     _check_hierarchy_output(args.output)
 
     options = dict(min_depth=args.min_depth, max_siblings=args.max_siblings, min_siblings=args.min_siblings,
@@ -176,8 +183,6 @@ def _build_hierarchy(args: argparse.Namespace) -> int:
         records = hpo_hierarchy_benchmark(args.split, **options)
         source = f"HPO {HPO_DATA_VERSION} ({args.split} branches)"
     else:
-        if args.split != "test":
-            raise ValueError("--split applies to --hpo only")
         records = build_obo_hierarchy_benchmark(args.obo, root=args.root, **options)
         source = portable_path(args.obo)
     if not records:

@@ -325,7 +325,9 @@ def _index_search(args: argparse.Namespace) -> int:
 
 def add_commands(sub) -> None:
     encode = sub.add_parser("encode", help="embed texts into .npy or .safetensors")
-    encode.add_argument("--model", required=True, help=MODEL_HELP)
+    encode.add_argument("--model", required=True,
+                        help="model folder, Hub id or bundled model (bundled:all-MiniLM-L6-v2); with --input any "
+                             "encoder (a plain one gives its Euclidean vectors), with --corpus a HyTE model")
     encode.add_argument("--input", default=None, help=".txt (one text per line) or .jsonl with a 'text' field")
     encode.add_argument("--output", required=True,
                         help="output file, .npy or .safetensors (with --corpus: a folder of vector shards)")

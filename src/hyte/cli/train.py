@@ -51,9 +51,7 @@ def _train(args: argparse.Namespace) -> int:
         raise ConfigError(f"hyte train {args.stage} needs --config FILE (YAML or JSON; configs/ holds examples, and "
                           f"`hyte train {args.stage} --print-config` prints every field with its default)")
 
-    config = load_config(args.config, _overrides(args), stage=args.stage)
-    if config.stage != args.stage:
-        raise ConfigError(f"{args.config} is a '{config.stage}' config; run it with `hyte train {config.stage}`")
+    config = load_config(args.config, _overrides(args), stage=args.stage)  # a file of another stage is refused
     if args.resume and args.overwrite:
         raise ConfigError("--resume continues the run in output_dir and --overwrite replaces it: give one")
     if args.resume:  # the command line asks for a checkpoint; the library starts fresh when there is none

@@ -28,7 +28,9 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from safetensors import safe_open
 
+from ..bundled import BUNDLED_HUB_IDS
 from ..model_kinds import MODEL_KINDS
+from ..results import portable_path
 
 __all__ = ["render_adapter_card", "render_model_card"]
 
@@ -236,13 +238,16 @@ def _prompts(model_dir: Path) -> dict[str, str]:
 
 
 def _base_model(config: dict[str, Any], info: dict[str, Any]) -> str | None:
-    """The base model's Hub id: hyte_card.json's, else a HyTE-H encoder's name when it is a Hub id (not a path)."""
-    if info.get("base_model"):
-        return info["base_model"]
-    if config.get("model_type") == "hyte_h":
+    """The base model's Hub id: hyte_card.json's, else a HyTE-H encoder's name. A bundled model, by its alias or its
+    folder, becomes the Hub id of the same weights; any other name that is not a Hub id (a local path) gives None,
+    as a card's base_model must link to the Hub (C155: ``bundled:all-MiniLM-L6-v2`` was written as it was)."""
+    name = info.get("base_model")
+    if not name and config.get("model_type") == "hyte_h":
         name = (config.get("encoder_config") or {}).get("_name_or_path")
-        return name if _is_hub_id(name) else None
-    return None
+    if not name:
+        return None
+    name = BUNDLED_HUB_IDS.get(portable_path(name), name)
+    return name if _is_hub_id(name) else None
 
 
 def _is_hub_id(name: str | None) -> bool:

@@ -328,7 +328,7 @@ def parse_config(values: dict[str, Any], source: str = "config") -> RunConfig:
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None, stage: str | None = None) -> RunConfig:
     """Read a YAML (.yaml/.yml) or JSON file; ``overrides`` = {"training.max_steps": 10, ...}; ``stage``: the
-    stage of a file that names none (``hyte train STAGE`` passes its own)."""
+    stage of a file that names none (``hyte train STAGE`` passes its own); a file naming another one is refused."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"load_config takes the path of a YAML or JSON config file; got {type(path).__name__} "
                         f"{path!r}")
@@ -340,8 +340,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, stage
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     values = _read(path)
-    if stage is not None and isinstance(values, dict) and values.get("stage") is None:
-        values["stage"] = stage
+    if stage is not None and isinstance(values, dict):
+        if values.get("stage") is None:
+            values["stage"] = stage
+        elif values["stage"] != stage:  # before the checks below, which would judge it as the wrong stage (C130)
+            raise ConfigError(f"{path} is a '{values['stage']}' config; run it with `hyte train {values['stage']}`")
     if not overrides:
         return parse_config(values, str(path))
     for dotted, value in overrides.items():

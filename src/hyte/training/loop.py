@@ -294,6 +294,10 @@ def checkpoint_is_complete(path: Path) -> bool:
     return (path / _CHECKPOINT_STATE).is_file() and any((path / name).is_file() for name in _CHECKPOINT_WEIGHTS)
 
 
+# The incomplete checkpoints already warned about in this process.
+_WARNED_INCOMPLETE: set[tuple[Path, ...]] = set()
+
+
 def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
     """The newest complete checkpoint in ``training.output_dir`` (None without ``resume`` or checkpoints).
 
@@ -316,7 +320,8 @@ def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
                     f"delete {checkpoint} to resume from {older}, or start over with --overwrite" if older else
                     "start over with --overwrite (no earlier complete checkpoint to resume from)"))
             _refuse_finished_checkpoint(checkpoint, steps[checkpoint], config)
-            if incomplete:
+            if incomplete and tuple(incomplete) not in _WARNED_INCOMPLETE:  # once: resume checks run more than once
+                _WARNED_INCOMPLETE.add(tuple(incomplete))
                 logger.warning("skipping incomplete checkpoint(s) %s (no weights or %s: interrupted while saving?); "
                                "resuming from %s. Delete them to silence this warning.",
                                ", ".join(map(str, incomplete)), _CHECKPOINT_STATE, checkpoint)
