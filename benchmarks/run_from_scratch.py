@@ -22,11 +22,14 @@ cross-entropy of the same masked tokens (hyte.evaluation.language_model): a seed
 both models are at least 1.5 nats below it ("gated_seeds", "summary_gated"); the other seeds are kept and shown
 with their gate, never as a verdict.
 
-Pilot probe of the gate at the tiny size (trained vocabulary, seed 0, MLM stage only, 2026-12-04; not a recorded
-result): EucBERT's held-out MLM loss is 5.79 nats after 2,000 steps (unigram 6.62: not passed) and 4.61 after 8,000
-(passed, 2.0 below); HyTE-FH's training loss stays at 6.85-6.88 from step 1,600 to 4,800 of 8,000 (EucBERT's: 4.29 at
-step 4,800), so at this recipe the hyperbolic twin does not leave the unigram plateau and no seed can pass the gate
-until its MLM stage learns (learning rate, LResNet scale and LorentzMLR are the suspects; not yet investigated).
+Pilot probes at the tiny size (trained vocabulary, seed 0, MLM stage only, 2026-12-04; not recorded results): with
+the recipe as it was, EucBERT's held-out MLM loss was 5.79 nats after 2,000 steps (unigram 6.62: not passed) and 4.61
+after 8,000 (passed, 2.0 below), while HyTE-FH's training loss stayed at 6.85-6.88 from step 1,600 to 4,800. The
+cause: HyTE-FH's Lorentz residual without the reference code's 4 sqrt(d) rescale averages each sublayer's output
+with its input, so its embeddings got ~1 % of EucBERT's share of the gradient. The recipe now sets that rescale
+(hyte.training.recipes.hyte_fh_residual_space_scale; a test checks the gradient share); in a 2,000-step probe
+(benchmarks/probe_mlm_plateau.py) HyTE-FH then reaches 5.88 nats against EucBERT's 5.79 (unigram 7.00 on that probe's held-out texts). The gated
+3-seed study with --mlm-steps 8000 has not been run yet.
 
 Per seed and model: stage 1 MLM -> stage 2 contrastive -> stage 3 fine-tuning with hard negatives, then the held-out
 suite (retrieval nDCG@10 / R@10, the hierarchy benchmark, radius-depth Spearman with a bootstrap interval). For the

@@ -52,11 +52,36 @@ def test_from_scratch_sides_differ_only_in_the_geometry(stage):
     euclidean = from_scratch("eucbert", stage, "out", seed=1, init=init).to_dict()
     assert hyperbolic["model"].pop("build") in ("hyte_fh", "load")
     assert euclidean["model"].pop("build") in ("eucbert", "load")
+    if stage == "mlm":  # the Lorentz residual's rescale, HyTE-FH's only extra option (see the next test)
+        scale = hyperbolic["model"]["options"].pop("residual_space_scale")
+        assert scale == pytest.approx(4 * math.sqrt(hyperbolic["model"]["options"]["hidden_size"]))
     assert hyperbolic == euclidean
     if stage == "finetune":  # one fixed miner: identical hard negatives on both sides
         assert hyperbolic["mining"]["miner"] == "bundled:all-MiniLM-L6-v2"
     with pytest.raises(ValueError, match="init"):
         from_scratch("eucbert", stage, "out", init=None if init else "x")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_recipes_hyte_fh_passes_gradient_to_its_embeddings_as_eucbert_does(seed):
+    """Issue 26: HyTE-FH stayed on the unigram plateau. Its Lorentz residual without the reference code's rescale
+    averages each sublayer's output with its input, so the embeddings got ~1 % of EucBERT's share of the gradient
+    norm (3e-3 against 0.26) and never learned. The recipe's HyTE-FH must give them at least a quarter of EucBERT's
+    share (0.17 against 0.26 measured); without residual_space_scale this test fails."""
+    from hyte.training.models import build_model
+    from hyte.training.recipes import from_scratch
+
+    shares = {}
+    for name in ("hyte-fh", "eucbert"):
+        spec = from_scratch(name, "mlm", "out", size="tiny").model
+        torch.manual_seed(seed)
+        model = build_model(spec, for_mlm=True).model
+        ids = torch.randint(5, model.config.vocab_size, (8, 32), generator=torch.Generator().manual_seed(seed))
+        labels = ids.masked_fill(torch.rand(8, 32, generator=torch.Generator().manual_seed(seed + 1)) > 0.15, -100)
+        model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels).loss.backward()
+        total = torch.sqrt(sum(p.grad.norm() ** 2 for p in model.parameters() if p.grad is not None))
+        shares[name] = (model.get_input_embeddings().weight.grad.norm() / total).item()
+    assert shares["hyte-fh"] >= 0.25 * shares["eucbert"], shares
 
 
 def test_the_paper_size_setting_has_the_papers_shape_and_trains_in_mixed_precision_when_asked():
