@@ -1071,6 +1071,26 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
                                          r"give another output file"):
         run_command(["eval", "retrieval", "--model", "m", "--data", "other", "--output", str(on_beir)])
     assert json.loads(on_beir.read_text())["data"] == "beir"
+    # C77/C78 (trial 18): nor one on data of the same name whose content changed (a rebuilt benchmark file, a BEIR
+    # folder replaced under the same name): the digest of a file, or of a folder's files, tells them apart.
+    from hyte.results import data_digest
+
+    folder = tmp_path / "A2"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text('{"_id": "d0", "text": "x"}\n')
+    bench = tmp_path / "h.jsonl"
+    bench.write_text('{"query": "q"}\n')
+    for data in (bench, folder):
+        result = write_result(tmp_path / f"{data.name}.json", {"benchmark": "hierarchy", "model": "m",
+                                                                "data": str(data), "data_sha256": data_digest(data)})
+        assert check_result_output(result, "hierarchy", "m", str(data), data_digest(data)) == result
+        changed = data / "corpus.jsonl" if data.is_dir() else data
+        changed.write_text(changed.read_text() + '{"_id": "d1", "text": "y"}\n')
+        kept = result.read_bytes()
+        with pytest.raises(ValueError, match=r"holds a result on .* as it was \(digest [0-9a-f]{12}\); that data "
+                                             r"has changed since \(digest [0-9a-f]{12}\): give another output file"):
+            run_command(["eval", "hierarchy", "--model", "m", "--data", str(data), "--output", str(result)])
+        assert result.read_bytes() == kept
     (tmp_path / "empty").mkdir()
     report = tmp_path / "BENCHMARKS.md"
     report.write_text("# HyTE benchmarks\n\nthe recorded ones\n")

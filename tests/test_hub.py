@@ -483,6 +483,10 @@ def test_a_card_names_a_bundled_base_by_its_hub_id_and_no_local_path(local, tmp_
                            (str(tmp_path), None), ("org/encoder", "org/encoder")):
         info_path.write_text(json.dumps({**info, "base_model": base}))
         assert render_model_card(source, "org/dry").data.base_model == expected, base
+    # Training records the base in hyte_card.json by the same public name (trial 18: it wrote bundled:...).
+    from hyte.results import public_model_name
+
+    assert public_model_name(bundled_minilm_path()) == "sentence-transformers/all-MiniLM-L6-v2"
 
 
 

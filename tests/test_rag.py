@@ -392,3 +392,27 @@ def test_searcher_inputs_that_would_index_nonsense_are_refused(encoder):
     searcher = HyteSearcher.from_texts(["a heart", "a liver"], encoder)
     with pytest.raises(TypeError, match=r"documents\[0\] is 'a heart'.*dict"):
         HyteSearcher(encoder, searcher.index, ["a heart", "a liver"])
+
+
+def test_a_generation_longer_than_the_generators_context_is_refused_before_decoding():
+    """C56 (trial 18): `hyte rag --mode generate --max-new-tokens 100000000` decoded for 22 minutes past SmolLM2's
+    8,192-token context. A tiny causal LM with a 64-token context stands in for it."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from hyte.bundled import bundled_minilm_path
+    from hyte.generation import Generator
+
+    tokenizer = AutoTokenizer.from_pretrained(bundled_minilm_path())
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                         max_position_embeddings=64))
+    generator = Generator(model, tokenizer, "tiny")
+    messages = [{"role": "user", "content": "what is microcephaly?"}]
+    prompt = len(tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)["input_ids"])
+    with pytest.raises(ValueError, match=rf"max_new_tokens 100000000 and the prompt's {prompt} tokens exceed the "
+                                         rf"generator's context of 64 tokens: give at most {64 - prompt}"):
+        generator.generate(messages, max_new_tokens=100_000_000)
+    assert isinstance(generator.generate(messages, max_new_tokens=64 - prompt), str)

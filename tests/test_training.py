@@ -908,10 +908,19 @@ def test_ctrl_c_during_training_says_how_to_resume_in_one_line(tmp_path, monkeyp
         raise KeyboardInterrupt
 
     monkeypatch.setattr(hyte.runner, "run", interrupted)
-    assert main(["train", "finetune", "--config", str(_config_file(tmp_path))]) == 130
-    error = capsys.readouterr().err.strip()
-    assert error == ("hyte train: interrupted: the run keeps its last complete checkpoint; rerun the same command "
-                     "with --resume to continue from it")
+    config_file = _config_file(tmp_path)
+    assert main(["train", "finetune", "--config", str(config_file)]) == 130
+    # C119 (trial 18): interrupted before the first checkpoint, there is nothing to resume.
+    assert capsys.readouterr().err.strip() == (
+        "hyte train: interrupted: no checkpoint was written yet, so there is nothing to resume: rerun the same "
+        "command (without --resume) to start again")
+    config = load_config(config_file)
+    _checkpoint(Path(config.training.output_dir), 2, "model.safetensors", "trainer_state.json")
+    _record_run(config)
+    assert main(["train", "finetune", "--config", str(config_file)]) == 130
+    assert capsys.readouterr().err.strip() == (
+        f"hyte train: interrupted: {Path(config.training.output_dir) / 'checkpoint-2'} is its last complete "
+        "checkpoint: rerun the same command with --resume to continue from it")
 
 
 def test_resume_refuses_damaged_weights_and_run_json_naming_the_file(tmp_path, capsys):

@@ -65,8 +65,16 @@ class Generator:
         encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
                                                      return_dict=True)
         pad = self.tokenizer.pad_token_id
+        context = getattr(self.model.config, "max_position_embeddings", None)
+        prompt = encoded["input_ids"].shape[1]
+        if context is not None and prompt + max_new_tokens > context:  # C56: else minutes of decoding past it
+            raise ValueError(f"max_new_tokens {max_new_tokens} and the prompt's {prompt} tokens exceed the "
+                             f"generator's context of {context} tokens: give at most {max(context - prompt, 0)} "
+                             "(--max-new-tokens)")
         with torch.inference_mode():
-            output = self.model.generate(**encoded, max_new_tokens=max_new_tokens, do_sample=False,
+            # Only what every causal LM takes: some tokenizers (BERT's) add token_type_ids, which generate refuses.
+            inputs = {key: encoded[key] for key in ("input_ids", "attention_mask") if key in encoded}
+            output = self.model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
                                          pad_token_id=self.tokenizer.eos_token_id if pad is None else pad)
         return self.tokenizer.decode(output[0, encoded["input_ids"].shape[1]:], skip_special_tokens=True).strip()
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from .io import refuse_file_above, write_text_atomically
 
-__all__ = ["command_line", "file_digest", "machine_info", "portable_command", "portable_path", "portable_paths",
-           "write_result"]
+__all__ = ["command_line", "data_digest", "file_digest", "machine_info", "portable_command", "portable_path",
+           "portable_paths", "public_model_name", "write_result"]
 
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
 
@@ -72,6 +72,15 @@ def portable_command(command: str) -> str:
         else:
             words.append(portable_path(word))
     return shlex.join(words)
+
+
+def public_model_name(name: str | os.PathLike) -> str:
+    """``portable_path``, but a bundled model (alias or folder) by the Hub id of the same weights: the name a model
+    card and its hyte_card.json give as the base model (C155: ``bundled:...`` links nowhere on the Hub)."""
+    from .bundled import BUNDLED_HUB_IDS
+
+    portable = portable_path(name)
+    return BUNDLED_HUB_IDS.get(portable, portable)
 
 
 def portable_paths(value: Any) -> Any:
@@ -175,12 +184,14 @@ def check_output_place(path: str | os.PathLike, suffix: str, what: str, written_
 
 
 def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple = _ANY,
-                        model: str | os.PathLike | None = None, data: str | os.PathLike | None = None) -> Path:
+                        model: str | os.PathLike | None = None, data: str | os.PathLike | None = None,
+                        data_sha256: str | None = None) -> Path:
     """``path`` as a place for a result JSON, checked before any work: an earlier result of the same ``benchmark``
     kind (its "benchmark" field; one of them when a tuple) may be replaced, unless it scored another ``model`` or
     another ``data`` set (its "model" / "data" fields: a rerun replaces its own result, never another model's, C158,
-    nor one on another dataset, C91); any other result or file may not, and nothing is written inside a model, run,
-    index or vector-shard folder. ValueError otherwise."""
+    nor one on another dataset, C91), or data of the same name whose content changed (its "data_sha256" against
+    ``data_sha256``, C77/C78); any other result or file may not, and nothing is written inside a model, run, index or
+    vector-shard folder. ValueError otherwise."""
     path = check_output_place(path, ".json", "a result", "JSON", "benchmarks/results/NAME.json")
     if path.exists() and not _is_result(path):
         raise ValueError(f"{path} exists and is not a result JSON: give another output file (results are never "
@@ -198,6 +209,11 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
             raise ValueError(f"{path} holds the result {what} ({recorded}); this run scores "
                              f"{portable_path(value)}: give another output file (one per model and dataset), or "
                              "delete that one first")
+    recorded = earlier.get("data_sha256") if earlier is not None else None
+    if data_sha256 is not None and isinstance(recorded, str) and recorded != data_sha256:
+        raise ValueError(f"{path} holds a result on {earlier.get('data', 'data')} as it was (digest {recorded}); "
+                         f"that data has changed since (digest {data_sha256}): give another output file, or delete "
+                         "that one first")
     return path
 
 
@@ -262,3 +278,16 @@ def command_line(args: argparse.Namespace, words: list[str]) -> str:
 def file_digest(path: str | os.PathLike) -> str:
     """First 12 hex digits of the file's SHA-256 (which data file a result was measured on)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+
+
+def data_digest(path: str | os.PathLike) -> str:
+    """``file_digest`` of a data file, or of a data folder (a BEIR folder): every file in it, by relative name and
+    content, so a folder whose files were replaced under the same name gets another digest."""
+    path = Path(path)
+    if path.is_file():
+        return file_digest(path)
+    digest = hashlib.sha256()
+    for file in sorted(item for item in path.rglob("*") if item.is_file()):
+        digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()[:12]

@@ -44,10 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, ValueError, TypeError, OSError, ImportError) as error:  # OSError: missing, existing, unreadable files
         print(f"hyte {args.command}: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C: one line instead of a traceback from wherever it landed (C131a)
-        resume = (": the run keeps its last complete checkpoint; rerun the same command with --resume to continue "
-                  "from it") if args.command == "train" else ""
-        print(f"hyte {args.command}: interrupted{resume}", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C: one line instead of a traceback (hyte train says what its run kept)
+        print(f"hyte {args.command}: interrupted", file=sys.stderr)
         return 130  # the shell's code for a command ended by SIGINT
 
 

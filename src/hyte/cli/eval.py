@@ -25,8 +25,8 @@ import re
 import time
 from pathlib import Path
 
-from ..results import (check_output_folder, check_result_output, command_line, file_digest, machine_info,
-                       portable_path, write_result)
+from ..results import (check_output_folder, check_result_output, command_line, data_digest, file_digest,
+                       machine_info, portable_path, write_result)
 from .common import UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
 
 __all__ = ["add_commands"]
@@ -48,8 +48,9 @@ def _output_checked_first(command, benchmark: str | tuple):
     def checked(args: argparse.Namespace) -> int:
         if getattr(args, "output", None):
             model, data = getattr(args, "model", None), getattr(args, "data", None)
-            check_result_output(args.output, benchmark, model if isinstance(model, str) else None,
-                                data if isinstance(data, str) else None)
+            data = data if isinstance(data, str) else None
+            check_result_output(args.output, benchmark, model if isinstance(model, str) else None, data,
+                                data_digest(data) if data is not None and Path(data).exists() else None)
         return command(args)
 
     return checked
@@ -94,7 +95,7 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
     if args.output:
         payload = {"benchmark": "retrieval", "model": portable_path(args.model),
                    "label": label_of(args.model, args.label), "kind": encoder.kind, "data": portable_path(args.data),
-                   "split": args.split, **results,
+                   "data_sha256": data_digest(args.data), "split": args.split, **results,
                    "meta": {"command": command_line(args, ["eval", "retrieval"]), **machine_info()}}
         print(f"wrote {write_result(args.output, payload)}")
     return 0
@@ -584,7 +585,8 @@ def _eval_rerank(args: argparse.Namespace) -> int:
         kind = "crf" if system == "hybrid" else system
         payload = {"benchmark": "retrieval-rerank", "model": portable_path(args.model),
                    "label": label_of(args.model, args.label), "geometry": model.config.geometry,
-                   "data": portable_path(args.data), "split": args.split, "rerank": args.rerank, "budget": budget,
+                   "data": portable_path(args.data), "data_sha256": data_digest(args.data), "split": args.split,
+                   "rerank": args.rerank, "budget": budget,
                    "k_candidates": args.k_candidates, "count": args.count, "results": results,
                    "candidate_recall": result["candidate_recall"][args.k_candidates],
                    "vectors_per_document": result["vectors_per_document"][kind][budget],

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..training.config import parse_override
 
@@ -68,8 +69,25 @@ def _train(args: argparse.Namespace) -> int:
         final = run(config, resume=args.resume, overwrite=args.overwrite)
     except ConfigError as error:  # found once the model or data is built: name the file it came from
         raise ConfigError(f"{args.config}: {error}") from error
+    except KeyboardInterrupt:  # Ctrl-C: one line saying what is kept (C131a), not a traceback
+        print(f"hyte train: interrupted: {_after_interrupt(config)}", file=sys.stderr)
+        return 130  # the shell's code for a command ended by SIGINT
     print(f"final model: {final}")
     return 0
+
+
+def _after_interrupt(config) -> str:
+    """What an interrupted run left to continue from, and the command that continues it."""
+    from ..training.loop import RunFolderError, resume_checkpoint
+
+    try:
+        checkpoint = resume_checkpoint(config, resume=True)
+    except RunFolderError:  # only incomplete checkpoints (killed while saving the first one)
+        checkpoint = None
+    if checkpoint is None:  # C119: interrupted before its first checkpoint (mining, loading, the first steps)
+        return ("no checkpoint was written yet, so there is nothing to resume: rerun the same command (without "
+                "--resume) to start again")
+    return f"{checkpoint} is its last complete checkpoint: rerun the same command with --resume to continue from it"
 
 
 def _override(text: str) -> tuple[str, object]:

@@ -28,9 +28,8 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from safetensors import safe_open
 
-from ..bundled import BUNDLED_HUB_IDS
 from ..model_kinds import MODEL_KINDS
-from ..results import portable_path
+from ..results import public_model_name
 
 __all__ = ["render_adapter_card", "render_model_card"]
 
@@ -246,7 +245,7 @@ def _base_model(config: dict[str, Any], info: dict[str, Any]) -> str | None:
         name = (config.get("encoder_config") or {}).get("_name_or_path")
     if not name:
         return None
-    name = BUNDLED_HUB_IDS.get(portable_path(name), name)
+    name = public_model_name(name)
     return name if _is_hub_id(name) else None
 
 

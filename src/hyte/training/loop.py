@@ -18,7 +18,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..io import atomic_directory, read_json_file, refuse_file_above, write_text_atomically
-from ..results import ARTIFACT_MARKERS, artifact_marker, portable_path, portable_paths
+from ..results import ARTIFACT_MARKERS, artifact_marker, portable_paths, public_model_name
 from ..retrieval.folder import FOLDER_FILE
 from .config import ConfigError, LoraSpec, RunConfig
 from .data import hierarchy_for, refuse_lone_batches
@@ -467,7 +467,7 @@ def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluat
         model.save_pretrained(output_dir / "adapter")  # the adapter alone (a few MB)
         model = model.merge_and_unload()
     card = {
-        "base_model": built.base_model and portable_path(built.base_model),
+        "base_model": built.base_model and public_model_name(built.base_model),
         "datasets": ONTOLOGY_DATASETS.get(config.data.source, []), "license": "apache-2.0", "language": ["en"],
         "training": {"stage": config.stage, "steps": trainer.state.global_step,
                      "config": portable_paths(config.to_dict()),
