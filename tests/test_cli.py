@@ -173,6 +173,12 @@ def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silen
     assert main(["export", "onnx", str(model_dir), "--output", str(model_dir / "model.safetensors"),
                  "--overwrite"]) == 2
     assert "give a .onnx file" in capsys.readouterr().err and (model_dir / "model.safetensors").read_bytes() == weights
+    # Trial 19 (C13/C116): nor through a symbolic link named like an output file.
+    for link, command in (("link.safetensors", encode), ("link.onnx", ["export", "onnx", str(model_dir), "--output"])):
+        (tmp_path / link).symlink_to(model_dir / "model.safetensors")
+        assert main(command + [str(tmp_path / link), "--overwrite"]) == 2
+        assert "(a link to " in capsys.readouterr().err
+    assert (model_dir / "model.safetensors").read_bytes() == weights
     # Vectors are not replaced without --overwrite.
     assert main(encode + [str(tmp_path / "d.npy")]) == 0
     vectors = (tmp_path / "d.npy").read_bytes()
@@ -467,6 +473,15 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
                  "--per-depth", "2"]) == 2
     assert "lies inside a model, run or index folder" in capsys.readouterr().err
     assert not (model_dir / "radius").exists()
+    # Trial 19 (C88): a radius result of another model was replaced, with its plot, without a word.
+    radius = tmp_path / "radius"
+    radius.mkdir()
+    (radius / "radius_y.json").write_text(json.dumps({"benchmark": "radius", "models": {"a": {"model": "other/m"}}}))
+    (radius / "radius_y.png").write_bytes(b"png")
+    assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(radius), "--name", "y",
+                 "--per-depth", "2"]) == 2
+    assert "radius_y.json holds the radius result of other/m; this run measures" in capsys.readouterr().err
+    assert (radius / "radius_y.png").read_bytes() == b"png" and "other/m" in (radius / "radius_y.json").read_text()
     shutil.rmtree(tmp_path / "beir2", ignore_errors=True)
 
 

@@ -1050,12 +1050,13 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     assert json.loads(earlier.read_text())["ndcg@10"] == 0.6
     # ... but only by a result of its own kind (a quickstart's comparison is not replaced by a retrieval run).
     quickstart = write_result(tmp_path / "results.json", {"heldout": {"hpo": {}}, "steps": 60})
-    for other in (quickstart, earlier):
-        kind = "rag" if other == earlier else "retrieval"
-        with pytest.raises(ValueError, match="holds .* result, not a .* one: give another output file"):
-            write_result(other, {"benchmark": kind})
+    with pytest.raises(ValueError, match="holds a 'retrieval' result, not a 'rag' one: give another output file"):
+        write_result(earlier, {"benchmark": "rag"})
+    # C63 (trial 19): a JSON without a kind is named as such, not as "another kind of result".
+    with pytest.raises(ValueError, match="holds no result of hyte eval or hyte bench .*quickstart's scores"):
+        write_result(quickstart, {"benchmark": "retrieval"})
     assert json.loads(quickstart.read_text())["steps"] == 60
-    with pytest.raises(ValueError, match="holds another kind of result"):
+    with pytest.raises(ValueError, match="holds no result of hyte eval or hyte bench"):
         run_command(["eval", "retrieval", "--model", "unused", "--data", "unused", "--output", str(quickstart)])
     # C158 (trial 14): a rerun replaces its own result, never another model's.
     mine = write_result(tmp_path / "mine.json", {"benchmark": "retrieval", "model": "runs/a/final"})

@@ -171,13 +171,14 @@ def check_output_place(path: str | os.PathLike, suffix: str, what: str, written_
     existing file may be replaced is the caller's rule."""
     path = Path(path)
     refuse_file_above(path)
-    if path.suffix.lower() != suffix:
-        raise ValueError(f"{path}: {what} is written as {written_as}; give a {suffix} file (e.g. "
-                         f"{path.with_suffix(suffix)})")
-    inside = artifact_marker(path.parent)
-    if inside:
-        raise ValueError(f"{path.parent} is a model, run or index folder (it holds {inside}): write {what} "
-                         f"somewhere else, e.g. {example}")
+    for place in dict.fromkeys((path, path.resolve())):  # a symbolic link: the file it points to as well (C13)
+        if place.suffix.lower() != suffix:
+            raise ValueError(f"{path}{'' if place == path else f' (a link to {place})'}: {what} is written as "
+                             f"{written_as}; give a {suffix} file (e.g. {path.with_suffix(suffix)})")
+        inside = artifact_marker(place.parent)
+        if inside:
+            raise ValueError(f"{place.parent} is a model, run or index folder (it holds {inside}): write {what} "
+                             f"somewhere else, e.g. {example}")
     if path.is_dir():
         raise ValueError(f"{path} is a folder: give the path of {what}'s file, e.g. {path / Path(example).name}")
     return path
@@ -198,6 +199,10 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
                          "written over other files)")
     earlier = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
     kinds = benchmark if isinstance(benchmark, tuple) else (benchmark,)
+    if benchmark is not _ANY and benchmark is not None and earlier is not None and earlier.get("benchmark") is None:
+        # A JSON without a kind: quickstart's scores or the user's own file, not "another kind of result" (C63).
+        raise ValueError(f"{path} holds no result of hyte eval or hyte bench (no \"benchmark\" field: hyte "
+                         "quickstart's scores, or a JSON file of yours): give another output file")
     if benchmark is not _ANY and earlier is not None and earlier.get("benchmark") not in kinds:
         kind = earlier.get("benchmark")
         raise ValueError(f"{path} holds {'a ' + repr(kind) if kind else 'another kind of'} result, not "
@@ -205,7 +210,7 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
                          "result is replaced only by a rerun of the same kind)")
     for field, value, what in (("model", model, "of another model"), ("data", data, "on another dataset")):
         recorded = earlier.get(field) if earlier is not None else None
-        if value is not None and isinstance(recorded, str) and not _same_path(recorded, value):
+        if value is not None and isinstance(recorded, str) and not same_path(recorded, value):
             raise ValueError(f"{path} holds the result {what} ({recorded}); this run scores "
                              f"{portable_path(value)}: give another output file (one per model and dataset), or "
                              "delete that one first")
@@ -217,7 +222,7 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
     return path
 
 
-def _same_path(recorded: str, given: str | os.PathLike) -> bool:
+def same_path(recorded: str, given: str | os.PathLike) -> bool:
     """Whether a result's recorded "model" or "data" names ``given``: the same portable name, or the same path."""
     if recorded == portable_path(given):
         return True

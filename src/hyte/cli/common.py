@@ -133,12 +133,16 @@ def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, mod
         raise UserError(f"{option} {path} is a folder: give the file to write, e.g. {path / ('output' + suffixes[0])}")
     if path.name in suffixes:  # ".npy" is a hidden file without a suffix, so the line below misread it (C44)
         raise UserError(f"{option} {path} has no name before its suffix: give e.g. vectors{path.name}")
-    if path.suffix not in suffixes:
-        raise UserError(f"{option} {path}: give a {' or '.join(suffixes)} file")
-    marker = None if model_folder_ok else artifact_marker(path.parent)
-    if marker:  # a model's weights could be replaced; an index folder's stray file blocks its rebuild (C57)
-        raise UserError(f"{option} {path} is inside a model folder or another of hyte's outputs ({path.parent} holds "
-                        f"{marker}): write it elsewhere")
+    # A symbolic link is judged by the file it points to as well (C13/C116: a link named x.safetensors pointing at a
+    # model's weights had them overwritten).
+    for place in dict.fromkeys((path, path.resolve())):
+        shown = path if place == path else f"{path} (a link to {place})"
+        if place.suffix not in suffixes:
+            raise UserError(f"{option} {shown}: give a {' or '.join(suffixes)} file")
+        marker = None if model_folder_ok else artifact_marker(place.parent)
+        if marker:  # a model's weights could be replaced; an index folder's stray file blocks its rebuild (C57)
+            raise UserError(f"{option} {shown} is inside a model folder or another of hyte's outputs ({place.parent} "
+                            f"holds {marker}): write it elsewhere")
     if path.exists() and not overwrite:
         raise UserError(f"{path} exists: pass --overwrite to replace it or give another {option}")
     return path

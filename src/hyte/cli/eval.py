@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from ..results import (check_output_folder, check_result_output, command_line, data_digest, file_digest,
-                       machine_info, portable_path, write_result)
+                       machine_info, portable_path, same_path, write_result)
 from .common import UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
 
 __all__ = ["add_commands"]
@@ -207,6 +207,21 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:80] or "run"
 
 
+def _refuse_radius_of_other_models(path: Path, models: list[str]) -> None:
+    """A radius result (and its PNG) is replaced only by a rerun on the same models (C88: another model's went
+    without a word); the JSON records each model under "models"."""
+    if not path.is_file():
+        return
+    recorded = json.loads(path.read_text(encoding="utf-8")).get("models")
+    if not isinstance(recorded, dict):
+        return
+    before = [str(entry.get("model")) for entry in recorded.values() if isinstance(entry, dict)]
+    if len(before) != len(models) or not all(any(same_path(r, m) for m in models) for r in before):
+        raise ValueError(f"{path} holds the radius result of {', '.join(before)}; this run measures "
+                         f"{', '.join(map(portable_path, models))}: give another --name (or --output-dir), or delete "
+                         "that one first")
+
+
 def _eval_radius(args: argparse.Namespace) -> int:
     from ..evaluation.radius import format_depth_correlation, hpo_texts_by_depth, plot_radius_by_depth, radius_by_depth
 
@@ -226,7 +241,8 @@ def _eval_radius(args: argparse.Namespace) -> int:
     stem = "radius_" + _safe_name(args.name or "_".join(names))
     # Before any encoding or plotting: the PNG would otherwise land in a model, run or index folder before the
     # result JSON beside it is refused.
-    check_result_output(output_dir / f"{stem}.json", "radius")
+    earlier = check_result_output(output_dir / f"{stem}.json", "radius")
+    _refuse_radius_of_other_models(earlier, args.model)
     results = {}
     for name, model in zip(names, args.model):
         encoder = load_model_encoder(args, model)
