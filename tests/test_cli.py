@@ -482,6 +482,24 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
                  "--per-depth", "2"]) == 2
     assert "radius_y.json holds the radius result of other/m; this run measures" in capsys.readouterr().err
     assert (radius / "radius_y.png").read_bytes() == b"png" and "other/m" in (radius / "radius_y.json").read_text()
+    # Trial 20 (D1): nor one of the same model on another sample of texts (another --seed).
+    sample = {"split": "all", "per_depth": 2, "min_depth": 2, "max_depth": 12, "seed": 0}
+    (radius / "radius_z.json").write_text(json.dumps({"benchmark": "radius", "texts": {"sample": sample},
+                                                      "models": {"m": {"model": str(model_dir)}}}))
+    assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(radius), "--name", "z",
+                 "--per-depth", "2", "--seed", "1"]) == 2
+    assert "holds a radius result on another sample of texts (seed 0 -> 1)" in capsys.readouterr().err
+    # Trial 20 (S1): a folder given through a symbolic link into a model folder is refused as the folder itself is.
+    (model_dir / "empty").mkdir(exist_ok=True)
+    (tmp_path / "linkin").symlink_to(model_dir / "empty")
+    assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output",
+                 str(tmp_path / "linkin")]) == 2
+    assert "is inside a model, run or index folder" in capsys.readouterr().err
+    assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(tmp_path / "linkin"),
+                 "--per-depth", "2"]) == 2
+    assert "lies inside a model, run or index folder" in capsys.readouterr().err
+    assert not any((model_dir / "empty").iterdir())
+    (model_dir / "empty").rmdir()
     shutil.rmtree(tmp_path / "beir2", ignore_errors=True)
 
 

@@ -465,6 +465,10 @@ def test_dry_run_writes_the_repository_content(local, tmp_path):
     with pytest.raises(ValueError, match="dry-run folder .*a-file.txt is a file; give a new or empty folder"):
         push_to_hub(source, "org/dry", dry_run_dir=tmp_path / "a-file.txt")
     assert (tmp_path / "a-file.txt").read_text() == "mine"
+    # Trial 20 (S2): a dry-run folder inside the model copied the model into itself.
+    with pytest.raises(ValueError, match="lies inside the model folder .*which it would copy into itself"):
+        push_to_hub(source, "org/dry", dry_run_dir=source / "inside")
+    assert not (source / "inside").exists()
 
 
 

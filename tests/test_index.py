@@ -450,3 +450,21 @@ def test_eleventh_trial_searcher_ids_and_folders_that_are_no_index_are_named(tmp
     with pytest.raises(FileNotFoundError, match=rf"is a BEIR folder, not an index: .*--input "
                                                 rf"{re.escape(str(beir / 'corpus.jsonl'))} --output NEW_FOLDER`"):
         HyteSearcher.from_folder(beir)
+
+
+def test_an_index_is_not_saved_inside_a_model_folder_from_python_either(tmp_path):
+    """Trial 20 (S3): LorentzIndex.save and HyteSearcher.save wrote into a model's folder, which the command line
+    refuses (hyte push would upload the index, documents and all, with the model)."""
+    from hyte.retrieval.folder import check_index_folder_free
+    from hyte.retrieval.index import LorentzIndex
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"model/sub is inside a model, run or index folder .*holds config.json"):
+        LorentzIndex(3, 1.0).save(model / "sub")
+    with pytest.raises(FileExistsError, match=r"is inside a model, run or index folder"):
+        check_index_folder_free(model / "sub", overwrite=True)
+    assert sorted(path.name for path in model.iterdir()) == ["config.json"]
+    LorentzIndex(3, 1.0).save(tmp_path / "beside")
+    assert (tmp_path / "beside" / "index.faiss").is_file()

@@ -923,6 +923,33 @@ def test_ctrl_c_during_training_says_how_to_resume_in_one_line(tmp_path, monkeyp
         "checkpoint: rerun the same command with --resume to continue from it")
 
 
+def test_a_final_model_of_another_run_is_not_this_runs_and_no_run_goes_into_a_model_through_a_link(tmp_path):
+    """Trial 20 (S4): `--overwrite` with another seed, killed after its first checkpoint, left the earlier run's
+    final/; `--resume` then called that run finished and returned the earlier model. (S1): a training.output_dir
+    that is a symbolic link into a model folder was accepted, as the folder itself is not."""
+    from hyte.training.loop import RunFolderError, _identity_digest, claim_output_dir, finished_run
+
+    config = load_config(_config_file(tmp_path))
+    final = Path(config.training.output_dir) / "final"
+    final.mkdir(parents=True)
+    card = {"training": {"steps": config.training.max_steps, "run_identity": _identity_digest(config)}}
+    (final / "hyte_card.json").write_text(json.dumps(card))
+    assert finished_run(config) == final
+    reseeded = load_config(_config_file(tmp_path), {"training.seed": 5})
+    assert finished_run(reseeded) is None
+    del card["training"]["run_identity"]  # a model saved before the identity was recorded: judged by its steps
+    (final / "hyte_card.json").write_text(json.dumps(card))
+    assert finished_run(reseeded) == final
+
+    model = tmp_path / "model"
+    (model / "inside").mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (tmp_path / "link").symlink_to(model / "inside")
+    linked = load_config(_config_file(tmp_path), {"training.output_dir": str(tmp_path / "link")})
+    with pytest.raises(RunFolderError, match=r"is inside a model or index folder \(.*model holds config.json\)"):
+        claim_output_dir(linked, resume=False)
+
+
 def test_resume_refuses_damaged_weights_and_run_json_naming_the_file(tmp_path, capsys):
     """New-user trial: a checkpoint's model.safetensors cut in half gave safetensors' traceback once negatives were
     mined, and a truncated run.json json's "Expecting property name" naming no file."""

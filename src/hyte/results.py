@@ -141,6 +141,12 @@ def artifact_marker(folder: str | os.PathLike, markers: tuple[str, ...] = ARTIFA
     return next((marker for marker in markers if (Path(folder) / marker).is_file()), None)
 
 
+def given_and_real(path: str | os.PathLike) -> list[Path]:
+    """``path`` made absolute as given and, when a symbolic link lies on the way, its real path: output checks judge
+    both (trial 20: a link into a model folder let an index, a run or a demo be written inside it)."""
+    return list(dict.fromkeys((Path(path).absolute(), Path(path).resolve())))
+
+
 def check_output_folder(folder: str | os.PathLike, option: str, remedy: str) -> Path:
     """``folder`` as a Path, checked before any work as a place for a command's own output folder (``option``: how
     the user gave it, e.g. "--output-dir"; ``remedy``: the other folders it may be). ValueError when it is empty
@@ -153,7 +159,7 @@ def check_output_folder(folder: str | os.PathLike, option: str, remedy: str) -> 
     if folder.exists() and not folder.is_dir():
         raise NotADirectoryError(f"{option} {folder} is a file: give a folder ({remedy})")
     refuse_file_above(folder)
-    for place in (folder.absolute(), folder.absolute().parent):
+    for place in [where for base in given_and_real(folder) for where in (base, base.parent)]:
         marker = artifact_marker(place)
         if marker:
             raise FileExistsError(f"{option} {folder} is or lies inside a model, run or index folder ({place} holds "
@@ -171,10 +177,11 @@ def check_output_place(path: str | os.PathLike, suffix: str, what: str, written_
     existing file may be replaced is the caller's rule."""
     path = Path(path)
     refuse_file_above(path)
-    for place in dict.fromkeys((path, path.resolve())):  # a symbolic link: the file it points to as well (C13)
+    for place in given_and_real(path):  # a symbolic link: the file it points to as well (C13)
         if place.suffix.lower() != suffix:
-            raise ValueError(f"{path}{'' if place == path else f' (a link to {place})'}: {what} is written as "
-                             f"{written_as}; give a {suffix} file (e.g. {path.with_suffix(suffix)})")
+            shown = path if place == path.absolute() else f"{path} (a link to {place})"
+            raise ValueError(f"{shown}: {what} is written as {written_as}; give a {suffix} file (e.g. "
+                             f"{path.with_suffix(suffix)})")
         inside = artifact_marker(place.parent)
         if inside:
             raise ValueError(f"{place.parent} is a model, run or index folder (it holds {inside}): write {what} "

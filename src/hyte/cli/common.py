@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from ..io import read_texts, refuse_file_above
-from ..results import artifact_marker
+from ..results import artifact_marker, given_and_real
 
 __all__ = ["MODEL_HELP", "Parser", "UserError", "check_model_path", "fmt", "label_of", "load_model_encoder",
            "print_hits", "queries_of"]
@@ -135,8 +135,8 @@ def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, mod
         raise UserError(f"{option} {path} has no name before its suffix: give e.g. vectors{path.name}")
     # A symbolic link is judged by the file it points to as well (C13/C116: a link named x.safetensors pointing at a
     # model's weights had them overwritten).
-    for place in dict.fromkeys((path, path.resolve())):
-        shown = path if place == path else f"{path} (a link to {place})"
+    for place in given_and_real(path):
+        shown = path if place == path.absolute() else f"{path} (a link to {place})"
         if place.suffix not in suffixes:
             raise UserError(f"{option} {shown}: give a {' or '.join(suffixes)} file")
         marker = None if model_folder_ok else artifact_marker(place.parent)

@@ -207,12 +207,20 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:80] or "run"
 
 
-def _refuse_radius_of_other_models(path: Path, models: list[str]) -> None:
-    """A radius result (and its PNG) is replaced only by a rerun on the same models (C88: another model's went
-    without a word); the JSON records each model under "models"."""
+def _refuse_radius_of_other_models(path: Path, models: list[str], sample: dict) -> None:
+    """A radius result (and its PNG) is replaced only by a rerun on the same models and the same sample of texts
+    (C88: another model's went without a word; trial 20: another --seed or --per-depth too); the JSON records each
+    model under "models" and the sample under "texts"."""
     if not path.is_file():
         return
-    recorded = json.loads(path.read_text(encoding="utf-8")).get("models")
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    recorded_sample = (earlier.get("texts") or {}).get("sample")
+    if recorded_sample is not None and recorded_sample != sample:
+        changed = ", ".join(f"{key} {recorded_sample.get(key)} -> {value}" for key, value in sample.items()
+                            if recorded_sample.get(key) != value)
+        raise ValueError(f"{path} holds a radius result on another sample of texts ({changed}): give another --name "
+                         "(or --output-dir), or delete that one first")
+    recorded = earlier.get("models")
     if not isinstance(recorded, dict):
         return
     before = [str(entry.get("model")) for entry in recorded.values() if isinstance(entry, dict)]
@@ -242,7 +250,9 @@ def _eval_radius(args: argparse.Namespace) -> int:
     # Before any encoding or plotting: the PNG would otherwise land in a model, run or index folder before the
     # result JSON beside it is refused.
     earlier = check_result_output(output_dir / f"{stem}.json", "radius")
-    _refuse_radius_of_other_models(earlier, args.model)
+    sample = {"split": args.split, "per_depth": args.per_depth, "min_depth": args.min_depth,
+              "max_depth": args.max_depth, "seed": args.seed}
+    _refuse_radius_of_other_models(earlier, args.model, sample)
     results = {}
     for name, model in zip(names, args.model):
         encoder = load_model_encoder(args, model)
@@ -268,7 +278,8 @@ def _eval_radius(args: argparse.Namespace) -> int:
 
     payload = {"benchmark": "radius", "models": results, "plot": png.name,
                "texts": {"source": f"HPO {HPO_DATA_VERSION} definitions", "split": args.split,
-                         "per_depth": args.per_depth, "counts": {d: len(texts[d]) for d in depths}},
+                         "per_depth": args.per_depth, "counts": {d: len(texts[d]) for d in depths},
+                         "sample": sample},
                "meta": {"command": command_line(args, ["eval", "radius"]), **machine_info()}}
     path = write_result(output_dir / f"{stem}.json", payload)
     print(f"wrote {path} and {png}")

@@ -84,7 +84,7 @@ def _trie_override(args: argparse.Namespace, texts: list[str], tokenizer, max_le
 
 def _check_output_folder(output: str, overwrite: bool) -> None:
     """Before anything is encoded: an existing index folder is replaced only with --overwrite, anything else never."""
-    from ..results import artifact_marker
+    from ..results import artifact_marker, given_and_real
     from ..retrieval.folder import check_replaceable_index_folder, is_index_folder
 
     if not output.strip():
@@ -93,10 +93,11 @@ def _check_output_folder(output: str, overwrite: bool) -> None:
     refuse_file_above(path)  # notes.txt/index failed only once the model had been loaded (T17)
     if path.is_file():
         raise UserError(f"--output {output} is a file: give the index folder to write (new, empty, or an index)")
-    inside = artifact_marker(path.absolute().parent)
-    if inside:  # an index in a model folder would be uploaded with it by hyte push, documents and all
-        raise UserError(f"--output {output} is inside a model, run or index folder ({path.parent} holds {inside}): "
-                        "write the index to a folder of its own, e.g. beside the model")
+    for place in given_and_real(path):  # through a symbolic link too (trial 20)
+        inside = artifact_marker(place.parent)
+        if inside:  # an index in a model folder would be uploaded with it by hyte push, documents and all
+            raise UserError(f"--output {output} is inside a model, run or index folder ({place.parent} holds "
+                            f"{inside}): write the index to a folder of its own, e.g. beside the model")
     if not path.exists() or path.is_dir() and not any(path.iterdir()):
         return
     if not is_index_folder(path):

@@ -27,6 +27,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from ..model_kinds import BASE_CODE_FILES, MODEL_KINDS
 from ..modeling_hyte import not_a_model_folder
+from ..results import given_and_real
 from .card import render_adapter_card, render_model_card
 
 __all__ = ["check_adapter_dir", "check_model_dir", "check_repo_id", "push_adapter", "push_to_hub"]
@@ -355,6 +356,9 @@ def _publish(source: Path, repo_id: str, card: ModelCard, replacements: dict[str
             raise ValueError(f"dry-run folder {target} is a file; give a new or empty folder.")
         if target.exists() and any(target.iterdir()):
             raise ValueError(f"dry-run folder {target} is not empty; give a new or empty folder.")
+        if any(place.is_relative_to(source.resolve()) for place in given_and_real(target)):  # trial 20 (S2)
+            raise ValueError(f"dry-run folder {target} lies inside the model folder {source}, which it would copy "
+                             "into itself: give a folder outside it")
         # Real copies: the user may inspect and edit the result without touching the model folder.
         _stage(source, target, replacements, shutil.copy2)
         return str(target)

@@ -4,6 +4,7 @@ contrastive loop of stages 2 and 3 that the feature stages (``hyte.compatibility
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -18,7 +19,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..io import atomic_directory, read_json_file, refuse_file_above, write_text_atomically
-from ..results import ARTIFACT_MARKERS, artifact_marker, portable_paths, public_model_name
+from ..results import ARTIFACT_MARKERS, artifact_marker, given_and_real, portable_paths, public_model_name
 from ..retrieval.folder import FOLDER_FILE
 from .config import ConfigError, LoraSpec, RunConfig
 from .data import hierarchy_for, refuse_lone_batches
@@ -149,7 +150,7 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
         return  # nothing to train: run() returns the finished model as it is
     if not checkpoints:  # T104: final/ short of max_steps and no checkpoint (deleted, or none saved)
         card = output_dir / "final" / "hyte_card.json"
-        trained = f"trained for {_final_steps(card)} steps" if card.is_file() else "of unknown length"
+        trained = f"trained for {_final_training(card).get('steps')} steps" if card.is_file() else "of unknown length"
         raise RunFolderError(
             f"cannot resume: {output_dir} holds a final model ({trained}; training.max_steps = "
             f"{config.training.max_steps}) but no checkpoint to continue it from. To train it further, start a new "
@@ -178,28 +179,38 @@ def _refuse_model_folder(output_dir: Path) -> None:
         raise RunFolderError(f"training.output_dir {output_dir} is a model or index folder, not a run folder"
                              f"{run_folder or ': choose another training.output_dir'} (the run writes checkpoints "
                              f"and final/ into it)")
-    parent = output_dir.absolute().parent
-    inside = artifact_marker(parent, _NO_RUN_INSIDE)
-    if inside:
-        raise RunFolderError(f"training.output_dir {output_dir} is inside a model or index folder ({parent} holds "
-                             f"{inside}): give the run a folder of its own outside it, e.g. "
-                             f"{parent.parent / 'runs' / output_dir.name}")
+    for place in given_and_real(output_dir):  # through a symbolic link too (trial 20)
+        parent = place.parent
+        inside = artifact_marker(parent, _NO_RUN_INSIDE)
+        if inside:
+            raise RunFolderError(f"training.output_dir {output_dir} is inside a model or index folder ({parent} "
+                                 f"holds {inside}): give the run a folder of its own outside it, e.g. "
+                                 f"{parent.parent / 'runs' / output_dir.name}")
 
 
 def finished_run(config: RunConfig) -> Path | None:
     """``output_dir/final`` when it holds this run trained to ``training.max_steps`` (its card's step count), else
-    None: resuming such a run has nothing left to do, and training again would only rewrite it."""
+    None: resuming such a run has nothing left to do, and training again would only rewrite it. A final model of
+    another run (an ``--overwrite`` run interrupted before its own final/ replaced the earlier one: its card records
+    another run identity) is not this run's (trial 20: --resume returned it as finished)."""
     card = Path(config.training.output_dir) / "final" / "hyte_card.json"
     if not card.is_file():
         return None
-    steps = _final_steps(card)
+    training = _final_training(card)
+    if training.get("run_identity") not in (None, _identity_digest(config)):  # None: saved before it was recorded
+        return None
+    steps = training.get("steps")
     return card.parent if isinstance(steps, int) and steps >= config.training.max_steps else None
 
 
-def _final_steps(card: Path):
-    """The step count a final model's ``hyte_card.json`` records; a damaged card is a one-line error naming it."""
-    return read_json_file(card, "the run's final model is damaged: start over with --overwrite").get(
-        "training", {}).get("steps")
+def _identity_digest(config: RunConfig) -> str:
+    """12 hex digits naming the run identity (``_identity``), recorded in its final model's card."""
+    return hashlib.sha256(json.dumps(_identity(config), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _final_training(card: Path) -> dict:
+    """The "training" record of a final model's ``hyte_card.json``; a damaged card is a one-line error naming it."""
+    return read_json_file(card, "the run's final model is damaged: start over with --overwrite").get("training", {})
 
 
 def finished_run_differences(config: RunConfig) -> list[str]:
@@ -210,7 +221,7 @@ def finished_run_differences(config: RunConfig) -> list[str]:
     if not recorded.is_file() or not card.is_file():
         return [f"{output_dir} lacks {RUN_FILE if not recorded.is_file() else 'final/hyte_card.json'}"]
     differences = _differences(_recorded_run(output_dir), _identity(config))
-    steps = _final_steps(card)
+    steps = _final_training(card).get("steps")
     if steps != config.training.max_steps:
         differences.append(f"training steps: {steps!r} -> {config.training.max_steps!r}")
     return differences
@@ -470,7 +481,7 @@ def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluat
         "base_model": built.base_model and public_model_name(built.base_model),
         "datasets": ONTOLOGY_DATASETS.get(config.data.source, []), "license": "apache-2.0", "language": ["en"],
         "training": {"stage": config.stage, "steps": trainer.state.global_step,
-                     "config": portable_paths(config.to_dict()),
+                     "config": portable_paths(config.to_dict()), "run_identity": _identity_digest(config),
                      "final_loss": next((e["loss"] for e in reversed(trainer.state.log_history) if "loss" in e), None),
                      "final_logit_scale": final_logit_scale,
                      "nonfinite_values": sum(e.get("nonfinite_values", 0) for e in trainer.state.log_history),
