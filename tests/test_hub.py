@@ -487,6 +487,11 @@ def test_a_card_names_a_bundled_base_by_its_hub_id_and_no_local_path(local, tmp_
                            (str(tmp_path), None), ("org/encoder", "org/encoder")):
         info_path.write_text(json.dumps({**info, "base_model": base}))
         assert render_model_card(source, "org/dry").data.base_model == expected, base
+    # Trial 21 (C62): the eval_results.json training writes holds the untrained model's scores under
+    # "before_training"; the card refused it. It is kept in the file and left out of the model-index.
+    evaluated = json.loads((source / "eval_results.json").read_text())
+    (source / "eval_results.json").write_text(json.dumps({**evaluated, "before_training": {"ndcg@10": 0.1}}))
+    assert len(render_model_card(source, "org/dry").data.eval_results) == 5
     # Training records the base in hyte_card.json by the same public name (trial 18: it wrote bundled:...).
     from hyte.results import public_model_name
 

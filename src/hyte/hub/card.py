@@ -188,16 +188,23 @@ def _read_card_info(model_dir: Path) -> dict[str, Any]:
     return info
 
 
+# Keys of eval_results.json that are records, not results of this model (training writes the untrained model's
+# scores under "before_training"): kept in the file, left out of the card's model-index (trial 21, C62: refused).
+_EVAL_RECORDS = ("before_training",)
+
+
 def _read_eval_results(model_dir: Path) -> list[EvalResult]:
     """eval_results.json -> one EvalResult per (task, dataset, metric); [] without the file."""
     path = model_dir / EVAL_RESULTS_FILE
     if not path.is_file():
         return []
     sections = _read_json(path)
-    if not isinstance(sections, dict) or set(sections) - set(_EVAL_TASKS):
+    if not isinstance(sections, dict) or set(sections) - set(_EVAL_TASKS) - set(_EVAL_RECORDS):
         raise ValueError(f"{path} must be an object with the keys {tuple(_EVAL_TASKS)}; got {sections!r:.200}.")
     results = []
     for section, entries in sections.items():
+        if section in _EVAL_RECORDS:
+            continue
         task_type, task_name = _EVAL_TASKS[section]
         for number, entry in enumerate(entries):
             if not (isinstance(entry, dict) and entry.get("dataset_name") and isinstance(entry.get("metrics"), dict)):
