@@ -688,3 +688,24 @@ def test_twelfth_trial_ids_links_and_unchecked_index_folders_are_named(tmp_path,
     # A bare LorentzIndex.save (vectors without texts, no index.json) still opens.
     (index / "documents.jsonl").unlink()
     assert main(["index", "search", "--index", str(index), "--query", "short fingers", "--k", "2"]) == 0
+
+
+def test_texts_longer_than_the_model_reads_are_counted_not_cut_silently(tmp_path, model_dir, capsys):
+    """Trial 21 (C27): a document past the model's token limit was encoded from its start without a word."""
+    docs = tmp_path / "docs.txt"
+    from hyte.encoders import load_encoder
+
+    limit = load_encoder(model_dir).token_limit
+    docs.write_text("\n".join([*DOCUMENTS, " ".join(["heart"] * limit)]) + "\n")  # limit + 2 tokens
+    assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output",
+                 str(tmp_path / "index")]) == 0
+    err = capsys.readouterr().err
+    assert f"note: 1 of {len(DOCUMENTS) + 1} texts are longer than the model's {limit} tokens" in err
+    assert "documents.jsonl keeps the full text" in err
+    assert main(["encode", "--model", str(model_dir), "--input", str(docs), "--max-length", "3", "--output",
+                 str(tmp_path / "d.npy")]) == 0
+    err = capsys.readouterr().err  # at 3 tokens ([CLS] word [SEP]) every one of these texts is cut
+    assert f"note: {len(DOCUMENTS) + 1} of {len(DOCUMENTS) + 1} texts are longer than the model's 3 tokens" in err
+    docs.write_text("\n".join(DOCUMENTS) + "\n")
+    assert main(["encode", "--model", str(model_dir), "--input", str(docs), "--output", str(tmp_path / "f.npy")]) == 0
+    assert "note:" not in capsys.readouterr().err

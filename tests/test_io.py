@@ -99,3 +99,21 @@ def test_input_files_that_are_folders_or_not_utf8_are_named(tmp_path):
     (tmp_path / "utf16.txt").write_text("short fingers\n", encoding="utf-16")
     with pytest.raises(ValueError, match=r"utf16\.txt: is not UTF-8 text .*save it as UTF-8"):
         read_texts(tmp_path / "utf16.txt")
+
+
+def test_enclosing_artifact_judges_the_given_path_and_the_real_one(tmp_path):
+    """The one check every output place makes: inside a model, run or index folder, directly or through a link."""
+    from hyte.results import enclosing_artifact
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (tmp_path / "free").mkdir()
+    (model / "sub").mkdir()
+    (tmp_path / "link").symlink_to(model / "sub", target_is_directory=True)  # a free place as given, not as real
+    assert enclosing_artifact(tmp_path / "free" / "out.json") is None
+    assert enclosing_artifact(model / "out.json") == (model, "config.json")
+    assert enclosing_artifact(tmp_path / "link") == (model.resolve(), "config.json")
+    assert enclosing_artifact(model) is None  # the folder itself only with itself=True
+    assert enclosing_artifact(model, itself=True) == (model, "config.json")
+    assert enclosing_artifact(model / "out.json", ("run.json",)) is None  # only the markers asked for

@@ -36,6 +36,13 @@ from .modeling_hyte import (
 HYTE_MODEL_TYPES = tuple(MODEL_KINDS)
 
 
+def count_truncated(tokenizer, texts: list[str], limit: int) -> int:
+    """How many of ``texts`` take more than ``limit`` tokens ([CLS] and [SEP] included): each is encoded from its
+    first ``limit`` tokens only, the rest of it never reaches its vector."""
+    lengths = tokenizer(list(texts), truncation=False, verbose=False)["input_ids"]  # verbose: no "longer than" warning
+    return sum(len(ids) > limit for ids in lengths)
+
+
 class HyteEncoder:
     """A HyTE model with its tokenizer: ``encode(texts, role)`` -> points (documents) or flipped points (queries)."""
 
@@ -54,6 +61,11 @@ class HyteEncoder:
     @property
     def curvature(self) -> float:
         return float(self.model.config.curvature) if self.model.is_hyperbolic else 0.0
+
+    @property
+    def token_limit(self) -> int:
+        """The tokens of a text that reach its vector (the rest is cut): max_length, or the model's positions."""
+        return self.max_length or self.model.config.max_position_embeddings
 
     def encode(self, texts: list[str], role: str = "document", batch_size: int = 32,
                show_progress_bar: bool | None = None) -> np.ndarray:
@@ -150,6 +162,11 @@ class EuclideanEncoder:
     @property
     def dim(self) -> int:
         return self.model.config.hidden_size
+
+    @property
+    def token_limit(self) -> int:
+        """The tokens of a text that reach its vector (the rest is cut)."""
+        return self.max_length
 
     @torch.no_grad()
     def _pooled(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:

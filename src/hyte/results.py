@@ -147,6 +147,20 @@ def given_and_real(path: str | os.PathLike) -> list[Path]:
     return list(dict.fromkeys((Path(path).absolute(), Path(path).resolve())))
 
 
+def enclosing_artifact(path: str | os.PathLike, markers: tuple[str, ...] = ARTIFACT_MARKERS, *,
+                       itself: bool = False) -> tuple[Path, str] | None:
+    """``(folder, marker)`` when ``path`` lies directly inside one of hyte's artifacts (``folder`` holds ``marker``;
+    with ``itself``, when ``path`` is one too), judged as given and through any symbolic link; else None. Every
+    output check asks this before writing: a file or folder there would sit among, or replace, the files that make
+    the artifact work, and ``hyte push`` would upload it with a model."""
+    for base in given_and_real(path):
+        for folder in (base, base.parent) if itself else (base.parent,):
+            marker = artifact_marker(folder, markers)
+            if marker:
+                return folder, marker
+    return None
+
+
 def check_output_folder(folder: str | os.PathLike, option: str, remedy: str) -> Path:
     """``folder`` as a Path, checked before any work as a place for a command's own output folder (``option``: how
     the user gave it, e.g. "--output-dir"; ``remedy``: the other folders it may be). ValueError when it is empty
@@ -159,11 +173,10 @@ def check_output_folder(folder: str | os.PathLike, option: str, remedy: str) -> 
     if folder.exists() and not folder.is_dir():
         raise NotADirectoryError(f"{option} {folder} is a file: give a folder ({remedy})")
     refuse_file_above(folder)
-    for place in [where for base in given_and_real(folder) for where in (base, base.parent)]:
-        marker = artifact_marker(place)
-        if marker:
-            raise FileExistsError(f"{option} {folder} is or lies inside a model, run or index folder ({place} holds "
-                                  f"{marker}): give a folder outside it ({remedy})")
+    enclosing = enclosing_artifact(folder, itself=True)
+    if enclosing:
+        raise FileExistsError(f"{option} {folder} is or lies inside a model, run or index folder ({enclosing[0]} "
+                              f"holds {enclosing[1]}): give a folder outside it ({remedy})")
     return folder
 
 
@@ -182,10 +195,10 @@ def check_output_place(path: str | os.PathLike, suffix: str, what: str, written_
             shown = path if place == path.absolute() else f"{path} (a link to {place})"
             raise ValueError(f"{shown}: {what} is written as {written_as}; give a {suffix} file (e.g. "
                              f"{path.with_suffix(suffix)})")
-        inside = artifact_marker(place.parent)
-        if inside:
-            raise ValueError(f"{place.parent} is a model, run or index folder (it holds {inside}): write {what} "
-                             f"somewhere else, e.g. {example}")
+    enclosing = enclosing_artifact(path)
+    if enclosing:
+        raise ValueError(f"{enclosing[0]} is a model, run or index folder (it holds {enclosing[1]}): write {what} "
+                         f"somewhere else, e.g. {example}")
     if path.is_dir():
         raise ValueError(f"{path} is a folder: give the path of {what}'s file, e.g. {path / Path(example).name}")
     return path

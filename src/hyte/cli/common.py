@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from ..io import read_texts, refuse_file_above
-from ..results import artifact_marker, given_and_real
+from ..results import enclosing_artifact, given_and_real
 
 __all__ = ["MODEL_HELP", "Parser", "UserError", "check_model_path", "fmt", "label_of", "load_model_encoder",
            "print_hits", "queries_of"]
@@ -136,16 +136,29 @@ def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, mod
     # A symbolic link is judged by the file it points to as well (C13/C116: a link named x.safetensors pointing at a
     # model's weights had them overwritten).
     for place in given_and_real(path):
-        shown = path if place == path.absolute() else f"{path} (a link to {place})"
         if place.suffix not in suffixes:
+            shown = path if place == path.absolute() else f"{path} (a link to {place})"
             raise UserError(f"{option} {shown}: give a {' or '.join(suffixes)} file")
-        marker = None if model_folder_ok else artifact_marker(place.parent)
-        if marker:  # a model's weights could be replaced; an index folder's stray file blocks its rebuild (C57)
-            raise UserError(f"{option} {shown} is inside a model folder or another of hyte's outputs ({place.parent} "
-                            f"holds {marker}): write it elsewhere")
+    enclosing = None if model_folder_ok else enclosing_artifact(path)
+    if enclosing:  # a model's weights could be replaced; an index folder's stray file blocks its rebuild (C57)
+        shown = path if path.resolve() == path.absolute() else f"{path} (a link to {path.resolve()})"
+        raise UserError(f"{option} {shown} is inside a model folder or another of hyte's outputs ({enclosing[0]} "
+                        f"holds {enclosing[1]}): write it elsewhere")
     if path.exists() and not overwrite:
         raise UserError(f"{path} exists: pass --overwrite to replace it or give another {option}")
     return path
+
+
+def note_truncated(tokenizer, texts: list[str], limit: int, kept: str = "") -> None:
+    """A note on stderr when texts are longer than the model reads (C27: they were cut without a word). ``kept``:
+    where their full text stays, if anywhere."""
+    from ..encoders import count_truncated
+
+    cut = count_truncated(tokenizer, texts, limit)
+    if cut:
+        print(f"note: {cut} of {len(texts)} texts are longer than the model's {limit} tokens: each is encoded from its "
+              f"first {limit} tokens only{kept}; split long texts into passages (e.g. by paragraph) to have all of "
+              "their text searched", file=sys.stderr)
 
 
 def k_within(k: int, documents: int, use: str) -> int:

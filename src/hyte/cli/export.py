@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..bundled import resolve_model
-from ..results import NON_MODEL_MARKERS, artifact_marker
+from ..results import NON_MODEL_MARKERS, enclosing_artifact
 from .common import MODEL_HELP, UserError, check_new_file
 
 __all__ = ["add_commands"]
@@ -25,10 +25,10 @@ def _export_onnx(args: argparse.Namespace) -> int:
     if (output.parent / "config.json").is_file() and output.parent.resolve() != Path(args.model).resolve():
         raise UserError(f"--output {output} is inside another model's folder ({output.parent}): that model would "
                         f"ship this graph (e.g. with hyte push); write it into {args.model} or a folder of its own")
-    inside = artifact_marker(output.parent, NON_MODEL_MARKERS)
-    if inside:
-        raise UserError(f"--output {output} is inside a run, index or vector folder ({output.parent} holds "
-                        f"{inside}): write it into {args.model} or a folder of its own")
+    enclosing = enclosing_artifact(output, NON_MODEL_MARKERS)
+    if enclosing:
+        raise UserError(f"--output {output} is inside a run, index or vector folder ({enclosing[0]} holds "
+                        f"{enclosing[1]}): write it into {args.model} or a folder of its own")
     path = export_onnx(args.model, output)
     print(f"wrote {path} (inputs input_ids, attention_mask; outputs documents, queries); check it against PyTorch "
           f"with hyte.export.onnx_matches_pytorch")

@@ -18,10 +18,12 @@ import argparse
 from pathlib import Path
 
 from ..io import read_texts, refuse_file_above, write_vectors
-from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, k_within, positive_float, positive_int,
-                     print_hits, queries_of)
+from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, k_within, note_truncated, positive_float,
+                     positive_int, print_hits, queries_of)
 
 __all__ = ["add_commands", "open_searcher"]
+
+KEPT = " (documents.jsonl keeps the full text)"  # what an index folder keeps of a text cut to the model's tokens
 
 
 def _encode(args: argparse.Namespace) -> int:
@@ -45,6 +47,7 @@ def _encode(args: argparse.Namespace) -> int:
     check_new_file(args.output, (".npy", ".safetensors"), args.overwrite, model_folder_ok=False)
     texts, _ = read_texts(args.input)
     encoder = load_encoder(args.model, max_length=args.max_length)
+    note_truncated(encoder.tokenizer, texts, encoder.token_limit)
     vectors = encoder.encode(texts, role=args.role, batch_size=args.batch_size, show_progress_bar=True)
     write_vectors(args.output, vectors, {"model": str(args.model), "role": args.role, "kind": encoder.kind,
                                          "curvature": str(encoder.curvature)})
@@ -84,7 +87,7 @@ def _trie_override(args: argparse.Namespace, texts: list[str], tokenizer, max_le
 
 def _check_output_folder(output: str, overwrite: bool) -> None:
     """Before anything is encoded: an existing index folder is replaced only with --overwrite, anything else never."""
-    from ..results import artifact_marker, given_and_real
+    from ..results import enclosing_artifact
     from ..retrieval.folder import check_replaceable_index_folder, is_index_folder
 
     if not output.strip():
@@ -93,11 +96,10 @@ def _check_output_folder(output: str, overwrite: bool) -> None:
     refuse_file_above(path)  # notes.txt/index failed only once the model had been loaded (T17)
     if path.is_file():
         raise UserError(f"--output {output} is a file: give the index folder to write (new, empty, or an index)")
-    for place in given_and_real(path):  # through a symbolic link too (trial 20)
-        inside = artifact_marker(place.parent)
-        if inside:  # an index in a model folder would be uploaded with it by hyte push, documents and all
-            raise UserError(f"--output {output} is inside a model, run or index folder ({place.parent} holds "
-                            f"{inside}): write the index to a folder of its own, e.g. beside the model")
+    enclosing = enclosing_artifact(path)
+    if enclosing:  # an index in a model folder would be uploaded with it by hyte push, documents and all
+        raise UserError(f"--output {output} is inside a model, run or index folder ({enclosing[0]} holds "
+                        f"{enclosing[1]}): write the index to a folder of its own, e.g. beside the model")
     if not path.exists() or path.is_dir() and not any(path.iterdir()):
         return
     if not is_index_folder(path):
@@ -159,6 +161,7 @@ def _index_build(args: argparse.Namespace) -> int:
         from ..retrieval.folder import build_phrase_index_folder
 
         model, tokenizer = load_phrase_model(str(args.model))
+        note_truncated(tokenizer, texts, args.max_length or model.backbone.config.max_position_embeddings, KEPT)
         folder = build_phrase_index_folder(
             model, tokenizer, texts, args.output, ids=ids, kind=args.kind, dtype=args.phrase_dtype,
             model_name=str(args.model), batch_size=args.batch_size, max_length=args.max_length,
@@ -172,6 +175,7 @@ def _index_build(args: argparse.Namespace) -> int:
     from ..retrieval.folder import build_index_folder
 
     encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
+    note_truncated(encoder.tokenizer, texts, encoder.token_limit, KEPT)
     folder = build_index_folder(encoder, texts, args.output, ids=ids, kind=args.kind, batch_size=args.batch_size,
                                 show_progress_bar=True, overwrite=args.overwrite)
     message = f"indexed {len(folder.index)} documents ({args.kind}) in {args.output}"
@@ -227,6 +231,7 @@ def _index_build_pgvector(args: argparse.Namespace) -> int:
     PgVectorIndex.check_table_free(args.dsn, args.table, args.overwrite)  # before the texts are read or encoded
     texts, ids = read_texts(args.input)
     encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
+    note_truncated(encoder.tokenizer, texts, encoder.token_limit, " (the table keeps the full text)")
     with build_pgvector_index(encoder, texts, args.dsn, args.table, ids=ids, kind=args.kind, overwrite=args.overwrite,
                               max_norm=args.max_norm, batch_size=args.batch_size, show_progress_bar=True) as index:
         message = f"indexed {len(index)} documents ({args.kind}) in table {args.table} of {redacted(index.dsn)}"

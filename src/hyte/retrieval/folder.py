@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..io import atomic_directory, check_only_owned, file_sha256, id_problem, read_json_file, saved_directory
-from ..results import artifact_marker, given_and_real, is_vector_shard_folder
+from ..results import enclosing_artifact, is_vector_shard_folder
 from .documents import DOCUMENTS_FILE, read_documents, write_documents
 from .index import INDEX_FILE, METADATA_FILE, LorentzIndex
 
@@ -53,11 +53,10 @@ INDEX_FOLDER_ENTRIES = (*_MARKERS, DOCUMENTS_FILE, INDEX_FILE, "global", "phrase
 def check_index_folder_free(directory: str | os.PathLike, overwrite: bool) -> None:
     """Refuse (FileExistsError) to write an index folder over an existing one unless ``overwrite``, or inside a
     model, run or index folder (through a symbolic link too), as the command line does (trial 20, S3)."""
-    for place in given_and_real(directory):
-        inside = artifact_marker(place.parent)
-        if inside:  # hyte push would upload the index, documents and all, with the model
-            raise FileExistsError(f"{directory} is inside a model, run or index folder ({place.parent} holds "
-                                  f"{inside}): save the index to a folder of its own, e.g. beside the model")
+    enclosing = enclosing_artifact(directory)
+    if enclosing:  # hyte push would upload the index, documents and all, with the model
+        raise FileExistsError(f"{directory} is inside a model, run or index folder ({enclosing[0]} holds "
+                              f"{enclosing[1]}): save the index to a folder of its own, e.g. beside the model")
     if is_index_folder(directory) and not overwrite:
         raise FileExistsError(f"{directory} already holds an index: pass overwrite=True to replace it (atomically, "
                               "once the new one is written), or choose another folder")

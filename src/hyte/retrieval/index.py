@@ -45,7 +45,7 @@ from .. import __version__ as _hyte_version
 from .. import lorentz
 from ..io import atomic_directory, read_json_file, saved_directory
 from ..lineage import IncompatibleIndexError
-from ..results import artifact_marker, given_and_real
+from ..results import enclosing_artifact
 from .store import (
     HyperboloidStore,
     certified_top_k,
@@ -469,11 +469,10 @@ class LorentzIndex(HyperboloidStore):
         (``hyte.io.atomic_directory``). A failure at any step leaves the previous index in place; a crash between the
         two renames leaves it as the backup, which ``load`` falls back to.
         """
-        for place in given_and_real(directory):  # as the command line refuses (trial 20, S3)
-            inside = artifact_marker(place.parent)
-            if inside:
-                raise ValueError(f"{directory} is inside a model, run or index folder ({place.parent} holds {inside}): "
-                                 "save the index to a folder of its own, e.g. beside the model")
+        enclosing = enclosing_artifact(directory)
+        if enclosing:  # as the command line refuses (trial 20, S3)
+            raise ValueError(f"{directory} is inside a model, run or index folder ({enclosing[0]} holds "
+                             f"{enclosing[1]}): save the index to a folder of its own, e.g. beside the model")
         texts = [name for name in ("index.json", "documents.jsonl") if (Path(directory) / name).is_file()]
         if texts:
             # Replacing the folder would drop its texts and manifest: the bare index cannot carry them.

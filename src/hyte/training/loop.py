@@ -19,7 +19,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..io import atomic_directory, read_json_file, refuse_file_above, write_text_atomically
-from ..results import ARTIFACT_MARKERS, artifact_marker, given_and_real, portable_paths, public_model_name
+from ..results import ARTIFACT_MARKERS, enclosing_artifact, portable_paths, public_model_name
 from ..retrieval.folder import FOLDER_FILE
 from .config import ConfigError, LoraSpec, RunConfig
 from .data import hierarchy_for, refuse_lone_batches
@@ -165,7 +165,7 @@ _NO_RUN_INSIDE = tuple(marker for marker in ARTIFACT_MARKERS if marker != RUN_FI
 
 
 def _refuse_model_folder(output_dir: Path) -> None:
-    """RunFolderError when ``output_dir`` is a model or index folder, or lies inside one (``artifact_marker``, the
+    """RunFolderError when ``output_dir`` is a model or index folder, or lies inside one (``enclosing_artifact``, the
     check ``hyte index build`` makes of its output): the run's checkpoints and final/ would sit among that folder's
     files, and ``hyte push`` would upload them with its model. A file there, or above it, is refused too (T115: the
     OS's "[Errno 17] File exists" came only after the model was loaded)."""
@@ -179,13 +179,12 @@ def _refuse_model_folder(output_dir: Path) -> None:
         raise RunFolderError(f"training.output_dir {output_dir} is a model or index folder, not a run folder"
                              f"{run_folder or ': choose another training.output_dir'} (the run writes checkpoints "
                              f"and final/ into it)")
-    for place in given_and_real(output_dir):  # through a symbolic link too (trial 20)
-        parent = place.parent
-        inside = artifact_marker(parent, _NO_RUN_INSIDE)
-        if inside:
-            raise RunFolderError(f"training.output_dir {output_dir} is inside a model or index folder ({parent} "
-                                 f"holds {inside}): give the run a folder of its own outside it, e.g. "
-                                 f"{parent.parent / 'runs' / output_dir.name}")
+    enclosing = enclosing_artifact(output_dir, _NO_RUN_INSIDE)
+    if enclosing:
+        parent, inside = enclosing
+        raise RunFolderError(f"training.output_dir {output_dir} is inside a model or index folder ({parent} "
+                             f"holds {inside}): give the run a folder of its own outside it, e.g. "
+                             f"{parent.parent / 'runs' / output_dir.name}")
 
 
 def finished_run(config: RunConfig) -> Path | None:
