@@ -37,10 +37,13 @@ import torch
 from hyte.results import portable_command, write_result
 from hyte.training.config import parse_override
 
-OLD_CONFIG = Path("configs/compat_old_hyte_h.yaml")
-NEW_CONFIG = Path("configs/compat_new_hbct.yaml")
+# recipe: (the OLD model's config, the NEW models' config). "brief": the recorded run's pair (an old model whose radius
+# barely varies); "hierarchy": the hierarchy-aware recipe as the old model, its upgrade (twice the data and steps) as
+# the new one (issue 26, part 3; benchmarks/run_uncertainty_gate.py first tests whether its q predicts errors).
+RECIPES = {"brief": (Path("configs/compat_old_hyte_h.yaml"), Path("configs/compat_new_hbct.yaml")),
+           "hierarchy": (Path("configs/finetune_hyte_h_hierarchy.yaml"), Path("configs/compat_new_hbct_hierarchy.yaml"))}
 
-# name: overrides of the `compatible` section (the rest comes from NEW_CONFIG: rince, cone, q = uncertainty).
+# name: overrides of the `compatible` section (the rest comes from the new models' config: rince, cone, q).
 VARIANTS = {
     "independent": {"weight": 0.0},  # no compatibility objective: the reference new model
     "hbct": {},  # cone + RINCE with q = q(h_old)
@@ -60,7 +63,8 @@ def _load(path: Path, overrides: dict):
     return load_config(path, overrides)
 
 
-def _train(config, resume: bool = True) -> Path:
+def train_once(config, resume: bool = True) -> Path:
+    """Train (or finish) one run of ``config``; returns its final folder (kept with its train_seconds.txt)."""
     from hyte.runner import run
     from hyte.training.loop import remove_checkpoints
 
@@ -149,7 +153,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="retrieval and hierarchy queries per ontology")
     parser.add_argument("--documents", type=int, default=1000)
     parser.add_argument("--permutations", type=int, default=1000)
-    parser.add_argument("--runs-dir", type=Path, default=Path("runs/compat"))
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="brief",
+                        help="brief: the recorded old/new pair; hierarchy: the hierarchy-aware recipe as the old "
+                             "model (its radius varies) and its upgrade as the new ones (RECIPES)")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="default runs/compat (hierarchy: "
+                                                                     "runs/compat-hierarchy)")
     parser.add_argument("--old-dir", type=Path, default=None,
                         help="the old model's run folder (default RUNS_DIR/old; trained there if it has no final)")
     parser.add_argument("--start", choices=["fresh", "old"], default="fresh",
@@ -172,12 +180,13 @@ def main() -> None:
     from hyte.compatibility.evaluation import MemoEncoder, compatibility_matrix, heldout_sets, uncertainty_calibration
     from hyte.encoders import load_encoder
 
-    runs = args.runs_dir
-    old_config = _load(OLD_CONFIG, {"training.output_dir": str(args.old_dir or runs / "old")})
+    old_path, new_path = RECIPES[args.recipe]
+    runs = args.runs_dir or Path("runs/compat" if args.recipe == "brief" else "runs/compat-hierarchy")
+    old_config = _load(old_path, {"training.output_dir": str(args.old_dir or runs / "old")})
     if old_config.training.seed in set(args.seeds) | set(args.ablation_seeds or []):
         raise SystemExit(f"seed {old_config.training.seed} is the old model's: its new model would start from the "
                          f"old model's initial weights (see --seeds)")
-    old_dir = _train(old_config)
+    old_dir = train_once(old_config)
     old = MemoEncoder(load_encoder(old_dir, max_length=64))
     sets = heldout_sets(("hpo", "icd10"), queries=args.queries, documents=args.documents,
                         hierarchy_queries=args.queries)
@@ -205,9 +214,9 @@ def main() -> None:
         if not args.train and not (output_dir / "final").is_dir():
             print(f"{name}: not trained, skipped (--no-train)", flush=True)
             continue
-        config = _load(NEW_CONFIG, overrides)
+        config = _load(new_path, overrides)
         _share_cache(runs, output_dir, seed)
-        new_dir = _train(config)
+        new_dir = train_once(config)
         scores = _scores(output_dir / "scores.json", lambda: {
             "matrix": compatibility_matrix(old, load_encoder(new_dir, max_length=64), sets)})
         per_seed.setdefault(variant, {})[seed] = scores
@@ -216,15 +225,16 @@ def main() -> None:
         hpo = scores["matrix"]["hpo"]
         print(f"{name}: HPO nDCG@10 old->old {hpo['old->old']['ndcg@10']:.4f}  new->old "
               f"{hpo['new->old']['ndcg@10']:.4f}  new->new {hpo['new->new']['ndcg@10']:.4f}", flush=True)
-        _write(args, old_config, per_seed, calibration, train_seconds)  # after every run: partial results count
+        _write(args, old_config, new_path, per_seed, calibration, train_seconds)  # after every run: partial results count
 
 
-def _write(args, old_config, per_seed, calibration, train_seconds) -> None:
+def _write(args, old_config, new_path, per_seed, calibration, train_seconds) -> None:
     payload = {
         "benchmark": "compatibility_upgrade",
-        "old_model": {"config": str(OLD_CONFIG), "seed": old_config.training.seed,
+        "recipe": args.recipe,
+        "old_model": {"config": str(RECIPES[args.recipe][0]), "seed": old_config.training.seed,
                       "steps": old_config.training.max_steps, "data": old_config.data.source},
-        "new_model": {"config": str(NEW_CONFIG), "data": "hpo+icd10", "start": args.start,
+        "new_model": {"config": str(new_path), "data": "hpo+icd10", "start": args.start,
                       "overrides": args.overrides},
         "variants": {name: VARIANTS[name] for name in args.variants},
         "data": {"queries": args.queries, "documents": args.documents, "hierarchy_queries": args.queries,

@@ -436,6 +436,38 @@ def test_uncertainty_distribution_reports_spread_and_saturation():
     assert _uncertainty_distribution_lines({"hpo": {"queries": 3}}) == []
 
 
+def test_the_uncertainty_gate_counts_the_seeds_where_q_predicts_errors(tmp_path):
+    """Issue 26, part 3: q must be shown to predict the old model's errors (rho > 0, permutation p < 0.05) seed by
+    seed before a comparison relies on it; a q unrelated to the errors, or running against them, does not count."""
+    from hyte.compatibility.evaluation import calibration, calibration_verdict, uncertainty_distribution
+    from hyte.compatibility.report import render_uncertainty_section
+
+    rng = np.random.default_rng(0)
+
+    def result(q, errors):
+        entry = {"mean": float(q.mean()), "sd": float(q.std()), **calibration(q, errors, permutations=200,
+                                                                                bootstrap=50)}
+        return {"queries": len(q), "error_rate_at_1": float((errors > 1).mean()), "q_query": entry,
+                "q_positive": entry, "documents": uncertainty_distribution(rng.uniform(0.5, 2.0, 50), 1.0)}
+
+    errors = [rng.integers(1, 40, size=150).astype(float) for _ in range(3)]
+    tracking = {f"s{i}": result(e + rng.normal(0, 2, 150), e) for i, e in enumerate(errors)}
+    against = {f"s{i}": result(-e, e) for i, e in enumerate(errors)}  # strongly correlated, the wrong way round
+    unrelated = {f"s{i}": result(rng.normal(size=150), e) for i, e in enumerate(errors)}
+    assert calibration_verdict(tracking)["q_query"]["predicting_seeds"] == 3
+    assert calibration_verdict(against)["q_positive"]["predicting_seeds"] == 0
+    assert calibration_verdict(against)["q_positive"]["rho_mean"] < -0.9
+    assert calibration_verdict(unrelated)["q_query"]["predicting_seeds"] <= 1  # p < 0.05 by chance at most once
+    with pytest.raises(ValueError, match="no calibration results"):
+        calibration_verdict({})
+    payload = {"benchmark": "compatibility_uncertainty", "recipes": {"tracking": "a.yaml", "against": "b.yaml"},
+               "runs": {"tracking": tracking, "against": against},
+               "verdict": {"tracking": calibration_verdict(tracking), "against": calibration_verdict(against)}}
+    text = "\n".join(render_uncertainty_section([(tmp_path / "gate.json", payload)]))
+    assert "| tracking | `a.yaml` | 3 |" in text and "| 3/3 |" in text and "| 0/3 |" in text
+    assert "| against s2 |" in text and "q at RINCE's floor" in text
+
+
 @pytest.mark.slow  # a second base encoder, ~10 s
 def test_new_hyte_h_on_another_base_and_hidden_size_is_projected_into_the_old_space(tmp_path, old_model,
                                                                                   bert_tokenizer):

@@ -256,6 +256,22 @@ def uncertainty_calibration(old_encoder, retrieval_set, permutations: int = 1000
                            **calibration(q_positive, ranks, permutations, seed=seed + 1)}}
 
 
+def calibration_verdict(by_seed: Mapping[str, dict], alpha: float = 0.05) -> dict:
+    """Over old models of one recipe (``uncertainty_calibration`` results by seed): per q kind, the seeds where q
+    predicts errors (rho > 0 with permutation p < ``alpha``), mean and sd of rho over seeds; and the mean sd of the
+    documents' distance d(o, h_old) (how much the radius varies at all)."""
+    if not by_seed:
+        raise ValueError("no calibration results to judge")
+    results = list(by_seed.values())
+    verdict = {"seeds": len(results), "distance_sd": float(np.mean([r["documents"]["distance"]["sd"] for r in results]))}
+    for which in ("q_query", "q_positive"):
+        rhos = np.array([r[which]["spearman"] for r in results])
+        verdict[which] = {"predicting_seeds": sum(r[which]["spearman"] > 0 and r[which]["permutation_p"] < alpha
+                                                  for r in results),
+                          "rho_mean": float(rhos.mean()), "rho_sd": float(rhos.std(ddof=1)) if len(rhos) > 1 else 0.0}
+    return verdict
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # BENCHMARKS.md section (registered in ``report.py``)
 # ----------------------------------------------------------------------------------------------------------------

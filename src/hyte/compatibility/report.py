@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..markdown import runs, table
 from .evaluation import PAIRS
 
-__all__ = ["render_matrix_section", "render_upgrade_section"]
+__all__ = ["render_matrix_section", "render_uncertainty_section", "render_upgrade_section"]
 
 ONTOLOGY_NAMES = {"hpo": "HPO held-out branches", "icd10": "ICD-10-CM held-out chapters"}
 
@@ -65,12 +65,58 @@ def _uncertainty_distribution_lines(calibration: dict) -> list[str]:
             "", *table(header, rows)]
 
 
+def _calibration_table(results: dict[str, dict], first: str) -> list[str]:
+    """One row per (result, q of the query / of its positive) of ``uncertainty_calibration`` results, by row label;
+    ``first``: the first column's header."""
+    header = [first, "queries", "old error rate @1", "q of", "mean q ± sd", "Spearman(q, rank)", "95% CI",
+              "permuted-q rho (mean ± sd)", "permutation p"]
+    rows = []
+    for label, result in results.items():
+        for which in ("q_query", "q_positive"):
+            entry = result[which]
+            rows.append([label, result["queries"], f"{result['error_rate_at_1']:.3f}", which.replace("q_", ""),
+                         f"{entry['mean']:.3f} ± {entry['sd']:.3f}", f"{entry['spearman']:+.3f}",
+                         f"[{entry['ci95'][0]:+.3f}, {entry['ci95'][1]:+.3f}]",
+                         f"{entry['permuted_mean']:+.3f} ± {entry['permuted_sd']:.3f}", f"{entry['permutation_p']:.3f}"])
+    return table(header, rows)
+
+
+def render_uncertainty_section(items: list) -> list[str]:
+    """Markdown lines for ``compatibility_uncertainty`` results (benchmarks/run_uncertainty_gate.py): does the old
+    model's q predict its errors on validation branches, per old recipe and seed (issue 26, before any comparison)."""
+    lines = ["## HBCT's uncertainty: does q(h_old) predict the old model's errors? (validation branches)", "",
+             "`benchmarks/run_uncertainty_gate.py`: old models trained with HPO validation and test branches held out "
+             "(`data.hpo_test_fraction = 0.35`), scored on the validation branches only (held out at 0.35, not "
+             "among the test branches at 0.2). q predicts errors in a seed when Spearman(q, rank of the positive) "
+             "> 0 with permutation p < 0.05.", ""]
+    for path, payload in items:
+        lines += [f"### `{path.name}`", ""]
+        header = ["old recipe", "config", "seeds", "sd d(o, h_old) (mean over seeds)", "q of query: predicting "
+                  "seeds", "rho mean ± sd", "q of positive: predicting seeds", "rho mean ± sd"]
+        rows = []
+        for recipe, verdict in payload.get("verdict", {}).items():
+            query, positive = verdict["q_query"], verdict["q_positive"]
+            rows.append([recipe, f"`{payload['recipes'][recipe]}`", verdict["seeds"], f"{verdict['distance_sd']:.4f}",
+                         f"{query['predicting_seeds']}/{verdict['seeds']}",
+                         f"{query['rho_mean']:+.3f} ± {query['rho_sd']:.3f}",
+                         f"{positive['predicting_seeds']}/{verdict['seeds']}",
+                         f"{positive['rho_mean']:+.3f} ± {positive['rho_sd']:.3f}"])
+        lines += table(header, rows)
+        by_run = {f"{recipe} {seed}": result for recipe, by_seed in payload.get("runs", {}).items()
+                  for seed, result in by_seed.items()}
+        lines += ["Per old model:", "", *_calibration_table(by_run, "old model")]
+        lines += _uncertainty_distribution_lines(by_run)
+        if payload.get("notes"):
+            lines += ["Reading:", "", *(f"- {note}" for note in payload["notes"]), ""]
+        lines += runs([(path, payload)])
+    return lines
+
+
 def render_upgrade_section(items: list) -> list[str]:
     """Markdown lines for ``compatibility_upgrade`` results (benchmarks/run_compatibility.py)."""
     lines = ["## Backward-compatible upgrades: HBCT vs Euclidean BCT (held-out branches and chapters)", "",
-             "`benchmarks/run_compatibility.py`: one OLD HyTE-H (bundled all-MiniLM-L6-v2, HPO training branches "
-             "only, `configs/compat_old_hyte_h.yaml`) is trained once and held fixed; every NEW model (HPO + "
-             "ICD-10-CM training data, 3x the steps; `configs/compat_new_hbct.yaml`) must "
+             "`benchmarks/run_compatibility.py`: one OLD HyTE-H (bundled all-MiniLM-L6-v2; its config is named per "
+             "file) is trained once and held fixed; every NEW model (more data and steps than the old one) must "
              "search its index. `a->b` = queries embedded by a, documents (the index) by b. `independent` = the "
              "new model without compatibility objective (the reference of P_com / P_up); `hbct` = cone + RINCE "
              "with q = q(h_old) (the cone's aperture widened by (1 + q): HyTE's addition, not the seed's); `l2-bct` = the Euclidean BCT baseline (squared L2 between the new embedding and "
@@ -86,7 +132,9 @@ def render_upgrade_section(items: list) -> list[str]:
         overrides = payload.get("new_model", {}).get("overrides") or {}
         changed = ", ".join(f"`{key}={value}`" for key, value in overrides.items())
         changed = f"; new-model config changed: {changed}" if changed else ""
-        lines += [f"### `{path.name}`: new models start from {origin}; seeds {seeds}{changed}", ""]
+        configs = (f"old model `{payload.get('old_model', {}).get('config', '?')}`, new models "
+                   f"`{payload.get('new_model', {}).get('config', '?')}`")
+        lines += [f"### `{path.name}`: {configs}; new models start from {origin}; seeds {seeds}{changed}", ""]
         for ontology, title in ONTOLOGY_NAMES.items():
             if not any(ontology in by for by in summary.values()):
                 continue
@@ -113,22 +161,12 @@ def render_upgrade_section(items: list) -> list[str]:
             lines += ["Reading:", "", *(f"- {note}" for note in payload["notes"]), ""]
         calibration = payload.get("calibration")
         if calibration:
-            header = ["held-out set", "queries", "old error rate @1", "q of", "mean q ± sd", "Spearman(q, rank)",
-                      "95% CI", "permuted-q rho (mean ± sd)", "permutation p"]
-            rows = []
-            for ontology, result in calibration.items():
-                for which in ("q_query", "q_positive"):
-                    entry = result[which]
-                    rows.append([ONTOLOGY_NAMES.get(ontology, ontology), result["queries"],
-                                 f"{result['error_rate_at_1']:.3f}", which.replace("q_", ""),
-                                 f"{entry['mean']:.3f} ± {entry['sd']:.3f}", f"{entry['spearman']:+.3f}",
-                                 f"[{entry['ci95'][0]:+.3f}, {entry['ci95'][1]:+.3f}]",
-                                 f"{entry['permuted_mean']:+.3f} ± {entry['permuted_sd']:.3f}",
-                                 f"{entry['permutation_p']:.3f}"])
             lines += ["Calibration (the reviewers' test): Spearman correlation between q(h_old) = 1 - tanh(d(o, "
                       "h_old)) and the old model's per-query error (rank of the positive, 1 = right), for q of the "
                       "query's own old embedding and of its positive document's (the q that training uses); "
-                      "control: q permuted across queries.", "", *table(header, rows)]
+                      "control: q permuted across queries.", "",
+                      *_calibration_table({ONTOLOGY_NAMES.get(name, name): result
+                                           for name, result in calibration.items()}, "held-out set")]
             lines += _uncertainty_distribution_lines(calibration)
         lines += runs([(path, payload)])
     return lines

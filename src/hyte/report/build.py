@@ -21,7 +21,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from ..compatibility.report import render_matrix_section, render_upgrade_section
+from ..compatibility.report import render_matrix_section, render_uncertainty_section, render_upgrade_section
 from ..io import check_path_kind, write_text_atomically
 from ..phrase.report import render_section as render_phrase_section
 from .evaluation import hierarchy_section, mteb_section, radius_section, rag_section, retrieval_section
@@ -32,9 +32,9 @@ from .speed import encode_section, forward_section, index_section
 
 __all__ = ["load_results", "write_benchmarks_md"]
 
-SECTION_ORDER = ("from_scratch", "specificity", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade", "compatibility", "hierarchy",
-                 "phrase", "retrieval", "radius", "mteb", "rag", "forward", "encode", "index", "serving_radius",
-                 "serving_scale")
+SECTION_ORDER = ("from_scratch", "specificity", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade",
+                 "compatibility_uncertainty", "compatibility", "hierarchy", "phrase", "retrieval", "radius", "mteb",
+                 "rag", "forward", "encode", "index", "serving_radius", "serving_scale")
 
 
 def load_results(results_dir: str | os.PathLike) -> tuple[dict[str, list[tuple[Path, dict]]], list[tuple[Path, str]]]:
@@ -122,6 +122,7 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
                 "hierarchy_sweep": hierarchy_sweep_section, "hierarchy": hierarchy_section,
                 "retrieval": retrieval_section, "mteb": mteb_section, "rag": rag_section, "forward": forward_section,
                 "encode": encode_section, "compatibility_upgrade": render_upgrade_section,
+                "compatibility_uncertainty": render_uncertainty_section,
                 "compatibility": render_matrix_section, "phrase": render_phrase_section,
                 "radius": lambda items: radius_section(items, markdown_dir),
                 "index": lambda items: index_section(items, markdown_dir),
