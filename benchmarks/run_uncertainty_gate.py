@@ -48,7 +48,6 @@ def main() -> None:
     parser.add_argument("--recipes", nargs="+", choices=sorted(OLD_RECIPES), default=sorted(OLD_RECIPES))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--queries", type=int, default=300, help="validation queries")
-    parser.add_argument("--documents", type=int, default=2000, help="validation corpus size")
     parser.add_argument("--permutations", type=int, default=1000)
     parser.add_argument("--runs-dir", type=Path, default=Path("runs/uncertainty-gate"))
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/compatibility_uncertainty.json"))
@@ -60,7 +59,8 @@ def main() -> None:
     from hyte.evaluation.heldout import _hpo_sets
     from hyte.training import load_config
 
-    sizes = {"queries": args.queries, "documents": args.documents, "hierarchy_queries": 1, "per_depth": 1}
+    # The validation corpus is every defined term of the validation branches (hyte.data.hpo.retrieval_split).
+    sizes = {"queries": args.queries, "documents": 0, "hierarchy_queries": 1, "per_depth": 1}
     validation = _hpo_sets("validation", sizes, TEST_FRACTION, VALIDATION_FRACTION, split_seed=0, seed=0)["retrieval"]
     results: dict[str, dict[str, dict]] = {}
     train_seconds = {}
@@ -86,7 +86,7 @@ def main() -> None:
                "recipes": {name: str(OLD_RECIPES[name]) for name in args.recipes},
                "data": {"split": "validation", "ontology": "hpo", "validation_fraction": VALIDATION_FRACTION,
                         "test_fraction": TEST_FRACTION, "split_seed": 0, "sample_seed": 0,
-                        "queries": args.queries, "documents": args.documents},
+                        "queries": args.queries, "documents": len(validation[1])},
                "seeds": args.seeds, "permutations": args.permutations, "runs": results,
                "verdict": {recipe: calibration_verdict(by_seed) for recipe, by_seed in results.items()},
                "train_seconds": train_seconds,
