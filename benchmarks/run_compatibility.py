@@ -4,10 +4,15 @@ training.
 
     python benchmarks/run_compatibility.py --seeds 1 2 3 --ablation-seeds 1    # the recorded run
     python benchmarks/run_compatibility.py --seeds 1 --variants hbct independent   # a subset
+    python benchmarks/run_compatibility.py --recipe hierarchy --seeds 1 2 3 --variants independent hbct l2-bct
 
-1. The OLD model (configs/compat_old_hyte_h.yaml, seed 0) is trained once and held fixed for every method. New
+``--recipe`` (RECIPES) names the old/new config pair: ``brief`` (the default, below) or ``hierarchy`` (the
+hierarchy-aware recipe ``hyte quickstart`` trains as the old model, whose radius varies, and its upgrade with twice
+the data and steps, configs/compat_new_hbct_hierarchy.yaml; output compatibility_upgrade_hierarchy.json).
+
+1. The OLD model (brief: configs/compat_old_hyte_h.yaml, seed 0) is trained once and held fixed for every method. New
    models use other seeds, so their HyTE-H projection starts from another random rotation than the old one's.
-2. For each seed and variant, a NEW model is trained from configs/compat_new_hbct.yaml (more data, more steps, a
+2. For each seed and variant, a NEW model is trained from configs/compat_new_hbct.yaml (brief; more data, more steps, a
    fresh projection) with the variant's ``compatible`` section (VARIANTS). "independent" (weight 0) is the new model
    trained without compatibility: the reference of P_com / P_up, and the check that compatibility needs training.
 3. Every new model is scored on the compatibility matrix (old->old, new->old, new->new; retrieval nDCG@10, R@1 and
@@ -169,7 +174,8 @@ def main() -> None:
     parser.add_argument("--no-train", dest="train", action="store_false",
                         help="train nothing: collect the runs of the plan that already finished (e.g. seeds trained "
                              "by parallel processes) and skip the others")
-    parser.add_argument("--output", type=Path, default=Path("benchmarks/results/compatibility_upgrade.json"))
+    parser.add_argument("--output", type=Path, default=None, help="default benchmarks/results/compatibility_upgrade"
+                                                                   ".json (hierarchy: compatibility_upgrade_hierarchy.json)")
     args = parser.parse_args()
     try:
         args.overrides = dict(parse_override(item) for item in args.overrides)
@@ -181,6 +187,9 @@ def main() -> None:
     from hyte.encoders import load_encoder
 
     old_path, new_path = RECIPES[args.recipe]
+    if args.output is None:  # one file per recipe: a hierarchy run must not replace the brief record (and its notes)
+        suffix = "" if args.recipe == "brief" else f"_{args.recipe}"
+        args.output = Path(f"benchmarks/results/compatibility_upgrade{suffix}.json")
     runs = args.runs_dir or Path("runs/compat" if args.recipe == "brief" else "runs/compat-hierarchy")
     old_config = _load(old_path, {"training.output_dir": str(args.old_dir or runs / "old")})
     if old_config.training.seed in set(args.seeds) | set(args.ablation_seeds or []):

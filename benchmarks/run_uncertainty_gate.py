@@ -16,8 +16,9 @@ q varies and tracks where the old model is wrong. Two old recipes, each trained 
 On the HPO validation branches (held out at 0.35, not among the test branches at 0.2; hyte.evaluation.heldout): the
 distribution of d(o, h_old) and of q over the validation documents, and Spearman(q, rank of the positive) for q of
 the query and of its positive document (the q training uses), with a bootstrap interval and the permuted-q control
-(hyte.compatibility.evaluation.uncertainty_calibration). q predicts errors in a seed when rho > 0 with permutation
-p < 0.05; the verdict counts seeds. Nothing here looks at the test branches.
+(hyte.compatibility.evaluation.uncertainty_calibration). q predicts errors in a seed when rho > 0 with a two-sided
+permutation p < 0.05; the verdict counts seeds (every seed is scored on the same validation queries: the seeds
+replicate training, not the sample). Nothing here looks at the test branches.
 
 Each trained model and its calibration are kept under RUNS_DIR, so an interrupted run continues where it stopped.
 Output: benchmarks/results/compatibility_uncertainty.json, rendered by ``hyte eval report``.
@@ -71,7 +72,7 @@ def main() -> None:
                 "training.output_dir": str(output_dir), "training.seed": seed,
                 "data.hpo_test_fraction": VALIDATION_FRACTION, "mining.cache_dir": str(args.runs_dir / "mined")})
             final = train_once(config)
-            path = output_dir / "calibration.json"
+            path = output_dir / f"calibration-q{args.queries}-p{args.permutations}.json"  # one per setting
             if not path.is_file():
                 calibration = uncertainty_calibration(load_encoder(final, max_length=64), validation,
                                                       permutations=args.permutations, seed=seed)

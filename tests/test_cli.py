@@ -700,7 +700,7 @@ def test_texts_longer_than_the_model_reads_are_counted_not_cut_silently(tmp_path
     assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output",
                  str(tmp_path / "index")]) == 0
     err = capsys.readouterr().err
-    assert f"note: 1 of {len(DOCUMENTS) + 1} texts are longer than the model's {limit} tokens" in err
+    assert f"note: 1 of {len(DOCUMENTS) + 1} texts is longer than the model's {limit} tokens" in err
     assert "documents.jsonl keeps the full text" in err
     assert main(["encode", "--model", str(model_dir), "--input", str(docs), "--max-length", "3", "--output",
                  str(tmp_path / "d.npy")]) == 0

@@ -190,6 +190,16 @@ def test_index_build_phrase_and_search_rerank_from_the_command_line(model, bert_
         assert main(argv) == 0
         out = capsys.readouterr().out
         assert out.count("\n") == 4 and f"{rerank or 'global'}=" in out
+    # A phrase model through the single-vector paths too: its token limit is its backbone's (the phrase config has
+    # no max_position_embeddings), and texts past it are counted.
+    limit = model.backbone.config.max_position_embeddings
+    (tmp_path / "long.txt").write_text(" ".join(["heart"] * limit) + "\n" + DOCUMENTS[0] + "\n")
+    assert main(["encode", "--model", str(tmp_path / "model"), "--input", str(tmp_path / "long.txt"), "--output",
+                 str(tmp_path / "v.npy")]) == 0
+    assert f"note: 1 of 2 texts is longer than the model's {limit} tokens" in capsys.readouterr().err
+    assert main(["index", "build", "--phrase", "--model", str(tmp_path / "model"), "--input",
+                 str(tmp_path / "long.txt"), "--output", str(tmp_path / "idx2")]) == 0
+    assert f"note: 1 of 2 texts is longer than the model's {limit} tokens" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("kind", ["ivf", "hnsw"])

@@ -36,11 +36,17 @@ from .modeling_hyte import (
 HYTE_MODEL_TYPES = tuple(MODEL_KINDS)
 
 
-def count_truncated(tokenizer, texts: list[str], limit: int) -> int:
+def count_truncated(tokenizer, texts: list[str], limit: int, chunk: int = 2048) -> int:
     """How many of ``texts`` take more than ``limit`` tokens ([CLS] and [SEP] included): each is encoded from its
-    first ``limit`` tokens only, the rest of it never reaches its vector."""
-    lengths = tokenizer(list(texts), truncation=False, verbose=False)["input_ids"]  # verbose: no "longer than" warning
-    return sum(len(ids) > limit for ids in lengths)
+    first ``limit`` tokens only, the rest of it never reaches its vector. Counted ``chunk`` texts at a time, keeping
+    only lengths (a corpus tokenized whole, untruncated, would hold every token id at once)."""
+    cut = 0
+    for start in range(0, len(texts), chunk):
+        lengths = tokenizer(list(texts[start:start + chunk]), truncation=False, return_length=True,
+                            return_attention_mask=False, return_token_type_ids=False,
+                            verbose=False)["length"]  # verbose=False: no "longer than the maximum" warning per text
+        cut += sum(length > limit for length in lengths)
+    return cut
 
 
 class HyteEncoder:
@@ -66,6 +72,10 @@ class HyteEncoder:
     def token_limit(self) -> int:
         """The tokens of a text that reach its vector (the rest is cut): max_length, or the model's positions."""
         return self.max_length or self.model.config.max_position_embeddings
+
+    def count_truncated(self, texts: list[str]) -> int:
+        """How many of ``texts`` are longer than ``token_limit`` (encoded from their start only)."""
+        return count_truncated(self.tokenizer, texts, self.token_limit)
 
     def encode(self, texts: list[str], role: str = "document", batch_size: int = 32,
                show_progress_bar: bool | None = None) -> np.ndarray:
@@ -98,6 +108,10 @@ class PhraseEncoder(HyteEncoder):
     @property
     def curvature(self) -> float:
         return float(self.model.curvature) if self.model.config.geometry == "lorentz" else 0.0
+
+    @property
+    def token_limit(self) -> int:
+        return self.max_length or self.model.backbone.config.max_position_embeddings  # the phrase config has none
 
     def encode(self, texts: list[str], role: str = "document", batch_size: int = 32,
                show_progress_bar: bool | None = None) -> np.ndarray:
@@ -167,6 +181,11 @@ class EuclideanEncoder:
     def token_limit(self) -> int:
         """The tokens of a text that reach its vector (the rest is cut)."""
         return self.max_length
+
+    def count_truncated(self, texts: list[str]) -> int:
+        """How many of ``texts`` are longer than ``token_limit`` (as encoded: lowercased first with ``lowercase``)."""
+        return count_truncated(self.tokenizer, [t.lower() for t in texts] if self.lowercase else texts,
+                               self.token_limit)
 
     @torch.no_grad()
     def _pooled(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:

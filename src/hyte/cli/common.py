@@ -141,7 +141,8 @@ def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, mod
             raise UserError(f"{option} {shown}: give a {' or '.join(suffixes)} file")
     enclosing = None if model_folder_ok else enclosing_artifact(path)
     if enclosing:  # a model's weights could be replaced; an index folder's stray file blocks its rebuild (C57)
-        shown = path if path.resolve() == path.absolute() else f"{path} (a link to {path.resolve()})"
+        # Name the link when the artifact was found through it, not beside the path as given.
+        shown = path if enclosing[0] == path.absolute().parent else f"{path} (a link to {path.resolve()})"
         raise UserError(f"{option} {shown} is inside a model folder or another of hyte's outputs ({enclosing[0]} "
                         f"holds {enclosing[1]}): write it elsewhere")
     if path.exists() and not overwrite:
@@ -149,16 +150,13 @@ def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, mod
     return path
 
 
-def note_truncated(tokenizer, texts: list[str], limit: int, kept: str = "") -> None:
-    """A note on stderr when texts are longer than the model reads (C27: they were cut without a word). ``kept``:
-    where their full text stays, if anywhere."""
-    from ..encoders import count_truncated
-
-    cut = count_truncated(tokenizer, texts, limit)
+def note_truncated(cut: int, total: int, limit: int, kept: str = "") -> None:
+    """A note on stderr when ``cut`` of ``total`` texts were longer than the model reads (C27: they were cut without a
+    word). ``kept``: where their full text stays, if anywhere."""
     if cut:
-        print(f"note: {cut} of {len(texts)} texts are longer than the model's {limit} tokens: each is encoded from its "
-              f"first {limit} tokens only{kept}; split long texts into passages (e.g. by paragraph) to have all of "
-              "their text searched", file=sys.stderr)
+        print(f"note: {cut} of {total} texts {'is' if cut == 1 else 'are'} longer than the model's {limit} tokens "
+              f"([CLS] and [SEP] included): {'it was' if cut == 1 else 'each was'} encoded from its start only{kept}; "
+              "split long texts into passages (e.g. by paragraph) to have all of their text searched", file=sys.stderr)
 
 
 def k_within(k: int, documents: int, use: str) -> int:

@@ -47,8 +47,8 @@ def _encode(args: argparse.Namespace) -> int:
     check_new_file(args.output, (".npy", ".safetensors"), args.overwrite, model_folder_ok=False)
     texts, _ = read_texts(args.input)
     encoder = load_encoder(args.model, max_length=args.max_length)
-    note_truncated(encoder.tokenizer, texts, encoder.token_limit)
     vectors = encoder.encode(texts, role=args.role, batch_size=args.batch_size, show_progress_bar=True)
+    note_truncated(encoder.count_truncated(texts), len(texts), encoder.token_limit)
     write_vectors(args.output, vectors, {"model": str(args.model), "role": args.role, "kind": encoder.kind,
                                          "curvature": str(encoder.curvature)})
     print(f"wrote {vectors.shape[0]} x {vectors.shape[1]} {args.role} vectors to {args.output}")
@@ -157,15 +157,17 @@ def _index_build(args: argparse.Namespace) -> int:
     _check_output_folder(args.output, args.overwrite)
     texts, ids = read_texts(args.input)
     if args.phrase:  # global index + phrase store (H+)
+        from ..encoders import count_truncated
         from ..phrase.loading import load_phrase_model
         from ..retrieval.folder import build_phrase_index_folder
 
         model, tokenizer = load_phrase_model(str(args.model))
-        note_truncated(tokenizer, texts, args.max_length or model.backbone.config.max_position_embeddings, KEPT)
         folder = build_phrase_index_folder(
             model, tokenizer, texts, args.output, ids=ids, kind=args.kind, dtype=args.phrase_dtype,
             model_name=str(args.model), batch_size=args.batch_size, max_length=args.max_length,
             overwrite=args.overwrite, **_trie_override(args, texts, tokenizer, args.max_length))
+        limit = args.max_length or model.backbone.config.max_position_embeddings
+        note_truncated(count_truncated(tokenizer, texts, limit), len(texts), limit, KEPT)
         stats = folder.index.store.stats()
         print(f"indexed {len(folder.index)} documents in {args.output}: global index ({args.kind}) + phrase store "
               f"({stats['vectors_per_document']:.1f} unit vectors and {stats['bytes_per_document']:.0f} bytes per "
@@ -175,9 +177,9 @@ def _index_build(args: argparse.Namespace) -> int:
     from ..retrieval.folder import build_index_folder
 
     encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
-    note_truncated(encoder.tokenizer, texts, encoder.token_limit, KEPT)
     folder = build_index_folder(encoder, texts, args.output, ids=ids, kind=args.kind, batch_size=args.batch_size,
                                 show_progress_bar=True, overwrite=args.overwrite)
+    note_truncated(encoder.count_truncated(texts), len(texts), encoder.token_limit, KEPT)
     message = f"indexed {len(folder.index)} documents ({args.kind}) in {args.output}"
     message += _recall_note(folder.index)
     print(message)
@@ -231,11 +233,11 @@ def _index_build_pgvector(args: argparse.Namespace) -> int:
     PgVectorIndex.check_table_free(args.dsn, args.table, args.overwrite)  # before the texts are read or encoded
     texts, ids = read_texts(args.input)
     encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
-    note_truncated(encoder.tokenizer, texts, encoder.token_limit, " (the table keeps the full text)")
     with build_pgvector_index(encoder, texts, args.dsn, args.table, ids=ids, kind=args.kind, overwrite=args.overwrite,
                               max_norm=args.max_norm, batch_size=args.batch_size, show_progress_bar=True) as index:
         message = f"indexed {len(index)} documents ({args.kind}) in table {args.table} of {redacted(index.dsn)}"
         message += _recall_note(index)
+    note_truncated(encoder.count_truncated(texts), len(texts), encoder.token_limit, " (the table keeps the full text)")
     print(message)
     return 0
 

@@ -258,7 +258,7 @@ def uncertainty_calibration(old_encoder, retrieval_set, permutations: int = 1000
 
 def calibration_verdict(by_seed: Mapping[str, dict], alpha: float = 0.05) -> dict:
     """Over old models of one recipe (``uncertainty_calibration`` results by seed): per q kind, the seeds where q
-    predicts errors (rho > 0 with permutation p < ``alpha``), mean and sd of rho over seeds; and the mean sd of the
+    predicts errors (rho > 0 with two-sided permutation p < ``alpha``), mean and sd of rho over seeds; and the mean sd of the
     documents' distance d(o, h_old) (how much the radius varies at all)."""
     if not by_seed:
         raise ValueError("no calibration results to judge")

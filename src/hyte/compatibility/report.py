@@ -46,7 +46,7 @@ def _verdict(summary: dict, per_seed: dict, ontology: str) -> list[str]:
     return lines + [""] if lines else []
 
 
-def _uncertainty_distribution_lines(calibration: dict) -> list[str]:
+def _uncertainty_distribution_lines(calibration: dict, first: str = "held-out set") -> list[str]:
     """How much the old model's q varies over its held-out documents: a q that barely varies (or sits at RINCE's
     floor) leaves the calibration test above and the permuted-q control with nothing to measure."""
     rows = []
@@ -59,7 +59,7 @@ def _uncertainty_distribution_lines(calibration: dict) -> list[str]:
                          f"{q['p5']:.3f} / {q['p50']:.3f} / {q['p95']:.3f}", f"{spread['share_at_floor']:.1%}"])
     if not rows:
         return []
-    header = ["held-out set", "documents", "d(o, h_old) mean ± sd", "d 5-95 %", "q mean ± sd", "q 5 / 50 / 95 %",
+    header = [first, "documents", "d(o, h_old) mean ± sd", "d 5-95 %", "q mean ± sd", "q 5 / 50 / 95 %",
               "q at RINCE's floor"]
     return ["Distribution of the old model's uncertainty over its held-out documents (q = 1 - tanh(d / sqrt(c))):",
             "", *table(header, rows)]
@@ -88,7 +88,7 @@ def render_uncertainty_section(items: list) -> list[str]:
              "`benchmarks/run_uncertainty_gate.py`: old models trained with HPO validation and test branches held out "
              "(`data.hpo_test_fraction = 0.35`), scored on the validation branches only (held out at 0.35, not "
              "among the test branches at 0.2). q predicts errors in a seed when Spearman(q, rank of the positive) "
-             "> 0 with permutation p < 0.05.", ""]
+             "> 0 with a two-sided permutation p < 0.05; every seed is scored on the same validation queries.", ""]
     for path, payload in items:
         lines += [f"### `{path.name}`", ""]
         header = ["old recipe", "config", "seeds", "sd d(o, h_old) (mean over seeds)", "q of query: predicting "
@@ -105,7 +105,7 @@ def render_uncertainty_section(items: list) -> list[str]:
         by_run = {f"{recipe} {seed}": result for recipe, by_seed in payload.get("runs", {}).items()
                   for seed, result in by_seed.items()}
         lines += ["Per old model:", "", *_calibration_table(by_run, "old model")]
-        lines += _uncertainty_distribution_lines(by_run)
+        lines += _uncertainty_distribution_lines(by_run, "old model")
         if payload.get("notes"):
             lines += ["Reading:", "", *(f"- {note}" for note in payload["notes"]), ""]
         lines += runs([(path, payload)])
