@@ -245,6 +245,9 @@ def test_outputs_never_replace_the_files_that_make_a_model_run_or_index_work(tmp
     shutil.copytree(model_dir, other)
     assert main(["export", "onnx", str(model), "--output", str(other / "model.onnx")]) == 2
     assert "inside another model's folder" in capsys.readouterr().err and not (other / "model.onnx").exists()
+    (tmp_path / "graph.onnx").symlink_to(other / "graph.onnx")  # a link into that folder: judged by where it points
+    assert main(["export", "onnx", str(model), "--output", str(tmp_path / "graph.onnx")]) == 2
+    assert "inside another model's folder" in capsys.readouterr().err and not (other / "graph.onnx").exists()
 
     weights = (model / "model.safetensors").read_bytes()
     assert main(["demo", "--output-dir", str(tmp_path), "--num-documents", "2"]) == 2

@@ -22,8 +22,9 @@ def _export_onnx(args: argparse.Namespace) -> int:
                         "(hyte demo or hyte quickstart write one)")
     output = Path(args.output) if args.output is not None else Path(args.model) / "onnx" / "model.onnx"
     check_new_file(str(output), (".onnx",), args.overwrite)  # before the (slow) export
-    if (output.parent / "config.json").is_file() and output.parent.resolve() != Path(args.model).resolve():
-        raise UserError(f"--output {output} is inside another model's folder ({output.parent}): that model would "
+    model_folder = enclosing_artifact(output, ("config.json",))  # through a symbolic link too
+    if model_folder and model_folder[0].resolve() != Path(args.model).resolve():
+        raise UserError(f"--output {output} is inside another model's folder ({model_folder[0]}): that model would "
                         f"ship this graph (e.g. with hyte push); write it into {args.model} or a folder of its own")
     enclosing = enclosing_artifact(output, NON_MODEL_MARKERS)
     if enclosing:
