@@ -171,6 +171,33 @@ def test_head_and_logit_scale_learning_rates_get_their_own_groups(tmp_path, tiny
     assert sum(len(g["params"]) for g in optimizer.param_groups) == sum(1 for p in model.parameters() if p.requires_grad)
 
 
+def test_the_specificity_head_can_train_at_its_own_rate(tmp_path, tiny_bert):
+    """Issue 24: the radius head's rate x steps bounds how far the radius can spread, so it gets a rate of its own
+    (training.radius_head_learning_rate) while the projection keeps head_learning_rate; at its default the run
+    identity is what it was before the field existed (earlier finished runs stay finished)."""
+    from transformers import TrainingArguments
+
+    from hyte import HyTEHModel
+    from hyte.training import load_config
+    from hyte.training.loop import _identity
+    from hyte.training.trainer import ContrastiveTrainer
+
+    model = HyTEHModel.from_base(tiny_bert, hidden_size=17, radius_head=1.0)
+    trainer = ContrastiveTrainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), report_to="none",
+                                                                     learning_rate=1e-5),
+                                 train_dataset=[{}], hyperbolic=True, head_learning_rate=1e-3,
+                                 radius_head_learning_rate=3e-2)
+    rates = {id(p): group["lr"] for group in trainer.create_optimizer().param_groups for p in group["params"]}
+    assert {rates[id(p)] for p in model.radius_head.parameters()} == {3e-2}
+    assert rates[id(model.projection.weight)] == 1e-3 and rates[id(model.scale)] == 1e-3
+    assert {rates[id(p)] for p in model.encoder.parameters()} == {1e-5}
+    config = load_config(Path(__file__).parent.parent / "configs" / "finetune_hyte_h_hierarchy.yaml")
+    assert "radius_head_learning_rate" not in _identity(config)["training"]
+    changed = load_config(Path(__file__).parent.parent / "configs" / "finetune_hyte_h_hierarchy.yaml",
+                          {"training.radius_head_learning_rate": 1e-2})
+    assert _identity(changed)["training"]["radius_head_learning_rate"] == 1e-2
+
+
 class PlaneEncoder:
     """A stand-in hyperbolic encoder: each text maps to expmap0 of a fixed 2-D tangent vector."""
 

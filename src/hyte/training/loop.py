@@ -82,6 +82,11 @@ _RESUMABLE_CHANGES = {"training": ("output_dir", "max_steps", "save_steps", "sav
                                    "dataloader_num_workers")}
 
 
+# Fields added after runs began recording their identity, with their defaults: left out of the identity at the
+# default, so a run recorded before a field existed keeps its identity (and its final model stays "finished").
+_ADDED_FIELDS = {("training", "radius_head_learning_rate"): None}
+
+
 class RunFolderError(ValueError):
     """An output folder holds a run that this one would overwrite or does not continue."""
 
@@ -98,6 +103,9 @@ def _identity(config: RunConfig) -> dict[str, Any]:
     values = config.to_dict()
     for section, names in _RESUMABLE_CHANGES.items():
         values[section] = {k: v for k, v in values[section].items() if k not in names}
+    for (section, name), default in _ADDED_FIELDS.items():
+        if values[section].get(name) == default:
+            del values[section][name]
     return json.loads(json.dumps(values, default=str))
 
 
@@ -564,6 +572,7 @@ def train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, resu
                                  data_collator=collator, hyperbolic=built.hyperbolic,
                                  similarity=config.loss.similarity, max_logit_scale=config.loss.max_logit_scale,
                                  head_learning_rate=config.training.head_learning_rate,
+                                 radius_head_learning_rate=config.training.radius_head_learning_rate,
                                  logit_scale_learning_rate=config.loss.logit_scale_learning_rate,
                                  hierarchy_weight=config.loss.hierarchy_weight,
                                  hierarchy_term=config.loss.hierarchy_term,

@@ -80,7 +80,8 @@ class ContrastiveTrainer(Trainer):
     """
 
     def __init__(self, *args, hyperbolic: bool, similarity: str = "geodesic", max_logit_scale: float = 100.0,
-                 head_learning_rate: float | None = None, logit_scale_learning_rate: float = 1e-2,
+                 head_learning_rate: float | None = None, radius_head_learning_rate: float | None = None,
+                 logit_scale_learning_rate: float = 1e-2,
                  hierarchy_weight: float = 0.0, hierarchy_term: str = "cone", cone_min_radius: float = 0.1,
                  radius_margin: float = 0.1, gather_negatives: bool | None = None,
                  mini_batch_size: int | None = None, **kwargs):
@@ -95,6 +96,7 @@ class ContrastiveTrainer(Trainer):
         self.similarity = similarity
         self.max_logit_scale = max_logit_scale
         self.head_learning_rate = head_learning_rate
+        self.radius_head_learning_rate = radius_head_learning_rate
         self.logit_scale_learning_rate = logit_scale_learning_rate
         self.hierarchy_weight = hierarchy_weight
         self.hierarchy_term = hierarchy_term
@@ -107,7 +109,7 @@ class ContrastiveTrainer(Trainer):
         """Trainer's optimizer, with two kinds of parameters moved to groups of their own:
 
         * HyTE-H's new parts (projection, scale, hyperbolic layers) at ``head_learning_rate``: they start from
-          scratch while the encoder is pretrained;
+          scratch while the encoder is pretrained; its specificity head at ``radius_head_learning_rate`` if given;
         * the log logit scale at ``logit_scale_learning_rate``, without weight decay: one scalar that must be able
           to move by a useful factor within a short fine-tune (at an encoder's 5e-5 it would stay put).
         """
@@ -116,6 +118,9 @@ class ContrastiveTrainer(Trainer):
                                                                "weight_decay": 0.0}}
         if self.head_learning_rate is not None:
             special.update({id(p): {"lr": self.head_learning_rate} for p in head_parameters(self.model)})
+        radius_head = getattr(unwrap(self.model), "radius_head", None)
+        if self.radius_head_learning_rate is not None and radius_head is not None:
+            special.update({id(p): {"lr": self.radius_head_learning_rate} for p in radius_head.parameters()})
         groups = []
         for group in optimizer.param_groups:
             options = {key: value for key, value in group.items() if key != "params"}
