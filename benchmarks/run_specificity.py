@@ -3,10 +3,20 @@ whose every choice is made on validation branches before the test branches are s
 
     python benchmarks/run_specificity.py select               # 1. validation branches, one seed, a grid per arm
     python benchmarks/run_specificity.py test --seeds 0 1 2 3 4   # 2. the frozen choices on held-out branches
+    python benchmarks/run_specificity.py select --round 2     # the second round (below), then test --round 2
+
+Round 2 was designed after round 1's test scores had been seen (HyTE-H's radius kept an sd of 0.03 against the
+Euclidean norm's 0.5, and the HPO targets were missed): the specificity head's weight norm was 0.14 after 60 steps
+at 1e-3, since AdamW moves a weight by about its rate per step, so the head's rate bounds how far the radius can
+spread. Its HyTE-H grid varies training.radius_head_learning_rate (1e-2, 3e-2) under both hierarchy terms; the
+Euclidean grid, of the same size, varies the norm-order weight (1, 3) and the encoder's learning rate (5e-5, 1e-4).
+So that no choice of round 2 rests on branches whose test scores were seen, round 2 draws a new branch split
+(split seed 1): its validation and test branches are held out of its own training, and round 1's test branches are
+not its test branches.
 
 Both arms train with the same data, negatives (the query's own ancestors and descendants masked out of InfoNCE and
 skipped by the miner), steps, learning rates and learnable temperature (hyte.training.recipes). Each arm searches
-a grid of the same size over its own hierarchy knobs (SELECTION): HyTE-H with its specificity head, the entailment
+a grid of the same size over its own hierarchy knobs (ROUNDS, round 1): HyTE-H with its specificity head, the entailment
 cone (two apertures K) or the radius-order term (two weights); the Euclidean control, order embeddings or the norm
 order (two weights each). Selection score, fixed before any run: validation nDCG@10 + SpecHR + the share of
 validation is-a edges whose child sits farther out than its parent (each in [0, 1]). ``select`` writes the
@@ -33,17 +43,26 @@ from hyte.training.loop import remove_checkpoints
 from hyte.training.recipes import hierarchy_finetune
 
 VALIDATION_FRACTION = 0.35
-# Per arm: (run name, variant, LossSpec overrides). The same number of candidates on both sides.
-SELECTION = {
-    "hyte-h": [("cone-k0.1-w1", "hyte-h-radius+cone", {"hierarchy_weight": 1.0, "cone_min_radius": 0.1}),
-               ("cone-k0.5-w1", "hyte-h-radius+cone", {"hierarchy_weight": 1.0, "cone_min_radius": 0.5}),
-               ("radius-w0.1", "hyte-h-radius+radius", {"hierarchy_weight": 0.1}),
-               ("radius-w1", "hyte-h-radius+radius", {"hierarchy_weight": 1.0})],
-    "euclidean": [("order-w0.1", "euclidean+order", {"hierarchy_weight": 0.1}),
-                  ("order-w1", "euclidean+order", {"hierarchy_weight": 1.0}),
-                  ("norm-w0.1", "euclidean+norm", {"hierarchy_weight": 0.1}),
-                  ("norm-w1", "euclidean+norm", {"hierarchy_weight": 1.0})],
+CONE = {"hierarchy_weight": 1.0, "cone_min_radius": 0.5}  # round 1's HyTE-H choice
+# Per round and arm: (run name, variant, LossSpec overrides, TrainingSpec overrides). The same number of candidates
+# on both sides.
+ROUNDS = {
+    1: {"hyte-h": [("cone-k0.1-w1", "hyte-h-radius+cone", {"hierarchy_weight": 1.0, "cone_min_radius": 0.1}, {}),
+                   ("cone-k0.5-w1", "hyte-h-radius+cone", CONE, {}),
+                   ("radius-w0.1", "hyte-h-radius+radius", {"hierarchy_weight": 0.1}, {}),
+                   ("radius-w1", "hyte-h-radius+radius", {"hierarchy_weight": 1.0}, {})],
+        "euclidean": [("order-w0.1", "euclidean+order", {"hierarchy_weight": 0.1}, {}),
+                      ("order-w1", "euclidean+order", {"hierarchy_weight": 1.0}, {}),
+                      ("norm-w0.1", "euclidean+norm", {"hierarchy_weight": 0.1}, {}),
+                      ("norm-w1", "euclidean+norm", {"hierarchy_weight": 1.0}, {})]},
+    2: {"hyte-h": [(f"{term}-head{rate:g}", variant, loss, {"radius_head_learning_rate": rate})
+                   for term, variant, loss in (("cone-k0.5-w1", "hyte-h-radius+cone", CONE),
+                                               ("radius-w1", "hyte-h-radius+radius", {"hierarchy_weight": 1.0}))
+                   for rate in (1e-2, 3e-2)],
+        "euclidean": [(f"norm-w{weight:g}-lr{rate:g}", "euclidean+norm", {"hierarchy_weight": weight},
+                       {"learning_rate": rate}) for weight in (1.0, 3.0) for rate in (5e-5, 1e-4)]},
 }
+SPLIT_SEEDS = {1: 0, 2: 1}  # round 2 draws new branches (module docstring)
 BASE = "all-MiniLM-L6-v2 (untrained)"
 
 
@@ -84,48 +103,64 @@ def _base_scores(runs: Path, evaluation: dict) -> dict:
     return json.loads(path.read_text())
 
 
+def _files(args: argparse.Namespace) -> tuple[Path, Path, Path]:
+    """(runs folder, selection file, test file) of ``args.round`` (round 1 keeps its original names)."""
+    suffix = "" if args.round == 1 else f"_round{args.round}"
+    runs = args.runs_dir if args.round == 1 else args.runs_dir / f"round{args.round}"
+    return (runs, args.results_dir / f"specificity_selection{suffix}.json",
+            args.results_dir / f"specificity{suffix}.json")
+
+
 def select(args: argparse.Namespace) -> None:
-    runs = args.runs_dir / "select"
+    root, selection_file, _ = _files(args)
+    runs, split_seed = root / "select", SPLIT_SEEDS[args.round]
     evaluation = {"split": "validation", "ontologies": ("hpo",), "validation_fraction": VALIDATION_FRACTION,
-                  "queries": args.queries, "hierarchy_queries": args.queries, "edges": args.queries}
+                  "queries": args.queries, "hierarchy_queries": args.queries, "edges": args.queries,
+                  "split_seed": split_seed}
     results, chosen = {"base": _base_scores(runs, evaluation)}, {}
-    for arm, candidates in SELECTION.items():
-        for name, variant, loss in candidates:
+    grid = ROUNDS[args.round]
+    for arm, candidates in grid.items():
+        for name, variant, loss, training in candidates:
             config = hierarchy_finetune(variant, str(runs / arm / name), seed=0, steps=args.steps,
                                         examples=args.examples, test_fraction=VALIDATION_FRACTION,
-                                        mining_cache=str(args.runs_dir / "mining-cache"), loss=loss)
+                                        split_seed=split_seed, mining_cache=str(args.runs_dir / "mining-cache"),
+                                        loss=loss, training=training)
             scores = _run(f"{arm}/{name}", config, runs, evaluation, args.clean)
             results.setdefault(arm, {})[name] = scores
             print(f"{arm:10} {name:14} score {selection_score(scores['hpo']):.4f} "
                   f"(nDCG@10 {scores['hpo']['ndcg@10']:.4f}, SpecHR {scores['hpo']['spechr']:.4f}, "
                   f"child farther {scores['hpo']['edges']['child_farther']:.3f})", flush=True)
         best = max(candidates, key=lambda c: selection_score(results[arm][c[0]]["hpo"]))
-        chosen[arm] = {"name": best[0], "variant": best[1], "loss": best[2]}
-    write_result(args.results_dir / "specificity_selection.json", {
-        "benchmark": "specificity_selection", "command": _command(), "split": "validation",
-        "validation_fraction": VALIDATION_FRACTION, "steps": args.steps, "examples": args.examples, "seed": 0,
+        chosen[arm] = {"name": best[0], "variant": best[1], "loss": best[2], "training": best[3]}
+    write_result(selection_file, {
+        "benchmark": "specificity_selection", "round": args.round, "split_seed": split_seed, "command": _command(),
+        "split": "validation", "validation_fraction": VALIDATION_FRACTION, "steps": args.steps,
+        "examples": args.examples, "seed": 0,
         "score": "validation nDCG@10 + SpecHR + share of is-a edges with the child farther out",
-        "grid": {arm: [{"name": n, "variant": v, "loss": loss} for n, v, loss in c] for arm, c in SELECTION.items()},
+        "grid": {arm: [{"name": n, "variant": v, "loss": loss, "training": training}
+                       for n, v, loss, training in c] for arm, c in grid.items()},
         "chosen": chosen, "runs": results, "date": time.strftime("%Y-%m-%d")})
     print(f"chosen: {chosen}")
 
 
 def test(args: argparse.Namespace) -> None:
-    selection_file = args.results_dir / "specificity_selection.json"
+    root, selection_file, test_file = _files(args)
     if not selection_file.is_file():
-        sys.exit(f"{selection_file} is missing: run `python benchmarks/run_specificity.py select` first (the choices "
-                 "are made on validation branches before the test branches are scored)")
+        sys.exit(f"{selection_file} is missing: run `python benchmarks/run_specificity.py select --round {args.round}` "
+                 "first (the choices are made on validation branches before the test branches are scored)")
     chosen = json.loads(selection_file.read_text())["chosen"]
-    runs = args.runs_dir / "test"
-    evaluation = {"queries": args.queries, "hierarchy_queries": args.queries, "edges": args.queries}
+    runs, split_seed = root / "test", SPLIT_SEEDS[args.round]
+    evaluation = {"queries": args.queries, "hierarchy_queries": args.queries, "edges": args.queries,
+                  "split_seed": split_seed}
     per_arm: dict[str, list[dict]] = {arm: [] for arm in chosen}
     base_per_seed = []
     for seed in args.seeds:
         base_per_seed.append(_base_scores(runs / f"seed{seed}", {**evaluation, "seed": seed}))
         for arm, choice in chosen.items():
             config = hierarchy_finetune(choice["variant"], str(runs / arm / f"s{seed}"), seed=seed, steps=args.steps,
-                                        examples=args.examples, mining_cache=str(args.runs_dir / "mining-cache"),
-                                        loss=choice["loss"])
+                                        examples=args.examples, split_seed=split_seed,
+                                        mining_cache=str(args.runs_dir / "mining-cache"), loss=choice["loss"],
+                                        training=choice.get("training"))
             scores = _run(f"{arm}/s{seed}", config, runs, {**evaluation, "seed": seed}, args.clean)
             per_arm[arm].append(scores)
             print(f"seed {seed} {arm:10} " + " | ".join(
@@ -135,13 +170,14 @@ def test(args: argparse.Namespace) -> None:
     for ontology in per_arm["hyte-h"][0]:
         ours, theirs = [s[ontology] for s in per_arm["hyte-h"]], [s[ontology] for s in per_arm["euclidean"]]
         comparison[ontology] = {key: paired_difference(ours, theirs, key) for key in ("ndcg@10", "spechr") if key in ours[0]}
-    payload = {"benchmark": "specificity", "command": _command(), "split": "test", "seeds": args.seeds,
+    payload = {"benchmark": "specificity", "round": args.round, "split_seed": split_seed, "command": _command(),
+               "split": "test", "seeds": args.seeds,
                "steps": args.steps, "examples": args.examples, "evaluation": evaluation, "chosen": chosen,
                "summary": {arm: aggregate_seeds(scores) for arm, scores in per_arm.items()}
                | {"base": aggregate_seeds(base_per_seed)},
                "comparison": comparison, "runs": per_arm, "base_runs": base_per_seed,
                "date": time.strftime("%Y-%m-%d")}
-    write_result(args.results_dir / "specificity.json", payload)
+    write_result(test_file, payload)
     for ontology, by_key in comparison.items():
         for key, result in by_key.items():
             print(f"{ontology:9} {key:8} HyTE - Euclidean {result['mean_difference']:+.4f} "
@@ -156,6 +192,8 @@ def _command() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("phase", choices=("select", "test"))
+    parser.add_argument("--round", type=int, choices=sorted(ROUNDS), default=1,
+                        help="1: the recorded protocol; 2: the specificity head's own rate, on a new branch split")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--examples", type=int, default=4000)

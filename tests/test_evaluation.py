@@ -1127,3 +1127,23 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
         run_command(["bench", "--only", "index", "--output-dir", str(tmp_path / "b"), "--markdown", str(notes)])
     assert config.read_text() == "stage: finetune\n" and notes.read_text() == "# my notes\n"
     assert not (tmp_path / "b").exists()  # refused before any benchmark ran
+
+
+def test_the_specificity_report_keeps_each_round_with_its_own_selection_and_settings(tmp_path):
+    """Issue 24's second round (a new branch split, the specificity head's own rate) is shown after the first,
+    each round's selection before its test, with the training settings each candidate changed."""
+    from hyte.report.specificity import specificity_section
+
+    results = Path(__file__).parent.parent / "benchmarks" / "results"
+    first = json.loads((results / "specificity_selection.json").read_text())
+    test = json.loads((results / "specificity.json").read_text())
+    second = json.loads(json.dumps(first)) | {"round": 2, "split_seed": 1}
+    for candidates in second["grid"].values():
+        for candidate in candidates:
+            candidate["training"] = {"radius_head_learning_rate": 0.01}
+    items = [(tmp_path / "b.json", second), (tmp_path / "t.json", test), (tmp_path / "a.json", first)]
+    text = "\n".join(specificity_section(items))
+    round_two = text.index("Round 2 (branch split seed 1). Selection on HPO validation branches")
+    assert text.index("Selection on HPO validation branches") < text.index("Held-out test, seeds") < round_two
+    assert "cone_min_radius 0.5, radius_head_learning_rate 0.01" in text[round_two:]
+    assert "radius_head_learning_rate" not in text[:round_two]

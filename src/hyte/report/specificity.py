@@ -23,6 +23,12 @@ def _mean_std(entry: dict | None, digits: int = 4) -> str:
     return f"{entry['mean']:.{digits}f} ± {entry['std']:.{digits}f}"
 
 
+def _round(payload: dict) -> str:
+    """A heading for rounds after the first (older files have no round: the first)."""
+    number_ = payload.get("round", 1)
+    return "" if number_ == 1 else f"Round {number_} (branch split seed {payload.get('split_seed')}). "
+
+
 def _selection_lines(payload: dict) -> list[str]:
     rows = []
     for arm, candidates in payload["grid"].items():
@@ -30,17 +36,18 @@ def _selection_lines(payload: dict) -> list[str]:
             hpo = payload["runs"][arm][candidate["name"]]["hpo"]
             edges = hpo["edges"]
             chosen = payload["chosen"][arm]["name"] == candidate["name"]
+            settings = {**candidate["loss"], **candidate.get("training", {})}
             rows.append([arm, candidate["name"] + (" **(chosen)**" if chosen else ""), candidate["variant"],
-                         ", ".join(f"{k} {v}" for k, v in candidate["loss"].items()), number(hpo["ndcg@10"]),
+                         ", ".join(f"{k} {v}" for k, v in settings.items()), number(hpo["ndcg@10"]),
                          number(hpo["spechr"]), percent(edges["child_farther"]), percent(edges["inside_cone"]),
                          number(edges["radius_sd"], 3), number(hpo["ndcg@10"] + hpo["spechr"] + edges["child_farther"])])
     base = payload["runs"]["base"]["hpo"]
     rows.append(["base", "all-MiniLM-L6-v2 (untrained)", "–", "–", number(base["ndcg@10"]), number(base["spechr"]),
                  percent(base["edges"]["child_farther"]), "–", number(base["edges"]["radius_sd"], 3), "–"])
-    return [(f"Selection on HPO validation branches (trained with {payload['validation_fraction']:.0%} of branches "
+    return [(f"{_round(payload)}Selection on HPO validation branches (trained with {payload['validation_fraction']:.0%} of branches "
              f"held out, seed {payload['seed']}, {payload['steps']} steps); score = {payload['score']}, fixed "
              "before any run:"), "",
-            *table(["arm", "candidate", "variant", "loss", "nDCG@10", "SpecHR", "child farther", "inside cone",
+            *table(["arm", "candidate", "variant", "loss and training", "nDCG@10", "SpecHR", "child farther", "inside cone",
                     "radius sd", "score"], rows),
             ("Radius: geodesic distance to the origin (HyTE-H), vector norm (Euclidean); its standard deviation over "
              "the edges' texts says how much room the shares above are measured in."), ""]
@@ -86,7 +93,7 @@ def _test_lines(payload: dict) -> list[str]:
     summary, comparison = payload["summary"], payload["comparison"]
     names = {"base": "all-MiniLM-L6-v2 (untrained)",
              **{arm: f"{arm}: {choice['name']} ({choice['variant']})" for arm, choice in payload["chosen"].items()}}
-    lines = [(f"Held-out test, seeds {', '.join(map(str, payload['seeds']))}, {payload['steps']} steps, the choices "
+    lines = [(f"{_round(payload)}Held-out test, seeds {', '.join(map(str, payload['seeds']))}, {payload['steps']} steps, the choices "
               "frozen above. Mean ± sd over seeds. Diagnostics on held-out is-a edges (hyperbolic: geodesic "
               "distance to the origin and entailment cones; Euclidean: the vector norm, no cone)."), ""]
     for ontology in comparison:
@@ -113,6 +120,8 @@ def specificity_section(items: list[tuple[Path, dict]]) -> list[str]:
               "validation branches, and only the frozen choices are scored on the held-out branches and chapters. "
               "A difference is a win only where the t-test over seeds and the bootstrap interval over queries both "
               "exclude zero."), ""]
-    for _, payload in sorted(items, key=lambda item: item[1]["benchmark"], reverse=True):
+    # Per round, its selection before its test.
+    for _, payload in sorted(items, key=lambda item: (item[1].get("round", 1),
+                                                      item[1]["benchmark"] != "specificity_selection")):
         lines += _selection_lines(payload) if payload["benchmark"] == "specificity_selection" else _test_lines(payload)
     return lines + runs(items)

@@ -41,12 +41,14 @@ HEAD_LEARNING_RATE = 1e-3  # hyte-h-radius: HyTE-H's new parts (a zero-initialis
 
 
 def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: int = 60, examples: int = 4000,
-                       test_fraction: float = 0.2, mining_cache: str | None = None,
+                       test_fraction: float = 0.2, split_seed: int = 0, mining_cache: str | None = None,
                        token_radius: float | None = None, temperature: float | None = None,
-                       loss: dict | None = None) -> RunConfig:
+                       loss: dict | None = None, training: dict | None = None) -> RunConfig:
     """The RunConfig of one variant (module docstring); ``test_fraction`` = the share of HPO branches and ICD-10-CM
-    chapters held out (0.35 for the validation sweep). ``token_radius`` / ``temperature`` override the chosen values;
-    ``loss``: further LossSpec fields (hierarchy_weight, cone_min_radius, radius_margin, mask_hierarchy ...)."""
+    chapters held out (0.35 for the validation sweep), ``split_seed`` the seed of that split (data.hpo_seed).
+    ``token_radius`` / ``temperature`` override the chosen values; ``loss``: further LossSpec fields
+    (hierarchy_weight, cone_min_radius, radius_margin, mask_hierarchy ...); ``training``: TrainingSpec fields
+    (learning_rate, radius_head_learning_rate ...)."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
     hyperbolic = variant.startswith("hyte-h")
@@ -63,11 +65,11 @@ def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: i
         "stage": "finetune",
         "model": model,
         "data": {"source": "hpo+icd10", "max_examples": examples, "min_depth": 2, "hpo_query": "all",
-                 "hierarchy": hierarchy, "hpo_test_fraction": test_fraction},
+                 "hierarchy": hierarchy, "hpo_test_fraction": test_fraction, "hpo_seed": split_seed},
         "training": {"output_dir": output_dir, "max_steps": steps, "per_device_train_batch_size": 16,
                      "learning_rate": 5e-5, "warmup_steps": max(1, steps // 10), "logging_steps": 10,
                      "save_steps": max(10, steps // 3), "seed": seed,
-                     "head_learning_rate": HEAD_LEARNING_RATE if specificity_head else None},
+                     "head_learning_rate": HEAD_LEARNING_RATE if specificity_head else None, **(training or {})},
         "loss": {"similarity": "geodesic", "temperature": temperature, "learn_temperature": True,
                  "temperature_from_radius": True, "hierarchy_weight": HIERARCHY_WEIGHT if hierarchy else 0.0,
                  "hierarchy_term": HIERARCHY_TERMS.get(suffix, "cone"), "max_query_length": 32,
