@@ -192,6 +192,13 @@ def main() -> None:
         args.output = Path(f"benchmarks/results/compatibility_upgrade{suffix}.json")
     runs = args.runs_dir or Path("runs/compat" if args.recipe == "brief" else "runs/compat-hierarchy")
     old_config = _load(old_path, {"training.output_dir": str(args.old_dir or runs / "old")})
+    if (Path(old_config.training.output_dir) / "final").is_dir():  # reused as it is: it must be the recipe's old model
+        from hyte.training.loop import finished_run_differences
+
+        differences = finished_run_differences(old_config)
+        if differences:
+            raise SystemExit(f"{old_config.training.output_dir} holds another old model than --recipe {args.recipe}'s "
+                             f"({old_path}): {'; '.join(differences[:3])}")
     if old_config.training.seed in set(args.seeds) | set(args.ablation_seeds or []):
         raise SystemExit(f"seed {old_config.training.seed} is the old model's: its new model would start from the "
                          f"old model's initial weights (see --seeds)")
