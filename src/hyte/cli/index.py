@@ -48,7 +48,7 @@ def _encode(args: argparse.Namespace) -> int:
     texts, _ = read_texts(args.input)
     encoder = load_encoder(args.model, max_length=args.max_length)
     vectors = encoder.encode(texts, role=args.role, batch_size=args.batch_size, show_progress_bar=True)
-    note_truncated(encoder.count_truncated(texts), len(texts), encoder.token_limit)
+    note_truncated(encoder, texts)
     write_vectors(args.output, vectors, {"model": str(args.model), "role": args.role, "kind": encoder.kind,
                                          "curvature": str(encoder.curvature)})
     print(f"wrote {vectors.shape[0]} x {vectors.shape[1]} {args.role} vectors to {args.output}")
@@ -157,7 +157,7 @@ def _index_build(args: argparse.Namespace) -> int:
     _check_output_folder(args.output, args.overwrite)
     texts, ids = read_texts(args.input)
     if args.phrase:  # global index + phrase store (H+)
-        from ..encoders import count_truncated
+        from ..encoders import PhraseEncoder
         from ..phrase.loading import load_phrase_model
         from ..retrieval.folder import build_phrase_index_folder
 
@@ -166,8 +166,7 @@ def _index_build(args: argparse.Namespace) -> int:
             model, tokenizer, texts, args.output, ids=ids, kind=args.kind, dtype=args.phrase_dtype,
             model_name=str(args.model), batch_size=args.batch_size, max_length=args.max_length,
             overwrite=args.overwrite, **_trie_override(args, texts, tokenizer, args.max_length))
-        limit = args.max_length or model.backbone.config.max_position_embeddings
-        note_truncated(count_truncated(tokenizer, texts, limit), len(texts), limit, KEPT)
+        note_truncated(PhraseEncoder(model, tokenizer, max_length=args.max_length), texts, KEPT)
         stats = folder.index.store.stats()
         print(f"indexed {len(folder.index)} documents in {args.output}: global index ({args.kind}) + phrase store "
               f"({stats['vectors_per_document']:.1f} unit vectors and {stats['bytes_per_document']:.0f} bytes per "
@@ -179,7 +178,7 @@ def _index_build(args: argparse.Namespace) -> int:
     encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
     folder = build_index_folder(encoder, texts, args.output, ids=ids, kind=args.kind, batch_size=args.batch_size,
                                 show_progress_bar=True, overwrite=args.overwrite)
-    note_truncated(encoder.count_truncated(texts), len(texts), encoder.token_limit, KEPT)
+    note_truncated(encoder, texts, KEPT)
     message = f"indexed {len(folder.index)} documents ({args.kind}) in {args.output}"
     message += _recall_note(folder.index)
     print(message)
@@ -237,7 +236,7 @@ def _index_build_pgvector(args: argparse.Namespace) -> int:
                               max_norm=args.max_norm, batch_size=args.batch_size, show_progress_bar=True) as index:
         message = f"indexed {len(index)} documents ({args.kind}) in table {args.table} of {redacted(index.dsn)}"
         message += _recall_note(index)
-    note_truncated(encoder.count_truncated(texts), len(texts), encoder.token_limit, " (the table keeps the full text)")
+    note_truncated(encoder, texts, " (the table keeps the full text)")
     print(message)
     return 0
 
