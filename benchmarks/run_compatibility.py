@@ -16,7 +16,9 @@ the data and steps, configs/compat_new_hbct_hierarchy.yaml; output compatibility
    fresh projection) with the variant's ``compatible`` section (VARIANTS). "independent" (weight 0) is the new model
    trained without compatibility: the reference of P_com / P_up, and the check that compatibility needs training.
 3. Every new model is scored on the compatibility matrix (old->old, new->old, new->new; retrieval nDCG@10, R@1 and
-   the hierarchy benchmark); the old model's documents are embedded once for all of them.
+   the hierarchy benchmark); the old model's documents are embedded once for all of them. The two conditions
+   (new->old > old->old, new->new > old->old) get, per seed, the nDCG@10 difference with a paired bootstrap interval
+   over queries (RUNS_DIR/<name>/conditions.json).
 4. Calibration: Spearman of q(h_old) with the old model's per-query error (rank of the positive), permuted-q control.
 
 Each run keeps its scores in RUNS_DIR/<name>/scores.json, so an interrupted benchmark continues where it stopped.
@@ -183,7 +185,13 @@ def main() -> None:
         parser.error(str(error))
     torch.set_num_threads(1)  # a shared machine; also what the recorded timings mean
 
-    from hyte.compatibility.evaluation import MemoEncoder, compatibility_matrix, heldout_sets, uncertainty_calibration
+    from hyte.compatibility.evaluation import (
+        MemoEncoder,
+        compatibility_matrix,
+        condition_intervals,
+        heldout_sets,
+        uncertainty_calibration,
+    )
     from hyte.encoders import load_encoder
 
     old_path, new_path = RECIPES[args.recipe]
@@ -233,8 +241,10 @@ def main() -> None:
         config = _load(new_path, overrides)
         _share_cache(runs, output_dir, seed)
         new_dir = train_once(config)
-        scores = _scores(output_dir / "scores.json", lambda: {
-            "matrix": compatibility_matrix(old, load_encoder(new_dir, max_length=64), sets)})
+        new = MemoEncoder(load_encoder(new_dir, max_length=64))
+        scores = _scores(output_dir / "scores.json", lambda new=new: {"matrix": compatibility_matrix(old, new, sets)})
+        scores["conditions"] = _scores(output_dir / "conditions.json",
+                                       lambda new=new: condition_intervals(old, new, sets))
         per_seed.setdefault(variant, {})[seed] = scores
         seconds = output_dir / "train_seconds.txt"
         train_seconds[name] = float(seconds.read_text()) if seconds.is_file() else None

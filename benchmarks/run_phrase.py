@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hyte.phrase.evaluation import UNIT_KINDS, as_phrase_dicts, evaluate_reranking, paired_bootstrap, summarize
+from hyte.evaluation.metrics import paired_bootstrap
+from hyte.phrase.evaluation import UNIT_KINDS, as_phrase_dicts, evaluate_reranking, summarize
 from hyte.phrase.loading import load_phrase_model
 from hyte.phrase.teacher import boundary_f1, build_trie, coverage, teacher_tags
 from hyte.results import machine_info, portable_path, write_result

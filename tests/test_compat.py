@@ -533,3 +533,31 @@ def test_eval_compatibility_refuses_one_model_as_old_and_new_before_encoding(tmp
     assert re.search(rf"--old and --new are the same model .* hold the same weights, fingerprint {fingerprint}\): a "
                      r"compatibility matrix compares two models \(old->old, new->old, new->new would score one model "
                      "three times\)", capsys.readouterr().err)
+
+
+def test_condition_intervals_are_the_matrix_differences_with_a_bootstrap_interval_and_the_report_shows_them(
+        old_model, compatible_model):
+    from hyte.compatibility.evaluation import MemoEncoder, compatibility_matrix, condition_intervals, heldout_sets
+    from hyte.compatibility.report import _condition_lines
+    from hyte.encoders import load_encoder
+
+    sets = heldout_sets(("hpo",), queries=12, documents=40, hierarchy_queries=4)
+    old, new = MemoEncoder(load_encoder(old_model)), MemoEncoder(load_encoder(compatible_model))
+    matrix = compatibility_matrix(old, new, sets)["hpo"]
+    intervals = condition_intervals(old, new, sets)["hpo"]
+    for pair in ("new->old", "new->new"):
+        entry = intervals[pair]
+        assert entry["mean"] == pytest.approx(matrix[pair]["ndcg@10"] - matrix["old->old"]["ndcg@10"])
+        assert entry["low"] <= entry["mean"] <= entry["high"]
+    same = condition_intervals(old, old, sets)["hpo"]["new->old"]  # the old model against itself: exactly level
+    assert same == {"mean": 0.0, "low": 0.0, "high": 0.0}
+
+    seeds = {"2": {"conditions": {"hpo": {"new->old": {"mean": -0.5, "low": -0.6, "high": -0.4},
+                                          "new->new": {"mean": 0.01, "low": -0.02, "high": 0.04}}}},
+             "1": {"conditions": {"hpo": {"new->old": {"mean": 0.1, "low": 0.05, "high": 0.15},
+                                          "new->new": same}}}}
+    lines = _condition_lines("hbct", seeds, "hpo")
+    assert lines[0].startswith("  - hbct, seed 1: new->old - old->old +0.1000 [+0.0500, +0.1500] holds")
+    assert "seed 2: new->old - old->old -0.5000 [-0.6000, -0.4000] fails; new->new - old->old +0.0100 " \
+           "[-0.0200, +0.0400] tie" in lines[1]
+    assert _condition_lines("hbct", {"1": {"matrix": {}}}, "hpo") == []  # scored before the intervals existed

@@ -10,11 +10,11 @@ import pytest
 import torch
 from phrase_helpers import tiny_backbone, tiny_phrase_model
 
+from hyte.evaluation.metrics import paired_bootstrap
 from hyte.phrase.evaluation import (
     UNIT_KINDS,
     encode_texts,
     evaluate_reranking,
-    paired_bootstrap,
     summarize,
     unit_scores,
 )

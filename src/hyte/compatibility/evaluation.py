@@ -118,6 +118,25 @@ def compatibility_matrix(old, new, sets_by_ontology: Mapping[str, Mapping]) -> d
             for ontology, sets in sets_by_ontology.items()}
 
 
+def condition_intervals(old, new, sets_by_ontology: Mapping[str, Mapping], samples: int = 2000) -> dict:
+    """The two conditions of one new model, checked with intervals: ``{ontology: {"new->old": ..., "new->new":
+    ...}}``, each ``{"mean", "low", "high"}`` = that pair's nDCG@10 minus old->old on the same queries, with a 95 %
+    paired bootstrap interval over queries. A condition holds for this model only where ``low > 0``."""
+    from ..evaluation.metrics import paired_bootstrap
+    from ..evaluation.retrieval import evaluate_retrieval
+
+    pairs = pair_encoders(old, new)
+    intervals = {}
+    for ontology, sets in sets_by_ontology.items():
+        per_query = {}
+        for name, encoder in pairs.items():
+            ndcg = evaluate_retrieval(encoder, *sets["retrieval"], k_values=(10,), per_query_ndcg=10)["ndcg_per_query"]
+            per_query[name] = [ndcg[query] for query in sorted(ndcg)]
+        intervals[ontology] = {pair: paired_bootstrap(per_query[pair], per_query["old->old"], samples)
+                               for pair in ("new->old", "new->new")}
+    return intervals
+
+
 def compatibility_gains(matrix: Mapping[str, Mapping[str, float]], reference: float | None = None,
                         metric: str = "ndcg@10") -> dict[str, float | None]:
     """P_com and P_up of one metric from one ontology's matrix ({pair: metrics}); ``reference`` = M(ref, ref) of
@@ -258,8 +277,8 @@ def uncertainty_calibration(old_encoder, retrieval_set, permutations: int = 1000
 
 def calibration_verdict(by_seed: Mapping[str, dict], alpha: float = 0.05) -> dict:
     """Over old models of one recipe (``uncertainty_calibration`` results by seed): per q kind, the seeds where q
-    predicts errors (rho > 0 with two-sided permutation p < ``alpha``), mean and sd of rho over seeds; and the mean sd of the
-    documents' distance d(o, h_old) (how much the radius varies at all)."""
+    predicts errors (rho > 0 with two-sided permutation p < ``alpha``), mean and sd of rho over seeds; and the mean
+    sd of the documents' distance d(o, h_old) (how much the radius varies at all)."""
     if not by_seed:
         raise ValueError("no calibration results to judge")
     results = list(by_seed.values())

@@ -19,6 +19,22 @@ def _ms(entry: dict | None, digits: int = 4) -> str:
     return f"{entry['mean']:.{digits}f}"
 
 
+def _condition_lines(name: str, seeds: dict, ontology: str) -> list[str]:
+    """Each seed's two conditions with their intervals over queries (runs scored before they existed have none)."""
+    checked = {seed: scores["conditions"][ontology] for seed, scores in sorted(seeds.items(), key=lambda s: int(s[0]))
+               if ontology in scores.get("conditions", {})}
+    if not checked:
+        return []
+
+    def shown(entry: dict) -> str:
+        holds = "holds" if entry["low"] > 0 else "fails" if entry["high"] < 0 else "tie"
+        return f"{entry['mean']:+.4f} [{entry['low']:+.4f}, {entry['high']:+.4f}] {holds}"
+
+    return [f"  - {name}, seed {seed}: new->old - old->old {shown(c['new->old'])}; new->new - old->old "
+            f"{shown(c['new->new'])} (nDCG@10 over the same queries, 95 % paired bootstrap interval)"
+            for seed, c in checked.items()]
+
+
 def _verdict(summary: dict, per_seed: dict, ontology: str) -> list[str]:
     """The issue's two conditions per method, counted over seeds, and HBCT minus the Euclidean BCT baseline (mean
     and seed by seed: the two share each seed's data, negatives and initial weights)."""
@@ -33,6 +49,7 @@ def _verdict(summary: dict, per_seed: dict, ontology: str) -> list[str]:
                      f"old->old (upgrade worth having) in {block['upgrade_seeds']}/{n} seeds "
                      f"({block['new->new']['mean'] - base:+.4f} ± {block['new->new']['sd']:.4f}) (nDCG@10, "
                      f"mean difference ± sd over seeds; old->old is one fixed model).")
+        lines += _condition_lines(name, per_seed.get(name, {}), ontology)
     hbct, l2 = (summary.get(name, {}).get(ontology, {}).get("ndcg@10") for name in ("hbct", "l2-bct"))
     if hbct and l2:
         seeds = sorted(set(per_seed.get("hbct", {})) & set(per_seed.get("l2-bct", {})), key=int)

@@ -173,8 +173,9 @@ def paired_difference(ours: list[dict], theirs: list[dict], key: str, seed: int 
     difference over (seed, query) pairs (``per_query`` values; queries without a value are left out). ``verdict``:
     "win" / "loss" only where the t-test (p < 0.05) and the interval both exclude zero, else "tie".
     """
-    import numpy as np
     from scipy.stats import ttest_rel
+
+    from .metrics import paired_bootstrap
 
     a, b = [s[key] for s in ours], [s[key] for s in theirs]
     differences = [x - y for x, y in zip(a, b)]
@@ -184,14 +185,12 @@ def paired_difference(ours: list[dict], theirs: list[dict], key: str, seed: int 
         p_value = 0.0 if differences[0] != 0 else 1.0
     else:
         p_value = float(ttest_rel(a, b).pvalue)
-    pairs = np.asarray([x - y for mine, other in zip(ours, theirs)
-                        for x, y in zip(mine["per_query"][key], other["per_query"][key])
-                        if x is not None and y is not None], dtype=np.float64)
-    if not len(pairs):
+    pairs = [(x, y) for mine, other in zip(ours, theirs) for x, y in zip(mine["per_query"][key], other["per_query"][key])
+             if x is not None and y is not None]
+    if not pairs:
         raise ValueError(f"no per-query values of {key!r} to compare")
-    rng = np.random.default_rng(seed)
-    means = pairs[rng.integers(0, len(pairs), size=(resamples, len(pairs)))].mean(axis=1)
-    low, high = (float(v) for v in np.percentile(means, [2.5, 97.5]))
+    interval = paired_bootstrap([x for x, _ in pairs], [y for _, y in pairs], resamples, seed)
+    low, high = interval["low"], interval["high"]
     mean = statistics.fmean(differences)
     significant = p_value is not None and p_value < 0.05 and (low > 0 or high < 0)
     return {"mean_difference": mean, "per_seed": differences, "t_test_p": p_value, "bootstrap_low": low,

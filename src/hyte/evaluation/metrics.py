@@ -22,7 +22,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-__all__ = ["map_at_k", "mrr_at_k", "ndcg_at_k", "ndcg_per_query", "rank_by_score", "recall_at_k",
+__all__ = ["map_at_k", "mrr_at_k", "ndcg_at_k", "ndcg_per_query", "paired_bootstrap", "rank_by_score", "recall_at_k",
            "retrieval_metrics"]
 
 Rankings = Mapping[str, Sequence[str]]
@@ -171,3 +171,17 @@ def hubness(rankings: Mapping[str, Sequence[str]] | Sequence[Sequence[str]], k: 
         "num_documents": int(occurrences.size),
         "num_queries": len(lists),
     }
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], samples: int = 2000, seed: int = 0) -> dict:
+    """Mean of a - b over paired values (queries, say) with a 95 % percentile bootstrap interval (pairs resampled
+    with replacement): ``{"mean", "low", "high"}``."""
+    import numpy as np  # here: the ranking metrics above stay pure Python
+
+    diff = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    if not len(diff):
+        raise ValueError("no paired values to compare")
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), size=(samples, len(diff)))].mean(1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"mean": float(diff.mean()), "low": float(low), "high": float(high)}

@@ -245,15 +245,6 @@ def as_phrase_dicts(encoded: EncodedTexts, budget: int, kind: str = "crf", flip_
     return out
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], samples: int = 2000, seed: int = 0) -> dict:
-    """Mean of a - b over queries with a 95 % paired-bootstrap interval (queries resampled with replacement)."""
-    diff = np.asarray(a, np.float64) - np.asarray(b, np.float64)
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), size=(samples, len(diff)))].mean(1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"mean": float(diff.mean()), "low": float(low), "high": float(high)}
-
-
 def summarize(result: dict) -> dict:
     """Means of the per-query metrics: {K: {system: {B: {"ndcg@10", "recall@10"}}}}."""
     return {k: {system: {b: {m: float(np.mean(v)) for m, v in metrics.items()} for b, metrics in by_budget.items()}
@@ -261,4 +252,4 @@ def summarize(result: dict) -> dict:
 
 
 __all__ = ["SYSTEMS", "UNIT_KINDS", "EncodedTexts", "as_phrase_dicts", "encode_texts", "evaluate_reranking", "global_scores",
-           "lexical_scores", "paired_bootstrap", "summarize", "unit_scores"]
+           "lexical_scores", "summarize", "unit_scores"]
