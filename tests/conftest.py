@@ -3,9 +3,11 @@ reasons grouped at the end of the output (one line per reason, not one per skipp
 
 from __future__ import annotations
 
+import atexit
 import collections
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,7 +17,10 @@ from pathlib import Path
 # Before transformers / huggingface_hub are imported: offline, and an isolated cache (remote-code modules included).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="hyte-test-hf-home-"))
+if "HF_HOME" not in os.environ:
+    os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="hyte-test-hf-home-")
+    # Removed when the run ends: CI runs on a machine that keeps /tmp, and a cache left by every run fills its disk.
+    atexit.register(shutil.rmtree, os.environ["HF_HOME"], ignore_errors=True)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
