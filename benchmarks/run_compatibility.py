@@ -6,9 +6,12 @@ training.
     python benchmarks/run_compatibility.py --seeds 1 --variants hbct independent   # a subset
     python benchmarks/run_compatibility.py --recipe hierarchy --seeds 1 2 3 --variants independent hbct l2-bct
 
-``--recipe`` (RECIPES) names the old/new config pair: ``brief`` (the default, below) or ``hierarchy`` (the
+``--recipe`` (RECIPES) names the old/new config pair: ``brief`` (the default, below), ``hierarchy`` (the
 hierarchy-aware recipe ``hyte quickstart`` trains as the old model, whose radius varies, and its upgrade with twice
-the data and steps, configs/compat_new_hbct_hierarchy.yaml; output compatibility_upgrade_hierarchy.json).
+the data and steps, configs/compat_new_hbct_hierarchy.yaml; output compatibility_upgrade_hierarchy.json) or
+``euclidean`` (the quickstart's Euclidean control and the same upgrade, Euclidean models throughout: the L2-BCT
+baseline in its own geometry, variants independent and l2-bct; no calibration, q is hyperbolic; output
+compatibility_upgrade_euclidean.json).
 
 1. The OLD model (brief: configs/compat_old_hyte_h.yaml, seed 0) is trained once and held fixed for every method. New
    models use other seeds, so their HyTE-H projection starts from another random rotation than the old one's.
@@ -47,14 +50,20 @@ from hyte.training.config import parse_override
 # recipe: (the OLD model's config, the NEW models' config). "brief": the recorded run's pair (an old model whose radius
 # barely varies); "hierarchy": the hierarchy-aware recipe as the old model, its upgrade (twice the data and steps) as
 # the new one (issue 26, part 3; benchmarks/run_uncertainty_gate.py first tests whether its q predicts errors).
-RECIPES = {"brief": (Path("configs/compat_old_hyte_h.yaml"), Path("configs/compat_new_hbct.yaml")),
-           "hierarchy": (Path("configs/finetune_hyte_h_hierarchy.yaml"), Path("configs/compat_new_hbct_hierarchy.yaml"))}
+# "euclidean": the Euclidean control of "hierarchy" and its upgrade, for the L2-BCT baseline in its own geometry.
+RECIPES = {
+    "brief": (Path("configs/compat_old_hyte_h.yaml"), Path("configs/compat_new_hbct.yaml")),
+    "hierarchy": (Path("configs/finetune_hyte_h_hierarchy.yaml"), Path("configs/compat_new_hbct_hierarchy.yaml")),
+    "euclidean": (Path("configs/finetune_euclidean_hierarchy.yaml"), Path("configs/compat_new_euclidean.yaml")),
+}
+# The variants a Euclidean pair can train: cones and q are hyperbolic (hyte.compatibility.training).
+EUCLIDEAN_VARIANTS = ("independent", "l2-bct")
 
 # name: overrides of the `compatible` section (the rest comes from the new models' config: rince, cone, q).
 VARIANTS = {
     "independent": {"weight": 0.0},  # no compatibility objective: the reference new model
     "hbct": {},  # cone + RINCE with q = q(h_old)
-    "l2-bct": {"alignment": "l2", "cone": False},  # Euclidean BCT baseline: L2 influence loss in the tangent space
+    "l2-bct": {"alignment": "l2", "cone": False},  # Euclidean BCT baseline: L2 in the tangent space / of unit vectors
     # Ablations, the reviewers' controls of the uncertainty mechanism first.
     "hbct-task-scale": {"temperature": None},  # alignment at the task's learned logit scale (~20) instead of 1/0.5
     "hbct-permuted-q": {"q": "permuted"},
@@ -154,7 +163,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3],
                         help="new-model seeds; not the old model's seed (0): the same seed gives the new HyTE-H the "
                              "old one's initial projection, and same-init models start out compatible")
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--variants", nargs="+", default=None, choices=VARIANTS,
+                        help="default: all (recipe euclidean: independent and l2-bct, the only ones it can train)")
     parser.add_argument("--ablation-seeds", type=int, nargs="+", default=None,
                         help="seeds for the hbct-* ablations (default: --seeds)")
     parser.add_argument("--queries", type=int, default=200, help="retrieval and hierarchy queries per ontology")
@@ -162,9 +172,10 @@ def main() -> None:
     parser.add_argument("--permutations", type=int, default=1000)
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="brief",
                         help="brief: the recorded old/new pair; hierarchy: the hierarchy-aware recipe as the old "
-                             "model (its radius varies) and its upgrade as the new ones (RECIPES)")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="default runs/compat (hierarchy: "
-                                                                     "runs/compat-hierarchy)")
+                             "model (its radius varies) and its upgrade as the new ones; euclidean: its Euclidean "
+                             "control and the same upgrade (RECIPES)")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="default runs/compat (other recipes: "
+                                                                     "runs/compat-RECIPE)")
     parser.add_argument("--old-dir", type=Path, default=None,
                         help="the old model's run folder (default RUNS_DIR/old; trained there if it has no final)")
     parser.add_argument("--start", choices=["fresh", "old"], default="fresh",
@@ -176,9 +187,15 @@ def main() -> None:
     parser.add_argument("--no-train", dest="train", action="store_false",
                         help="train nothing: collect the runs of the plan that already finished (e.g. seeds trained "
                              "by parallel processes) and skip the others")
-    parser.add_argument("--output", type=Path, default=None, help="default benchmarks/results/compatibility_upgrade"
-                                                                   ".json (hierarchy: compatibility_upgrade_hierarchy.json)")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="default benchmarks/results/compatibility_upgrade.json (other recipes: "
+                             "compatibility_upgrade_RECIPE.json)")
     args = parser.parse_args()
+    possible = list(EUCLIDEAN_VARIANTS if args.recipe == "euclidean" else VARIANTS)
+    if args.variants is None:
+        args.variants = possible
+    elif set(args.variants) - set(possible):
+        parser.error(f"--recipe {args.recipe} trains only the variants {', '.join(possible)}")
     try:
         args.overrides = dict(parse_override(item) for item in args.overrides)
     except ValueError as error:
@@ -198,7 +215,7 @@ def main() -> None:
     if args.output is None:  # one file per recipe: a hierarchy run must not replace the brief record (and its notes)
         suffix = "" if args.recipe == "brief" else f"_{args.recipe}"
         args.output = Path(f"benchmarks/results/compatibility_upgrade{suffix}.json")
-    runs = args.runs_dir or Path("runs/compat" if args.recipe == "brief" else "runs/compat-hierarchy")
+    runs = args.runs_dir or Path("runs/compat" if args.recipe == "brief" else f"runs/compat-{args.recipe}")
     old_config = _load(old_path, {"training.output_dir": str(args.old_dir or runs / "old")})
     if (Path(old_config.training.output_dir) / "final").is_dir():  # reused as it is: it must be the recipe's old model
         from hyte.training.loop import finished_run_differences
@@ -223,9 +240,10 @@ def main() -> None:
     ablations = [v for v in args.variants if v.startswith("hbct-")]
     plan = [(seed, v) for seed in args.seeds for v in main_variants] + [(seed, v) for seed in ablation_seeds
                                                                          for v in ablations]
-    calibration = _scores(Path(old_config.training.output_dir) / "calibration.json", lambda: {
-        ontology: uncertainty_calibration(old, data["retrieval"], permutations=args.permutations)
-        for ontology, data in sets.items()})
+    calibration = None if old.curvature == 0 else _scores(  # q is hyperbolic: none for a Euclidean old model
+        Path(old_config.training.output_dir) / "calibration.json", lambda: {
+            ontology: uncertainty_calibration(old, data["retrieval"], permutations=args.permutations)
+            for ontology, data in sets.items()})
     for seed, variant in plan:
         name = f"{variant}-seed{seed}"
         output_dir = runs / name

@@ -97,6 +97,18 @@ def test_l2_influence_loss_is_zero_for_the_same_points_and_grows_with_the_tangen
     assert float(l2_influence_loss(moved, old)) == pytest.approx(8 * 0.01, rel=1e-6)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_l2_influence_loss_of_a_euclidean_pair_compares_directions_only(seed):
+    generator = torch.Generator().manual_seed(seed)
+    old = torch.randn(8, 16, generator=generator, dtype=torch.float64)
+    # A cosine index holds directions: a rescaled copy is the same vector, a rotated one is not.
+    assert float(l2_influence_loss(old * 3.7, old, c=0)) == pytest.approx(0.0, abs=1e-12)
+    other = torch.randn(8, 16, generator=generator, dtype=torch.float64)
+    unit = torch.nn.functional.normalize
+    expected = (2 - 2 * (unit(other, dim=-1) * unit(old, dim=-1)).sum(-1)).mean()  # |a - b|^2 of unit vectors
+    assert float(l2_influence_loss(other, old, c=0)) == pytest.approx(float(expected), rel=1e-9)
+
+
 def test_permuted_q_keeps_the_distribution_and_fixed_q_is_constant():
     values = torch.linspace(0.05, 0.95, 50)
     permuted = alignment_q("permuted", values, seed=1)
@@ -192,6 +204,26 @@ def test_old_embeddings_are_computed_once_not_per_step_and_lineage_is_recorded(t
                                      "relation": "queries->documents"}]
 
 
+def test_only_weights_trained_for_compatibility_are_declared_compatible(tmp_path, old_model):
+    """A run without the objective (weight 0: the benchmark's independent reference) declares nothing, and a declared
+    model trained further loses the declaration its config carried: its new weights were never tied to the old."""
+    from transformers import AutoModel
+
+    from hyte.lineage import compatible_with
+
+    independent = run(compatible_config(tmp_path / "independent", old_model, max_steps=2, weight=0.0))
+    assert compatible_with(AutoModel.from_pretrained(independent)) == []
+    declared = run(compatible_config(tmp_path / "declared", old_model, max_steps=2))
+    assert len(compatible_with(AutoModel.from_pretrained(declared))) == 1
+    further = run(parse_config({
+        "stage": "contrastive", "model": {"build": "load", "path": str(declared)},
+        "data": {"source": "hpo", "max_examples": 16, "min_depth": 3},
+        "training": {"output_dir": str(tmp_path / "further"), "max_steps": 2, "per_device_train_batch_size": 8,
+                     "learning_rate": 3e-3, "save_steps": 2, "seed": 0},
+        "loss": {"max_query_length": 16, "max_document_length": 32}, "evaluation": {"enabled": False}}))
+    assert compatible_with(AutoModel.from_pretrained(further)) == []
+
+
 class StopAfter(TrainerCallback):
     def __init__(self, step):
         self.step = step
@@ -240,6 +272,77 @@ def test_config_errors_name_the_problem(tmp_path, old_model):
                           "model": {"build": "hyte_fh", "options": {**TINY_FH, "hidden_size": 17,
                                                                     "num_attention_heads": 1,
                                                                     "intermediate_size": 33}}}))
+
+
+def test_a_euclidean_pair_trains_with_the_l2_baseline_and_is_scored_by_cosine(tmp_path, old_model, bert_tokenizer):
+    """The L2-BCT baseline in its own geometry: a Euclidean old model (a cosine index) and a Euclidean new one."""
+    from transformers import AutoModel, BertConfig, BertModel
+
+    from hyte.compatibility.evaluation import pair_encoders
+    from hyte.encoders import load_encoder
+    from hyte.lineage import compatible_with, model_fingerprint
+    from hyte.training import ConfigError
+
+    paths = {}
+    for name, seed in (("old-euclidean", 2), ("new-base", 3)):  # two tiny plain encoders, other random weights
+        torch.manual_seed(seed)
+        paths[name] = tmp_path / name
+        BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                             intermediate_size=64, max_position_embeddings=128)).save_pretrained(paths[name])
+        bert_tokenizer.save_pretrained(paths[name])
+    old_path = paths["old-euclidean"]
+
+    def config(output, **compatible):
+        values = compatible_config(tmp_path / output, str(old_path), max_steps=3,
+                                   **{"alignment": "l2", "cone": False, **compatible}).to_dict()
+        return parse_config({**values, "model": {"build": "load", "path": str(paths["new-base"])}})
+
+    final = run(config("new"))
+    aligned = logged(tmp_path / "new", "align_loss")
+    assert aligned and all(math.isfinite(v) and v > 0 for v in aligned.values())
+    assert not logged(tmp_path / "new", "mean_q")  # q is hyperbolic: nothing to log
+    fingerprint = model_fingerprint(AutoModel.from_pretrained(old_path))
+    assert compatible_with(AutoModel.from_pretrained(final))[0]["fingerprint"] == fingerprint
+    old, new = load_encoder(old_path), load_encoder(final)
+    assert old.kind == new.kind == "euclidean"
+    cross = pair_encoders(old, new)["new->old"]
+    queries, documents = cross.encode(DOCUMENTS[:2], role="query"), cross.encode(DOCUMENTS)
+    cosine = new.encode(DOCUMENTS[:2], role="query") @ old.encode(DOCUMENTS).T
+    np.testing.assert_allclose(cross.scores(queries, documents), cosine, rtol=1e-5)
+    # The new model was saved without BERT's pooler (mean pooling never reads it); loading must not re-create it at
+    # random, or its fingerprint (its index lineage) would change with every load.
+    fingerprints = set()
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        fingerprints.add(model_fingerprint(load_encoder(final).model))
+    assert len(fingerprints) == 1
+    # Scored as the index's model scores: EucBERT keeps its vectors' norms, and its index compares cosines.
+    from hyte.training.config import ModelSpec
+    from hyte.training.models import build_model
+
+    eucbert = build_model(ModelSpec(build="eucbert", options={**TINY_FH, "hidden_size": 32, "num_attention_heads": 2},
+                                    tokenizer="bundled:all-MiniLM-L6-v2"))
+    eucbert.model.save_pretrained(tmp_path / "eucbert")
+    eucbert.tokenizer.save_pretrained(tmp_path / "eucbert")
+    index_model = load_encoder(tmp_path / "eucbert")
+    stored = index_model.encode(DOCUMENTS)
+    assert not np.allclose(np.linalg.norm(stored, axis=1), 1.0)  # raw EucBERT vectors: a plain dot product would differ
+    by_cosine = pair_encoders(index_model, new)["new->old"]
+    unit = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    expected = unit @ (stored / np.linalg.norm(stored, axis=1, keepdims=True)).T
+    np.testing.assert_allclose(by_cosine.scores(queries, by_cosine.encode(DOCUMENTS)), expected, rtol=1e-5)
+    # Cones and q are hyperbolic; a hyperbolic model cannot search a cosine index, nor one geometry the other's.
+    with pytest.raises(ConfigError, match="only the Euclidean BCT baseline"):
+        run(config("cone", cone=True))
+    with pytest.raises(ConfigError, match="is a Euclidean model"):
+        run(parse_config({**config("hyperbolic").to_dict(), "model": {"build": "hyte_fh", "options": TINY_FH}}))
+    with pytest.raises(ConfigError, match="must share the dimension"):
+        run(parse_config({**config("wider").to_dict(), "model": {"build": "load", "path": "bundled:all-MiniLM-L6-v2"}}))
+    with pytest.raises(ConfigError, match="so the new one must be too"):
+        run(parse_config({**config("to-lorentz").to_dict(), "compatible": {"old_model": old_model, "alignment": "l2",
+                                                                           "cone": False}}))
+    with pytest.raises(ValueError, match="no cross-model search"):
+        pair_encoders(old, load_encoder(old_model))
 
 
 # ------------------------------------------------------------------ lineage: the index refuses undeclared models

@@ -397,7 +397,7 @@ def _eval_compatibility(args: argparse.Namespace) -> int:
             raise UserError(_same_model(first, second, f"{models[first]} and {models[second]} are one folder"))
     encoders, fingerprints = {}, {}
     for role, model in models.items():
-        encoders[role] = load_encoder(model, kind="hyte", max_length=args.max_length)
+        encoders[role] = load_encoder(model, max_length=args.max_length)  # a Euclidean pair too (L2-BCT)
         fingerprints[role] = model_fingerprint(encoders[role].model)
         same = [earlier for earlier in fingerprints if earlier != role and fingerprints[earlier] == fingerprints[role]]
         if same:

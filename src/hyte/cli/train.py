@@ -120,6 +120,6 @@ def add_commands(subparsers) -> None:
                             help="override a config field, e.g. --set training.max_steps=20")
         if stage == "compatible":
             parser.add_argument("--old", default=None, metavar="OLD_MODEL",
-                                help="the old HyTE model whose index the new model must search (frozen; its "
+                                help="the old model whose index the new model must search (frozen; its "
                                      "document embeddings are computed once); overrides compatible.old_model")
         parser.set_defaults(func=_train)

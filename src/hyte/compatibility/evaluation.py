@@ -60,18 +60,18 @@ class MemoEncoder:
     def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
         return self.encoder.scores(queries, documents)
 
+    def radii(self, texts, batch_size: int = 32) -> np.ndarray:
+        return self.encoder.radii(texts, batch_size=batch_size)
+
 
 class CrossModelEncoder:
-    """Queries embedded by ``query_encoder``, documents by ``document_encoder`` (the index's model), scored by the
-    Lorentz inner product of the flipped query and the document point; both must share dimension and curvature.
-    Plugs into ``evaluate_retrieval`` and ``evaluate_hierarchy`` like a single encoder."""
-
-    kind = "hyperbolic"
+    """Queries embedded by ``query_encoder``, documents by ``document_encoder`` (the index's model), scored as the
+    index's model scores: the Lorentz inner product of the flipped query and the document point (HyTE models), the
+    cosine (a Euclidean pair, curvature 0); both must share dimension and curvature. Plugs into
+    ``evaluate_retrieval`` and ``evaluate_hierarchy`` like a single encoder."""
 
     def __init__(self, query_encoder, document_encoder):
-        for encoder in (query_encoder, document_encoder):
-            if encoder.kind != "hyperbolic":
-                raise ValueError("cross-model search compares Lorentz points: both models must be HyTE models")
+        self.kind = document_encoder.kind
         if query_encoder.dim != document_encoder.dim or abs(query_encoder.curvature - document_encoder.curvature) > 1e-9:
             raise ValueError(f"the query model emits dimension {query_encoder.dim}, curvature "
                              f"{query_encoder.curvature}; the document model dimension {document_encoder.dim}, "
@@ -84,10 +84,10 @@ class CrossModelEncoder:
         return encoder.encode(texts, role=role, batch_size=batch_size, show_progress_bar=show_progress_bar)
 
     def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
-        return queries @ documents.T  # flipped query . point = <q, x>_L, larger = nearer
+        return self.document_encoder.scores(queries, documents)
 
     def radii(self, texts, batch_size: int = 32) -> np.ndarray:
-        return self.document_encoder.encode(texts, batch_size=batch_size)[:, 0]
+        return self.document_encoder.radii(texts, batch_size=batch_size)
 
 
 def pair_encoders(old, new) -> dict[str, CrossModelEncoder]:

@@ -4,6 +4,7 @@ model's uncertainty q, RINCE, the entailment-cone term, and the Euclidean BCT ba
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from .. import lorentz
@@ -48,9 +49,14 @@ def rince_loss(logits: Tensor, positives: Tensor, q: Tensor, lam: float = 0.01,
 
 
 def l2_influence_loss(anchors: Tensor, old_positives: Tensor, c: float = 1.0) -> Tensor:
-    """Euclidean BCT baseline: mean squared L2 distance between the tangent vectors at the origin (logmap0, the
-    Euclidean coordinates HyTE-H's projection produces before expmap0) of each anchor and its old positive,
-    (A, D), (A, D) -> (). No cone, no robust weighting, no hyperbolic distance."""
+    """Euclidean BCT baseline: mean squared L2 distance between each anchor and its old positive, (A, D), (A, D) ->
+    (). No cone, no robust weighting, no hyperbolic distance.
+
+    Hyperboloid points (c > 0) are compared as tangent vectors at the origin (logmap0, the Euclidean coordinates
+    HyTE-H's projection produces before expmap0); Euclidean vectors (c = 0, the encoders' convention for a
+    Euclidean model) as unit vectors, since a cosine model's index holds only their directions."""
+    if c == 0:
+        return (F.normalize(anchors, dim=-1) - F.normalize(old_positives, dim=-1)).pow(2).sum(-1).mean()
     return (lorentz.logmap0(anchors, c) - lorentz.logmap0(old_positives, c)).pow(2).sum(-1).mean()
 
 

@@ -132,19 +132,24 @@ def render_uncertainty_section(items: list) -> list[str]:
 def render_upgrade_section(items: list) -> list[str]:
     """Markdown lines for ``compatibility_upgrade`` results (benchmarks/run_compatibility.py)."""
     lines = ["## Backward-compatible upgrades: HBCT vs Euclidean BCT (held-out branches and chapters)", "",
-             "`benchmarks/run_compatibility.py`: one OLD HyTE-H (bundled all-MiniLM-L6-v2; its config is named per "
-             "file) is trained once and held fixed; every NEW model (more data and steps than the old one) must "
-             "search its index. `a->b` = queries embedded by a, documents (the index) by b. `independent` = the "
-             "new model without compatibility objective (the reference of P_com / P_up); `hbct` = cone + RINCE "
-             "with q = q(h_old) (the cone's aperture widened by (1 + q): HyTE's addition, not the seed's); `l2-bct` = the Euclidean BCT baseline (squared L2 between the new embedding and "
-             "the old one in the tangent space at the origin, no cone); `hbct-*` = ablations. P_com = (M(new,old) "
-             "- M(old,old)) / (M(ref,ref) - M(old,old)), P_up = M(new,new) / M(ref,ref) - 1, ref = the same seed's "
-             "independent run (`hyte.compatibility.evaluation`). Mean ± sd over seeds.", ""]
+             "`benchmarks/run_compatibility.py`: one OLD model (HyTE-H on the bundled all-MiniLM-L6-v2, or its "
+             "Euclidean control in the `euclidean` recipe's file; its config is named per file) is trained once and "
+             "held fixed; every NEW model (more data and steps than the old one) must search its index. `a->b` = "
+             "queries embedded by a, documents (the index) by b. `independent` = the new model without compatibility "
+             "objective (the reference of P_com / P_up); `hbct` = cone + RINCE with q = q(h_old) (the cone's aperture "
+             "widened by (1 + q): HyTE's addition, not the seed's); `l2-bct` = the Euclidean BCT baseline (squared L2 "
+             "between the new embedding and the old one in the tangent space at the origin, no cone; in the "
+             "`euclidean` recipe's file, a Euclidean old and new model, the squared L2 between their unit vectors); "
+             "`hbct-*` = ablations. P_com = (M(new,old) - M(old,old)) / (M(ref,ref) - M(old,old)), P_up = M(new,new) / "
+             "M(ref,ref) - 1, ref = the same seed's independent run (`hyte.compatibility.evaluation`). Mean ± sd over "
+             "seeds.", ""]
     for path, payload in items:
         summary = payload.get("summary", {})
         start = payload.get("new_model", {}).get("start", "fresh")
         seeds = sorted({int(seed) for by in payload.get("per_seed", {}).values() for seed in by})
         origin = ("the old model's weights (continued training)" if start == "old"
+                  else "the base encoder, Euclidean models throughout (cosine index; the L2-BCT baseline in its own "
+                       "geometry)" if payload.get("recipe") == "euclidean"
                   else "a fresh HyTE-H on the base encoder (a new random projection)")
         overrides = payload.get("new_model", {}).get("overrides") or {}
         changed = ", ".join(f"`{key}={value}`" for key, value in overrides.items())

@@ -1,7 +1,7 @@
 """Backward-compatible training (HBCT, arXiv 2506.05826, adapted to text retrieval): ``hyte train compatible``.
 
-A new HyTE model is trained so that its **query** vectors can search an index of documents embedded by a frozen
-**old** model, until the corpus is re-encoded. The loss is
+A new model is trained so that its **query** vectors can search an index of documents embedded by a frozen **old**
+model, until the corpus is re-encoded. The loss is
 
     L = L_task + weight * (L_cone + L_align)
 
@@ -33,6 +33,10 @@ hyperboloid: the same ambient dimension and curvature. A new HyTE-H built on any
 hyte_h``) gets ``hidden_size`` and ``curvature`` from the old model unless its options set them, so its learned
 projection Linear(d_base -> d_old) maps the new encoder's hidden size into the old space; other models must match
 already (checked, ``ConfigError``).
+
+**The Euclidean pair.** A Euclidean old model (a cosine index) takes a Euclidean new model of the same dimension,
+trained with ``alignment: l2`` (unit vectors compared directly) and no cone: the L2-BCT baseline in its own geometry,
+so that HBCT can be compared with what a Euclidean stack would do for the same upgrade.
 
 The final model's config records its lineage (``hyte.lineage``): ``compatible_with`` names the old model and the
 fingerprint of its weights, which ``LorentzIndex.check_query_model`` checks.
@@ -80,8 +84,9 @@ def _texts_digest(texts: list[str]) -> str:
 
 @dataclass
 class OldEmbeddingCache:
-    """The frozen old model's document embeddings of every training text: points (N, D) float32 on the old
-    hyperboloid, row ``rows[text]``; ``fingerprint`` of the old model's weights."""
+    """The frozen old model's document embeddings of every training text: (N, D) float32, points on the old
+    hyperboloid (or vectors of a Euclidean old model, ``curvature`` 0), row ``rows[text]``; ``fingerprint`` of the old
+    model's weights."""
 
     texts: list[str]
     points: Tensor
@@ -124,7 +129,7 @@ class OldEmbeddingCache:
 
 
 def build_old_cache(encoder, texts: list[str], fingerprint: str, batch_size: int = 64) -> OldEmbeddingCache:
-    """Embed ``texts`` as documents with the old encoder (a ``HyteEncoder``), once: (N, D) points."""
+    """Embed ``texts`` as documents with the old encoder (``hyte.encoders``), once: (N, D) points or vectors."""
     points = torch.from_numpy(encoder.encode(texts, role="document", batch_size=batch_size)).float()
     return OldEmbeddingCache(list(texts), points, float(encoder.curvature), fingerprint)
 
@@ -182,7 +187,7 @@ class CompatibleTrainer(ContrastiveTrainer):
             return loss
         from ..training.models import curvature_of
 
-        curvature = curvature_of(model)
+        curvature = curvature_of(model) if self.hyperbolic else 0.0  # 0: the Euclidean pair (unit vectors)
         batch = queries.shape[0]
         rows = inputs["old_rows"].to("cpu")
         old = self.old_points[rows].to(documents.device)  # (M, D)
@@ -210,7 +215,8 @@ class CompatibleTrainer(ContrastiveTrainer):
                     masked = logits.masked_fill(exclude, float("-inf")) if exclude is not None else logits
                     term = F.cross_entropy(masked, positives)
             parts["align_loss"], total = float(term.detach()), total + term
-        parts["mean_q"] = float(q.mean())
+        if self.hyperbolic:
+            parts["mean_q"] = float(q.mean())
         for key, value in parts.items():
             self._sums[key] = self._sums.get(key, 0.0) + value
         return loss + spec.weight * total
@@ -226,10 +232,25 @@ def _new_model_spec(config: RunConfig, old_dim: int, old_curvature: float):
     import dataclasses
 
     spec = config.model
-    if spec.build == "hyte_h":
+    if spec.build == "hyte_h" and old_curvature > 0:  # 0: a Euclidean old model, which no HyTE-H can match
         options = {"hidden_size": old_dim, "curvature": old_curvature, **spec.options}
         spec = dataclasses.replace(spec, options=options)
     return spec
+
+
+def _check_euclidean_pair(spec, built, old) -> None:
+    """A Euclidean old model (a cosine index) takes a Euclidean new model of its dimension trained with the L2
+    baseline alone: cones and RINCE's q are hyperbolic notions (``ConfigError`` otherwise)."""
+    if built.hyperbolic:
+        raise ConfigError(f"compatible.old_model {spec.old_model} is a Euclidean model, so its index holds cosine "
+                          f"vectors a hyperbolic model cannot search: train a Euclidean new model (model.build: load "
+                          f"on a plain encoder, or eucbert) or take a HyTE old model")
+    if spec.weight and (spec.cone or spec.alignment not in ("l2", "none")):
+        raise ConfigError("a Euclidean old/new pair supports only the Euclidean BCT baseline: set compatible."
+                          "alignment: l2 and compatible.cone: false (or weight: 0 for the independent reference)")
+    if built.model.config.hidden_size != old.dim:
+        raise ConfigError(f"the new model emits {built.model.config.hidden_size}-dimensional vectors, the old index "
+                          f"holds {old.dim}: a Euclidean pair must share the dimension")
 
 
 def train_compatible(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
@@ -245,16 +266,17 @@ def train_compatible(config: RunConfig, resume: bool = False, callbacks: list | 
     from ..training.models import build_model, unwrap
 
     spec = config.compatible
-    old = load_encoder(spec.old_model, kind="hyte", max_length=config.loss.max_document_length)
-    if not old.model.is_hyperbolic:
-        raise ConfigError(f"compatible.old_model {spec.old_model} is not a hyperbolic HyTE model")
+    old = load_encoder(spec.old_model, max_length=config.loss.max_document_length)
+    hyperbolic = old.curvature > 0  # the encoders' convention: curvature 0 is a Euclidean (cosine) model
     old_fingerprint = model_fingerprint(old.model)
     built = build_model(_new_model_spec(config, old.dim, old.curvature))
     new = unwrap(built.model)
-    if not built.hyperbolic:
-        raise ConfigError("stage compatible trains a hyperbolic HyTE model (its queries search the old Lorentz "
-                          "index); model.build must be hyte_h / hyte_fh or load a HyTE model")
-    if new.config.hidden_size != old.dim or abs(float(new.config.curvature) - old.curvature) > 1e-9:
+    if not hyperbolic:
+        _check_euclidean_pair(spec, built, old)
+    elif not built.hyperbolic:
+        raise ConfigError("the old model is a hyperbolic HyTE model, so the new one must be too (its queries search "
+                          "the old Lorentz index): model.build must be hyte_h / hyte_fh or load a HyTE model")
+    elif new.config.hidden_size != old.dim or abs(float(new.config.curvature) - old.curvature) > 1e-9:
         raise ConfigError(f"the new model emits points of dimension {new.config.hidden_size} and curvature "
                           f"{float(new.config.curvature)}, the old index holds dimension {old.dim} and curvature "
                           f"{old.curvature}: build the new model with model.build: hyte_h (its projection then maps "
@@ -269,8 +291,15 @@ def train_compatible(config: RunConfig, resume: bool = False, callbacks: list | 
         cache.save(output_dir / CACHE_FILE)
         logger.info("cached the old model's embeddings of %d documents", len(texts))
     del old  # the old model is not needed again: training reads the cache
-    q_values = alignment_q(spec.q, uncertainty(cache.points, cache.curvature), spec.q_fixed, spec.permutation_seed)
-    declare_compatible(new, spec.old_model, old_fingerprint)
+    # q is the old point's hyperbolic uncertainty; the Euclidean pair's L2 alignment has no use for it.
+    q_values = (alignment_q(spec.q, uncertainty(cache.points, cache.curvature), spec.q_fixed, spec.permutation_seed)
+                if hyperbolic else torch.ones(len(cache.texts)))
+    if spec.weight > 0 and (spec.alignment != "none" or spec.cone):
+        declare_compatible(new, spec.old_model, old_fingerprint)
+    else:  # e.g. the "independent" reference of benchmarks/run_compatibility.py: nothing ties the two spaces
+        logger.warning("compatible.weight is 0 or neither an alignment nor the cone term is on: the new model is "
+                       "trained without the compatibility objective and is not declared compatible with %s",
+                       spec.old_model)
 
     collator = CompatibleCollator(built.tokenizer, config.loss.max_query_length, config.loss.max_document_length,
                                   hierarchy_for(config), cache_rows=cache.rows)
