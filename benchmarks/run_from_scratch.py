@@ -20,7 +20,9 @@ at the tiny size; ``--vocabulary bundled`` uses the MiniLM's 30,522, the recipe 
 with every model. After the MLM stage each model's held-out masked-LM loss is measured beside the unigram
 cross-entropy of the same masked tokens (hyte.evaluation.language_model): a seed's comparison is reported only when
 both models are at least 1.5 nats below it ("gated_seeds", "summary_gated"); the other seeds are kept and shown
-with their gate, never as a verdict.
+with their gate, never as a verdict. On the gated seeds "comparison_gated" holds HyTE-FH − EucBERT per set (nDCG@10,
+SpecHR): a paired t-test over seeds and a paired bootstrap interval over (seed, query) pairs; a win only where both
+exclude zero.
 
 Pilot probes at the tiny size (trained vocabulary, seed 0, MLM stage only, 2026-12-04; not recorded results): with
 the recipe as it was, EucBERT's held-out MLM loss was 5.79 nats after 2,000 steps (unigram 6.62: not passed) and 4.61
@@ -261,6 +263,17 @@ def _summary(results: dict, seeds: list[str] | None = None) -> dict:
     return summary
 
 
+def _comparison(results: dict, seeds: list[str]) -> dict:
+    """HyTE-FH (OEM p = 1) − EucBERT on the named seeds, per set: nDCG@10 and SpecHR with a paired t-test over seeds
+    and a paired bootstrap interval over (seed, query) pairs (``compare_models``); {} without seeds."""
+    from hyte.evaluation.heldout import compare_models
+
+    if not seeds:
+        return {}
+    return compare_models([results["hyte-fh"][seed]["scores"]["oem-p1"] for seed in seeds],
+                          [results["eucbert"][seed]["scores"]["mean"] for seed in seeds])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="toy size and step counts: checks the pipeline")
@@ -334,6 +347,7 @@ def main() -> None:
                "vocabulary": _vocabulary_record(tokenizer),
                "mlm_steps": args.mlm_steps or SCRATCH_SIZES[size]["steps"]["mlm"],
                "gated_seeds": _gated_seeds(results), "summary_gated": _summary(results, _gated_seeds(results)),
+               "comparison_gated": _comparison(results, _gated_seeds(results)),
                "pooling_ablation_seeds": [int(seed[1:]) for seed in _ablated_seeds(results)],
                "pooling_ablation": "retrained",
                "nonfinite": sum(stage["nonfinite_values"] + stage["nonfinite_logs"] for stage in _stages(results)),

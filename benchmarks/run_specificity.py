@@ -37,7 +37,7 @@ import sys
 import time
 from pathlib import Path
 
-from hyte.evaluation.heldout import aggregate_seeds, paired_difference
+from hyte.evaluation.heldout import aggregate_seeds, compare_models
 from hyte.results import portable_command, write_result
 from hyte.training.loop import remove_checkpoints
 from hyte.training.recipes import hierarchy_finetune
@@ -166,10 +166,7 @@ def test(args: argparse.Namespace) -> None:
             print(f"seed {seed} {arm:10} " + " | ".join(
                 f"{o} nDCG@10 {s['ndcg@10']:.4f}" + (f" SpecHR {s['spechr']:.4f}" if "spechr" in s else "")
                 for o, s in scores.items()), flush=True)
-    comparison = {}
-    for ontology in per_arm["hyte-h"][0]:
-        ours, theirs = [s[ontology] for s in per_arm["hyte-h"]], [s[ontology] for s in per_arm["euclidean"]]
-        comparison[ontology] = {key: paired_difference(ours, theirs, key) for key in ("ndcg@10", "spechr") if key in ours[0]}
+    comparison = compare_models(per_arm["hyte-h"], per_arm["euclidean"])
     payload = {"benchmark": "specificity", "round": args.round, "split_seed": split_seed, "command": _command(),
                "split": "test", "seeds": args.seeds,
                "steps": args.steps, "examples": args.examples, "evaluation": evaluation, "chosen": chosen,

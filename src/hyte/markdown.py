@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["label", "number", "percent", "run_line", "runs", "table"]
+__all__ = ["label", "number", "paired_difference_text", "percent", "run_line", "runs", "table"]
 
 
 def number(value, digits: int = 4) -> str:
@@ -21,6 +21,15 @@ def number(value, digits: int = 4) -> str:
 def percent(value) -> str:
     """A share as a percentage with one decimal ("–" for None)."""
     return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def paired_difference_text(result: dict) -> str:
+    """One ``hyte.evaluation.heldout.paired_difference`` result in words: "+0.1100 (per seed ...; paired t-test
+    p = ...; paired bootstrap over N (seed, query) pairs [low, high]): **verdict**"."""
+    return (f"{result['mean_difference']:+.4f} (per seed " + ", ".join(f"{d:+.4f}" for d in result["per_seed"])
+            + f"; paired t-test p = {number(result['t_test_p'], 3)}; paired bootstrap over {result['num_pairs']} "
+            f"(seed, query) pairs [{result['bootstrap_low']:+.4f}, {result['bootstrap_high']:+.4f}]): "
+            f"**{result['verdict']}**")
 
 
 def table(header: list[str], rows: list[list], rule: str = " --- ") -> list[str]:

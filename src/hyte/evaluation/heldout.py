@@ -198,6 +198,14 @@ def paired_difference(ours: list[dict], theirs: list[dict], key: str, seed: int 
             "verdict": ("win" if mean > 0 else "loss") if significant else "tie"}
 
 
+def compare_models(ours: list[dict], theirs: list[dict], keys: tuple[str, ...] = ("ndcg@10", "spechr")) -> dict:
+    """``{set: {key: paired_difference}}`` of two models' ``evaluate_heldout`` scores on the same sets, seed by seed
+    (same order of seeds); a key a set does not score (SpecHR on a general-domain set) is left out."""
+    return {name: {key: paired_difference([s[name] for s in ours], [s[name] for s in theirs], key)
+                   for key in keys if key in first}
+            for name, first in ours[0].items() if name != "training"}
+
+
 def heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | None = 2000, seed: int = 0,
                           test_fraction: float = 0.2, split_seed: int = 0, min_depth: int = 1):
     """(queries, corpus, qrels) from the HPO branches that training never sees (``split_by_branches``).

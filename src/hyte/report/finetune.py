@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..evaluation.heldout import GENERAL_DOMAIN
-from ..markdown import number, runs, table
+from ..markdown import number, paired_difference_text, runs, table
 
 FINETUNE_COLUMNS = (("ndcg@10", "nDCG@10"), ("recall@10", "R@10"), ("spechr", "SpecHR"), ("recall@1", "R@1 (hier.)"),
                     ("top1_by_type.sibling", "top-1 sibling"), ("top1_by_type.parent", "top-1 parent"),
@@ -169,9 +169,13 @@ def from_scratch_section(items: list[tuple[Path, dict]]) -> list[str]:
             if "gated_seeds" in payload:
                 lines += [f"Seeds that passed the gate (the tables and verdicts use these only): "
                           f"{', '.join(payload['gated_seeds'])}.", ""]
+            tested = payload.get("comparison_gated", {})
             for ontology in ("hpo", "icd10"):
                 lines += _seed_table(summary, ontology)
-                verdicts = [_paired_verdict(summary, ontology, "hyte-fh oem-p1", "eucbert", key, label)
+                # With per-query scores (runs since the comparison was recorded): the t-test and bootstrap verdict.
+                verdicts = [f"- {label}: HyTE-FH − EucBERT {paired_difference_text(tested[ontology][key])}."
+                            if key in tested.get(ontology, {}) else
+                            _paired_verdict(summary, ontology, "hyte-fh oem-p1", "eucbert", key, label)
                             for key, label in (("spechr", "SpecHR"), ("ndcg@10", "nDCG@10"),
                                                ("radius_depth_spearman.spearman", "radius~depth ρ"))]
                 lines += [v for v in verdicts if v] + [""]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..evaluation.heldout import GENERAL_DOMAIN
-from ..markdown import number, percent, runs, table
+from ..markdown import number, paired_difference_text, percent, runs, table
 from .finetune import ONTOLOGY_TITLES
 
 DIAGNOSTICS = (("radius_depth_spearman.spearman", "radius~depth ρ"), ("edges.child_farther", "child farther"),
@@ -102,11 +102,7 @@ def _test_lines(payload: dict) -> list[str]:
                                for key, _ in keys)] for arm in ("hyte-h", "euclidean", "base")]
         lines += [f"{ONTOLOGY_TITLES[ontology]}:", "", *table(["model", *(h for _, h in keys)], rows)]
         for key, result in comparison[ontology].items():
-            lines.append(f"- {key}: HyTE-H − Euclidean {result['mean_difference']:+.4f} (per seed "
-                         + ", ".join(f"{d:+.4f}" for d in result["per_seed"])
-                         + f"; paired t-test p = {number(result['t_test_p'], 3)}; paired bootstrap over "
-                         f"{result['num_pairs']} (seed, query) pairs [{result['bootstrap_low']:+.4f}, "
-                         f"{result['bootstrap_high']:+.4f}]): **{result['verdict']}**.")
+            lines.append(f"- {key}: HyTE-H − Euclidean {paired_difference_text(result)}.")
         lines.append("")
     return lines + _targets(payload)
 
