@@ -468,3 +468,23 @@ def test_an_index_is_not_saved_inside_a_model_folder_from_python_either(tmp_path
     assert sorted(path.name for path in model.iterdir()) == ["config.json"]
     LorentzIndex(3, 1.0).save(tmp_path / "beside")
     assert (tmp_path / "beside" / "index.faiss").is_file()
+
+
+def test_a_euclidean_curvature_is_refused_naming_the_model():
+    with pytest.raises(ValueError, match="eucbert-run is Euclidean"):
+        LorentzIndex(9, 0.0, model_name="eucbert-run")
+    with pytest.raises(ValueError, match="c must be a finite number > 0"):  # other bad curvatures: the geometry's
+        LorentzIndex(9, -1.0)
+
+
+def test_a_folder_is_refused_after_remove_and_add_left_a_gap(tmp_path):
+    from hyte.retrieval.folder import documents_for, write_index_folder
+
+    points = lorentz.expmap0(torch.randn(4, 8, dtype=torch.float64) * 0.5).float().numpy()
+    index = LorentzIndex(9, 1.0)
+    index.add(points[:3])
+    index.remove([1])
+    index.add(points[3:], ids=[3])  # the count is right again (3), the rows are not: ids 0, 2, 3
+    with pytest.raises(ValueError, match=r"ids are not 0\.\.2 \(it holds id 3\)"):
+        write_index_folder(tmp_path / "folder", index, documents_for(["a", "c", "d"]))
+    assert not (tmp_path / "folder").exists()

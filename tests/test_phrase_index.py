@@ -190,6 +190,9 @@ def test_index_build_phrase_and_search_rerank_from_the_command_line(model, bert_
         assert main(argv) == 0
         out = capsys.readouterr().out
         assert out.count("\n") == 4 and f"{rerank or 'global'}=" in out
+    # --broader / --narrower pick by radius in a plain index; here they were ignored, the same hits shown.
+    assert main(["index", "search", "--index", str(tmp_path / "idx"), "--query", QUERIES[0], "--broader"]) == 2
+    assert "is a phrase index" in capsys.readouterr().err
     # A phrase model through the single-vector paths too: its token limit is its backbone's (the phrase config has
     # no max_position_embeddings), and texts past it are counted.
     limit = model.backbone.config.max_position_embeddings
@@ -267,3 +270,42 @@ def _saved(model, tokenizer, folder):
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)
+
+
+def test_a_folder_is_refused_when_ids_are_not_its_rows(model, bert_tokenizer, tmp_path):
+    """A folder pairs row i of documents.jsonl with id i: ids 100.. (or ids left by remove + add) would show other
+    documents' texts beside the hits, so the folder is refused, not written."""
+    from hyte.retrieval.folder import documents_for, write_index_folder
+
+    index = _index(model, bert_tokenizer)
+    with pytest.raises(ValueError, match=rf"ids are not 0\.\.{len(DOCUMENTS) - 1} \(it holds id 100\)"):
+        write_index_folder(tmp_path / "folder", index, documents_for(DOCUMENTS))
+    assert not (tmp_path / "folder").exists()
+    # Updated in place (id 0 removed and added again): the store lists ids 1, 2, ..., 0, and every row still has its
+    # id, so the folder is written.
+    updated = PhraseIndex.create(model, model_name="tiny")
+    updated.add_texts(model, bert_tokenizer, DOCUMENTS[:3])
+    updated.remove([0])
+    updated.add_texts(model, bert_tokenizer, ["Short stature"], ids=[0])
+    write_index_folder(tmp_path / "updated", updated, documents_for(["Short stature", *DOCUMENTS[1:3]]))
+
+
+def test_search_texts_refuses_queries_of_another_model(model, bert_tokenizer):
+    """The lineage check ran only on the command line: PhraseIndex.search_texts ranked another model's queries."""
+    from hyte.retrieval import IncompatibleIndexError
+
+    index = _index(model, bert_tokenizer)
+    index.search_texts(model, bert_tokenizer, QUERIES[:1], k=3)  # the index's own model
+    geometry = "lorentz" if model.config.geometry == "lorentz" else "euclidean"
+    other = tiny_phrase_model(tiny_backbone(geometry, bert_tokenizer, seed=1), bert_tokenizer, seed=1)
+    with pytest.raises(IncompatibleIndexError):
+        index.search_texts(other, bert_tokenizer, QUERIES[:1], k=3)
+    scores, _ = index.search_texts(other, bert_tokenizer, QUERIES[:1], k=3, check_model=False)  # experts only
+    assert scores.shape == (1, 3)
+    # A model admitted once and then changed in place (trained, reloaded) is checked again, and refused.
+    changed = tiny_phrase_model(tiny_backbone(geometry, bert_tokenizer), bert_tokenizer)
+    index.search_texts(changed, bert_tokenizer, QUERIES[:1], k=3)
+    with torch.no_grad():
+        next(changed.parameters()).add_(0.5)
+    with pytest.raises(IncompatibleIndexError):
+        index.search_texts(changed, bert_tokenizer, QUERIES[:1], k=3)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..io import read_texts, refuse_file_above, write_vectors
 from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, k_within, note_truncated, positive_float,
-                     positive_int, print_hits, queries_of)
+                     positive_int, print_hits, queries_of, truncation_note)
 
 __all__ = ["add_commands", "open_searcher"]
 
@@ -27,6 +27,8 @@ KEPT = " (documents.jsonl keeps the full text)"  # what an index folder keeps of
 
 
 def _encode(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from ..encoders import load_encoder
 
     if (args.input is None) == (args.corpus is None):
@@ -50,8 +52,11 @@ def _encode(args: argparse.Namespace) -> int:
     vectors = encoder.encode(texts, role=args.role, batch_size=args.batch_size, show_progress_bar=True)
     note_truncated(encoder, texts)
     write_vectors(args.output, vectors, {"model": str(args.model), "role": args.role, "kind": encoder.kind,
-                                         "curvature": str(encoder.curvature)})
+                                         "curvature": str(encoder.curvature), "similarity": encoder.similarity})
     print(f"wrote {vectors.shape[0]} x {vectors.shape[1]} {args.role} vectors to {args.output}")
+    if encoder.similarity == "cosine" and not np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4):
+        print("note: the model compares these vectors by cosine, and they keep their norms (EucBERT's specificity "
+              "signal): scale them to unit length before an inner-product search")
     return 0
 
 
@@ -71,6 +76,7 @@ def _encode_corpus(args: argparse.Namespace) -> int:
           + (f", kept {kept} complete from an earlier run" if kept else "")
           + f"{' on Ray at ' + args.ray if args.ray else ''}. Load them with: hyte index build --from-vectors "
           f"{done.output} --output INDEX_DIR (or --backend pgvector ...)")
+    truncation_note(done.truncated, done.documents, done.token_limit, " (the shards keep the full text)")
     return 0
 
 
@@ -300,13 +306,17 @@ def _index_search(args: argparse.Namespace) -> int:
     if args.model is None:
         args.model = resolve_index_model(folder)
     if folder.kind == "phrase":
+        if args.relation is not None:
+            raise UserError(f"--{args.relation} picks hits by radius in a plain index; {args.index} is a phrase index, "
+                            "whose search reranks by phrases: drop the option, or search a plain index (hyte index "
+                            "build without --phrase)")
         from ..lineage import check_query_model
         from ..phrase.loading import load_phrase_model
 
         model, tokenizer = load_phrase_model(str(args.model))
         check_query_model(folder.index, model, str(args.model), allow_incompatible=not args.check_model)
         scores, found = folder.index.search_texts(model, tokenizer, queries, k=args.k, rerank=args.rerank,
-                                                  k_candidates=args.k_candidates,
+                                                  k_candidates=args.k_candidates, check_model=False,
                                                   **_trie_override(args, queries, tokenizer))
         print_hits(queries, found, scores, folder.documents, "global" if args.rerank is None else args.rerank)
         return 0

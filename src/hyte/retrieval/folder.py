@@ -156,6 +156,13 @@ def write_index_folder(directory: str | os.PathLike, index: LorentzIndex | Phras
     if len(documents) != len(index):
         raise ValueError(f"{len(documents)} documents for an index of {len(index)}: row i of documents.jsonl "
                          "must be index id i")
+    # N unique ids >= 0 are 0..N-1 unless one is N or more (after remove + add the count matches, the rows do not).
+    ids = index.store.ids if isinstance(index, PhraseIndex) else index.ids
+    stray = ids[ids >= len(index)]
+    if len(stray):
+        raise ValueError(f"the index's ids are not 0..{len(index) - 1} (it holds id {int(stray[0])}): row i of "
+                         "documents.jsonl must be index id i, so a search would show other documents' texts. Build "
+                         "the folder again from the texts you keep (hyte index build, or HyteSearcher.from_texts)")
     kind = "phrase" if isinstance(index, PhraseIndex) else "plain"
     manifest = {"format_version": FOLDER_FORMAT_VERSION, "kind": kind, "model": index.model_name,
                 "model_fingerprint": index.model_fingerprint, "count": len(index)}

@@ -49,6 +49,7 @@ from ..results import enclosing_artifact
 from .store import (
     HyperboloidStore,
     certified_top_k,
+    check_index_curvature,
     check_positive_int,
     flip,
     integer_ids,
@@ -187,7 +188,7 @@ class LorentzIndex(HyperboloidStore):
         self.dim = check_positive_int("dim", dim)
         if self.dim < 2:
             raise ValueError(f"dim is the ambient dimension d + 1 and must be >= 2; got {dim}")
-        lorentz.check_curvature(curvature)
+        check_index_curvature(curvature, model_name)
         self.curvature = float(curvature)
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")

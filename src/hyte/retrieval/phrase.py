@@ -405,8 +405,17 @@ class PhraseIndex:
             out_scores[row, : len(order)], out_ids[row, : len(order)] = scores[order], ids[order]
         return out_scores, out_ids
 
-    def search_texts(self, model, tokenizer, texts: Sequence[str], k: int = 10, **options):
-        """``search`` for query texts, encoded with ``model`` (which must be the model that built the index)."""
+    def search_texts(self, model, tokenizer, texts: Sequence[str], k: int = 10, *, check_model: bool = True,
+                     **options):
+        """``search`` for query texts, encoded with ``model``: the model that built the index or one declared
+        compatible with it (``hyte.lineage``; another raises ``IncompatibleIndexError``). The check hashes the
+        model's weights on every call (a model trained or reloaded in place must not pass on an earlier check);
+        ``check_model=False`` skips it (experts, a loop that has checked once, or ``hyte index search``, which
+        checks itself)."""
+        if check_model:
+            from ..lineage import check_query_model
+
+            check_query_model(self, model, None)
         encode_keys = ("budget", "unit", "tags", "override", "max_length")
         encode = {key: options.pop(key) for key in encode_keys if key in options}
         return self.search(model.encode_phrases(list(texts), tokenizer, role="query", **encode), k, **options)

@@ -40,6 +40,7 @@ from .store import (
     HyperboloidStore,
     StoredDocuments,
     certified_top_k,
+    check_index_curvature,
     check_positive_int,
     integer_ids,
     refreshed_time,
@@ -160,10 +161,8 @@ class PgVectorIndex(HyperboloidStore):
         ``max_norm`` (kind "hnsw"): the augmentation bound M; None takes 1.25 x the largest |x| of the first
         documents.
         """
-        from ..lorentz import check_curvature
-
         _check_table_name(table)
-        check_curvature(curvature)
+        check_index_curvature(curvature, model_name)
         dim = check_positive_int("dim", dim)
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
@@ -512,6 +511,7 @@ def build_pgvector_index(encoder, texts: Sequence[str], dsn: str, table: str, *,
         raise ValueError("no texts to index")
     documents = documents_for(texts, ids)
     _check_max_norm(max_norm, kind)
+    check_index_curvature(encoder.curvature, encoder.name)  # before the texts are encoded
     PgVectorIndex.check_table_free(dsn, table, overwrite)
     points = encoder.encode(list(texts), role="document", batch_size=batch_size, show_progress_bar=show_progress_bar)
     return PgVectorIndex.create(dsn, table, encoder.dim, encoder.curvature, kind, model_reference(encoder.name),

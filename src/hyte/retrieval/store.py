@@ -27,6 +27,18 @@ __all__ = ["HyperboloidStore", "StoredDocuments", "certified_top_k"]
 HYPERBOLOID_RTOL = 1e-3
 
 
+def check_index_curvature(curvature: float, model_name: str | None = None) -> None:
+    """A store's curvature c > 0 (``lorentz.check_curvature``). Curvature 0 is how hyte's encoders mark a Euclidean
+    model (EucBERT or a plain encoder, compared by cosine), whose vectors are no hyperboloid points: refused with
+    what to do instead of the geometry's bare "c must be > 0"."""
+    if curvature == 0:
+        raise ValueError(f"{model_name or 'the model'} is Euclidean (curvature 0: EucBERT or a plain encoder, compared "
+                         "by cosine), and a HyTE index holds hyperboloid points. Index a HyTE-FH or HyTE-H model; for "
+                         "this one, put its vectors (hyte encode), scaled to unit length, in a FAISS inner-product "
+                         "index")
+    lorentz.check_curvature(curvature)
+
+
 def as_array(x: Any) -> np.ndarray:
     """A numpy view of an array-like or a (CPU or GPU) torch tensor."""
     if isinstance(x, torch.Tensor):
