@@ -41,6 +41,18 @@ def test_vocabulary_is_trained_saved_reused_and_never_replaced(tmp_path):
         train_wordpiece(["", " "], tmp_path / "empty")
 
 
+def test_piece_ids_follow_the_pieces_not_the_trainers_hash_order(tmp_path):
+    """The trainer numbers "##" pieces in hash-map order (different in every call); the saved ids are the special
+    tokens, then every other piece in sorted order, so one set of pieces always gets one numbering."""
+    folder = train_wordpiece(CORPUS, tmp_path / "vocabulary", vocab_size=120, min_frequency=1)
+    vocabulary = json.loads((folder / "tokenizer.json").read_text())["model"]["vocab"]
+    pieces = sorted(vocabulary, key=vocabulary.get)
+    assert pieces == [*SPECIAL_TOKENS, *sorted(set(vocabulary) - set(SPECIAL_TOKENS))]
+    assert sum(piece.startswith("##") for piece in pieces) > 10  # the pieces the trainer numbers by hash order
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    assert tokenizer.convert_ids_to_tokens(tokenizer("the femur")["input_ids"]) == ["[CLS]", "the", "femur", "[SEP]"]
+
+
 class _Predictor(torch.nn.Module):
     """A masked-LM stand-in: logits from a fixed log-distribution, or (oracle) peaked on the true token."""
 
