@@ -452,7 +452,7 @@ def test_edge_diagnostics_read_the_radius_order_the_cones_and_the_relation_searc
     assert euclidean["child_farther"] == euclidean["broader_top1"] == euclidean["narrower_top1"] == 1.0
     assert euclidean["inside_cone"] is None
 
-    class EucBERTLike(Euclidean):  # HyteEncoder around EucBERT: kind "hyperbolic", curvature 0
+    class EucBERTLike(Euclidean):  # read by curvature (0), whatever the kind says
         kind, curvature = "hyperbolic", 0.0
 
     assert edge_diagnostics(EucBERTLike(), edges) == euclidean
@@ -686,6 +686,31 @@ def test_eval_mteb_command_runs_a_local_task_offline(tmp_path, hyte_h_dir):
                         "--output", str(output)]) == 0
     scores = json.loads(output.read_text())["tasks"]["toy"]["test"][0]
     assert 0.5 < scores["ndcg_at_10"] <= 1.0
+
+
+def test_mteb_as_euclidean_refuses_hyperboloid_points_and_keeps_eucbert_pooling(tmp_path, hyte_h_dir, bert_tokenizer,
+                                                                               capsys):
+    """--kind euclidean on a HyTE-H folder used to mean-pool its hyperboloid token points and score them by cosine:
+    a number, and a meaningless one. EucBERT keeps the pooling it was trained with (CLS here)."""
+    pytest.importorskip("mteb")
+    from hyte import EucBERTConfig, EucBERTModel
+    from hyte.encoders import HyteEncoder
+    from hyte.integrations.mteb import _euclidean_sentence_transformer
+
+    from hyte.cli import main
+
+    output = tmp_path / "mteb.json"
+    assert main(["eval", "mteb", "--model", str(hyte_h_dir), "--kind", "euclidean", "--data",
+                 str(write_beir(tmp_path / "toy")), "--output", str(output)]) == 2
+    assert "hyperbolic HyTE-H model: evaluate it as one" in capsys.readouterr().err and not output.exists()
+    torch.manual_seed(0)
+    model = EucBERTModel(EucBERTConfig(vocab_size=len(bert_tokenizer), hidden_size=32, num_hidden_layers=1,
+                                       num_attention_heads=2, intermediate_size=64, pooling="cls")).eval()
+    model.save_pretrained(tmp_path / "eucbert-cls")
+    bert_tokenizer.save_pretrained(tmp_path / "eucbert-cls")
+    texts = ["Abnormality of the kidney", "Short stature", "A much longer text about the heart and its valves"]
+    loaded = _euclidean_sentence_transformer(str(tmp_path / "eucbert-cls"))
+    np.testing.assert_allclose(loaded.encode(texts), HyteEncoder(model, bert_tokenizer).encode(texts), atol=1e-5)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -961,6 +986,27 @@ def test_paired_difference_calls_a_win_only_when_both_tests_exclude_zero():
     assert same["verdict"] == "tie" and same["bootstrap_low"] < 0 < same["bootstrap_high"]
     single = paired_difference(theirs[:1], theirs[:1], "ndcg@10")
     assert single["t_test_p"] is None and single["verdict"] == "tie"
+
+
+def test_compare_models_pairs_every_set_and_skips_scores_a_set_does_not_have():
+    from hyte.evaluation.heldout import compare_models, paired_difference
+
+    def model(shift, offset):
+        per_seed = []
+        for seed in range(3):
+            hpo, spechr = _seeded_scores(shift, seed + offset), _seeded_scores(shift, seed + offset + 7)
+            hpo = {**hpo, "spechr": spechr["ndcg@10"],
+                   "per_query": {**hpo["per_query"], "spechr": spechr["per_query"]["ndcg@10"]}}
+            per_seed.append({"hpo": hpo, "manpages": _seeded_scores(0.0, seed + offset + 3), "training": {}})
+        return per_seed
+
+    ours, theirs = model(0.05, 50), model(0.0, 0)
+    compared = compare_models(ours, theirs)
+    assert set(compared) == {"hpo", "manpages"}  # the run's own record is not a set
+    assert set(compared["hpo"]) == {"ndcg@10", "spechr"} and set(compared["manpages"]) == {"ndcg@10"}
+    hpo = [s["hpo"] for s in ours], [s["hpo"] for s in theirs]
+    assert compared["hpo"]["spechr"] == paired_difference(*hpo, "spechr")
+    assert compared["hpo"]["ndcg@10"]["verdict"] == "win" and compared["manpages"]["ndcg@10"]["verdict"] == "tie"
 
 
 def test_specificity_report_states_the_choices_and_checks_the_targets(tmp_path):

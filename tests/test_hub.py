@@ -574,3 +574,47 @@ def test_twelfth_trial_push_of_a_folder_that_is_no_model_says_what_it_is(tmp_pat
 def test_pushed_phrase_model_card_names_its_kind(loaded):
     report, _ = loaded
     assert {"hyte", "hyte-phrase", "hyperbolic", "lorentz"} <= set(report["phrase_card_tags"])
+
+
+def test_eucbert_card_snippet_ranks_by_cosine_as_written(tmp_path, bert_tokenizer):
+    """EucBERT's vectors keep their norms: the card's snippet must scale them, or its ranking is not the model's."""
+    import re
+
+    from hyte.encoders import HyteEncoder
+
+    torch.manual_seed(0)
+    folder = tmp_path / "eucbert"
+    model = hyte.EucBERTModel(hyte.EucBERTConfig(vocab_size=len(bert_tokenizer), hidden_size=32, num_hidden_layers=1,
+                                                 num_attention_heads=2, intermediate_size=64)).eval()
+    model.save_pretrained(folder)
+    bert_tokenizer.save_pretrained(folder)
+    card = render_model_card(folder)
+    assert "euclidean-baseline" in card.data.tags and "dot products" not in card.text.split("### FAISS")[0]
+    namespace = {}
+    exec("\n".join(re.findall(r"```python\n(.*?)```", card.text, flags=re.DOTALL)[:2]), namespace)
+    encoder = HyteEncoder(model, bert_tokenizer)
+    expected = encoder.scores(encoder.encode(namespace["queries"], role="query"),
+                              encoder.encode(namespace["documents"]))
+    top = np.argsort(-expected, axis=1, kind="stable")[:, :2]  # the FAISS snippet's search: the 2 nearest, by cosine
+    assert namespace["ids"].tolist() == top.tolist()
+    np.testing.assert_allclose(namespace["scores"], np.take_along_axis(expected, top, axis=1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("geometry", ["lorentz", "euclidean"])
+def test_phrase_card_snippet_runs_as_written(tmp_path, bert_tokenizer, geometry):
+    """A phrase model has no ``encode``: its card's snippet called one and failed; it takes the global view."""
+    import re
+
+    from hyte.encoders import PhraseEncoder
+    from phrase_helpers import tiny_backbone, tiny_phrase_model
+
+    model = tiny_phrase_model(tiny_backbone(geometry, bert_tokenizer), bert_tokenizer).eval()
+    model.save_pretrained(tmp_path / "phrase")
+    bert_tokenizer.save_pretrained(tmp_path / "phrase")
+    card = render_model_card(tmp_path / "phrase")
+    namespace = {}
+    exec(re.findall(r"```python\n(.*?)```", card.text, flags=re.DOTALL)[0], namespace)
+    encoder = PhraseEncoder(model, bert_tokenizer)
+    expected = encoder.scores(encoder.encode(namespace["queries"], role="query"),
+                              encoder.encode(namespace["documents"]))
+    np.testing.assert_allclose(namespace["scores"], expected, rtol=1e-5, atol=1e-5)

@@ -486,12 +486,43 @@ def test_miner_skips_ancestors_and_descendants_of_the_positive():
                 return np.tile(np.array([[1.0, 0.0]]), (len(batch), 1))
             return np.array([[order[t], 0.0] for t in batch]) / 10.0
 
+        def scores(self, queries, documents):
+            return queries @ documents.T
+
     examples = [{"query": "q", "document": t} for t in texts]
     plain = mine_hard_negatives(Encoder(), examples, num_negatives=1, margin=100.0)
     masked = mine_hard_negatives(Encoder(), examples, num_negatives=1, margin=100.0, hierarchy=hierarchy)
     assert plain[0]["negatives"] == ["text of general"]  # without the hierarchy: the parent
     assert masked[0]["negatives"] == ["text of sibling"]  # with it: the nearest concept that is not a relative
     assert masked[1]["negatives"] == ["text of elsewhere"]  # general: its child, grandchild and sibling are below it
+
+
+def test_eucbert_mines_with_its_own_pooling_and_cosine(tmp_path):
+    """The miner of an EucBERT run is the model's own pooled vector (CLS here) compared by cosine, the similarity it
+    trains with: not a mean over its token states, and not a dot product of vectors whose norms vary."""
+    from hyte.encoders import HyteEncoder
+    from hyte.training.mining import _miner, mine_hard_negatives
+    from hyte.training.models import build_model
+
+    config = parse_config(config_dict("finetune", tmp_path, {"build": "eucbert", "options": {**TINY_FH,
+                                                                                          "pooling": "cls"}}))
+    torch.manual_seed(0)
+    built = build_model(config.model)
+    miner = _miner(built, config)
+    assert isinstance(miner, HyteEncoder) and miner.kind == "euclidean" and miner.curvature == 0.0
+    texts = ["abnormal heart rate", "short stature of the femur", "seizure in infancy", "renal cyst",
+             "ocular albinism", "delayed speech"]
+    batch = built.tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        pooled = built.model(**batch).pooler_output.double().numpy()  # (6, 33): each text's CLS vector
+    assert np.allclose(miner.encode(texts), pooled, atol=1e-5)
+    unit = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+    cosines = unit @ unit.T
+    examples = [{"query": t, "document": t} for t in texts]
+    mined = mine_hard_negatives(miner, examples, num_negatives=2, candidates=6, margin=100.0)
+    for row, example in enumerate(mined):
+        order = [texts[i] for i in np.argsort(-cosines[row], kind="stable") if i != row]
+        assert example["negatives"] == order[:2]
 
 
 @pytest.mark.parametrize("hyperbolic", [True, False])
@@ -584,15 +615,17 @@ def test_hierarchy_examples_never_show_held_out_text():
         assert example["parent"] != example["document"] and example["document"] not in example["negatives"]
 
 
-def test_recipe_config_file_equals_the_recorded_recipe():
+@pytest.mark.parametrize("name, recipe", [("finetune_hyte_h_hierarchy.yaml", "QUICKSTART_RECIPE"),
+                                          ("finetune_euclidean_hierarchy.yaml", "EUCLIDEAN_RECIPE")])
+def test_recipe_config_file_equals_the_recorded_recipe(name, recipe):
     from pathlib import Path
 
-    from hyte.quickstart import QUICKSTART_RECIPE
+    from hyte import quickstart
     from hyte.training.recipes import hierarchy_finetune
 
-    path = Path(__file__).parent.parent / "configs" / "finetune_hyte_h_hierarchy.yaml"
+    path = Path(__file__).parent.parent / "configs" / name
     from_file = load_config(path).to_dict()
-    variant, loss = QUICKSTART_RECIPE
+    variant, loss = getattr(quickstart, recipe)
     recipe = hierarchy_finetune(variant, from_file["training"]["output_dir"], loss=loss).to_dict()
     assert from_file == recipe
 

@@ -50,9 +50,8 @@ def count_truncated(tokenizer, texts: list[str], limit: int, chunk: int = 2048) 
 
 
 class HyteEncoder:
-    """A HyTE model with its tokenizer: ``encode(texts, role)`` -> points (documents) or flipped points (queries)."""
-
-    kind = "hyperbolic"
+    """A HyTE model with its tokenizer: ``encode(texts, role)`` -> points (documents) or flipped points (queries);
+    for the Euclidean twin (EucBERT, curvature 0) its pooled vectors, compared by cosine (``scores``)."""
 
     def __init__(self, model: HyTEPreTrainedModel, tokenizer, name: str | None = None, max_length: int | None = None):
         self.model = model.eval()
@@ -67,6 +66,17 @@ class HyteEncoder:
     @property
     def curvature(self) -> float:
         return float(self.model.config.curvature) if self.model.is_hyperbolic else 0.0
+
+    @property
+    def kind(self) -> str:
+        """"hyperbolic" (Lorentz inner products) or "euclidean" (cosines), as for ``EuclideanEncoder``."""
+        return "hyperbolic" if self.curvature > 0 else "euclidean"
+
+    @property
+    def similarity(self) -> str:
+        """What ``scores`` computes from ``encode``'s vectors: "lorentz" (query @ document.T of flipped queries) or
+        "cosine" (the Euclidean twin's vectors keep their norms: scale them to unit length first)."""
+        return "lorentz" if self.curvature > 0 else "cosine"
 
     @property
     def token_limit(self) -> int:
@@ -92,8 +102,7 @@ class HyteEncoder:
 
     def radii(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """Specificity of texts as documents: x_0 (hyperbolic) or the vector norm (the Euclidean twin)."""
-        documents = self.encode(texts, batch_size=batch_size)
-        return documents[:, 0] if self.model.is_hyperbolic else np.linalg.norm(documents, axis=1)
+        return np.asarray(self.model.radii(self.encode(texts, batch_size=batch_size)))
 
 
 class PhraseEncoder(HyteEncoder):
@@ -172,6 +181,11 @@ class EuclideanEncoder:
         self.pooling = pooling
         self.normalize = normalize
         self.lowercase = lowercase
+
+    @property
+    def similarity(self) -> str:
+        """What ``scores`` computes: "cosine" (``encode`` returns unit vectors) or "dot" (``normalize=False``)."""
+        return "cosine" if self.normalize else "dot"
 
     @property
     def dim(self) -> int:
@@ -330,9 +344,14 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     except SafetensorError as error:
         raise ValueError(f"{path}: the weights file cannot be read ({error}); it is damaged or incomplete. Copy the "
                          "model folder again, or save the model again with save_pretrained.") from None
-    if kind == "hyte" and loading["missing_keys"]:
+    missing = set(loading["missing_keys"])
+    if kind == "euclidean" and missing and all(key.startswith("pooler.") for key in missing):
+        # Saved without its pooler (hyte's training drops it; mean pooling never reads it): transformers re-creates
+        # it at random, which would change the model's fingerprint, and so its index lineage, with every load.
+        model.pooler = None
+    if kind == "hyte" and missing:
         # transformers would initialise them at random and only print a report: the vectors would be meaningless.
-        missing = sorted(loading["missing_keys"])
+        missing = sorted(missing)
         raise ValueError(f"{path}: the weights file lacks {len(missing)} of the model's parameters ({', '.join(missing[:3])}"
                          f"{', ...' if len(missing) > 3 else ''}); it does not hold this model's weights")
     if kind == "hyte":
@@ -341,4 +360,6 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
         if not isinstance(model, HyTEPreTrainedModel) and not hasattr(model, "encode"):
             raise ValueError(_not_hyte_message(name, model.config.model_type))
         return HyteEncoder(model, tokenizer, name=name, max_length=max_length)
+    if model.config.model_type == "hyte_euc":  # EucBERT pools as its config says (mean or CLS), not by default
+        options.setdefault("pooling", model.config.pooling)
     return EuclideanEncoder(model, tokenizer, name=name, **options)

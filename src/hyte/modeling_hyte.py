@@ -831,6 +831,18 @@ class EucBERTModel(HyTEPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings = value
 
+    @staticmethod
+    def radii(document_vectors):
+        """Specificity of encoded documents: the vector norm (EucBERT's vectors are not normalised, and its first
+        coordinate is no time coordinate). Accepts and returns numpy arrays or tensors."""
+        if torch.is_tensor(document_vectors):
+            return torch.linalg.vector_norm(document_vectors, dim=1)
+        return torch.linalg.vector_norm(torch.as_tensor(document_vectors), dim=1).numpy()
+
+    def distances_from_scores(self, scores):
+        raise TypeError("EucBERT's scores are cosines of its vectors (after scaling them to unit length), not Lorentz "
+                        "inner products: there is no geodesic distance to recover. Rank by the cosine itself.")
+
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_attentions: bool | None = None,
                 output_hidden_states: bool | None = None, return_dict: bool | None = None,
                 **kwargs) -> BaseModelOutputWithPooling | tuple:

@@ -10,7 +10,9 @@ Requires ``pip install mteb``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +27,7 @@ from sentence_transformers import SentenceTransformer
 from torch import Tensor
 
 from ..lorentz import flip_time, inner
+from ..model_kinds import MODEL_KINDS
 from .sentence_transformers import hyte_curvature, lorentz_similarity
 
 __all__ = ["HyteMtebEncoder", "InMemoryRetrievalTask", "evaluate_mteb", "retrieval_task"]
@@ -106,6 +109,25 @@ def retrieval_task(queries: Mapping[str, str], corpus: Mapping[str, str], qrels:
     return task_class(queries, corpus, qrels)
 
 
+def _euclidean_sentence_transformer(model_path: str) -> SentenceTransformer:
+    """A Euclidean model as sentence-transformers loads it (mean pooling without a modules.json; cosine). A folder of
+    hyperboloid points is refused: mean-pooled token points compared by cosine give a score that means nothing.
+    EucBERT pools as its config says (mean or CLS)."""
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    config_file = Path(model_path) / "config.json"  # a local folder's; a hub id loads as sentence-transformers says
+    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    kind = MODEL_KINDS.get(config.get("model_type"))
+    if kind is not None and kind.is_hyperbolic(config):
+        raise ValueError(f"{model_path} is a hyperbolic {kind.title} model: evaluate it as one (kind 'hyte'; on the "
+                         "command line drop --kind euclidean)")
+    model = SentenceTransformer(model_path)
+    if config.get("model_type") == "hyte_euc" and config.get("pooling", "mean") != model[1].pooling_mode:
+        model = SentenceTransformer(modules=[model[0], Pooling(model[0].get_embedding_dimension(),
+                                                               pooling_mode=config["pooling"])])
+    return model
+
+
 def evaluate_mteb(model_path: str, kind: str, tasks: list, *, name: str, max_length: int | None = None,
                   batch_size: int = 32) -> dict[str, dict]:
     """mteb's scores of the model at ``model_path`` on ``tasks`` (mteb tasks: ``retrieval_task`` or
@@ -118,7 +140,7 @@ def evaluate_mteb(model_path: str, kind: str, tasks: list, *, name: str, max_len
 
         model = HyteMtebEncoder(sentence_transformer(model_path, max_seq_length=max_length), name=f"local/{name}")
     else:
-        model = SentenceTransformer(model_path)
+        model = _euclidean_sentence_transformer(model_path)
         if max_length:
             model.max_seq_length = max_length
     result = mteb.evaluate(model, tasks, cache=None, show_progress_bar=False, encode_kwargs={"batch_size": batch_size})

@@ -187,11 +187,12 @@ class CompatibleSpec:
     """Backward-compatible training (stage ``compatible``, hyte.compatibility.training): the new model's task loss plus
     weight x (cone term + alignment term) against a frozen old model whose document embeddings are cached once."""
 
-    old_model: str | None = None  # the old HyTE model (folder / hub id); `hyte train compatible --old` sets it
+    old_model: str | None = None  # the old model (folder / hub id); `hyte train compatible --old` sets it
     weight: float = 1.0  # lambda in L = L_task + lambda (L_cone + L_align)
     # "rince": robust InfoNCE (Chuang et al. 2022) with exponent q per anchor (HBCT); "infonce": plain InfoNCE over
     # the same new-anchor x old-document logits; "l2": the Euclidean BCT baseline, squared L2 distance between the
-    # new anchor and its old positive in the tangent space at the origin (logmap0); "none": no alignment term.
+    # new anchor and its old positive in the tangent space at the origin (logmap0), or between unit vectors when the
+    # old model is Euclidean (the only alignment a Euclidean pair takes); "none": no alignment term.
     alignment: str = "rince"
     cone: bool = True  # entailment-cone term: each new document inside the cone of its old embedding
     # Where the RINCE exponent (and the cone widening) comes from: "uncertainty" = q(h_old) = 1 - tanh(d(o, h_old) /

@@ -23,7 +23,15 @@ from ..results import ARTIFACT_MARKERS, enclosing_artifact, portable_paths, publ
 from ..retrieval.folder import FOLDER_FILE
 from .config import ConfigError, LoraSpec, RunConfig
 from .data import hierarchy_for, refuse_lone_batches
-from .models import BuiltModel, detach_plain_logit_scale, embed, log_logit_scale_parameter, logit_scale, unwrap
+from .models import (
+    BuiltModel,
+    detach_plain_logit_scale,
+    embed,
+    encoder_for,
+    log_logit_scale_parameter,
+    logit_scale,
+    unwrap,
+)
 from .scale_out import world_size
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
@@ -429,14 +437,12 @@ def heldout_metrics(built: BuiltModel, config: RunConfig) -> dict[str, float] | 
     """nDCG@10 etc. on the held-out HPO branches (only meaningful for HPO-style training)."""
     if not config.evaluation.enabled or config.stage == "mlm":
         return None
-    from ..encoders import EuclideanEncoder, HyteEncoder
     from ..evaluation.heldout import heldout_retrieval_set
     from ..evaluation.retrieval import evaluate_retrieval
 
     model = unwrap(built.model)
     was_training = model.training
-    encoder = (HyteEncoder if built.hyperbolic else EuclideanEncoder)(model, built.tokenizer,
-                                                                      max_length=config.loss.max_document_length)
+    encoder = encoder_for(built, config.loss.max_document_length)
     queries, corpus, qrels = heldout_retrieval_set(
         config.evaluation.max_queries, config.evaluation.max_documents, seed=config.training.seed,
         test_fraction=config.data.hpo_test_fraction, split_seed=config.data.hpo_seed)

@@ -21,7 +21,7 @@ from ..io import read_jsonl, write_jsonl
 from ..retrieval import LorentzIndex
 from .config import RunConfig
 from .data import Hierarchy, contrastive_examples, hierarchy_for
-from .models import BuiltModel
+from .models import BuiltModel, encoder_for
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def mine_hard_negatives(encoder, examples: list[dict], *, num_negatives: int = 1
         positive_similarity = np.exp(-index.to_distances(np.einsum(
             "ij,ij->i", query_vectors, doc_vectors[[position[e["document"]] for e in examples]])[:, None]))[:, 0]
     else:
-        scores = query_vectors @ doc_vectors.T
+        scores = encoder.scores(query_vectors, doc_vectors)  # the encoder's own similarity (EucBERT: cosine)
         found = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
         similarity = np.take_along_axis(scores, found, axis=1)
         positive_similarity = scores[np.arange(len(examples)), [position[e["document"]] for e in examples]]
@@ -101,6 +101,11 @@ def examples_with_mined_negatives(built: BuiltModel, config: RunConfig, resume: 
     return examples
 
 
+# Part of the cache key: raised when what a miner computes changes, so negatives cached under the old rule are not
+# served to a new run. 2: a HyTE model (EucBERT included) mines with its own pooled vector, not a masked mean.
+MINING_RULES = 2
+
+
 def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict],
                      hierarchy: Hierarchy | None) -> list[list[str]]:
     """Each pair's mined negatives. With ``mining.cache_dir`` and a fixed miner (not "self"), the result is kept
@@ -115,7 +120,7 @@ def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict],
         miner = None if spec.miner != "base" else model.path if model.build in ("hyte_h", "load") else [
             model.path, model.build, model.options, model.tokenizer, config.training.seed]
         key = json.dumps([pairs, spec.miner, miner, spec.num_negatives, spec.candidates, spec.margin, spec.skip_top,
-                          config.loss.max_document_length, hierarchy is not None])
+                          config.loss.max_document_length, hierarchy is not None, MINING_RULES])
         shared = Path(spec.cache_dir) / f"mined-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
         if shared.is_file():
             return read_jsonl(shared, "mined-negatives cache", objects=False)  # one list per line
@@ -129,12 +134,11 @@ def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict],
 
 def _miner(built: BuiltModel, config: RunConfig):
     """The encoder that mines hard negatives (``mining.miner``, see MiningSpec)."""
-    from ..encoders import EuclideanEncoder, HyteEncoder, load_encoder
+    from ..encoders import load_encoder
 
     miner, max_length = config.mining.miner, config.loss.max_document_length
     if miner == "base" and config.model.build == "hyte_h":
         return load_encoder(config.model.path, kind="euclidean", max_length=max_length)
     if miner in ("base", "self"):
-        return (HyteEncoder if built.hyperbolic else EuclideanEncoder)(built.model, built.tokenizer,
-                                                                       max_length=max_length)
+        return encoder_for(built, max_length)
     return load_encoder(miner, max_length=max_length)

@@ -83,6 +83,10 @@ def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
         # The loss mean-pools the token states, so a plain encoder's pooler (BERT's dense + tanh) trains nothing;
         # distributed data parallel training cannot synchronise a layer no loss reaches. The saved model lacks it.
         model.pooler = None
+    if getattr(model.config, "compatible_with", None):
+        # A declaration that this model's queries search an older model's indexes holds for the weights it was made
+        # for; training changes them. A compatible run declares anew (hyte.compatibility.training).
+        model.config.compatible_with = []
     hyperbolic = bool(getattr(model, "is_hyperbolic", False))
     base = getattr(getattr(model.config, "encoder_config", None), "_name_or_path", None)
     return BuiltModel(model, tokenizer, hyperbolic, base)
@@ -126,6 +130,17 @@ def unwrap(model: PreTrainedModel) -> PreTrainedModel:
     if isinstance(model, torch.nn.parallel.DistributedDataParallel):
         model = model.module
     return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def encoder_for(built: BuiltModel, max_length: int | None):
+    """The run's model as an encoder (``hyte.encoders``) that scores the vector the loss trains (``embed``): a HyTE
+    model's own (a Lorentz point, or EucBERT's pooled vector by cosine, CLS or mean as it is configured), a plain
+    encoder's masked mean. Puts the model in eval mode."""
+    from ..encoders import EuclideanEncoder, HyteEncoder
+
+    model = unwrap(built.model)
+    own_pooling = isinstance(model, HyTEPreTrainedModel)
+    return (HyteEncoder if own_pooling else EuclideanEncoder)(model, built.tokenizer, max_length=max_length)
 
 
 # Name of the logit-scale parameter hyte attaches to models without one of their own: plain Hugging Face encoders and
