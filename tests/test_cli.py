@@ -39,10 +39,34 @@ def test_encode_writes_npy_and_safetensors(tmp_path, model_dir):
 
     with safe_open(str(tmp_path / "q.safetensors"), "np") as handle:
         query = handle.get_tensor("embeddings")
-        assert handle.metadata()["role"] == "query"
+        assert handle.metadata()["role"] == "query" and handle.metadata()["similarity"] == "lorentz"
     assert query[0, 0] < 0  # sign-flipped
     expected = L.pairwise_inner(L.flip_time(torch.from_numpy(query)), torch.from_numpy(documents))
     np.testing.assert_allclose(query @ documents.T, expected.numpy(), rtol=1e-5)
+
+
+def test_encode_says_how_euclidean_vectors_compare(tmp_path, capsys, bert_tokenizer, minilm_path):
+    """EucBERT's vectors keep their norms, a plain encoder's are unit length: both are compared by cosine, and the
+    file says so; only the first needs scaling before an inner-product search, and only it gets the note."""
+    from safetensors import safe_open
+
+    from hyte import EucBERTConfig, EucBERTModel
+
+    EucBERTModel(EucBERTConfig(vocab_size=len(bert_tokenizer), hidden_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, intermediate_size=64)).save_pretrained(tmp_path / "eucbert")
+    bert_tokenizer.save_pretrained(tmp_path / "eucbert")
+    (tmp_path / "docs.txt").write_text("\n".join(DOCUMENTS) + "\n")
+    notes = {}
+    for name, model in (("eucbert", str(tmp_path / "eucbert")), ("minilm", minilm_path)):
+        output = tmp_path / f"{name}.safetensors"
+        capsys.readouterr()
+        assert main(["encode", "--model", model, "--input", str(tmp_path / "docs.txt"), "--output", str(output)]) == 0
+        notes[name] = "scale them to unit length" in capsys.readouterr().out
+        with safe_open(str(output), "np") as handle:
+            assert handle.metadata()["similarity"] == "cosine" and handle.metadata()["kind"] == "euclidean"
+            norms = np.linalg.norm(handle.get_tensor("embeddings"), axis=1)
+        assert np.allclose(norms, 1.0, atol=1e-4) == (name == "minilm")
+    assert notes == {"eucbert": True, "minilm": False}
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])

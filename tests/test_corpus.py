@@ -89,7 +89,12 @@ def test_ray_on_a_head_and_a_worker_node_writes_what_one_process_writes(tmp_path
 def test_an_index_built_from_vectors_is_the_index_built_from_texts(tmp_path, corpus, tiny_hyte_h_dir, capsys):
     assert main(["encode", "--model", str(tiny_hyte_h_dir), "--corpus", str(corpus), "--output",
                  str(tmp_path / "vectors"), "--shard-size", "20"]) == 0
-    assert "45 documents in 3 shards" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "45 documents in 3 shards" in printed.out and "note:" not in printed.err
+    # Documents past the model's token limit are counted, as every other encoding command counts them.
+    assert main(["encode", "--model", str(tiny_hyte_h_dir), "--corpus", str(corpus), "--output",
+                 str(tmp_path / "cut"), "--shard-size", "20", "--max-length", "3"]) == 0
+    assert "note: 45 of 45 texts are longer than the model's 3 tokens" in capsys.readouterr().err
     assert main(["index", "build", "--from-vectors", str(tmp_path / "vectors"), "--output", str(tmp_path / "a")]) == 0
     assert main(["index", "build", "--model", str(tiny_hyte_h_dir), "--input", str(corpus), "--output",
                  str(tmp_path / "b")]) == 0

@@ -43,12 +43,15 @@ _REENCODE = ("encode the corpus again: rerun the hyte encode --corpus command th
 
 @dataclass(frozen=True)
 class CorpusEncoding:
-    """What ``encode_corpus`` did: the folder, how many shards it has and how many this run encoded."""
+    """What ``encode_corpus`` did: the folder, how many shards it has and how many this run encoded; how many of the
+    corpus's documents are longer than the model's ``token_limit`` (encoded from their start only)."""
 
     output: Path
     shards: int
     encoded: int
     documents: int
+    truncated: int
+    token_limit: int
 
 
 def _shard_path(output: Path, shard: int) -> Path:
@@ -193,7 +196,8 @@ def encode_corpus(model: str | os.PathLike, corpus: str | os.PathLike, output: s
     missing = [shard for shard in todo if not _shard_path(output, shard).is_file()]
     if missing:
         raise RuntimeError(f"{len(missing)} shards were not written ({missing[:5]}...): rerun to encode them")
-    return CorpusEncoding(output, shards, len(todo), len(texts))
+    # Lengths only, in chunks: one more tokenizer pass, small beside encoding; the shards keep the full texts.
+    return CorpusEncoding(output, shards, len(todo), len(texts), encoder.count_truncated(texts), encoder.token_limit)
 
 
 class _ShardEncoder:

@@ -154,9 +154,13 @@ def note_truncated(encoder, texts: list[str], kept: str = "") -> None:
     """A note on stderr when some of ``texts`` are longer than ``encoder`` reads (C27: they were cut without a
     word). ``encoder``: a hyte.encoders encoder (its ``count_truncated`` and ``token_limit``); ``kept``: where the
     full text stays, if anywhere."""
-    cut, limit = encoder.count_truncated(texts), encoder.token_limit
+    truncation_note(encoder.count_truncated(texts), len(texts), encoder.token_limit, kept)
+
+
+def truncation_note(cut: int, total: int, limit: int, kept: str = "") -> None:
+    """``note_truncated``'s note from counts already made (``hyte encode --corpus`` counts where it encodes)."""
     if cut:
-        print(f"note: {cut} of {len(texts)} texts {'is' if cut == 1 else 'are'} longer than the model's {limit} tokens "
+        print(f"note: {cut} of {total} texts {'is' if cut == 1 else 'are'} longer than the model's {limit} tokens "
               f"([CLS] and [SEP] included): {'it was' if cut == 1 else 'each was'} encoded from its start only{kept}; "
               "split long texts into passages (e.g. by paragraph) to have all of their text searched", file=sys.stderr)
 
