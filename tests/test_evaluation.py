@@ -694,10 +694,9 @@ def test_mteb_as_euclidean_refuses_hyperboloid_points_and_keeps_eucbert_pooling(
     a number, and a meaningless one. EucBERT keeps the pooling it was trained with (CLS here)."""
     pytest.importorskip("mteb")
     from hyte import EucBERTConfig, EucBERTModel
+    from hyte.cli import main
     from hyte.encoders import HyteEncoder
     from hyte.integrations.mteb import _euclidean_sentence_transformer
-
-    from hyte.cli import main
 
     output = tmp_path / "mteb.json"
     assert main(["eval", "mteb", "--model", str(hyte_h_dir), "--kind", "euclidean", "--data",
