@@ -1010,6 +1010,43 @@ def test_a_final_model_of_another_run_is_not_this_runs_and_no_run_goes_into_a_mo
         claim_output_dir(linked, resume=False)
 
 
+def test_a_moved_run_folder_with_its_mining_cache_is_still_the_same_run(tmp_path):
+    """`hyte quickstart` and the benchmarks keep the mined-negatives cache inside the folder they train in: moving
+    that folder changed mining.cache_dir, so its finished runs were "a finished run of other settings" (quickstart
+    refused, benchmarks retrained). Where the cache sits no longer names the run; what it mines still does."""
+    import shutil
+
+    from hyte.training.loop import (RUN_FILE, _earlier_identity_digest, _identity_digest, claim_output_dir,
+                                    finished_run, finished_run_differences)
+
+    def config_in(folder: Path, **overrides):
+        return load_config(_config_file(tmp_path), {"training.output_dir": str(folder / "run"),
+                                                    "mining.cache_dir": str(folder / "mining-cache"), **overrides})
+
+    config = config_in(tmp_path / "a")
+    _record_run(config)
+    final = Path(config.training.output_dir) / "final"
+    final.mkdir()
+    card = {"training": {"steps": config.training.max_steps, "run_identity": _identity_digest(config)}}
+    (final / "hyte_card.json").write_text(json.dumps(card))
+    shutil.move(tmp_path / "a", tmp_path / "b")
+    moved = config_in(tmp_path / "b")
+    assert finished_run_differences(moved) == [] and finished_run(moved) == tmp_path / "b" / "run" / "final"
+    claim_output_dir(moved, resume=True)  # no "holds another run"
+    other = config_in(tmp_path / "b", **{"mining.num_negatives": 2})
+    assert finished_run_differences(other) == ["mining.num_negatives: 1 -> 2"] and finished_run(other) is None
+
+    # A run recorded before the cache left the identity: run.json names it, the card's digest includes it.
+    recorded = json.loads((tmp_path / "b" / "run" / RUN_FILE).read_text())
+    recorded["mining"]["cache_dir"] = moved.mining.cache_dir
+    (tmp_path / "b" / "run" / RUN_FILE).write_text(json.dumps(recorded))
+    card["training"]["run_identity"] = _earlier_identity_digest(moved)
+    assert card["training"]["run_identity"] != _identity_digest(moved)
+    (tmp_path / "b" / "run" / "final" / "hyte_card.json").write_text(json.dumps(card))
+    assert finished_run_differences(moved) == [] and finished_run(moved) == tmp_path / "b" / "run" / "final"
+    assert finished_run(config_in(tmp_path / "b", **{"training.seed": 1})) is None
+
+
 def test_resume_refuses_damaged_weights_and_run_json_naming_the_file(tmp_path, capsys):
     """New-user trial: a checkpoint's model.safetensors cut in half gave safetensors' traceback once negatives were
     mined, and a truncated run.json json's "Expecting property name" naming no file."""

@@ -84,12 +84,15 @@ def remove_checkpoints(output_dir: str | os.PathLike) -> int:
 
 
 RUN_FILE = "run.json"  # the identity of the run an output folder holds (claim_output_dir)
-# Fields that may change between an interrupted run and its resumption: where it is, how long it goes on, how often
-# it saves and logs. Everything else (model, data, loss, mining, optimiser) makes it another run.
+# Fields that may change between an interrupted run and its resumption: where it and its mined-negatives cache are
+# (the cache's files are named by a hash of what they hold), how long it goes on, how often it saves and logs.
+# Everything else (model, data, loss, mining, optimiser) makes it another run.
 _RESUMABLE_CHANGES = {"training": ("output_dir", "max_steps", "save_steps", "save_total_limit", "logging_steps",
-                                   "dataloader_num_workers")}
-
-
+                                   "dataloader_num_workers"),
+                      "mining": ("cache_dir",)}
+# Fields left out of the identity after final models began recording its digest: such a model's digest is computed
+# with them, and it stays this run's (finished_run) where its config still names the same values.
+_LEFT_OUT_LATER = (("mining", "cache_dir"),)
 # Fields added after runs began recording their identity, with their defaults: left out of the identity at the
 # default, so a run recorded before a field existed keeps its identity (and its final model stays "finished").
 _ADDED_FIELDS = {("training", "radius_head_learning_rate"): None}
@@ -104,13 +107,18 @@ def _recorded_run(output_dir: Path) -> dict:
     error naming it."""
     recorded = read_json_file(output_dir / RUN_FILE, f"it records which run {output_dir} holds: start over there "
                                                      "with --overwrite, or choose another training.output_dir")
-    return {key: value for key, value in recorded.items() if key != "warnings"}
+    return _without_resumable_changes({key: value for key, value in recorded.items() if key != "warnings"})
+
+
+def _without_resumable_changes(values: dict) -> dict:
+    """``values`` (a config's sections) without the fields a resumption may change; a run.json written before a field
+    joined _RESUMABLE_CHANGES still records it."""
+    return {section: {k: v for k, v in fields.items() if k not in _RESUMABLE_CHANGES.get(section, ())}
+            if isinstance(fields, dict) else fields for section, fields in values.items()}
 
 
 def _identity(config: RunConfig) -> dict[str, Any]:
-    values = config.to_dict()
-    for section, names in _RESUMABLE_CHANGES.items():
-        values[section] = {k: v for k, v in values[section].items() if k not in names}
+    values = _without_resumable_changes(config.to_dict())
     for (section, name), default in _ADDED_FIELDS.items():
         if values[section].get(name) == default:
             del values[section][name]
@@ -128,8 +136,8 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
     there once training starts (a run that fails before it leaves nothing behind).
 
     A folder holding a run (checkpoints or ``final/``) is never replaced silently: ``resume`` continues it only when
-    it is the same run (same ``run.json`` identity: everything but where it is, how long it goes on, how often it
-    saves and logs) and there is a checkpoint it can go on from, ``overwrite`` replaces it (say so, nothing is
+    it is the same run (same ``run.json`` identity: everything but where it and its mining cache are, how long it
+    goes on, how often it saves and logs) and there is a checkpoint it can go on from, ``overwrite`` replaces it (say so, nothing is
     deleted before the new ``final/`` is written atomically except its checkpoints, which the new run would otherwise
     resume from); else RunFolderError, offering a way out that works (a new output_dir, --overwrite)."""
     output_dir = Path(config.training.output_dir)
@@ -212,15 +220,27 @@ def finished_run(config: RunConfig) -> Path | None:
     if not card.is_file():
         return None
     training = _final_training(card)
-    if training.get("run_identity") not in (None, _identity_digest(config)):  # None: saved before it was recorded
-        return None
+    if training.get("run_identity") not in (None, _identity_digest(config), _earlier_identity_digest(config)):
+        return None  # (None: saved before the digest was recorded)
     steps = training.get("steps")
     return card.parent if isinstance(steps, int) and steps >= config.training.max_steps else None
 
 
 def _identity_digest(config: RunConfig) -> str:
     """12 hex digits naming the run identity (``_identity``), recorded in its final model's card."""
-    return hashlib.sha256(json.dumps(_identity(config), sort_keys=True).encode()).hexdigest()[:12]
+    return _digest(_identity(config))
+
+
+def _earlier_identity_digest(config: RunConfig) -> str:
+    """The digest a final model saved before _LEFT_OUT_LATER's fields left the identity records for this config."""
+    identity, values = _identity(config), json.loads(json.dumps(config.to_dict(), default=str))
+    for section, name in _LEFT_OUT_LATER:
+        identity[section][name] = values[section][name]
+    return _digest(identity)
+
+
+def _digest(identity: dict) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def _final_training(card: Path) -> dict:
