@@ -635,7 +635,7 @@ def test_eval_compatibility_refuses_one_model_as_old_and_new_before_encoding(tmp
     assert main(base + ["--old", old_model, "--new", str(copy)]) == 2
     assert re.search(rf"--old and --new are the same model .* hold the same weights, fingerprint {fingerprint}\): a "
                      r"compatibility matrix compares two models \(old->old, new->old, new->new would score one model "
-                     "three times\)", capsys.readouterr().err)
+                     r"three times\)", capsys.readouterr().err)
 
 
 def test_condition_intervals_are_the_matrix_differences_with_a_bootstrap_interval_and_the_report_shows_them(
