@@ -137,9 +137,9 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
 
     A folder holding a run (checkpoints or ``final/``) is never replaced silently: ``resume`` continues it only when
     it is the same run (same ``run.json`` identity: everything but where it and its mining cache are, how long it
-    goes on, how often it saves and logs) and there is a checkpoint it can go on from, ``overwrite`` replaces it (say so, nothing is
-    deleted before the new ``final/`` is written atomically except its checkpoints, which the new run would otherwise
-    resume from); else RunFolderError, offering a way out that works (a new output_dir, --overwrite)."""
+    goes on, how often it saves and logs) and there is a checkpoint it can go on from, ``overwrite`` replaces it (say
+    so, nothing is deleted before the new ``final/`` is written atomically except its checkpoints, which the new run
+    would otherwise resume from); else RunFolderError, offering a way out that works (a new output_dir, --overwrite)."""
     output_dir = Path(config.training.output_dir)
     _refuse_model_folder(output_dir)
     checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*")) if output_dir.is_dir() else []
