@@ -51,14 +51,16 @@ class Term:
 
 
 class Ontology:
-    """An ``is_a`` hierarchy of :class:`Term` objects with a single root.
+    """An ``is_a`` hierarchy of :class:`Term` objects with a single root, or a forest of several.
 
     ``terms`` maps term ids to terms (obsolete terms are not included). ``root`` is the unique term without
     parents; when there are several, pass the one to use as ``root`` (depths are then counted from it and terms
-    it does not reach have no depth). Objects are meant to be read, not modified: indexes are built once.
+    it does not reach have no depth), or ``several_roots=True`` for a forest (a product catalogue's top-level
+    categories, say): then ``root`` is None unless there is only one, ``roots`` lists them all and depths count from
+    the nearest. Objects are meant to be read, not modified: indexes are built once.
     """
 
-    def __init__(self, terms: dict[str, Term], root: str | None = None):
+    def __init__(self, terms: dict[str, Term], root: str | None = None, *, several_roots: bool = False):
         for term in terms.values():
             for parent in term.parents:
                 if parent not in terms:
@@ -69,9 +71,14 @@ class Ontology:
             raise ValueError(f"its is_a links form a cycle ({' -> '.join(error.args[1])}); an is_a hierarchy has "
                              "none: fix the is_a lines of these terms") from None
         self.terms = terms
-        self.root = root if root is not None else self._unique_root()
-        if self.root not in terms:
-            raise ValueError(f"root {self.root!r} is not a term of this ontology")
+        if several_roots and root is None:
+            self.roots = tuple(sorted(term_id for term_id, term in terms.items() if not term.parents))
+            self.root = self.roots[0] if len(self.roots) == 1 else None
+        else:
+            self.root = root if root is not None else self._unique_root()
+            if self.root not in terms:
+                raise ValueError(f"root {self.root!r} is not a term of this ontology")
+            self.roots = (self.root,)
         children: dict[str, list[str]] = {term_id: [] for term_id in terms}
         for term in terms.values():
             for parent in dict.fromkeys(term.parents):  # a duplicated is_a line must not duplicate the child
@@ -94,7 +101,7 @@ class Ontology:
         return term_id in self.terms
 
     def __repr__(self) -> str:
-        return f"Ontology({len(self)} terms, root={self.root!r})"
+        return f"Ontology({len(self)} terms, roots={', '.join(self.roots[:3])}{', ...' if len(self.roots) > 3 else ''})"
 
     def _term(self, term_id: str) -> Term:
         try:
@@ -132,9 +139,9 @@ class Ontology:
 
     @cached_property
     def _depths(self) -> dict[str, int]:
-        # One breadth-first search from the root gives every shortest depth; computed on first use only.
-        depths = {self.root: 0}
-        queue = deque([self.root])
+        # One breadth-first search from the roots gives every shortest depth; computed on first use only.
+        depths = dict.fromkeys(self.roots, 0)
+        queue = deque(self.roots)
         while queue:
             current = queue.popleft()
             for child in self._children[current]:
@@ -144,16 +151,21 @@ class Ontology:
         return depths
 
     def depth(self, term_id: str) -> int:
-        """Length of the shortest ``is_a`` path from the root down to the term (the root has depth 0)."""
+        """Length of the shortest ``is_a`` path from a root down to the term (a root has depth 0)."""
         self._term(term_id)
         try:
             return self._depths[term_id]
         except KeyError:
             raise ValueError(f"term {term_id} is not below the root {self.root}") from None
 
+    def edges(self) -> list[tuple[str, str]]:
+        """Every direct ``(child, parent)`` is-a link, sorted."""
+        return sorted((term.id, parent) for term in self.terms.values() for parent in dict.fromkeys(term.parents))
 
-def load_obo(path: str | os.PathLike, root: str | None = None) -> Ontology:
-    """Read an OBO file into an :class:`Ontology` (see the module docstring for what is kept).
+
+def load_obo(path: str | os.PathLike, root: str | None = None, *, several_roots: bool = False) -> Ontology:
+    """Read an OBO file into an :class:`Ontology` (see the module docstring for what is kept); ``several_roots``
+    accepts a forest (see :class:`Ontology`).
 
     Raises FileNotFoundError naming the path when it does not exist, and :class:`OBOFormatError` (a ValueError)
     naming the file and line for malformed content: a line without ``tag: value``, an unclosed quote or stanza
@@ -209,7 +221,7 @@ def load_obo(path: str | os.PathLike, root: str | None = None) -> Ontology:
         raise OBOFormatError(path, None, "holds no [Term] stanza (an empty file, or not an OBO ontology): give an OBO "
                                          "file with terms (id, name, is_a lines)")
     try:
-        return Ontology(terms, root=root)
+        return Ontology(terms, root=root, several_roots=several_roots)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from error
 
