@@ -100,6 +100,12 @@ class HyteEncoder:
             queries, documents = _unit_rows(queries), _unit_rows(documents)
         return queries @ documents.T
 
+    def pooled(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
+        """The Euclidean twin's pooled vectors, norms kept (as ``EuclideanEncoder.pooled``)."""
+        if self.kind != "euclidean":
+            raise ValueError(f"{self.name} is hyperbolic: its vectors are points (encode), not pooled vectors")
+        return self.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
+
     def radii(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """Specificity of texts as documents: x_0 (hyperbolic) or the vector norm (the Euclidean twin)."""
         return np.asarray(self.model.radii(self.encode(texts, batch_size=batch_size)))
@@ -202,7 +208,9 @@ class EuclideanEncoder:
                                self.token_limit)
 
     @torch.no_grad()
-    def _pooled(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+    def pooled(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
+        """The pooled vectors before any normalisation (N, D): their norms carry what the radius carries for a
+        hyperbolic model, and HiT reads them as points of a Poincaré ball."""
         texts = [text.lower() for text in texts] if self.lowercase else list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
@@ -224,7 +232,7 @@ class EuclideanEncoder:
                show_progress_bar: bool | None = None) -> np.ndarray:
         if role not in ("document", "query"):
             raise ValueError(f"role must be 'document' or 'query'; got {role!r}.")
-        vectors = self._pooled(texts, batch_size, show_progress_bar)
+        vectors = self.pooled(texts, batch_size, show_progress_bar)
         if not self.normalize:
             return vectors
         return _unit_rows(vectors)
@@ -234,7 +242,7 @@ class EuclideanEncoder:
 
     def radii(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """Norms of the un-normalised pooled vectors (the Euclidean analogue of the radius)."""
-        return np.linalg.norm(self._pooled(texts, batch_size, None), axis=1)
+        return np.linalg.norm(self.pooled(texts, batch_size, None), axis=1)
 
 
 # sentence-transformers' older Pooling config: one boolean per mode.

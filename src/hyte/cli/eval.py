@@ -149,6 +149,38 @@ def _eval_hierarchy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_taxonomy(args: argparse.Namespace) -> int:
+    from ..data.taxonomy import load_taxonomy
+    from ..data.taxonomy_splits import split_taxonomy
+    from ..evaluation.subsumption import evaluate_taxonomy
+
+    taxonomy = load_taxonomy(args.data, names=args.names, format=args.format)  # format errors before the model
+    split = split_taxonomy(taxonomy, args.split, seed=args.seed)
+    encoder = load_model_encoder(args)
+    geometry = args.geometry if args.geometry != "auto" else "lorentz" if encoder.kind == "hyperbolic" else "cosine"
+    started = time.perf_counter()
+    results = evaluate_taxonomy(encoder, taxonomy, split, geometry, described=args.text == "name_description",
+                                batch_size=args.batch_size, ranking_questions=args.ranking_questions)
+    seconds = time.perf_counter() - started
+    print(f"{label_of(args.model, args.label)} ({geometry}) on {args.data}: {len(taxonomy.ontology)} concepts, "
+          f"split {split.scheme} (seed {args.seed}), {seconds:.0f} s")
+    print("negatives  weight  threshold  precision  recall  F1      accuracy  (test; weight and threshold chosen "
+          "on validation)")
+    for negatives, row in results["prediction"].items():
+        print(f"{negatives:<9}  {row['weight']:<6.1f}  {row['threshold']:<9.2f}  {row['precision']:<9.4f}  "
+              f"{row['recall']:<6.4f}  {row['f1']:<6.4f}  {row['accuracy']:.4f}")
+    for scored, ranking in results["parent_ranking"].items():
+        print(f"parent ranking among all concepts ({ranking['questions']} test positives, {scored}): MRR "
+              f"{ranking['mrr']:.4f}, Hits@1 {ranking['hits@1']:.4f}, Hits@10 {ranking['hits@10']:.4f}")
+    if args.output:
+        payload = {"benchmark": "taxonomy", "model": portable_path(args.model), "label": label_of(args.model, args.label),
+                   "kind": encoder.kind, "data": portable_path(args.data), "data_sha256": data_digest(args.data),
+                   "seed": args.seed, "text": args.text, **results, "seconds": seconds,
+                   "meta": {"command": command_line(args, ["eval", "taxonomy"]), **machine_info()}}
+        print(f"wrote {write_result(args.output, payload)}")
+    return 0
+
+
 def _check_hierarchy_output(output: str) -> None:
     """Before building: ``--output`` must be a new .jsonl file (outside hyte's folders), or an earlier
     ``build-hierarchy`` output that is still as it was built; its provenance file beside it is checked too."""
@@ -499,6 +531,28 @@ def add_commands(subparsers) -> None:
     hierarchy.add_argument("--data", required=True, help="benchmark JSONL (hyte eval build-hierarchy)")
     hierarchy.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/hierarchy_NAME.json)")
     hierarchy.set_defaults(func=_output_checked_first(_eval_hierarchy, "hierarchy"))
+
+    taxonomy = sub.add_parser("taxonomy", help="a taxonomy by HiT's protocol: subsumption prediction (random and hard "
+                                               "negatives) and parent ranking")
+    _model_options(taxonomy)
+    taxonomy.add_argument("--data", required=True, help="the taxonomy: OBO, concept table (JSONL / CSV / TSV), edge "
+                                                        "list (with --names) or HiT dataset files")
+    taxonomy.add_argument("--names", default=None, help="an edge list's concept table (id, name, ...)")
+    taxonomy.add_argument("--format", choices=["obo", "table", "edges", "hit"], default=None,
+                          help="the taxonomy's format (default: told by the path)")
+    taxonomy.add_argument("--split", choices=["multi_hop", "mixed_hop", "branches", "given"], default="mixed_hop",
+                          help="the split the model was trained on (data.taxonomy_split): its validation chooses the "
+                               "weight and threshold, its test is judged")
+    taxonomy.add_argument("--seed", type=int, default=0, help="the split's seed (data.taxonomy_seed)")
+    taxonomy.add_argument("--text", choices=["name", "name_description"], default="name",
+                          help="a concept's text (data.concept_text)")
+    taxonomy.add_argument("--geometry", choices=["auto", "lorentz", "cosine", "poincare"], default="auto",
+                          help="auto: lorentz for HyTE, cosine for Euclidean models; poincare reads a sentence "
+                               "encoder as HiT does (a ball of curvature 1 / dim)")
+    taxonomy.add_argument("--ranking-questions", type=positive_int, default=1000,
+                          help="test positives ranked among all concepts (the first this many)")
+    taxonomy.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/taxonomy_NAME.json)")
+    taxonomy.set_defaults(func=_output_checked_first(_eval_taxonomy, "taxonomy"))
 
     build = sub.add_parser("build-hierarchy", help="build a hierarchy benchmark JSONL from an OBO ontology or HPO")
     source = build.add_mutually_exclusive_group(required=True)
