@@ -75,6 +75,20 @@ def bert_tokenizer(minilm_path):
 
 
 @pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory, bert_tokenizer):
+    """A 2-layer BERT (random weights) with the real MiniLM vocabulary: a fast stand-in Euclidean encoder."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    path = tmp_path_factory.mktemp("tiny-bert")
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(path)
+    bert_tokenizer.save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
 def tiny_hyte_h_dir(tmp_path_factory, minilm_path, bert_tokenizer):
     """A HyTE-H model folder on MiniLM with a narrow (65-dim) projection: fast to encode with, untrained."""
     import torch

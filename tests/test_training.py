@@ -20,19 +20,6 @@ TINY_FH = {"hidden_size": 33, "num_hidden_layers": 1, "num_attention_heads": 3, 
            "max_position_embeddings": 128}
 
 
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory, bert_tokenizer):
-    """A 2-layer BERT (random weights) with the real MiniLM vocabulary: a fast stand-in Euclidean encoder."""
-    from transformers import BertConfig, BertModel
-
-    path = tmp_path_factory.mktemp("tiny-bert")
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(path)
-    bert_tokenizer.save_pretrained(path)
-    return str(path)
-
-
 def config_dict(stage: str, output_dir, model: dict, **sections) -> dict:
     values = {
         "stage": stage, "model": model,

@@ -57,9 +57,19 @@ class DataSpec:
     # code title pairs (training chapters only; the hpo_test_fraction / hpo_seed fields set the split); "hpo+icd10":
     # both, equal shares (max_examples split between them), shuffled together; "jsonl": a file of
     # {"query", "document"[, "negatives"]} (contrastive) or {"text"} (mlm); "beir": a BEIR folder (queries.jsonl,
-    # corpus.jsonl, qrels/<split>.tsv); "hf_dataset": a folder saved with datasets' save_to_disk.
+    # corpus.jsonl, qrels/<split>.tsv); "hf_dataset": a folder saved with datasets' save_to_disk; "taxonomy": a
+    # taxonomy of your own (hyte.data.taxonomy: OBO, a concept table, an edge list, HiT's dataset files), trained as
+    # child -> parent pairs with a sibling-first hard negative.
     source: str = "hpo"
-    path: str | None = None  # file or folder for jsonl / beir / hf_dataset
+    path: str | None = None  # file or folder for jsonl / beir / hf_dataset / taxonomy
+    names: str | None = None  # taxonomy given as an edge list (child, parent): its concept table (id, name, ...)
+    taxonomy_format: str | None = None  # obo | table | edges | hit; None = told by the path
+    # taxonomy: which edges train, HiT's "multi_hop" (every direct edge) or "mixed_hop" (90 % of them), or
+    # "branches" (whole top-level branches held out), or "given" (a HiT dataset folder's own train split).
+    taxonomy_split: str = "mixed_hop"
+    taxonomy_seed: int = 0  # seed of that split and of its negatives
+    concept_text: str = "name"  # taxonomy: the text of a concept, "name" or "name_description" ("name: description")
+    taxonomy_negatives: int = 1  # taxonomy: hard negatives (siblings first) per training pair
     split: str = "train"  # BEIR qrels split
     max_examples: int | None = None  # use at most this many examples (seeded choice)
     query_field: str = "query"  # field names for jsonl / hf_dataset
@@ -68,8 +78,9 @@ class DataSpec:
     # "synonym" | "name" | "all": which HPO text is the query (the document is the definition); "all" mixes names and
     # every EXACT synonym (layperson ones included), which teaches more query types than one synonym per term.
     hpo_query: str = "synonym"
-    # hpo / icd10 only: attach each example's parent text (the hierarchy term's pairs; also a hard negative) and a
-    # sibling's text as a hard negative, both from the training side of the split.
+    # hpo / icd10: attach each example's parent text (the hierarchy term's pairs; also a hard negative) and a
+    # sibling's text as a hard negative, both from the training side of the split. A taxonomy's pairs are (child,
+    # parent) already: the hierarchy term reads them with or without this.
     hierarchy: bool = False
     hpo_test_fraction: float = 0.2  # share of whole HPO branches (ICD-10-CM chapters) held out for evaluation
     hpo_seed: int = 0  # seed of that split
@@ -509,6 +520,29 @@ def _check_number(source: str, name: str, value: float | None, minimum: float, *
 MLM_MODEL_TYPES = ("hyte_fh", "hyte_euc")
 
 
+def _validate_taxonomy(data: DataSpec, source: str) -> None:
+    from ..data.taxonomy import FORMATS
+    from ..data.taxonomy_splits import SCHEMES
+
+    given = [name for name in ("names", "taxonomy_format") if getattr(data, name) is not None]
+    if data.source != "taxonomy":
+        if given:
+            raise ConfigError(f"{source}: data.{given[0]} is for data.source taxonomy; data.source is {data.source}")
+        return
+    if data.taxonomy_format is not None and data.taxonomy_format not in FORMATS:
+        raise ConfigError(f"{source}: data.taxonomy_format must be one of {', '.join(FORMATS)} (or left out: told by "
+                          f"the path); got {data.taxonomy_format!r}")
+    if data.taxonomy_split not in SCHEMES:
+        raise ConfigError(f"{source}: data.taxonomy_split must be one of {', '.join(SCHEMES)}; "
+                          f"got {data.taxonomy_split!r}")
+    if data.concept_text not in ("name", "name_description"):
+        raise ConfigError(f"{source}: data.concept_text must be name or name_description; got {data.concept_text!r}")
+    if not isinstance(data.taxonomy_negatives, int) or data.taxonomy_negatives < 0:
+        raise ConfigError(f"{source}: data.taxonomy_negatives must be an integer >= 0; got {data.taxonomy_negatives!r}")
+    if data.names is not None and not Path(data.names).is_file():
+        raise ConfigError(f"{source}: data.names {data.names} does not exist")
+
+
 def validate(config: RunConfig, source: str) -> None:
     """Checks that need no model: files exist, values are in range, the stage and the model fit together."""
     model, data, training = config.model, config.data, config.training
@@ -535,11 +569,13 @@ def validate(config: RunConfig, source: str) -> None:
         if (local.is_absolute() or model.path.startswith(".") or local.exists()) and not local.exists():
             raise ConfigError(f"{source}: model.path {model.path} does not exist")
     ontologies = ("hpo", "icd10", "hpo+icd10")
-    if data.source not in (*ontologies, "jsonl", "beir", "hf_dataset"):
-        raise ConfigError(f"{source}: data.source must be hpo, icd10, hpo+icd10, jsonl, beir or hf_dataset; "
-                          f"got {data.source!r}")
-    if data.hierarchy and data.source not in ontologies:
-        raise ConfigError(f"{source}: data.hierarchy needs an ontology source (hpo, icd10, hpo+icd10)")
+    if data.source not in (*ontologies, "taxonomy", "jsonl", "beir", "hf_dataset"):
+        raise ConfigError(f"{source}: data.source must be hpo, icd10, hpo+icd10, taxonomy, jsonl, beir or "
+                          f"hf_dataset; got {data.source!r}")
+    if data.hierarchy and data.source not in (*ontologies, "taxonomy"):
+        raise ConfigError(f"{source}: data.hierarchy needs an ontology or a taxonomy (data.source hpo, icd10, "
+                          "hpo+icd10 or taxonomy with data.path)")
+    _validate_taxonomy(data, source)
     if data.source in ontologies and data.path:  # it would be ignored: the ontology's own pairs are the data
         raise ConfigError(f"{source}: data.path {data.path} is for data.source jsonl, beir or hf_dataset; "
                           f"data.source {data.source} reads the installed ontology. Set data.source to your file's "
@@ -645,7 +681,7 @@ def validate(config: RunConfig, source: str) -> None:
         # 0 masks nothing (loss 0, a final model that learnt nothing: C101); above 1 failed in transformers (C100)
         raise ConfigError(f"{source}: mlm.mlm_probability must lie in (0, 1] (the share of tokens masked; usual "
                           f"0.15-0.30); got {probability}")
-    if loss.hierarchy_weight > 0 and not data.hierarchy:
+    if loss.hierarchy_weight > 0 and not data.hierarchy and data.source != "taxonomy":
         raise ConfigError(f"{source}: loss.hierarchy_weight > 0 needs data.hierarchy: true (the parent pairs)")
     if config.stage == "finetune" and config.mining.num_negatives < 1:
         raise ConfigError(f"{source}: stage finetune needs mining.num_negatives >= 1")

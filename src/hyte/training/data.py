@@ -7,6 +7,7 @@ an empty result is a ``ConfigError``; both are raised before training starts.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -81,6 +82,40 @@ def icd10_pairs(spec: DataSpec) -> list[dict]:
     return examples
 
 
+@functools.lru_cache(maxsize=4)
+def _taxonomy_and_split(path: str, names: str | None, format: str | None, scheme: str, seed: int):
+    """A user's taxonomy and its split, read once per process (examples and the hierarchy both need them)."""
+    from ..data.taxonomy import load_taxonomy
+    from ..data.taxonomy_splits import split_taxonomy
+
+    try:
+        taxonomy = load_taxonomy(path, names=names, format=format)
+        return taxonomy, split_taxonomy(taxonomy, scheme, seed=seed)
+    except (DataFormatError, FileNotFoundError):
+        raise
+    except ValueError as error:
+        raise ConfigError(f"data.path {path}: {error}") from None
+
+
+def taxonomy_split_for(spec: DataSpec):
+    """(taxonomy, split) of a ``data.source: taxonomy`` spec."""
+    return _taxonomy_and_split(str(spec.path), spec.names, spec.taxonomy_format, spec.taxonomy_split,
+                               spec.taxonomy_seed)
+
+
+def taxonomy_pairs(spec: DataSpec) -> list[dict]:
+    """(child text -> parent text) examples from the split's training subsumptions, each with up to
+    ``taxonomy_negatives`` hard negatives (siblings first). ``"subsumption": True`` tells the collator and the miner
+    that the query is its document's child: the query's ancestors are no negatives, the hierarchy term reads the
+    (document, query) pair."""
+    taxonomy, split = taxonomy_split_for(spec)
+    described = spec.concept_text == "name_description"
+    return [{"query": taxonomy.text(s.child, described), "document": taxonomy.text(s.parent, described),
+             "negatives": [taxonomy.text(n, described) for n in s.hard_negatives[: spec.taxonomy_negatives]],
+             "subsumption": True}
+            for s in split.train]
+
+
 def _mixed(parts: list[list[dict]], spec: DataSpec, seed: int) -> list[dict]:
     """Equal shares of each source (each capped at max_examples / len(parts)), shuffled together."""
     if spec.max_examples is not None:
@@ -135,10 +170,21 @@ class Hierarchy:
         """Whether ``other`` is ``anchor``'s concept, one of its ancestors or one of its descendants."""
         return self.relation(anchor, other) in ("same", "ancestor", "descendant")
 
+    def not_a_negative(self, example: dict, other: str) -> bool:
+        """Whether document ``other`` must stay out of ``example``'s negatives (InfoNCE mask, miner): related to its
+        document; for a taxonomy's (child -> parent) example, the query's own concept or one of its ancestors (a
+        grandparent is a right answer too; the parent's other descendants, siblings of the child among them, are
+        the hard negatives)."""
+        if example.get("subsumption"):
+            return self.relation(example["query"], other) in ("same", "ancestor")
+        return self.related(example["document"], other)
+
 
 def hierarchy_of(spec: DataSpec) -> Hierarchy | None:
     """The is-a relations of an ontology source (hpo, icd10, hpo+icd10) over every document text it can give; None
     for other sources (no relations known: nothing is masked)."""
+    if spec.source == "taxonomy":
+        return _taxonomy_hierarchy(spec)
     if spec.source not in ("hpo", "icd10", "hpo+icd10"):
         return None
     concepts: dict[str, set[str]] = {}
@@ -166,6 +212,26 @@ def hierarchy_of(spec: DataSpec) -> Hierarchy | None:
     return Hierarchy({text: frozenset(ids) for text, ids in concepts.items()}, parents, ancestors)
 
 
+def _taxonomy_hierarchy(spec: DataSpec) -> Hierarchy:
+    """The relations among a taxonomy's training concepts, through its training edges only: a held-out edge must not
+    reach training, not even as a pair left out of the softmax."""
+    from ..data.taxonomy_splits import ancestors_of
+
+    taxonomy, split = taxonomy_split_for(spec)
+    edges = {(s.child, s.parent) for s in split.train}
+    ancestors = ancestors_of(taxonomy.ontology, edges)
+    parents: dict[str, set[str]] = {}
+    for child, parent in edges:
+        parents.setdefault(child, set()).add(parent)
+    described = spec.concept_text == "name_description"
+    concepts: dict[str, set[str]] = {}
+    for concept in taxonomy.ontology.terms:
+        if concept not in split.held_out:
+            concepts.setdefault(taxonomy.text(concept, described), set()).add(concept)
+    return Hierarchy({text: frozenset(ids) for text, ids in concepts.items()},
+                     {c: frozenset(p) for c, p in parents.items()}, ancestors)
+
+
 def hierarchy_for(config: RunConfig) -> Hierarchy | None:
     """The is-a relations that keep a query's ancestors and descendants out of its negatives (None: nothing
     masked: ``loss.mask_hierarchy`` off, or data without an ontology)."""
@@ -181,6 +247,8 @@ def contrastive_examples(spec: DataSpec, seed: int = 0, batch_size: int | None =
         examples = icd10_pairs(spec)
     elif spec.source == "hpo+icd10":
         examples = _mixed([hpo_pairs(spec), icd10_pairs(spec)], spec, seed)
+    elif spec.source == "taxonomy":
+        examples = taxonomy_pairs(spec)
     elif spec.source == "jsonl":
         examples = read_jsonl_pairs(spec.path, spec.query_field, spec.document_field)
     elif spec.source == "beir":

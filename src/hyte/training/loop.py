@@ -95,7 +95,9 @@ _RESUMABLE_CHANGES = {"training": ("output_dir", "max_steps", "save_steps", "sav
 _LEFT_OUT_LATER = (("mining", "cache_dir"),)
 # Fields added after runs began recording their identity, with their defaults: left out of the identity at the
 # default, so a run recorded before a field existed keeps its identity (and its final model stays "finished").
-_ADDED_FIELDS = {("training", "radius_head_learning_rate"): None}
+_ADDED_FIELDS = {("training", "radius_head_learning_rate"): None, ("data", "names"): None,
+                 ("data", "taxonomy_format"): None, ("data", "taxonomy_split"): "mixed_hop",
+                 ("data", "taxonomy_seed"): 0, ("data", "concept_text"): "name", ("data", "taxonomy_negatives"): 1}
 
 
 class RunFolderError(ValueError):

@@ -64,7 +64,7 @@ def mine_hard_negatives(encoder, examples: list[dict], *, num_negatives: int = 1
         for rank, (doc_index, value) in enumerate(zip(found[row], similarity[row])):
             if rank < skip_top or doc_index < 0 or documents[doc_index] in (example["document"], *existing):
                 continue
-            if hierarchy is not None and hierarchy.related(example["document"], documents[doc_index]):
+            if hierarchy is not None and hierarchy.not_a_negative(example, documents[doc_index]):
                 continue
             if value > margin * positive_similarity[row] or not math.isfinite(float(value)):
                 continue

@@ -56,16 +56,17 @@ class ContrastiveCollator:
                                  max_length=self.max_query_length, return_tensors="pt")
         docs = self.tokenizer(documents, padding=True, truncation=True, max_length=self.max_document_length,
                               return_tensors="pt")
-        exclude_mask = torch.tensor([[row != index and self._not_a_negative(example["document"], text)
+        exclude_mask = torch.tensor([[row != index and self._not_a_negative(example, text)
                                       for row, text in enumerate(documents)]
                                      for index, example in enumerate(examples)], dtype=torch.bool)
         return {"query_input_ids": queries["input_ids"], "query_attention_mask": queries["attention_mask"],
                 "document_input_ids": docs["input_ids"], "document_attention_mask": docs["attention_mask"],
-                "parent_rows": torch.tensor(parent_rows, dtype=torch.long), "exclude_mask": exclude_mask}
+                "parent_rows": torch.tensor(parent_rows, dtype=torch.long), "exclude_mask": exclude_mask,
+                "query_is_child": torch.tensor([bool(e.get("subsumption")) for e in examples], dtype=torch.bool)}
 
-
-    def _not_a_negative(self, positive: str, document: str) -> bool:
-        return document == positive or (self.hierarchy is not None and self.hierarchy.related(positive, document))
+    def _not_a_negative(self, example: dict, document: str) -> bool:
+        return document == example["document"] or (self.hierarchy is not None
+                                                   and self.hierarchy.not_a_negative(example, document))
 
 
 class ContrastiveTrainer(Trainer):
@@ -167,8 +168,15 @@ class ContrastiveTrainer(Trainer):
         parts = {"contrastive_loss": float(logged.detach()), "logit_scale": float(scale.detach())}
         parent_rows = inputs.get("parent_rows")
         if self.hierarchy_weight > 0 and parent_rows is not None:
+            # (parent, child) pairs: an example's parent row and its document; a taxonomy example's document and its
+            # own query, which is the document's child.
             children = torch.nonzero(parent_rows >= 0).squeeze(-1)
-            term = hierarchy_loss(documents[parent_rows[children]], documents[children], hyperbolic=self.hyperbolic,
+            general, specific = documents[parent_rows[children]], documents[children]
+            query_is_child = inputs.get("query_is_child")
+            if query_is_child is not None and bool(query_is_child.any()):
+                rows = torch.nonzero(query_is_child).squeeze(-1)
+                general, specific = torch.cat([general, documents[rows]]), torch.cat([specific, queries[rows]])
+            term = hierarchy_loss(general, specific, hyperbolic=self.hyperbolic,
                                   curvature=curvature, term=self.hierarchy_term,
                                   cone_min_radius=self.cone_min_radius, radius_margin=self.radius_margin)
             loss = loss + self.hierarchy_weight * term
