@@ -1,0 +1,396 @@
+"""A user's own taxonomy: readers, splits, HiT's protocol and training through the config (issue 44)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from hyte.data.taxonomy import load_taxonomy
+from hyte.data.taxonomy_splits import ancestors_of, split_taxonomy
+from hyte.evaluation import subsumption
+from hyte.io import DataFormatError
+
+# A small taxonomy: 3 top-level branches, 4 levels, a concept with two parents.
+GROUPS = {"animal": ["mammal", "bird", "fish"], "plant": ["tree", "flower", "grass"],
+          "tool": ["hammer", "saw", "drill"]}
+LEAVES = ["a", "b", "c", "d"]
+
+
+def small_taxonomy() -> list[dict]:
+    """~50 concepts: root > group > kind > 'kind a' ... 'kind d'; 'bat' is both a mammal and a bird-like flyer."""
+    rows = [{"id": "thing", "name": "thing"}]
+    for group, kinds in GROUPS.items():
+        rows.append({"id": group, "name": group, "description": f"any {group}", "parents": ["thing"]})
+        for kind in kinds:
+            rows.append({"id": kind, "name": kind, "parents": [group]})
+            rows += [{"id": f"{kind}-{leaf}", "name": f"{kind} of sort {leaf}", "parents": [kind]} for leaf in LEAVES]
+    rows.append({"id": "bat", "name": "bat", "parents": ["mammal", "bird"]})
+    return rows
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def write_csv_table(path: Path, rows: list[dict]) -> Path:
+    lines = ["id,name,description,parents"]
+    lines += [f"{r['id']},{r['name']},{r.get('description', '')},{'|'.join(r.get('parents', []))}" for r in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_obo(path: Path, rows: list[dict]) -> Path:
+    stanzas = ["format-version: 1.2\n"]
+    for r in rows:
+        stanza = f"[Term]\nid: {r['id']}\nname: {r['name']}\n"
+        if r.get("description"):
+            stanza += f'def: "{r["description"]}" []\n'
+        stanza += "".join(f"is_a: {p}\n" for p in r.get("parents", []))
+        stanzas.append(stanza)
+    path.write_text("\n".join(stanzas))
+    return path
+
+
+def write_edges(folder: Path, rows: list[dict]) -> tuple[Path, Path]:
+    edges = folder / "edges.csv"
+    edges.write_text("child,parent\n" + "".join(f"{r['id']},{p}\n" for r in rows for p in r.get("parents", [])))
+    names = write_jsonl(folder / "names.jsonl", [{k: v for k, v in r.items() if k != "parents"} for r in rows])
+    return edges, names
+
+
+def write_hit_folder(folder: Path, taxonomy, seed: int = 0) -> Path:
+    """HiT's Zenodo layout, built from our own mixed-hop split (as HiT's construct.py lays it out)."""
+    folder.mkdir()
+    lexicon = {c: {"name": t.name} for c, t in taxonomy.ontology.terms.items()}
+    (folder / "entity_lexicon.json").write_text(json.dumps(lexicon))
+    split = split_taxonomy(taxonomy, "mixed_hop", seed=seed, num_negatives=3, eval_fraction=0.4)
+    for name, side in (("train", split.train), ("val", split.validation), ("test", split.test)):
+        write_jsonl(folder / f"{name}.jsonl", [{"child": s.child, "parent": s.parent,
+                                                "random_negatives": list(s.random_negatives),
+                                                "hard_negatives": list(s.hard_negatives)} for s in side])
+    return folder
+
+
+def edges_and_names(taxonomy) -> tuple[list, dict]:
+    return taxonomy.ontology.edges(), {c: t.name for c, t in taxonomy.ontology.terms.items()}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Readers
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def test_every_format_reads_the_same_taxonomy(tmp_path):
+    rows = small_taxonomy()
+    expected = load_taxonomy(write_jsonl(tmp_path / "t.jsonl", rows))
+    edges_file, names_file = write_edges(tmp_path, rows)
+    readings = {"csv": load_taxonomy(write_csv_table(tmp_path / "t.csv", rows)),
+                "obo": load_taxonomy(write_obo(tmp_path / "t.obo", rows)),
+                "edges": load_taxonomy(edges_file, names=names_file),
+                "hit": load_taxonomy(write_hit_folder(tmp_path / "hit", expected))}
+    assert len(expected.ontology) == len(rows)
+    assert expected.ontology.parents("bat") == ["mammal", "bird"]
+    assert expected.text("animal", with_description=True) == "animal: any animal"
+    for name, reading in readings.items():
+        assert edges_and_names(reading) == edges_and_names(expected), name
+    # HiT's folder keeps its own splits and negatives as written.
+    given = readings["hit"].given_splits
+    assert set(given) == {"train", "validation", "test"} and all(s.hard_negatives for s in given["test"])
+    assert split_taxonomy(readings["hit"], "given").test == given["test"]
+
+
+def test_hit_hub_export_of_triplets_or_pairs_rebuilds_the_direct_edges(tmp_path):
+    rows = [{"child": "puppy", "parent": "dog", "negative": "cat"}, {"child": "dog", "parent": "animal",
+                                                                       "negative": "rock"},
+            {"child": "puppy", "parent": "animal", "negative": "rock"}]  # transitive: not a direct edge
+    folder = tmp_path / "export"
+    folder.mkdir()
+    write_jsonl(folder / "train.jsonl", rows[:2])
+    write_jsonl(folder / "test.jsonl", rows[2:])
+    taxonomy = load_taxonomy(folder)
+    assert taxonomy.ontology.edges() == [("dog", "animal"), ("puppy", "dog")]
+    assert taxonomy.given_splits["test"][0].random_negatives == ("rock",)
+    pairs = tmp_path / "pairs"
+    pairs.mkdir()
+    write_jsonl(pairs / "train.jsonl", [{"child": "dog", "parent": "animal", "label": 1},
+                                        {"child": "dog", "parent": "rock", "label": 0}])
+    assert load_taxonomy(pairs).given_splits["train"][0].random_negatives == ("rock",)
+
+
+@pytest.mark.parametrize("problem, rows, fragment, line", [
+    ("cycle", [{"id": "a", "name": "a", "parents": ["b"]}, {"id": "b", "name": "b", "parents": ["a"]}], "cycle", 1),
+    ("unknown parent", [{"id": "a", "name": "a"}, {"id": "b", "name": "b", "parents": ["z"]}], "'z'", 2),
+    ("duplicate id", [{"id": "a", "name": "a"}, {"id": "a", "name": "again"}], "duplicate concept id 'a'", 2),
+    ("empty name", [{"id": "a", "name": "a"}, {"id": "b", "name": "", "parents": ["a"]}], "no name", 2),
+    ("unknown field", [{"id": "a", "name": "a"}, {"id": "b", "name": "b", "parent": "a"}], "'parent'", 2),
+    ("own parent", [{"id": "a", "name": "a", "parents": ["a"]}], "its own parent", 1),
+])
+def test_a_broken_taxonomy_is_refused_naming_file_and_line(tmp_path, problem, rows, fragment, line):
+    for path in (write_jsonl(tmp_path / "t.jsonl", rows), write_csv_table(tmp_path / "t.csv", rows)):
+        expected_line = line + 1 if path.suffix == ".csv" else line  # the CSV's header is line 1
+        if problem == "unknown field" and path.suffix == ".csv":
+            path.write_text("id,name,parent\na,a,\nb,b,a\n")
+            expected_line = 1  # an unknown column is the header's
+        with pytest.raises(DataFormatError) as caught:
+            load_taxonomy(path)
+        assert caught.value.path == path and caught.value.line == expected_line, str(caught.value)
+        assert fragment in str(caught.value)
+
+
+def test_edge_list_errors_point_into_the_edge_list(tmp_path):
+    edges, names = write_edges(tmp_path, small_taxonomy())
+    with edges.open("a") as handle:
+        handle.write("thing,bat\n")  # closes a cycle: bat is below thing
+    with pytest.raises(DataFormatError, match="cycle") as caught:
+        load_taxonomy(edges, names=names)
+    assert caught.value.path == edges
+    edges.write_text("child,parent\nmammal,unicorn\n")
+    with pytest.raises(DataFormatError, match="'unicorn' has no name") as caught:
+        load_taxonomy(edges, names=names)
+    assert caught.value.line == 2
+    with pytest.raises(ValueError, match="give the names"):
+        load_taxonomy(edges)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Splits
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("scheme", ["multi_hop", "mixed_hop", "branches"])
+def test_no_test_edge_and_no_held_out_concept_reaches_training(tmp_path, scheme, seed):
+    taxonomy = load_taxonomy(write_jsonl(tmp_path / "t.jsonl", small_taxonomy()))
+    split = split_taxonomy(taxonomy, scheme, seed=seed, num_negatives=3, eval_fraction=0.3)
+    assert split == split_taxonomy(taxonomy, scheme, seed=seed, num_negatives=3, eval_fraction=0.3)
+    train = {(s.child, s.parent) for s in split.train}
+    judged = {(s.child, s.parent) for s in split.validation + split.test}
+    assert split.test and split.validation and not train & judged
+    ancestors = ancestors_of(taxonomy.ontology)
+    for s in split.validation + split.test:
+        assert s.parent in ancestors[s.child]
+        assert not set(s.random_negatives + s.hard_negatives) & (ancestors[s.child] | {s.child})
+    direct = set(taxonomy.ontology.edges())
+    if scheme == "multi_hop":
+        assert train == direct and not judged & direct
+    if scheme == "branches":
+        trained_concepts = {c for s in split.train for c in (s.child, s.parent, *s.hard_negatives)}
+        assert split.held_out and not trained_concepts & split.held_out
+        assert all({s.child, s.parent} <= split.held_out for s in split.test)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# HiT's protocol
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def hit_metrics():
+    """``hierarchy_transformers.evaluation.metrics`` (the installed HiT 0.1.1), loaded from its file: the package's
+    __init__ imports geoopt and its models, which the metrics do not need."""
+    spec = importlib.util.find_spec("hierarchy_transformers")
+    if spec is None:
+        pytest.fail("hierarchy-transformers is not installed: README's test command installs it (--no-deps)")
+    path = Path(spec.submodule_search_locations[0]) / "evaluation" / "metrics.py"
+    module_spec = importlib.util.spec_from_file_location("hit_metrics", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_threshold_search_and_metrics_match_hits_own_functions(seed):
+    metrics = hit_metrics()
+    rng = np.random.default_rng(seed)
+    labels = (rng.random(300) < 0.2).astype(np.int64)
+    scores = rng.normal(size=300) + 1.5 * labels  # separable in part, as real scores are
+    threshold, f1 = subsumption.search_threshold(scores, labels)
+    theirs = metrics.grid_search(torch.tensor(scores), torch.tensor(labels), preformatted_best_results={})
+    assert threshold == pytest.approx(theirs["threshold"]) and f1 == pytest.approx(theirs["f1"])
+    ours = subsumption.threshold_metrics(scores, labels, threshold)
+    at_threshold = metrics.evaluate_by_threshold(torch.tensor(scores), torch.tensor(labels), threshold)
+    for key in ("precision", "recall", "f1", "accuracy", "accuracy_on_negatives"):
+        assert ours[key] == pytest.approx(at_threshold[key]), key
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("dim", [8, 384])
+def test_poincare_distance_is_the_hyperboloid_distance_of_the_same_points(seed, dim):
+    from hyte import lorentz
+
+    rng = np.random.default_rng(seed)
+    c = 1.0 / dim
+    directions = rng.normal(size=(20, dim))
+    # Points inside the ball of radius 1 / sqrt(c), out to 0.99 of it (far from the origin, where rounding bites).
+    raw = directions / np.linalg.norm(directions, axis=1, keepdims=True) * rng.uniform(0.05, 0.99, (20, 1)) / np.sqrt(c)
+    embedded = subsumption.Embedded("poincare", {}, raw, np.zeros(20), c)
+    ours = embedded.distances(np.arange(10), np.arange(10, 20))
+    # HiT's ball of curvature -c is HyTE's hyperboloid with <x, x>_L = -1 / c (lorentz.py's convention).
+    points = lorentz.from_poincare(torch.tensor(raw, dtype=torch.float64), 1 / c)
+    expected = lorentz.distance(points[:10], points[10:], 1 / c).numpy()
+    np.testing.assert_allclose(ours, expected, rtol=1e-6)
+
+
+def test_a_hit_model_scored_here_gets_hits_f1_on_the_same_pairs(tmp_path, minilm_path):
+    """HiT's reading of a sentence encoder (mean pooling, a Poincaré ball of curvature 1 / dim, its score), through
+    this evaluation, against HiT's metric functions on the same pairs and scores."""
+    from hyte.encoders import load_encoder
+
+    metrics = hit_metrics()
+    taxonomy = load_taxonomy(write_jsonl(tmp_path / "t.jsonl", small_taxonomy()))
+    split = split_taxonomy(taxonomy, "mixed_hop", seed=0, num_negatives=3, eval_fraction=0.4)
+    encoder = load_encoder(minilm_path, kind="euclidean")
+    texts = {c: taxonomy.text(c) for c in taxonomy.ontology.terms}
+    embedded = subsumption.embed_concepts(encoder, texts, "poincare")
+    result = subsumption.choose_and_test(embedded, split.validation, split.test, "hard")
+    children, candidates, labels = subsumption.subsumption_pairs(split.test, "hard")
+    # HiT's own score on its own manifold arithmetic: dist(c, p) and dist0 from the raw vectors.
+    vectors = encoder.pooled([texts[c] for c in children]), encoder.pooled([texts[p] for p in candidates])
+    c = 1.0 / vectors[0].shape[1]
+    child, parent = (torch.tensor(v, dtype=torch.float64) for v in vectors)
+
+    def dist0(x):
+        return 2 / c ** 0.5 * torch.atanh(c ** 0.5 * x.norm(dim=-1))
+
+    def mobius_add(x, y):
+        xy, x2, y2 = (x * y).sum(-1, keepdim=True), (x * x).sum(-1, keepdim=True), (y * y).sum(-1, keepdim=True)
+        return ((1 + 2 * c * xy + c * y2) * x + (1 - c * x2) * y) / (1 + 2 * c * xy + c ** 2 * x2 * y2)
+
+    distance = 2 / c ** 0.5 * torch.atanh(c ** 0.5 * mobius_add(-child, parent).norm(dim=-1))
+    scores = -(distance + result["weight"] * (dist0(parent) - dist0(child)))
+    theirs = metrics.evaluate_by_threshold(scores, torch.tensor(labels), result["threshold"])
+    # HiT's metrics divide in float32.
+    assert result["f1"] == pytest.approx(theirs["f1"], abs=1e-6)
+    assert result["precision"] == pytest.approx(theirs["precision"], abs=1e-6)
+
+
+def test_parent_ranking_leaves_out_the_childs_other_ancestors():
+    index = {name: row for row, name in enumerate(["child", "parent", "grandparent", "stranger"])}
+    # On a line: the grandparent is nearer the child than the parent is, the stranger farther.
+    vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.8, 0.6], [-1.0, 0.0]])
+    embedded = subsumption.Embedded("cosine", index, vectors, np.ones(4), 0.0)
+    question = subsumption.Subsumption("child", "parent")
+    ancestors = {"child": frozenset({"parent", "grandparent"})}
+    assert subsumption.parent_ranking(embedded, [question], ancestors, 0.0)["hits@1"] == 1.0
+    assert subsumption.parent_ranking(embedded, [question], {"child": frozenset({"parent"})}, 0.0)["mrr"] == 0.5
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Training through the config and the CLI
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def test_subsumption_examples_mask_the_querys_ancestors_and_keep_siblings_as_negatives(tmp_path):
+    from hyte.training import parse_config
+    from hyte.training.data import contrastive_examples, hierarchy_of
+    from hyte.training.trainer import ContrastiveCollator
+
+    path = write_jsonl(tmp_path / "t.jsonl", small_taxonomy())
+    spec = parse_config({"stage": "contrastive", "model": {"build": "load", "path": "bundled:all-MiniLM-L6-v2"},
+                         "data": {"source": "taxonomy", "path": str(path), "taxonomy_split": "multi_hop"},
+                         "training": {"output_dir": str(tmp_path / "run"), "per_device_train_batch_size": 2}}).data
+    examples = {(e["query"], e["document"]): e for e in contrastive_examples(spec)}
+    hierarchy = hierarchy_of(spec)
+    leaf = examples[("mammal of sort a", "mammal")]
+    kind = examples[("mammal", "animal")]
+    group = examples[("animal", "thing")]
+    assert leaf["negatives"] and leaf["negatives"][0].startswith("mammal of sort")  # a sibling first
+
+    class Tokenizer:
+        def __call__(self, texts, **kwargs):
+            return {"input_ids": torch.zeros(len(texts), 2, dtype=torch.long),
+                    "attention_mask": torch.ones(len(texts), 2, dtype=torch.long)}
+
+    sibling = {**leaf, "query": "mammal of sort b", "negatives": []}
+    batch = ContrastiveCollator(Tokenizer(), hierarchy=hierarchy)([leaf, kind, group, sibling])
+    # documents: mammal, animal, thing, mammal, <leaf's sibling negative>
+    excluded = batch["exclude_mask"].tolist()
+    assert excluded[0][:4] == [False, True, True, True]  # animal and thing are the leaf's ancestors: no negatives
+    assert excluded[0][4] is False  # its sibling is a hard negative
+    assert excluded[1][:3] == [True, False, True]  # for the query "mammal": its own text and "thing" are no negatives
+    assert batch["query_is_child"].tolist() == [True] * 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lora", [False, True])
+def test_a_taxonomy_trains_from_the_cli_full_and_with_lora(tmp_path, tiny_bert, lora):
+    import yaml
+
+    from hyte.cli import main
+
+    path = write_jsonl(tmp_path / "t.jsonl", small_taxonomy())
+    config = {"stage": "contrastive", "model": {"build": "hyte_h", "path": tiny_bert, "options": {"hidden_size": 17}},
+              "data": {"source": "taxonomy", "path": str(path), "taxonomy_split": "mixed_hop"},
+              "training": {"output_dir": str(tmp_path / "run"), "max_steps": 4, "per_device_train_batch_size": 8,
+                           "learning_rate": 1e-3, "warmup_steps": 0, "logging_steps": 1, "save_steps": 4},
+              "loss": {"temperature": 0.1, "hierarchy_weight": 1.0, "hierarchy_term": "radius",
+                       "max_query_length": 16, "max_document_length": 16},
+              "evaluation": {"enabled": False}}
+    if lora:
+        config["lora"] = {"r": 4}
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(config))
+    assert main(["train", "contrastive", "--config", str(tmp_path / "run.yaml")]) == 0
+    history = json.loads((tmp_path / "run" / "checkpoint-4" / "trainer_state.json").read_text())["log_history"]
+    logged = [entry for entry in history if "loss" in entry]
+    # Every batch holds taxonomy pairs, so the hierarchy term (parent nearer the origin) is computed on each.
+    assert logged and all("hierarchy_loss" in entry for entry in logged)
+    final = tmp_path / "run" / "final"
+    assert (final / "config.json").is_file()
+    assert main(["eval", "taxonomy", "--model", str(final), "--data", str(path), "--ranking-questions", "5",
+                 "--output", str(tmp_path / "result.json")]) == 0
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["geometry"] == "lorentz" and set(result["prediction"]) == {"random", "hard"}
+    assert 0.0 <= result["prediction"]["hard"]["f1"] <= 1.0
+
+
+def test_taxonomy_config_errors_say_what_to_do(tmp_path):
+    from hyte.training import ConfigError, parse_config
+
+    path = write_jsonl(tmp_path / "t.jsonl", small_taxonomy())
+    base = {"stage": "contrastive", "model": {"build": "load", "path": "bundled:all-MiniLM-L6-v2"},
+            "training": {"output_dir": str(tmp_path / "run")}}
+    for data, fragment in (({"source": "taxonomy", "path": str(path), "taxonomy_split": "random"}, "taxonomy_split"),
+                           ({"source": "taxonomy", "path": str(path), "concept_text": "title"}, "concept_text"),
+                           ({"source": "jsonl", "path": str(path), "names": str(path)}, "data.names is for"),
+                           ({"source": "taxonomy"}, "needs data.path")):
+        with pytest.raises(ConfigError, match=fragment):
+            parse_config({**base, "data": data})
+
+
+@pytest.mark.slow
+def test_the_readme_own_hierarchy_section_runs_as_written(tmp_path, monkeypatch, capsys, tiny_bert):
+    """The README's config, Python and commands, on the small taxonomy above; only the budget (4 steps, not 600)
+    and the base (a tiny encoder, not MiniLM) are changed."""
+    import re
+    import shlex
+
+    import yaml
+
+    from hyte.cli import main
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Your own hierarchy"):]
+    section = section[:section.index("\n### ", 1)]
+    config = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1))
+    python = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    shell = re.search(r"```bash\n(.*?)```", section, re.DOTALL).group(1).strip().splitlines()
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / config["data"]["path"], small_taxonomy())
+    assert config["model"]["path"] == "bundled:all-MiniLM-L6-v2" and config["lora"]["r"] > 0
+    config["model"]["path"] = tiny_bert
+    config["training"].update(max_steps=4, warmup_steps=0, save_steps=4)
+    (tmp_path / "my-taxonomy.yaml").write_text(yaml.safe_dump(config))
+    exec(python, {})  # noqa: S102 - the README's own snippet, run as a user would paste it
+    assert len((tmp_path / "concepts.jsonl").read_text().splitlines()) == len(small_taxonomy())
+    capsys.readouterr()
+    for line in shell:
+        assert main(shlex.split(line)[1:]) == 0, line
+    out = capsys.readouterr().out
+    assert "parent ranking among all concepts" in out and "(broader hits only)" in out
+    result = json.loads((tmp_path / "my-taxonomy.json").read_text())
+    assert result["benchmark"] == "taxonomy" and result["split"] == "mixed_hop"
