@@ -1192,3 +1192,20 @@ def test_the_specificity_report_keeps_each_round_with_its_own_selection_and_sett
     assert text.index("Selection on HPO validation branches") < text.index("Held-out test, seeds") < round_two
     assert "cone_min_radius 0.5, radius_head_learning_rate 0.01" in text[round_two:]
     assert "radius_head_learning_rate" not in text[:round_two]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_seed_then_query_bootstrap_is_wider_than_pairs_resampled_as_independent_when_seeds_disagree(seed):
+    from hyte.evaluation.metrics import paired_bootstrap, seed_then_query_bootstrap
+
+    rng = np.random.default_rng(seed)
+    # Five training seeds whose mean differences spread (+-0.05) far more than their queries' noise suggests.
+    shifts = rng.normal(0.02, 0.05, 5)
+    a = [list(rng.normal(0.5 + shift, 0.1, 200)) for shift in shifts]
+    b = [list(rng.normal(0.5, 0.1, 200)) for _ in shifts]
+    nested = seed_then_query_bootstrap(a, b, samples=1000, seed=seed)
+    flat = paired_bootstrap([x for s in a for x in s], [y for s in b for y in s], samples=1000, seed=seed)
+    assert nested["mean"] == pytest.approx(flat["mean"])
+    assert nested["high"] - nested["low"] > 2 * (flat["high"] - flat["low"])
+    with pytest.raises(ValueError, match="at least one"):
+        seed_then_query_bootstrap([[1.0], []], [[0.0], []])

@@ -169,13 +169,14 @@ def paired_difference(ours: list[dict], theirs: list[dict], key: str, seed: int 
     (``_score`` results, same order of seeds).
 
     Returns ``{"mean_difference", "per_seed", "t_test_p"}`` (a paired t-test over seeds; None with one seed) and
-    ``{"bootstrap_low", "bootstrap_high", "num_pairs"}``: a 95 % percentile bootstrap interval of the mean
-    difference over (seed, query) pairs (``per_query`` values; queries without a value are left out). ``verdict``:
+    ``{"bootstrap_low", "bootstrap_high", "num_pairs"}``: a 95 % percentile interval of the mean difference from
+    a bootstrap that resamples seeds, then queries within each (``per_query`` values; queries without a value are
+    left out). ``verdict``:
     "win" / "loss" only where the t-test (p < 0.05) and the interval both exclude zero, else "tie".
     """
     from scipy.stats import ttest_rel
 
-    from .metrics import paired_bootstrap
+    from .metrics import seed_then_query_bootstrap
 
     a, b = [s[key] for s in ours], [s[key] for s in theirs]
     differences = [x - y for x, y in zip(a, b)]
@@ -185,11 +186,14 @@ def paired_difference(ours: list[dict], theirs: list[dict], key: str, seed: int 
         p_value = 0.0 if differences[0] != 0 else 1.0
     else:
         p_value = float(ttest_rel(a, b).pvalue)
-    pairs = [(x, y) for mine, other in zip(ours, theirs) for x, y in zip(mine["per_query"][key], other["per_query"][key])
-             if x is not None and y is not None]
+    by_seed = [[(x, y) for x, y in zip(mine["per_query"][key], other["per_query"][key])
+                if x is not None and y is not None] for mine, other in zip(ours, theirs)]
+    by_seed = [pairs for pairs in by_seed if pairs]
+    pairs = [pair for seed_pairs in by_seed for pair in seed_pairs]
     if not pairs:
         raise ValueError(f"no per-query values of {key!r} to compare")
-    interval = paired_bootstrap([x for x, _ in pairs], [y for _, y in pairs], resamples, seed)
+    interval = seed_then_query_bootstrap([[x for x, _ in p] for p in by_seed], [[y for _, y in p] for p in by_seed],
+                                         resamples, seed)
     low, high = interval["low"], interval["high"]
     mean = statistics.fmean(differences)
     significant = p_value is not None and p_value < 0.05 and (low > 0 or high < 0)
