@@ -35,7 +35,6 @@ __all__ = ["render_adapter_card", "render_model_card"]
 
 CARD_INFO_FILE = "hyte_card.json"
 EVAL_RESULTS_FILE = "eval_results.json"
-DEFAULT_LICENSE = "apache-2.0"
 
 # eval_results.json section -> (model-index task type, task name shown in the card)
 _EVAL_TASKS = {
@@ -87,7 +86,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
         tags.append("sentence-transformers")
     card_data = ModelCardData(
         model_name=model_name,
-        license=info.get("license", DEFAULT_LICENSE),
+        license=info.get("license"),
         library_name="transformers",
         pipeline_tag="sentence-similarity" if has_st else "feature-extraction",
         tags=tags,
@@ -113,13 +112,16 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
         has_sentence_transformers=has_st,
         prompts=_prompts(model_dir) if has_st else {},
         datasets=datasets,
-        training=_training_rows(info.get("training")),
+        training=_lineage_rows(info.get("fine_tuned_from")) + _training_rows(info.get("training")),
         evaluation=[
             {"task": result.task_name, "dataset": result.dataset_name, "split": result.dataset_split or "–",
              "metric": result.metric_name, "value": _format_value(result.metric_value)}
             for result in eval_results
         ],
-        limitations=_limitations(model_type, config, datasets, bool(eval_results)),
+        limitations=_limitations(model_type, config, datasets, bool(eval_results)) + (
+            [] if info.get("license") else [
+                "No licence is stated for this model: its base model's licence and the training data's terms apply. "
+                'State one in hyte_card.json ("license") before sharing it.']),
         notes=info.get("notes"),
     )
 
@@ -138,7 +140,7 @@ def render_adapter_card(adapter_dir: str | os.PathLike, repo_id: str | None = No
     model_name = repo_id.split("/")[-1] if repo_id else adapter_dir.resolve().name
     card_data = ModelCardData(
         model_name=model_name,
-        license=info.get("license", DEFAULT_LICENSE),
+        license=info.get("license"),
         library_name="peft",
         pipeline_tag="feature-extraction",
         tags=["hyte", "hyperbolic", "lora", "peft"],
@@ -322,6 +324,15 @@ def _architecture_rows(model_type: str, config: dict[str, Any], base_model: str 
         max_tokens = config.get("max_position_embeddings")
     rows += [("Pooling", pooling_name), ("Maximum input length", f"{max_tokens} tokens")]
     return [(name, str(value)) for name, value in rows]
+
+
+def _lineage_rows(parent: Any) -> list[tuple[str, str]]:
+    """"Fine-tuned from": the trained HyTE model a run started from, with what that model was trained on."""
+    if not isinstance(parent, dict):
+        return []
+    before = ", ".join(parent.get("datasets") or []) or "data not recorded"
+    return [("Fine-tuned from", f"{parent.get('model')} (built on {parent.get('base_model') or 'an unrecorded base'}, "
+                                f"trained on {before})")]
 
 
 def _training_rows(training: Any) -> list[tuple[str, str]]:

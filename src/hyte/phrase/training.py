@@ -222,8 +222,7 @@ def _write_final(model, tokenizer, config: RunConfig, trainer: Trainer, base_mod
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         card = {"base_model": base_model and portable_path(base_model),
-                "datasets": ONTOLOGY_DATASETS.get(config.data.source, []), "license": "apache-2.0",
-                "language": ["en"],
+                "datasets": ONTOLOGY_DATASETS.get(config.data.source, []), "language": ["en"],
                 "training": {"stage": "phrase", "steps": trainer.state.global_step,
                              "config": portable_paths(config.to_dict()),
                              "final_loss": next((e["loss"] for e in reversed(trainer.state.log_history)

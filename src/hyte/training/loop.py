@@ -18,8 +18,9 @@ import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from ..bundled import resolve_model
 from ..io import atomic_directory, read_json_file, refuse_file_above, write_text_atomically
-from ..results import ARTIFACT_MARKERS, enclosing_artifact, portable_paths, public_model_name
+from ..results import ARTIFACT_MARKERS, enclosing_artifact, portable_path, portable_paths, public_model_name
 from ..retrieval.folder import FOLDER_FILE
 from .config import ConfigError, LoraSpec, RunConfig
 from .data import hierarchy_for, refuse_lone_batches
@@ -499,6 +500,23 @@ def refuse_diverged(model, config: RunConfig, step: int) -> None:
             f"{config.training.head_learning_rate}) and rerun with --overwrite")
 
 
+def card_lineage(config: RunConfig, base_model: str | None = None) -> dict[str, Any]:
+    """The card's base model and data. A run that starts from a trained HyTE folder names that folder as its parent,
+    with the data it was trained on before (a fine-tune of the quickstart's model carries its HPO / ICD-10-CM
+    training). No licence is asserted: the data's terms are the user's to state (hyte_card.json "license")."""
+    data = ONTOLOGY_DATASETS.get(config.data.source, [])
+    if config.data.source == "taxonomy":
+        data = [f"taxonomy {Path(config.data.path).name} ({config.data.taxonomy_split} split)"]
+    parent = Path(resolve_model(config.model.path)) if config.model.build == "load" else None
+    if parent is None or not (parent / "hyte_card.json").is_file():
+        return {"base_model": base_model and public_model_name(base_model), "datasets": data}
+    earlier = read_json_file(parent / "hyte_card.json", "it records what the starting model was trained on")
+    parent_name = public_model_name(config.model.path)
+    return {"base_model": parent_name, "datasets": list(dict.fromkeys([*earlier.get("datasets", []), *data])),
+            "fine_tuned_from": {"model": portable_path(parent_name), "base_model": earlier.get("base_model"),
+                                "datasets": earlier.get("datasets", [])}}
+
+
 def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluation: dict | None) -> None:
     from ..integrations.sentence_transformers import save_model_folder  # here: importing it takes seconds
 
@@ -513,8 +531,8 @@ def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluat
         model.save_pretrained(output_dir / "adapter")  # the adapter alone (a few MB)
         model = model.merge_and_unload()
     card = {
-        "base_model": built.base_model and public_model_name(built.base_model),
-        "datasets": ONTOLOGY_DATASETS.get(config.data.source, []), "license": "apache-2.0", "language": ["en"],
+        **card_lineage(config, built.base_model),
+        "language": ["en"],
         "training": {"stage": config.stage, "steps": trainer.state.global_step,
                      "config": portable_paths(config.to_dict()), "run_identity": _identity_digest(config),
                      "final_loss": next((e["loss"] for e in reversed(trainer.state.log_history) if "loss" in e), None),
