@@ -265,11 +265,25 @@ def open_searcher(args: argparse.Namespace):
     return HyteSearcher.from_folder(args.index, args.model, check_model=args.check_model)
 
 
+# Below this sd of the candidates' specificity, "broader" and "narrower" are decided by radius differences as small as
+# the shipped quickstart model's whole spread (sd 0.025-0.030, issue 45): the filter then splits near-equals.
+SPREAD_TOO_SMALL = 0.05
+
+
 def _print_passages(searcher, queries: list[str], args: argparse.Namespace) -> None:
-    for query, passages in zip(queries, searcher.search_batch(queries, args.k, relation=args.relation,
-                                                              candidates=args.k_candidates if args.relation
-                                                              else None)):
-        print(f"query: {query}" + (f"  ({args.relation} hits only)" if args.relation else ""))
+    import numpy as np
+
+    own = searcher.specificity(queries)
+    spreads = ([float(np.std([p.specificity for p in hits]))
+                for hits in searcher.search_batch(queries, args.k_candidates)] if args.relation else [None] * len(queries))
+    for query, passages, specificity, spread in zip(
+            queries, searcher.search_batch(queries, args.k, relation=args.relation,
+                                           candidates=args.k_candidates if args.relation else None), own, spreads):
+        print(f"query: {query}  spec={specificity:.3f}" + (f"  ({args.relation} hits only)" if args.relation else ""))
+        if spread is not None and spread < SPREAD_TOO_SMALL:
+            print(f"  note: the {args.k_candidates} nearest hits' specificity spreads by sd {spread:.3f} only: "
+                  f"{args.relation} here rests on differences that small; a model trained with a hierarchy term "
+                  "spreads it further")
         if not passages and args.relation:  # C149: an empty answer looked like a failure
             print(f"  no hit among the {args.k_candidates} nearest is {args.relation} than the query; raise "
                   "--k-candidates to look further")

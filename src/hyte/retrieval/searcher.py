@@ -212,8 +212,7 @@ class HyteSearcher:
         specificity = lorentz.distance_to_origin(np.where(np.isnan(points), origin, points),
                                                  self.index.curvature)  # (N, depth)
         if relation is not None:
-            own = lorentz.distance_to_origin(self.encoder.encode(queries, role="document").astype(np.float64),
-                                             self.index.curvature)  # (N,)
+            own = self.specificity(queries)  # (N,)
             keep = (found >= 0) & ((specificity < own[:, None]) if relation == "broader"
                                    else (specificity > own[:, None]))
             found = np.where(keep, found, -1)
@@ -228,6 +227,11 @@ class HyteSearcher:
                                         specificity=float(specificity[row, column])))
             hits.append(passages)
         return hits
+
+    def specificity(self, texts: Sequence[str]) -> np.ndarray:
+        """(N,) each text's distance to the origin as a document would sit: what ``relation`` compares hits with."""
+        return lorentz.distance_to_origin(self.encoder.encode(list(texts), role="document").astype(np.float64),
+                                          self.index.curvature)
 
     def search(self, query: str, k: int = 4, *, relation: str | None = None,
                candidates: int | None = None) -> list[Passage]:

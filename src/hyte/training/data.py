@@ -21,7 +21,14 @@ def read_jsonl_pairs(path: str | Path, query_field: str = "query", document_fiel
     """(query, document[, negatives]) examples from a JSONL file."""
     path = Path(path)
     examples = []
+    known = (query_field, document_field, "negatives")
     for number, record in iter_jsonl(path):
+        unknown = [name for name in record if name not in known]
+        if unknown:  # a field nobody reads would train as if it had been used ("parent", say)
+            hint = (" (a hierarchy trains from the taxonomy itself: data.source taxonomy, README 'Your own "
+                    "hierarchy')" if {"parent", "parents", "child"} & set(unknown) else "")
+            raise DataFormatError(path, number, f"unknown field(s) {', '.join(map(repr, unknown))}: a pair has "
+                                                f"{', '.join(map(repr, known))}{hint}; drop or rename the others")
         negatives = record.get("negatives", [])
         if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
             raise DataFormatError(path, number, "'negatives' must be a list of strings")
