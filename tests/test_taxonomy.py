@@ -394,3 +394,66 @@ def test_the_readme_own_hierarchy_section_runs_as_written(tmp_path, monkeypatch,
     assert "parent ranking among all concepts" in out and "(broader hits only)" in out
     result = json.loads((tmp_path / "my-taxonomy.json").read_text())
     assert result["benchmark"] == "taxonomy" and result["split"] == "mixed_hop"
+
+
+def test_a_jsonl_pair_with_a_field_nobody_reads_is_refused(tmp_path):
+    from hyte.training.data import read_jsonl_pairs
+
+    path = write_jsonl(tmp_path / "pairs.jsonl", [{"query": "dog", "document": "mammal"},
+                                                  {"query": "cat", "document": "mammal", "parent": "animal"}])
+    with pytest.raises(DataFormatError, match="'parent'.*data.source taxonomy") as caught:
+        read_jsonl_pairs(path)
+    assert caught.value.line == 2
+
+
+@pytest.mark.parametrize("spread, noted", [(0.01, True), (0.5, False)])
+def test_broader_search_prints_the_querys_specificity_and_notes_a_flat_radius(capsys, spread, noted):
+    import argparse
+
+    from hyte.cli.index import _print_passages
+    from hyte.retrieval.searcher import Passage
+
+    class Searcher:
+        def specificity(self, texts):
+            return np.full(len(texts), 1.5)
+
+        def search_batch(self, queries, k, relation=None, candidates=None):
+            radii = 1.5 + spread * np.linspace(-1.7, 1.7, k)
+            hits = [Passage(index_id=i, id=str(i), text=f"t{i}", score=0.0, distance=0.1, radius=0.0,
+                            specificity=float(r)) for i, r in enumerate(radii)]
+            return [[h for h in hits if relation != "broader" or h.specificity < 1.5] for _ in queries]
+
+    _print_passages(Searcher(), ["dog"], argparse.Namespace(k=3, k_candidates=10, relation="broader"))
+    out = capsys.readouterr().out
+    assert "query: dog  spec=1.500  (broader hits only)" in out
+    assert ("specificity spreads by sd" in out) is noted
+
+
+@pytest.mark.slow
+def test_a_model_fine_tuned_from_a_trained_one_names_its_parent_and_asserts_no_licence(tmp_path, tiny_bert,
+                                                                                         monkeypatch):
+    from hyte.hub.card import render_model_card
+    from hyte.runner import run
+    from hyte.training import parse_config
+
+    path = write_jsonl(tmp_path / "t.jsonl", small_taxonomy())
+    monkeypatch.chdir(tmp_path)  # paths are recorded relative to the working folder (hyte.results.portable_path)
+
+    def trained(model: dict, output: str, split: str) -> Path:
+        return run(parse_config({
+            "stage": "contrastive", "model": model,
+            "data": {"source": "taxonomy", "path": str(path), "taxonomy_split": split},
+            "training": {"output_dir": str(tmp_path / output), "max_steps": 2, "per_device_train_batch_size": 8,
+                         "warmup_steps": 0, "save_steps": 2},
+            "loss": {"max_query_length": 16, "max_document_length": 16}, "evaluation": {"enabled": False}}))
+
+    parent = trained({"build": "hyte_h", "path": tiny_bert, "options": {"hidden_size": 17}}, "first", "multi_hop")
+    child = trained({"build": "load", "path": str(parent)}, "second", "mixed_hop")
+    card = json.loads((child / "hyte_card.json").read_text())
+    assert "license" not in card
+    assert card["fine_tuned_from"]["model"] == "first/final"
+    assert card["fine_tuned_from"]["datasets"] == ["taxonomy t.jsonl (multi_hop split)"]
+    assert card["datasets"] == ["taxonomy t.jsonl (multi_hop split)", "taxonomy t.jsonl (mixed_hop split)"]
+    text = str(render_model_card(child))
+    assert "Fine-tuned from | first/final (built on" in text and "No licence is stated" in text
+    assert "license:" not in text.split("---")[1]  # the card's metadata claims none
