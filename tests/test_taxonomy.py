@@ -457,3 +457,18 @@ def test_a_model_fine_tuned_from_a_trained_one_names_its_parent_and_asserts_no_l
     text = str(render_model_card(child))
     assert "Fine-tuned from | first/final (built on" in text and "No licence is stated" in text
     assert "license:" not in text.split("---")[1]  # the card's metadata claims none
+
+
+def test_eval_radius_measures_a_taxonomy_by_depth(tmp_path, tiny_hyte_h_dir, capsys):
+    from hyte.cli import main
+
+    path = write_jsonl(tmp_path / "t.jsonl", small_taxonomy())
+    assert main(["eval", "radius", "--model", str(tiny_hyte_h_dir), "--taxonomy", str(path), "--min-depth", "1",
+                 "--output-dir", str(tmp_path / "radius"), "--name", "tiny"]) == 0
+    out = capsys.readouterr().out
+    assert "radius by depth (t.jsonl concepts" in out
+    result = json.loads((tmp_path / "radius" / "radius_tiny.json").read_text())
+    # depth 1: the 3 groups; 2: the 9 kinds; 3: the 36 leaves and bat (under mammal and bird)
+    assert result["texts"]["counts"] == {"1": 3, "2": 9, "3": 37}
+    assert main(["eval", "radius", "--model", str(tiny_hyte_h_dir), "--taxonomy", str(path), "--split", "test",
+                 "--output-dir", str(tmp_path / "radius2")]) == 2

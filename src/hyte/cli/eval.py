@@ -272,8 +272,23 @@ def _eval_radius(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-depth {args.max_depth} is below --min-depth {args.min_depth}: no depth to measure")
     for model in args.model:
         check_model_path(model)
-    texts = hpo_texts_by_depth(per_depth=args.per_depth, min_depth=args.min_depth, max_depth=args.max_depth,
-                               split=args.split, seed=args.seed)
+    if args.taxonomy is not None:
+        from ..data.taxonomy import load_taxonomy
+        from ..evaluation.radius import taxonomy_texts_by_depth
+
+        if args.split != "all":
+            raise UserError("--split test names HPO's held-out branches; with --taxonomy every concept is measured: "
+                            "drop --split")
+        texts = taxonomy_texts_by_depth(load_taxonomy(args.taxonomy, names=args.names), per_depth=args.per_depth,
+                                        min_depth=args.min_depth, max_depth=args.max_depth, seed=args.seed,
+                                        described=args.text == "name_description")
+        source = f"{Path(args.taxonomy).name} concepts"
+    else:
+        texts = hpo_texts_by_depth(per_depth=args.per_depth, min_depth=args.min_depth, max_depth=args.max_depth,
+                                   split=args.split, seed=args.seed)
+        source = f"HPO definitions, {args.split}"
+    if not texts:
+        raise UserError(f"no concept lies between depth {args.min_depth} and {args.max_depth}: lower --min-depth")
     names = [label_of(model, labels[i] if labels else None) for i, model in enumerate(args.model)]
     if len(set(names)) != len(names):
         raise ValueError(f"models need distinct labels (got {names}); pass --label for each --model")
@@ -283,7 +298,8 @@ def _eval_radius(args: argparse.Namespace) -> int:
     # result JSON beside it is refused.
     earlier = check_result_output(output_dir / f"{stem}.json", "radius")
     sample = {"split": args.split, "per_depth": args.per_depth, "min_depth": args.min_depth,
-              "max_depth": args.max_depth, "seed": args.seed}
+              "max_depth": args.max_depth, "seed": args.seed,
+              **({"taxonomy": portable_path(args.taxonomy), "text": args.text} if args.taxonomy else {})}
     _refuse_radius_of_other_models(earlier, args.model, sample)
     results = {}
     for name, model in zip(names, args.model):
@@ -297,7 +313,7 @@ def _eval_radius(args: argparse.Namespace) -> int:
         columns.append((name + (" x0" if hyperbolic else ""), result["by_depth"]))
         if hyperbolic:
             columns.append((name + " dist", result["distance_by_depth"]))
-    print(f"radius by depth (HPO definitions, {args.split}, <= {args.per_depth} per depth)")
+    print(f"radius by depth ({source}, <= {args.per_depth} per depth)")
     print(f"{'depth':>5} {'texts':>6}" + "".join(f"{title[-22:]:>24}" for title, _ in columns))
     for depth in depths:
         print(f"{depth:>5} {len(texts[depth]):>6}" + "".join(
@@ -309,7 +325,8 @@ def _eval_radius(args: argparse.Namespace) -> int:
     from ..data.hpo import HPO_DATA_VERSION
 
     payload = {"benchmark": "radius", "models": results, "plot": png.name,
-               "texts": {"source": f"HPO {HPO_DATA_VERSION} definitions", "split": args.split,
+               "texts": {"source": source if args.taxonomy else f"HPO {HPO_DATA_VERSION} definitions",
+                         "split": args.split,
                          "per_depth": args.per_depth, "counts": {d: len(texts[d]) for d in depths},
                          "sample": sample},
                "meta": {"command": command_line(args, ["eval", "radius"]), **machine_info()}}
@@ -574,7 +591,8 @@ def add_commands(subparsers) -> None:
     build.add_argument("--seed", type=non_negative_int, default=0)
     build.set_defaults(func=_build_hierarchy)
 
-    radius = sub.add_parser("radius", help="mean radius of HPO definitions by depth, per model: table, PNG, JSON")
+    radius = sub.add_parser("radius", help="mean radius by depth of HPO definitions or a taxonomy's concepts, per "
+                                           "model: table, PNG, JSON")
     _model_options(radius, repeat=True)
     radius.add_argument("--output-dir", required=True, help="where radius_NAME.json and radius_NAME.png go")
     radius.add_argument("--name", help="NAME in the file names (default: the labels joined)")
@@ -583,6 +601,11 @@ def add_commands(subparsers) -> None:
     radius.add_argument("--max-depth", type=positive_int, default=12)
     radius.add_argument("--split", choices=["test", "all"], default="all")
     radius.add_argument("--seed", type=non_negative_int, default=0)
+    radius.add_argument("--taxonomy", default=None, help="measure a taxonomy's concepts instead of HPO's definitions "
+                                                         "(any format hyte eval taxonomy reads)")
+    radius.add_argument("--names", default=None, help="with --taxonomy given as an edge list: its concept table")
+    radius.add_argument("--text", choices=["name", "name_description"], default="name",
+                        help="with --taxonomy: a concept's text")
     radius.set_defaults(func=_eval_radius)
 
     mteb = sub.add_parser("mteb", help="run mteb tasks: public ones by name (needs internet) or a local BEIR folder")

@@ -224,6 +224,19 @@ def hpo_texts_by_depth(per_depth: int = 200, min_depth: int = 2, max_depth: int 
     return sample_by_depth(by_depth, per_depth, seed)
 
 
+def taxonomy_texts_by_depth(taxonomy, per_depth: int = 200, min_depth: int = 2, max_depth: int | None = 12,
+                            seed: int = 0, described: bool = False) -> dict[int, list[str]]:
+    """As :func:`hpo_texts_by_depth` for a user's taxonomy (:mod:`hyte.data.taxonomy`): up to ``per_depth`` concept
+    texts (names, or "name: description" with ``described``) per depth, counted from the nearest root."""
+    ontology = taxonomy.ontology
+    by_depth: dict[int, list[str]] = {}
+    for concept in sorted(ontology.terms):
+        depth = ontology.depth(concept)
+        if depth >= min_depth and (max_depth is None or depth <= max_depth):
+            by_depth.setdefault(depth, []).append((concept, taxonomy.text(concept, described)))
+    return sample_by_depth(by_depth, per_depth, seed)
+
+
 def plot_radius_by_depth(results_by_model: Mapping[str, dict], path_png: str | os.PathLike,
                          title: str = "Radius by hierarchy depth") -> Path:
     """A PNG of :func:`radius_by_depth` results for several models (matplotlib, Agg backend).
