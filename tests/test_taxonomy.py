@@ -269,6 +269,14 @@ def test_a_hit_model_scored_here_gets_hits_f1_on_the_same_pairs(tmp_path, minilm
     assert result["precision"] == pytest.approx(theirs["precision"], abs=1e-6)
 
 
+def test_parent_nearer_origin_counts_held_out_edges_whose_parent_has_the_smaller_norm():
+    index = {"a": 0, "b": 1, "c": 2}
+    embedded = subsumption.Embedded("cosine", index, np.eye(3), np.array([1.0, 2.0, 3.0]), 0.0)
+    questions = [subsumption.Subsumption("b", "a"), subsumption.Subsumption("c", "a"),
+                 subsumption.Subsumption("a", "c")]
+    assert subsumption.parent_nearer_origin(embedded, questions) == pytest.approx(2 / 3)
+
+
 def test_parent_ranking_leaves_out_the_childs_other_ancestors():
     index = {name: row for row, name in enumerate(["child", "parent", "grandparent", "stranger"])}
     # On a line: the grandparent is nearer the child than the parent is, the stranger farther.

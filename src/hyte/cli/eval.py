@@ -169,6 +169,8 @@ def _eval_taxonomy(args: argparse.Namespace) -> int:
     for negatives, row in results["prediction"].items():
         print(f"{negatives:<9}  {row['weight']:<6.1f}  {row['threshold']:<9.2f}  {row['precision']:<9.4f}  "
               f"{row['recall']:<6.4f}  {row['f1']:<6.4f}  {row['accuracy']:.4f}")
+    print(f"held-out edges with the parent nearer the origin than the child (what --broader / --narrower rely on): "
+          f"{results['parent_nearer_origin']:.1%}")
     for scored, ranking in results["parent_ranking"].items():
         print(f"parent ranking among all concepts ({ranking['questions']} test positives, {scored}): MRR "
               f"{ranking['mrr']:.4f}, Hits@1 {ranking['hits@1']:.4f}, Hits@10 {ranking['hits@10']:.4f}")

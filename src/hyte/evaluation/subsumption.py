@@ -30,7 +30,7 @@ import numpy as np
 from ..data.taxonomy import Subsumption
 
 __all__ = ["GEOMETRIES", "Embedded", "choose_and_test", "embed_concepts", "evaluate_taxonomy", "pair_scores",
-           "parent_ranking", "search_threshold", "subsumption_pairs", "threshold_metrics"]
+           "parent_nearer_origin", "parent_ranking", "search_threshold", "subsumption_pairs", "threshold_metrics"]
 
 GEOMETRIES = ("lorentz", "cosine", "poincare")
 # HiT's grid of centripetal weights.
@@ -212,4 +212,13 @@ def evaluate_taxonomy(encoder, taxonomy, split, geometry: str, *, described: boo
     ranking = {f"weight {weight:g}": parent_ranking(embedded, split.test, ancestors, weight, limit=ranking_questions)
                for weight in dict.fromkeys((0.0, prediction["hard"]["weight"]))}
     return {"geometry": geometry, "split": split.scheme, "concepts": len(texts), "train_edges": len(split.train),
-            "prediction": prediction, "parent_ranking": ranking}
+            "prediction": prediction, "parent_ranking": ranking, "parent_nearer_origin": parent_nearer_origin(
+                embedded, split.test)}
+
+
+def parent_nearer_origin(embedded: Embedded, questions: Sequence[Subsumption]) -> float:
+    """The share of held-out positives whose parent sits nearer the origin than its child (a smaller norm): where
+    it is high, a --broader search from the child finds the parent's side, --narrower the child's."""
+    children = np.asarray([embedded.index[q.child] for q in questions])
+    parents = np.asarray([embedded.index[q.parent] for q in questions])
+    return float(np.mean(embedded.norms[parents] < embedded.norms[children]))
