@@ -278,8 +278,10 @@ def test_the_readme_own_documents_steps_run_as_written(tmp_path, monkeypatch, ca
                      "shorter than usual", "--k", "5", "--k-candidates", "500", flag]) == 0
         out = capsys.readouterr().out
         assert f"({flag[2:]} hits only)" in out
-        sides[flag] = [float(v) for v in re.findall(r"spec=(\S+)", out)]
-    assert sides["--broader"] and sides["--narrower"] and max(sides["--broader"]) < min(sides["--narrower"])
+        sides[flag] = [float(v) for v in re.findall(r"d=\S+\s+spec=(\S+)", out)]
+        own = float(re.search(r"^query: .*  spec=(\S+)", out, re.MULTILINE).group(1))  # the query's own
+    assert sides["--broader"] and sides["--narrower"]
+    assert max(sides["--broader"]) < own < min(sides["--narrower"])
     # Among one candidate, one side is empty, and says so (C149, trial 15: only the query line was printed).
     empty = []
     for flag in ("--broader", "--narrower"):
