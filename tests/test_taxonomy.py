@@ -480,3 +480,26 @@ def test_eval_radius_measures_a_taxonomy_by_depth(tmp_path, tiny_hyte_h_dir, cap
     assert result["texts"]["counts"] == {"1": 3, "2": 9, "3": 37}
     assert main(["eval", "radius", "--model", str(tiny_hyte_h_dir), "--taxonomy", str(path), "--split", "test",
                  "--output-dir", str(tmp_path / "radius2")]) == 2
+
+
+def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
+    from hyte.report.build import write_benchmarks_md
+
+    def arm(f1: float) -> dict:
+        return {"seed": 0, "prediction": {"hard": {"f1": f1}, "random": {"f1": f1 + 0.2}},
+                "parent_ranking_distance": {"mrr": 0.3}, "seconds_per_step": 2.0}
+
+    study = {"benchmark": "taxonomy-study", "split": "mixed_hop", "steps": 120, "batch": 32,
+             "primary_metric": "test F1, mixed-hop, hard negatives",
+             "taxonomies": {"hscodes": {"concepts": 6957, "arms": {"hyte": [arm(0.66), arm(0.64)],
+                                                                  "hit": [arm(0.60), arm(0.61)]},
+                                        "comparisons": {"hyte - hit": {"mean_difference": 0.045,
+                                                                       "interval_95": [0.01, 0.08],
+                                                                       "verdict": "ahead"}}}},
+             "meta": {"command": "python benchmarks/run_taxonomy.py", "date": "2026-12-06"}}
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "taxonomy_hscodes.json").write_text(json.dumps(study))
+    text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
+    assert "## Your own hierarchy: HiT's protocol" in text
+    assert "| HyTE-H | 2 | 0.6500 ± 0.0141 |" in text
+    assert "| HyTE-H − HiT (hierarchy-transformers 0.1.1) | +0.0450 | [+0.0100, +0.0800] | ahead |" in text

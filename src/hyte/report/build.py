@@ -4,7 +4,8 @@ each section is rendered by the module of its subject (``report.evaluation``, ``
 
 Each JSON is recognised by its ``"benchmark"`` key (``hierarchy``, ``retrieval``, ``radius``, ``mteb`` from
 ``hyte eval ...``; ``rag`` from ``hyte eval rag``; ``hierarchy_finetune`` / ``hierarchy_sweep`` from ``benchmarks/run_hierarchy_finetune.py``;
-``specificity_selection`` / ``specificity`` from ``benchmarks/run_specificity.py``; ``forward``, ``encode``, ``index`` from
+``specificity_selection`` / ``specificity`` from ``benchmarks/run_specificity.py``; ``taxonomy-study`` from
+``benchmarks/run_taxonomy.py`` and ``taxonomy`` from ``hyte eval taxonomy``; ``forward``, ``encode``, ``index`` from
 ``hyte bench`` / the ``benchmarks/bench_*.py`` scripts; ``serving_radius`` / ``serving_scale`` from
 ``benchmarks/bench_serving.py``; an index JSON without the key is recognised by its
 ``"indexes"``). Sections come in that order; inside a section
@@ -29,10 +30,11 @@ from .finetune import from_scratch_section, hierarchy_finetune_section, hierarch
 from .serving import serving_radius_section, serving_scale_section
 from .specificity import specificity_section
 from .speed import encode_section, forward_section, index_section
+from .taxonomy import taxonomy_section
 
 __all__ = ["load_results", "write_benchmarks_md"]
 
-SECTION_ORDER = ("from_scratch", "specificity", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade",
+SECTION_ORDER = ("taxonomy", "from_scratch", "specificity", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade",
                  "compatibility_uncertainty", "compatibility", "hierarchy", "phrase", "retrieval", "radius", "mteb",
                  "rag", "forward", "encode", "index", "serving_radius", "serving_scale")
 
@@ -99,7 +101,7 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     if not results and not problems:  # an empty report would read as if the runs had found nothing (T144)
         raise ValueError(f"{results_dir} holds no result JSON (*.json): {kept}. Give the folder the results were "
                          "written to (e.g. benchmarks/results, or the --output folder of hyte eval / hyte bench)")
-    if not any(kind in SECTION_ORDER or kind == "specificity_selection" for kind in results):
+    if not any(kind in SECTION_ORDER or kind in ("specificity_selection", "taxonomy-study") for kind in results):
         # Files without a section (a model's config.json, quickstart's results.json) are only listed; a report of
         # nothing but that list would read like a finished report with no results (C99).
         found = "; ".join([f"{p.name}: {_not_a_result(payload)}" for items in results.values() for p, payload in items]
@@ -117,7 +119,9 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     # benchmarks/run_specificity.py writes two files (its validation selection, its test); one section shows both.
     if "specificity_selection" in results:
         results["specificity"] = results.pop("specificity_selection") + results.get("specificity", [])
-    sections = {"from_scratch": from_scratch_section, "specificity": specificity_section,
+    if "taxonomy-study" in results:  # benchmarks/run_taxonomy.py's study and hyte eval taxonomy share a section
+        results["taxonomy"] = results.pop("taxonomy-study") + results.get("taxonomy", [])
+    sections = {"taxonomy": taxonomy_section, "from_scratch": from_scratch_section, "specificity": specificity_section,
                 "hierarchy_finetune": hierarchy_finetune_section,
                 "hierarchy_sweep": hierarchy_sweep_section, "hierarchy": hierarchy_section,
                 "retrieval": retrieval_section, "mteb": mteb_section, "rag": rag_section, "forward": forward_section,

@@ -1,0 +1,67 @@
+"""BENCHMARKS.md section of a user's own hierarchy (issue 44): ``benchmarks/run_taxonomy.py``'s study (HyTE-H, its
+Euclidean control, HiT and the base under HiT's protocol, seeds with a paired interval) and single
+``hyte eval taxonomy`` results."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from ..markdown import number, percent, runs, table
+
+ARM_TITLES = {"hyte": "HyTE-H", "euclidean": "Euclidean control", "hit": "HiT (hierarchy-transformers 0.1.1)",
+              "base": "all-MiniLM-L6-v2 (untrained)"}
+
+
+def _mean_sd(values: list[float]) -> str:
+    values = [v for v in values if v == v]  # NaN (a run reused from an earlier call has no step time)
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return number(values[0])
+    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def _study_lines(path: Path, payload: dict) -> list[str]:
+    lines = []
+    for name, study in payload["taxonomies"].items():
+        rows = []
+        for arm, seeds in study["arms"].items():
+            rows.append([ARM_TITLES.get(arm, arm), len(seeds),
+                         _mean_sd([s["prediction"]["hard"]["f1"] for s in seeds]),
+                         _mean_sd([s["prediction"]["random"]["f1"] for s in seeds]),
+                         _mean_sd([s["parent_ranking_distance"]["mrr"] for s in seeds]),
+                         _mean_sd([s["seconds_per_step"] for s in seeds])])
+        lines += [f"**{name}** ({study['concepts']} concepts; {payload['split']} split drawn per seed; "
+                  f"{payload['steps']} steps of {payload['batch']}; primary metric: {payload['primary_metric']}):",
+                  "", *table(["arm", "seeds", "F1, hard negatives", "F1, random negatives",
+                              "parent MRR (distance)", "s / step"], rows)]
+        verdicts = [[f"HyTE-H − {ARM_TITLES.get(pair.split(' - ')[1], pair)}", f"{c['mean_difference']:+.4f}",
+                     f"[{c['interval_95'][0]:+.4f}, {c['interval_95'][1]:+.4f}]", c["verdict"]]
+                    for pair, c in study["comparisons"].items()]
+        if verdicts:
+            lines += ["", *table(["hard-negative F1 difference", "mean over seeds",
+                                  "95 % interval (seeds, then questions)", "verdict"], verdicts)]
+        lines += [""]
+    return lines
+
+
+def taxonomy_section(items: list[tuple[Path, dict]]) -> list[str]:
+    studies = [(p, payload) for p, payload in items if payload["benchmark"] == "taxonomy-study"]
+    singles = [(p, payload) for p, payload in items if payload["benchmark"] == "taxonomy"]
+    lines = ["## Your own hierarchy: HiT's protocol", "",
+             ("Subsumption prediction as HiT (He et al., NeurIPS 2024) judges it: each held-out (child, parent) with "
+              "its random or hard (sibling-first) negatives, scored −(d(child, parent) + λ (‖parent‖ − ‖child‖)); λ "
+              "and the threshold chosen by F1 on validation, applied to test. Parent ranking: the parent's rank among "
+              "all concepts by distance, the child's other ancestors left out."), ""]
+    for path, payload in studies:
+        lines += _study_lines(path, payload)
+    if singles:
+        rows = [[payload.get("label"), Path(str(payload.get("data"))).name, payload["split"], payload["geometry"],
+                 number(payload["prediction"]["hard"]["f1"]), number(payload["prediction"]["random"]["f1"]),
+                 percent(payload.get("parent_nearer_origin"))]
+                for _, payload in singles]
+        lines += ["Single evaluations (`hyte eval taxonomy`):", "",
+                  *table(["model", "taxonomy", "split", "geometry", "F1 hard", "F1 random", "parent nearer origin"],
+                         rows), ""]
+    return lines + runs(items)
