@@ -326,7 +326,9 @@ def test_subsumption_examples_mask_the_querys_ancestors_and_keep_siblings_as_neg
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lora", [False, True])
-def test_a_taxonomy_trains_from_the_cli_full_and_with_lora(tmp_path, tiny_bert, lora):
+def test_a_taxonomy_trains_from_the_cli_full_and_with_lora(tmp_path, tiny_bert, lora, capsys):
+    import re
+
     import yaml
 
     from hyte.cli import main
@@ -343,6 +345,7 @@ def test_a_taxonomy_trains_from_the_cli_full_and_with_lora(tmp_path, tiny_bert, 
         config["lora"] = {"r": 4}
     (tmp_path / "run.yaml").write_text(yaml.safe_dump(config))
     assert main(["train", "contrastive", "--config", str(tmp_path / "run.yaml")]) == 0
+    assert re.search(r"^4 steps in \d+ s: [\d.]+ s a step", capsys.readouterr().out, re.MULTILINE)
     history = json.loads((tmp_path / "run" / "checkpoint-4" / "trainer_state.json").read_text())["log_history"]
     logged = [entry for entry in history if "loss" in entry]
     # Every batch holds taxonomy pairs, so the hierarchy term (parent nearer the origin) is computed on each.

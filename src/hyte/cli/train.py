@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from pathlib import Path
 
+from ..io import read_json_file
 from ..training.config import parse_override
 
 
@@ -65,6 +68,7 @@ def _train(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--resume: {config.training.output_dir} holds no checkpoint to resume from; drop "
                                   "--resume to start this run")
             print(f"resuming from {checkpoint}")
+    started = time.perf_counter()
     try:
         final = run(config, resume=args.resume, overwrite=args.overwrite)
     except ConfigError as error:  # found once the model or data is built: name the file it came from
@@ -73,6 +77,11 @@ def _train(args: argparse.Namespace) -> int:
         print(f"hyte train: interrupted: {_after_interrupt(config)}", file=sys.stderr)
         return 130  # the shell's code for a command ended by SIGINT
     print(f"final model: {final}")
+    seconds = time.perf_counter() - started
+    steps = (read_json_file(Path(final) / "hyte_card.json", "the final model's card").get("training") or {}).get("steps")
+    if steps and seconds > 1:  # a finished run is returned at once: nothing was timed
+        print(f"{steps} steps in {seconds:.0f} s: {seconds / steps:.2f} s a step (loading the model and preparing the "
+              "data included; a budget of more steps scales from it)")
     return 0
 
 
