@@ -116,6 +116,16 @@ def test_hit_hub_export_of_triplets_or_pairs_rebuilds_the_direct_edges(tmp_path)
     taxonomy = load_taxonomy(folder)
     assert taxonomy.ontology.edges() == [("dog", "animal"), ("puppy", "dog")]
     assert taxonomy.given_splits["test"][0].random_negatives == ("rock",)
+    # The same rows as Parquet, HiT's Hub format.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parquet = tmp_path / "parquet"
+    parquet.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows[:1]), parquet / "train-00000-of-00002.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[1:2]), parquet / "train-00001-of-00002.parquet")  # a split in shards
+    pq.write_table(pa.Table.from_pylist(rows[2:]), parquet / "test-00000-of-00001.parquet")
+    assert edges_and_names(load_taxonomy(parquet)) == edges_and_names(taxonomy)
     pairs = tmp_path / "pairs"
     pairs.mkdir()
     write_jsonl(pairs / "train.jsonl", [{"child": "dog", "parent": "animal", "label": 1},

@@ -246,13 +246,16 @@ def _hit(path: Path) -> Taxonomy:
     if path.is_dir() and (path / "entity_lexicon.json").is_file():
         return _hit_zenodo(path)
     files = sorted(f for f in path.iterdir() if f.suffix in (".jsonl", ".parquet")) if path.is_dir() else [path]
-    split_files = {_split_of(f): f for f in files if _split_of(f)}
+    split_files: dict[str, list[Path]] = {}
+    for file in files:  # a Hub export may shard a split: train-00000-of-00002.parquet, train-00001-of-00002...
+        if _split_of(file):
+            split_files.setdefault(_split_of(file), []).append(file)
     if not split_files:
         raise DataFormatError(path, None, "holds no HiT split file (train / val / test, .jsonl or .parquet)")
     splits: dict[str, list[Subsumption]] = {}
     edges: dict[tuple[str, str], int] = {}
-    for split, file in split_files.items():
-        splits[split] = _hit_rows(file, edges)
+    for split, shards in split_files.items():
+        splits[split] = [row for file in shards for row in _hit_rows(file, edges)]
     names = sorted({concept for edge in edges for concept in edge} |
                    {n for rows in splits.values() for s in rows for n in (*s.random_negatives, *s.hard_negatives)})
     return _from_hit_edges(path, {name: Term(name, name) for name in names}, edges, splits)
