@@ -516,3 +516,18 @@ def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
     assert "## Your own hierarchy: HiT's protocol" in text
     assert "| HyTE-H | 2 | 0.6500 ± 0.0141 |" in text
     assert "| HyTE-H − HiT (hierarchy-transformers 0.1.1) | +0.0450 | [+0.0100, +0.0800] | ahead |" in text
+
+
+def test_a_hub_export_split_is_judged_on_the_negatives_it_carries(tmp_path, minilm_path):
+    from hyte.encoders import load_encoder
+
+    folder = tmp_path / "export"
+    folder.mkdir()
+    rows = [{"child": f"{kind} of sort {leaf}", "parent": kind, "negative": other}
+            for kind, other in (("mammal", "tree"), ("tree", "hammer"), ("hammer", "mammal")) for leaf in LEAVES]
+    for split, part in (("train", rows[:4]), ("val", rows[4:8]), ("test", rows[8:])):
+        write_jsonl(folder / f"{split}.jsonl", part)
+    taxonomy = load_taxonomy(folder)
+    result = subsumption.evaluate_taxonomy(load_encoder(minilm_path, kind="euclidean"), taxonomy,
+                                           split_taxonomy(taxonomy, "given"), "cosine")
+    assert set(result["prediction"]) == {"random"} and result["prediction"]["random"]["positives"] == 4

@@ -204,13 +204,16 @@ def evaluate_taxonomy(encoder, taxonomy, split, geometry: str, *, described: boo
 
     texts = {concept: taxonomy.text(concept, described) for concept in taxonomy.ontology.terms}
     embedded = embed_concepts(encoder, texts, geometry, batch_size=batch_size)
-    prediction = {negatives: choose_and_test(embedded, split.validation, split.test, negatives)
-                  for negatives in ("random", "hard")}
+    # A HiT Hub export carries one kind of negatives, read as given (random_negatives): judge what the split has.
+    kinds = [kind for kind in ("random", "hard") if any(getattr(q, f"{kind}_negatives") for q in split.test)]
+    if not kinds:
+        raise ValueError(f"the {split.scheme} split's test questions carry no negatives: nothing to tell apart")
+    prediction = {negatives: choose_and_test(embedded, split.validation, split.test, negatives) for negatives in kinds}
     ancestors = ancestors_of(taxonomy.ontology)
-    # Ranked by distance alone and with the weight chosen on hard negatives: a large weight sorts every concept
-    # by its radius, which may separate a pair well and still rank a parent behind every shallow concept.
+    # Ranked by distance alone and with the weight chosen on the hardest negatives judged: a large weight sorts
+    # every concept by its radius, which may separate a pair well and still rank a parent behind shallow concepts.
     ranking = {f"weight {weight:g}": parent_ranking(embedded, split.test, ancestors, weight, limit=ranking_questions)
-               for weight in dict.fromkeys((0.0, prediction["hard"]["weight"]))}
+               for weight in dict.fromkeys((0.0, prediction[kinds[-1]]["weight"]))}
     return {"geometry": geometry, "split": split.scheme, "concepts": len(texts), "train_edges": len(split.train),
             "prediction": prediction, "parent_ranking": ranking, "parent_nearer_origin": parent_nearer_origin(
                 embedded, split.test)}

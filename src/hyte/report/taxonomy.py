@@ -58,7 +58,8 @@ def taxonomy_section(items: list[tuple[Path, dict]]) -> list[str]:
         lines += _study_lines(path, payload)
     if singles:
         rows = [[payload.get("label"), Path(str(payload.get("data"))).name, payload["split"], payload["geometry"],
-                 number(payload["prediction"]["hard"]["f1"]), number(payload["prediction"]["random"]["f1"]),
+                 *(number(payload["prediction"][kind]["f1"]) if kind in payload["prediction"] else "–"
+                   for kind in ("hard", "random")),
                  percent(payload.get("parent_nearer_origin"))]
                 for _, payload in singles]
         lines += ["Single evaluations (`hyte eval taxonomy`):", "",
