@@ -34,6 +34,8 @@ from ..results import public_model_name
 __all__ = ["render_adapter_card", "render_model_card"]
 
 CARD_INFO_FILE = "hyte_card.json"
+NO_LICENCE = ("No licence is stated for this model: its base model's licence and the training data's terms apply. "
+              'State one in hyte_card.json ("license") before sharing it.')
 EVAL_RESULTS_FILE = "eval_results.json"
 
 # eval_results.json section -> (model-index task type, task name shown in the card)
@@ -119,9 +121,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
             for result in eval_results
         ],
         limitations=_limitations(model_type, config, datasets, bool(eval_results)) + (
-            [] if info.get("license") else [
-                "No licence is stated for this model: its base model's licence and the training data's terms apply. "
-                'State one in hyte_card.json ("license") before sharing it.']),
+            [] if info.get("license") else [NO_LICENCE]),
         notes=info.get("notes"),
     )
 

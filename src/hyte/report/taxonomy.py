@@ -4,6 +4,7 @@ Euclidean control, HiT and the base under HiT's protocol, seeds with a paired in
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 
@@ -14,7 +15,7 @@ ARM_TITLES = {"hyte": "HyTE-H", "euclidean": "Euclidean control", "hit": "HiT (h
 
 
 def _mean_sd(values: list[float]) -> str:
-    values = [v for v in values if v == v]  # NaN (a run reused from an earlier call has no step time)
+    values = [v for v in values if not math.isnan(v)]  # a run trained before step times were kept has none
     if not values:
         return "–"
     if len(values) == 1:
@@ -32,8 +33,8 @@ def _study_lines(path: Path, payload: dict) -> list[str]:
                          _mean_sd([s["prediction"]["random"]["f1"] for s in seeds]),
                          _mean_sd([s["parent_ranking_distance"]["mrr"] for s in seeds]),
                          _mean_sd([s["seconds_per_step"] for s in seeds])])
-        lines += [f"**{name}** ({study['concepts']} concepts; {payload['split']} split drawn per seed; "
-                  f"{payload['steps']} steps of {payload['batch']}; primary metric: {payload['primary_metric']}):",
+        lines += [(f"**{name}** ({study['concepts']} concepts; {payload['split']} split drawn per seed; "
+                   f"{payload['steps']} steps of {payload['batch']}; primary metric: {payload['primary_metric']}):"),
                   "", *table(["arm", "seeds", "F1, hard negatives", "F1, random negatives",
                               "parent MRR (distance)", "s / step"], rows)]
         verdicts = [[f"HyTE-H − {ARM_TITLES.get(pair.split(' - ')[1], pair)}", f"{c['mean_difference']:+.4f}",
