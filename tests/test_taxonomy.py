@@ -504,7 +504,8 @@ def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
 
     study = {"benchmark": "taxonomy-study", "split": "mixed_hop", "steps": 120, "batch": 32,
              "primary_metric": "test F1, mixed-hop, hard negatives",
-             "taxonomies": {"hscodes": {"concepts": 6957, "arms": {"hyte": [arm(0.66), arm(0.64)],
+             "taxonomies": {"hscodes": {"concepts": 6957, "arms": {"hyte": [arm(0.66), {**arm(0.64),
+                                                                                    "seconds_per_step": None}],
                                                                   "hit": [arm(0.60), arm(0.61)]},
                                         "comparisons": {"hyte - hit": {"mean_difference": 0.045,
                                                                        "interval_95": [0.01, 0.08],

@@ -15,7 +15,8 @@ ARM_TITLES = {"hyte": "HyTE-H", "euclidean": "Euclidean control", "hit": "HiT (h
 
 
 def _mean_sd(values: list[float]) -> str:
-    values = [v for v in values if not math.isnan(v)]  # a run trained before step times were kept has none
+    # A run trained before step times were kept has none (NaN, written to JSON as null).
+    values = [v for v in values if v is not None and not math.isnan(v)]
     if not values:
         return "–"
     if len(values) == 1:
