@@ -68,6 +68,9 @@ def _train(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--resume: {config.training.output_dir} holds no checkpoint to resume from; drop "
                                   "--resume to start this run")
             print(f"resuming from {checkpoint}")
+    from ..training.loop import finished_run
+
+    trains = args.overwrite or finished_run(config) is None  # else run() returns the finished model untouched
     started = time.perf_counter()
     try:
         final = run(config, resume=args.resume, overwrite=args.overwrite)
@@ -79,7 +82,7 @@ def _train(args: argparse.Namespace) -> int:
     print(f"final model: {final}")
     seconds = time.perf_counter() - started
     steps = (read_json_file(Path(final) / "hyte_card.json", "the final model's card").get("training") or {}).get("steps")
-    if steps and seconds > 1:  # a finished run is returned at once: nothing was timed
+    if steps and trains:
         print(f"{steps} steps in {seconds:.0f} s: {seconds / steps:.2f} s a step (loading the model and preparing the "
               "data included; a budget of more steps scales from it)")
     return 0
