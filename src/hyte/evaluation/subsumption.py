@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import lorentz
 from ..data.taxonomy import Subsumption
 
 __all__ = ["GEOMETRIES", "Embedded", "choose_and_test", "embed_concepts", "evaluate_taxonomy", "pair_scores",
@@ -91,8 +92,8 @@ def embed_concepts(encoder, texts: dict[str, str], geometry: str, batch_size: in
             raise ValueError(f"{encoder.name} is not a hyperbolic model: score it with geometry cosine")
         points = encoder.encode(strings, role="document", batch_size=batch_size).astype(np.float64)
         c = encoder.curvature
-        return Embedded("lorentz", index, points, np.sqrt(c) * np.arccosh(np.maximum(points[:, 0] / np.sqrt(c), 1.0)),
-                        c)
+        # lorentz's asinh form: arccosh(x_0 / sqrt(c)) loses its digits near the origin, where HyTE-H's points sit.
+        return Embedded("lorentz", index, points, np.asarray(lorentz.distance_to_origin(points, c)), c)
     raw = np.asarray(encoder.pooled(strings, batch_size=batch_size), dtype=np.float64)
     norms = np.linalg.norm(raw, axis=1)
     if geometry == "cosine":
