@@ -43,7 +43,7 @@ import numpy as np
 from hyte.data.taxonomy import load_taxonomy
 from hyte.data.taxonomy_splits import split_taxonomy
 from hyte.evaluation import subsumption
-from hyte.results import machine_info, write_result
+from hyte.results import machine_info, portable_command, portable_path, write_result
 
 RUNS_DIR = Path("runs/taxonomy")
 ARMS = ("hyte", "euclidean", "hit", "base")
@@ -251,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = {"benchmark": "taxonomy-study", "split": SPLIT, "steps": args.steps, "batch": BATCH,
               "learning_rate": LEARNING_RATE, "primary_metric": "test F1, mixed-hop, hard negatives",
-              "taxonomies": {}, "meta": {"command": "python benchmarks/run_taxonomy.py " + shlex.join(
-                  sys.argv[1:] if argv is None else argv), **machine_info()}}
+              "taxonomies": {}, "meta": {"command": portable_command("python benchmarks/run_taxonomy.py " + shlex.join(
+                  sys.argv[1:] if argv is None else argv)), **machine_info()}}
     for name in args.taxonomies:
         path = taxonomy_file(name, args.runs_dir / "data")
         taxonomy = load_taxonomy(path)
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
                                                   "verdict": verdict}
                 print(f"  HyTE-H - {other}: {np.mean(differences):+.4f} [{interval[0]:+.4f}, {interval[1]:+.4f}] "
                       f"{verdict}")
-        report["taxonomies"][name] = {"path": str(path), "concepts": len(taxonomy.ontology), "arms": per_seed,
+        report["taxonomies"][name] = {"path": portable_path(path), "concepts": len(taxonomy.ontology), "arms": per_seed,
                                       "comparisons": comparisons}
     print(f"wrote {write_result(args.output, report)}")
     return 0
