@@ -279,6 +279,28 @@ def test_split_is_deterministic(ontology, default_split):
         split_by_branches(ontology, test_fraction=1.0)
 
 
+def test_a_fresh_split_shares_no_term_with_earlier_rounds_test_or_validation(ontology):
+    """The curvature study's round 3 (benchmarks/run_curvature.py): neither its test nor its validation branches hold
+    a term that rounds 1 and 2 tested or chose on; a seed whose split overlaps them is skipped."""
+    import sys
+    from pathlib import Path
+
+    from hyte.data.hpo import fresh_split_seed
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    from run_curvature import EARLIER_ROUNDS, TEST_FRACTION, VALIDATION_FRACTION
+
+    seen = set().union(*(split_by_branches(ontology, test_fraction=f, seed=s)[1] for s, f in EARLIER_ROUNDS))
+    seed = fresh_split_seed(ontology, EARLIER_ROUNDS, TEST_FRACTION, VALIDATION_FRACTION, start=2)
+    test = split_by_branches(ontology, test_fraction=TEST_FRACTION, seed=seed)[1]
+    wider = split_by_branches(ontology, test_fraction=VALIDATION_FRACTION, seed=seed)[1]
+    assert test and wider - test and not (test | wider) & seen
+    assert any(split_by_branches(ontology, test_fraction=TEST_FRACTION, seed=s)[1] & seen for s in range(2, seed))
+    assert fresh_split_seed(ontology, [], start=5) == 5  # nothing earlier: the first seed tried
+    with pytest.raises(ValueError, match="no split seed"):
+        fresh_split_seed(ontology, [(0, 0.9)], limit=3)
+
+
 def test_definition_pairs(ontology, default_split):
     _, test = default_split
     pairs = definition_pairs(ontology, test, min_depth=3)

@@ -446,11 +446,17 @@ def test_edge_diagnostics_read_the_radius_order_the_cones_and_the_relation_searc
     right = edge_diagnostics(Hyperbolic(), edges)
     assert right["child_farther"] == right["inside_cone"] == right["broader_top1"] == right["narrower_top1"] == 1.0
     assert right["num_edges"] == 6 and right["radius_sd"] > 0 and right["radius_p05"] < right["radius_p95"]
+    # Radii asinh(1) and asinh(2): ||x_s|| / r is 1 / asinh(1) for the parents, 2 / asinh(2) for the children; only
+    # the children's ||x_s|| = 2 exceeds 2 K sqrt(c) = 1 at K = 0.5 (the parents' cones are clamped half-spaces).
+    assert right["stretch_median"] == pytest.approx((1 / np.arcsinh(1) + 2 / np.arcsinh(2)) / 2)
+    assert right["stretch_p95"] == pytest.approx(2 / np.arcsinh(2))
+    assert edge_diagnostics(Hyperbolic(), edges, cone_min_radius=0.5)["cones_open"] == 0.5
+    assert right["cones_open"] == 1.0  # K = 0.1: 2 K sqrt(c) = 0.2 < 1
     wrong = edge_diagnostics(Hyperbolic(), [(child, parent) for parent, child in edges])
     assert wrong["child_farther"] == wrong["inside_cone"] == wrong["broader_top1"] == wrong["narrower_top1"] == 0.0
     euclidean = edge_diagnostics(Euclidean(), edges)
     assert euclidean["child_farther"] == euclidean["broader_top1"] == euclidean["narrower_top1"] == 1.0
-    assert euclidean["inside_cone"] is None
+    assert euclidean["inside_cone"] is euclidean["stretch_median"] is euclidean["cones_open"] is None
 
     class EucBERTLike(Euclidean):  # read by curvature (0), whatever the kind says
         kind, curvature = "hyperbolic", 0.0

@@ -617,6 +617,20 @@ def test_recipe_config_file_equals_the_recorded_recipe(name, recipe):
     assert from_file == recipe
 
 
+def test_recipe_model_options_change_only_the_hyte_h_model():
+    """The curvature ablation's arms: a HyTE-H recipe with another curvature differs from the shipped one in that
+    field alone; the Euclidean control has no such option and refuses it."""
+    from hyte import quickstart
+    from hyte.training.recipes import hierarchy_finetune
+
+    variant, loss = quickstart.QUICKSTART_RECIPE
+    shipped = hierarchy_finetune(variant, "out", loss=loss).to_dict()
+    flat = hierarchy_finetune(variant, "out", loss=loss, model={"curvature": 100.0}).to_dict()
+    assert flat["model"]["options"].pop("curvature") == 100.0 and flat == shipped
+    with pytest.raises(ValueError, match="Euclidean control"):
+        hierarchy_finetune(quickstart.EUCLIDEAN_RECIPE[0], "out", model={"curvature": 100.0})
+
+
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), dtype=st.sampled_from([torch.float32, torch.float64]))
 def test_order_violation_is_zero_exactly_when_the_specific_side_dominates(seed, dtype):

@@ -26,6 +26,7 @@ from .obo import Ontology, load_obo
 __all__ = [
     "HPO_DATA_VERSION",
     "definition_pairs",
+    "fresh_split_seed",
     "hpo_obo_path",
     "load_hpo",
     "mlm_corpus",
@@ -131,6 +132,26 @@ def split_by_branches(ontology: Ontology, test_fraction: float = 0.2, seed: int 
         if len(test_ids) >= test_fraction * (len(train_ids) + len(test_ids)):
             break
     return train_ids, test_ids
+
+
+def fresh_split_seed(ontology: Ontology, earlier: Iterable[tuple[int, float]], test_fraction: float = 0.2,
+                     validation_fraction: float = 0.25, start: int = 0, limit: int = 10_000) -> int:
+    """The first split seed >= ``start`` whose held-out terms share none with earlier rounds'.
+
+    ``earlier``: the (seed, fraction) of every ``split_by_branches`` set an earlier round tested or chose on. A new
+    round's test branches (``test_fraction``) and validation branches (``validation_fraction``: its wider split,
+    whose extra branches the round chooses on) must then be unseen by every earlier round's choices and scores.
+    """
+    seen: set[str] = set()
+    for seed, fraction in earlier:
+        seen |= split_by_branches(ontology, test_fraction=fraction, seed=seed)[1]
+    for seed in range(start, start + limit):
+        if not split_by_branches(ontology, test_fraction=test_fraction, seed=seed)[1] & seen and \
+                not split_by_branches(ontology, test_fraction=validation_fraction, seed=seed)[1] & seen:
+            return seed
+    raise ValueError(f"no split seed in [{start}, {start + limit}) holds {test_fraction} test and "
+                     f"{validation_fraction} validation terms apart from the earlier rounds' {sorted(earlier)}; "
+                     "lower the fractions")
 
 
 def _exact_synonyms(ontology: Ontology, term_id: str) -> list[str]:

@@ -141,6 +141,10 @@ def edge_diagnostics(encoder, edges: Sequence[tuple[str, str]], cone_min_radius:
       (``lorentz.entailment_violation`` = 0, half-aperture constant ``cone_min_radius``); None for Euclidean ones;
     * ``radius_sd``, ``radius_p05``, ``radius_p95``: the radius's spread (sample sd, 5th and 95th percentiles),
       without which a share or a correlation may be read off a radius that hardly varies;
+    * hyperbolic encoders (None for Euclidean ones), whether the curvature can matter where the texts lie:
+      ``stretch_median`` / ``stretch_p95``, ||x_s|| / r = sqrt(c) sinh(r / sqrt(c)) / r over the texts (1 in a flat
+      space; below about 1.1 geodesic ranking is nearly angle ranking), and ``cones_open``, the share of texts whose
+      cone is narrower than a half-space (||x_s|| > 2 K sqrt(c); at or below it the aperture is clamped at pi/2);
     * searching among the edges' texts with a text's own query vector (the text itself left out):
       ``broader_top1``, how often a child's nearest *broader* hit (nearer the origin than the child) is its parent;
       ``narrower_top1``, how often a parent's nearest *narrower* hit (farther out) is one of its children here;
@@ -161,13 +165,17 @@ def edge_diagnostics(encoder, edges: Sequence[tuple[str, str]], cone_min_radius:
     parents = np.array([row[parent] for parent, _ in edges])
     children = np.array([row[child] for _, child in edges])
     documents = np.asarray(encoder.encode(texts, role="document", batch_size=batch_size))
-    inside = None
+    inside = stretch = cones_open = None
     c = float(getattr(encoder, "curvature", 0.0) or 0.0)  # 0 for Euclidean encoders (EucBERT's HyteEncoder too)
     if getattr(encoder, "kind", None) == "hyperbolic" and c > 0:
         points = torch.from_numpy(documents.astype(np.float64))
         radii = lorentz.distance_to_origin(points, c).numpy()
         violation = lorentz.entailment_violation(points[parents], points[children], c, cone_min_radius)
         inside = float((violation == 0).double().mean())
+        space_norms = points[:, 1:].norm(dim=-1).numpy()
+        # The origin has no stretch to speak of (0 / 0); it counts as flat.
+        stretch = np.where(radii > 0, space_norms / np.maximum(radii, np.finfo(np.float64).tiny), 1.0)
+        cones_open = float((space_norms > 2 * cone_min_radius * np.sqrt(c)).mean())
     else:
         radii = np.asarray(encoder.radii(texts, batch_size=batch_size), dtype=np.float64)
     scores = np.asarray(encoder.scores(np.asarray(encoder.encode(texts, role="query", batch_size=batch_size)),
@@ -186,7 +194,10 @@ def edge_diagnostics(encoder, edges: Sequence[tuple[str, str]], cone_min_radius:
     low, high = np.percentile(radii, [5, 95])
     return {"child_farther": float((radii[children] > radii[parents]).mean()), "inside_cone": inside,
             "radius_sd": float(radii.std(ddof=1)) if len(radii) > 1 else 0.0, "radius_p05": float(low),
-            "radius_p95": float(high), "broader_top1": float((broader == parents).mean()),
+            "radius_p95": float(high),
+            "stretch_median": None if stretch is None else float(np.median(stretch)),
+            "stretch_p95": None if stretch is None else float(np.percentile(stretch, 95)),
+            "cones_open": cones_open, "broader_top1": float((broader == parents).mean()),
             "narrower_top1": float(np.mean([hit in child_sets[p] for p, hit in zip(unique_parents, narrower)])),
             "parent_top1": float((scores[children].argmax(axis=1) == parents).mean()), "num_edges": len(edges)}
 

@@ -43,12 +43,13 @@ HEAD_LEARNING_RATE = 1e-3  # hyte-h-radius: HyTE-H's new parts (a zero-initialis
 def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: int = 60, examples: int = 4000,
                        test_fraction: float = 0.2, split_seed: int = 0, mining_cache: str | None = None,
                        token_radius: float | None = None, temperature: float | None = None,
-                       loss: dict | None = None, training: dict | None = None) -> RunConfig:
+                       loss: dict | None = None, training: dict | None = None, model: dict | None = None) -> RunConfig:
     """The RunConfig of one variant (module docstring); ``test_fraction`` = the share of HPO branches and ICD-10-CM
     chapters held out (0.35 for the validation sweep), ``split_seed`` the seed of that split (data.hpo_seed).
     ``token_radius`` / ``temperature`` override the chosen values; ``loss``: further LossSpec fields
     (hierarchy_weight, cone_min_radius, radius_margin, mask_hierarchy ...); ``training``: TrainingSpec fields
-    (learning_rate, radius_head_learning_rate ...)."""
+    (learning_rate, radius_head_learning_rate ...); ``model``: further HyTEHConfig options of a HyTE-H variant
+    (curvature ...)."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
     hyperbolic = variant.startswith("hyte-h")
@@ -58,12 +59,15 @@ def hierarchy_finetune(variant: str, output_dir: str, *, seed: int = 0, steps: i
     if temperature is None:
         temperature = HYPERBOLIC_TEMPERATURE if hyperbolic else EUCLIDEAN_TEMPERATURE
     specificity_head = variant.startswith("hyte-h-radius")
-    options = {"scale_init": 1.0, "norm_clip": radius, **({"radius_head": radius} if specificity_head else {})}
-    model = ({"build": "hyte_h", "path": BUNDLED_MINILM, "options": options} if hyperbolic
+    if model and not hyperbolic:
+        raise ValueError(f"model options {sorted(model)} are HyTE-H's; variant {variant!r} is the Euclidean control")
+    options = {"scale_init": 1.0, "norm_clip": radius, **({"radius_head": radius} if specificity_head else {}),
+               **(model or {})}
+    built = ({"build": "hyte_h", "path": BUNDLED_MINILM, "options": options} if hyperbolic
              else {"build": "load", "path": BUNDLED_MINILM})
     return parse_config({
         "stage": "finetune",
-        "model": model,
+        "model": built,
         "data": {"source": "hpo+icd10", "max_examples": examples, "min_depth": 2, "hpo_query": "all",
                  "hierarchy": hierarchy, "hpo_test_fraction": test_fraction, "hpo_seed": split_seed},
         "training": {"output_dir": output_dir, "max_steps": steps, "per_device_train_batch_size": 16,
