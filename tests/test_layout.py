@@ -190,3 +190,22 @@ def test_readme_layout_names_every_module_and_only_existing_ones():
     assert named - files - {"__init__.py"} == set(), "the README names files that do not exist"
     assert files - named == set(), "files missing from the README's layout section"
     assert {p for p in packages if p != "metric_module" and f"{p}/" not in block} == set()
+
+
+# An incident label: a letter and a number standing for a log entry that is not in the repository (C104, T227, ...),
+# or a user trial by number. The reason belongs in the comment itself.
+INCIDENT_LABEL = re.compile(r"\((?:trial \d+|[CTPS]\d{1,3})\b|\b[CTPS]\d{1,3}(?:/[CTPS]\d{1,3})*: |\btrial \d+\b")
+
+
+def test_no_incident_labels_in_the_package():
+    found = [f"{path.relative_to(SOURCE.parent)}:{number}: {line.strip()}"
+             for path in sorted(SOURCE.rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if INCIDENT_LABEL.search(line)]
+    assert not found, "say why in words, not by an incident label:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("line", ["# refused (C104)", "# C104: it was ignored", "# T136/T137: too late",
+                                  "# as the command line refuses (trial 20, S3)"])
+def test_the_incident_label_check_catches_labels(line):
+    assert INCIDENT_LABEL.search(line)

@@ -24,7 +24,7 @@ def __getattr__(name: str):
 
     if name == "lorentz":
         return importlib.import_module("hyte.lorentz")
-    if name == "load":  # what a new user tries first (trial 17, P1)
+    if name == "load":  # what a new user tries first
         raise AttributeError("module 'hyte' has no attribute 'load': load a model with "
                              "AutoModel.from_pretrained(path, trust_remote_code=True), or as sentence-transformers "
                              "with hyte.sentence_transformer(path)")

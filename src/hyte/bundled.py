@@ -61,7 +61,7 @@ def _check_hub_id(name: str) -> None:
     from huggingface_hub import HfApi, constants, try_to_load_from_cache
     from huggingface_hub.errors import HfHubHTTPError, HFValidationError, HTTPError, RepositoryNotFoundError
 
-    # Bundled aliases are not offered here: most commands need a HyTE model, which no bundled model is (C103).
+    # Bundled aliases are not offered here: most commands need a HyTE model, which no bundled model is.
     unknown = f"model {name!r} is not a local folder or a cached Hub model"
     try:
         if isinstance(try_to_load_from_cache(name, "config.json"), str):

@@ -36,7 +36,7 @@ __all__ = ["CorpusEncoding", "encode_corpus", "is_vector_shard_folder", "read_ve
 FORMAT_VERSION = 1
 MANIFEST = VECTOR_SHARD_MANIFEST
 DEFAULT_SHARD_SIZE = 10_000
-# What to do about a damaged manifest (T57): its shards cannot be matched to a model or corpus without it.
+# What to do about a damaged manifest: its shards cannot be matched to a model or corpus without it.
 _REENCODE = ("encode the corpus again: rerun the hyte encode --corpus command that wrote this folder with --overwrite "
              "(encode_corpus(..., overwrite=True))")
 
@@ -237,7 +237,7 @@ def _encode_on_ray(address: str, manifest: dict[str, Any], corpus: Path, output:
         try:
             ray.init(address=address, runtime_env={"env_vars": {**environment, "RAY_USAGE_STATS_ENABLED": "0"}},
                      log_to_driver=False, include_dashboard=False if address == "local" else None)
-        except ConnectionError as error:  # Ray's own message points to an --address flag hyte does not have (C53)
+        except ConnectionError as error:  # Ray's own message points to an --address flag hyte does not have
             raise ConnectionError(f"no Ray cluster at {address!r} ({str(error).split('.')[0]}): start one (ray start "
                                   "--head), give its HOST:PORT, or 'local' to start one in this process") from None
     try:

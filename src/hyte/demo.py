@@ -28,7 +28,7 @@ def _holds_other_model(model_dir: Path, model) -> bool:
 def _index_in_the_way(index_dir: Path, ids: list[str], all_ids: list[str]) -> str | None:
     """What ``index_dir`` holds that a demo of the document ``ids`` (the first of the demo's ``all_ids``) would
     replace, or None: nothing, or the demo's index of these documents. The demo records its documents' HPO ids, the
-    first N of ``all_ids`` for --num-documents N: an index of another prefix is its own, from another N (T223)."""
+    first N of ``all_ids`` for --num-documents N: an index of another prefix is its own, from another N."""
     from .retrieval.documents import read_documents
     from .retrieval.folder import is_index_folder
 
@@ -60,7 +60,7 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     from .results import check_output_folder
 
     output_dir = check_output_folder(output_dir, "--output-dir", "a new folder, or an earlier demo's")
-    # The documents first (about 1 s): an index in the way is named before the model is built (T223).
+    # The documents first (about 1 s): an index in the way is named before the model is built.
     ontology = load_hpo()
     defined = sorted((t for t in ontology.terms.values() if t.definition), key=lambda t: t.id)
     all_ids = [t.id for t in defined]
@@ -89,7 +89,7 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     print("[3/4] building the exact Lorentz index (FAISS IndexFlatIP over points, sign-flipped queries) with the "
           "definitions' texts")
     # The index names the saved model folder, absolute so `hyte rag --index` finds it from any directory, and
-    # resolved so a rerun through a symbolic link to the folder records the same path (T143: it recorded the link's).
+    # resolved so a rerun through a symbolic link to the folder records the same path (it recorded the link's).
     index = build_index_folder(encoder, [t.definition for t in terms], index_dir, ids=ids,
                                model_name=str(model_dir.resolve()), show_progress_bar=True,
                                overwrite=True).index  # the demo's own index, rebuilt on every run

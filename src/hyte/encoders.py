@@ -327,7 +327,7 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     if kind == "auto":
         kind = "hyte" if hyte_model else "euclidean"
     if kind == "hyte" and Path(path).is_dir() and not hyte_model and model_type_of(path):
-        # Refused before its weights load (C25/C148: the bundled MiniLM, offered by --help, failed after loading).
+        # Refused before its weights load (the bundled MiniLM, offered by --help, failed after loading).
         raise ValueError(_not_hyte_message(name, model_type_of(path)))
     if kind == "euclidean" and hyte_model and model_type_of(path) != "hyte_euc":
         raise ValueError(f"{path} is a hyperbolic HyTE model: load it as one (kind 'hyte' or 'auto'; on the command "
@@ -340,7 +340,7 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
         options["max_length"] = max_length
     if Path(path).is_dir() and not any((Path(path) / name).is_file() for name in TOKENIZER_FILES):
         model_above = sentence_transformers_model_above(path)
-        if model_above is not None:  # a module's folder holds its own config.json, so it got this far (T19)
+        if model_above is not None:  # a module's folder holds its own config.json, so it got this far
             raise FileNotFoundError(module_folder_message(path, model_above))
         raise FileNotFoundError(f"{path} has no tokenizer ({' or '.join(TOKENIZER_FILES)}): another tokenizer would "
                                 "split the texts differently. Save the tokenizer into the model folder "

@@ -67,7 +67,7 @@ class Generator:
         pad = self.tokenizer.pad_token_id
         context = getattr(self.model.config, "max_position_embeddings", None)
         prompt = encoded["input_ids"].shape[1]
-        if context is not None and prompt + max_new_tokens > context:  # C56: else minutes of decoding past it
+        if context is not None and prompt + max_new_tokens > context:  # else minutes of decoding past it
             raise ValueError(f"max_new_tokens {max_new_tokens} and the prompt's {prompt} tokens exceed the "
                              f"generator's context of {context} tokens: give at most {max(context - prompt, 0)} "
                              "(--max-new-tokens)")

@@ -133,7 +133,7 @@ def atomic_directory(target: str | os.PathLike, write: Callable[[Path], None], m
     ``owned``: every name a save of this kind may write; a ``target`` holding anything else (a user's notes) is
     refused too (``check_only_owned``), since replacing the folder would delete it. A symbolic link is followed
     (``_followed``): the folder it points to is replaced, the link kept. Without ``overwrite``, an earlier save
-    there is refused too (the library's ``save`` methods: a second save replaced the first without a word, C206).
+    there is refused too (the library's ``save`` methods: a second save replaced the first without a word).
     """
     target = _followed(target)
     refuse_file_above(target)
@@ -186,7 +186,7 @@ def saved_directory(directory: str | os.PathLike, marker: str | tuple[str, ...],
         target = backup
     if not _holds(target, marker):
         missing = marker if isinstance(marker, str) else " / ".join(marker)
-        if target.is_dir() and any(target.iterdir()):  # T33: a file of it deleted, or another folder
+        if target.is_dir() and any(target.iterdir()):  # a file of it deleted, or another folder
             raise FileNotFoundError(f"{target} has no {missing}, so it holds no complete saved {what} (a file was "
                                     f"deleted, or it is another folder): {remedy}")
         raise FileNotFoundError(f"no saved {what} at {target} ({missing} missing): {remedy}")
@@ -382,7 +382,7 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
             texts.append(text)
         header = [field.strip().strip('"').lower() for field in re.split(r"[,;\t]", texts[0])] if texts else []
         if len(header) > 1 and "text" in header and all(re.fullmatch(r"[a-z_]\w*", field) for field in header):
-            # A CSV file under a .txt name (C16): its header line would be indexed as document 0, and every row
+            # A CSV file under a .txt name: its header line would be indexed as document 0, and every row
             # with its id and commas as one text.
             raise DataFormatError(path, 1, f"{texts[0]!r} is a CSV header: this is a CSV file, which is read as one "
                                            "text per line. Write a .jsonl file with {\"id\": ..., \"text\": ...} per "

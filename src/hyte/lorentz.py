@@ -139,7 +139,7 @@ def _check_vectors(x, name: str, what: str = "points (..., D)") -> None:
         raise TypeError(f"{name} takes floating-point {what}; got {x.dtype} values: convert them (x.float(), "
                         "or np.asarray(x, dtype=np.float32))")
     # Every public function that takes vectors passes here, so none of them turns NaN or inf into a plausible
-    # result without a word (project returned NaN, T190; a new function gets the check by calling this one).
+    # result without a word (project returned NaN; a new function gets the check by calling this one).
     if _value_checks_apply(x):
         off = ~torch.isfinite(x.detach()).all(-1)
         if off.any():
@@ -680,7 +680,7 @@ def from_poincare(p: Tensor, c: float | Tensor = 1.0) -> Tensor:
 
 def _check_sets(x: Tensor, mask: Tensor | None, name: str) -> None:
     """Refuse what a pooling function of sets (..., N, D) would silently turn into the zero vector, which is no point
-    (T183: einstein_midpoint of no points), or into the origin: no set dimension, an empty set, a mask row of only
+    (einstein_midpoint of no points), or into the origin: no set dimension, an empty set, a mask row of only
     padding. The mask check runs in eager mode on any device (a sequence of padding is a mistake worth a sync), not
     in compiled or exported graphs or on meta tensors, which have no values to read."""
     if x.ndim < 2 or x.shape[-2] == 0:
@@ -851,7 +851,7 @@ def entailment_violation(general: Tensor, specific: Tensor, c: float | Tensor = 
     max(0, exterior_angle(general, specific) - half_aperture(general)), in radians; 0 when the specific point (a
     child concept) is inside its general point's (parent's) cone, which also places it further from the origin.
     """
-    name = "entailment_violation"  # what every error names, not the helpers it calls (P53)
+    name = "entailment_violation"  # what every error names, not the helpers it calls
     angle = _exterior_angle(general, specific, c, name)
     violation = torch.relu(angle - _half_aperture(general, c, min_radius, name).to(angle.dtype))
     # Coincident points: the angle is undefined and its gradient ~1 / (||x_s|| 1e-15) would swamp every other term

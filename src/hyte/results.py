@@ -76,7 +76,7 @@ def portable_command(command: str) -> str:
 
 def public_model_name(name: str | os.PathLike) -> str:
     """``portable_path``, but a bundled model (alias or folder) by the Hub id of the same weights: the name a model
-    card and its hyte_card.json give as the base model (C155: ``bundled:...`` links nowhere on the Hub)."""
+    card and its hyte_card.json give as the base model (``bundled:...`` links nowhere on the Hub)."""
     from .bundled import BUNDLED_HUB_IDS
 
     portable = portable_path(name)
@@ -143,7 +143,7 @@ def artifact_marker(folder: str | os.PathLike, markers: tuple[str, ...] = ARTIFA
 
 def given_and_real(path: str | os.PathLike) -> list[Path]:
     """``path`` made absolute as given and, when a symbolic link lies on the way, its real path: output checks judge
-    both (trial 20: a link into a model folder let an index, a run or a demo be written inside it)."""
+    both (a link into a model folder let an index, a run or a demo be written inside it)."""
     return list(dict.fromkeys((Path(path).absolute(), Path(path).resolve())))
 
 
@@ -166,7 +166,7 @@ def check_output_folder(folder: str | os.PathLike, option: str, remedy: str) -> 
     the user gave it, e.g. "--output-dir"; ``remedy``: the other folders it may be). ValueError when it is empty
     (Path("") is the current folder), NotADirectoryError when it is a file, FileExistsError when it is one of hyte's
     artifacts or lies directly inside one: the output would land among that artifact's files, and ``hyte push``
-    would upload them with a model (T161/T164)."""
+    would upload them with a model."""
     if not str(folder).strip():
         raise ValueError(f"{option} is empty: give the folder to write to ({remedy})")
     folder = Path(folder)
@@ -190,7 +190,7 @@ def check_output_place(path: str | os.PathLike, suffix: str, what: str, written_
     existing file may be replaced is the caller's rule."""
     path = Path(path)
     refuse_file_above(path)
-    for place in given_and_real(path):  # a symbolic link: the file it points to as well (C13)
+    for place in given_and_real(path):  # a symbolic link: the file it points to as well
         if place.suffix.lower() != suffix:
             shown = path if place == path.absolute() else f"{path} (a link to {place})"
             raise ValueError(f"{shown}: {what} is written as {written_as}; give a {suffix} file (e.g. "
@@ -209,9 +209,9 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
                         data_sha256: str | None = None) -> Path:
     """``path`` as a place for a result JSON, checked before any work: an earlier result of the same ``benchmark``
     kind (its "benchmark" field; one of them when a tuple) may be replaced, unless it scored another ``model`` or
-    another ``data`` set (its "model" / "data" fields: a rerun replaces its own result, never another model's, C158,
-    nor one on another dataset, C91), or data of the same name whose content changed (its "data_sha256" against
-    ``data_sha256``, C77/C78); any other result or file may not, and nothing is written inside a model, run, index or
+    another ``data`` set (its "model" / "data" fields: a rerun replaces its own result, never another model's,
+    nor one on another dataset), or data of the same name whose content changed (its "data_sha256" against
+    ``data_sha256``); any other result or file may not, and nothing is written inside a model, run, index or
     vector-shard folder. ValueError otherwise."""
     path = check_output_place(path, ".json", "a result", "JSON", "benchmarks/results/NAME.json")
     if path.exists() and not _is_result(path):
@@ -220,7 +220,7 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
     earlier = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
     kinds = benchmark if isinstance(benchmark, tuple) else (benchmark,)
     if benchmark is not _ANY and benchmark is not None and earlier is not None and earlier.get("benchmark") is None:
-        # A JSON without a kind: quickstart's scores or the user's own file, not "another kind of result" (C63).
+        # A JSON without a kind: quickstart's scores or the user's own file, not "another kind of result".
         raise ValueError(f"{path} holds no result of hyte eval or hyte bench (no \"benchmark\" field: hyte "
                          "quickstart's scores, or a JSON file of yours): give another output file")
     if benchmark is not _ANY and earlier is not None and earlier.get("benchmark") not in kinds:

@@ -218,7 +218,7 @@ class _SaveGuard:
     or vector shards, and the model folder the weights were loaded from, before sentence-transformers writes its first
     file there.
 
-    The model's own folder (T227: ``hyte.sentence_transformer(M).save(M)`` rewrote every file of M in place, config.json
+    The model's own folder (``hyte.sentence_transformer(M).save(M)`` rewrote every file of M in place, config.json
     changed) is refused rather than given only the sentence-transformers files: every model folder hyte writes already
     is a sentence-transformers folder (modules.json beside config.json), so there is nothing to add, and a rewrite in
     place can leave a half-written model or change files (configs, tokenizer) that the model's indexes were built
@@ -251,7 +251,7 @@ class _SaveGuard:
         return getattr(type(self.model), self.name)(self.model, path, *args, **kwargs)
 
     def _holds_other_weights(self, folder: Path) -> bool:
-        """Whether ``folder`` holds a saved model whose weights are not this pipeline's (T105/T106: sentence-
+        """Whether ``folder`` holds a saved model whose weights are not this pipeline's (sentence-
         transformers' save replaced them without a word). Saving the same weights again (a rerun) is harmless."""
         first = next(iter(self.model._modules.values()), None)
         model = getattr(first, "model", None)

@@ -105,7 +105,7 @@ def positive_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     """argparse type of bounds and scales: a finite number > 0 (float() takes nan, inf and negative values, which
-    would be recorded or fail deep inside the work, T136/T137)."""
+    would be recorded or fail deep inside the work)."""
     value = float(text)
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number > 0; got {text}")
@@ -131,16 +131,16 @@ def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, mod
         raise UserError(f"{option} {error}") from None
     if path.is_dir():
         raise UserError(f"{option} {path} is a folder: give the file to write, e.g. {path / ('output' + suffixes[0])}")
-    if path.name in suffixes:  # ".npy" is a hidden file without a suffix, so the line below misread it (C44)
+    if path.name in suffixes:  # ".npy" is a hidden file without a suffix, so the line below misread it
         raise UserError(f"{option} {path} has no name before its suffix: give e.g. vectors{path.name}")
-    # A symbolic link is judged by the file it points to as well (C13/C116: a link named x.safetensors pointing at a
+    # A symbolic link is judged by the file it points to as well (a link named x.safetensors pointing at a
     # model's weights had them overwritten).
     for place in given_and_real(path):
         if place.suffix not in suffixes:
             shown = path if place == path.absolute() else f"{path} (a link to {place})"
             raise UserError(f"{option} {shown}: give a {' or '.join(suffixes)} file")
     enclosing = None if model_folder_ok else enclosing_artifact(path)
-    if enclosing:  # a model's weights could be replaced; an index folder's stray file blocks its rebuild (C57)
+    if enclosing:  # a model's weights could be replaced; an index folder's stray file blocks its rebuild
         # Name the link when the artifact was found through it, not beside the path as given.
         shown = path if enclosing[0] == path.absolute().parent else f"{path} (a link to {path.resolve()})"
         raise UserError(f"{option} {shown} is inside a model folder or another of hyte's outputs ({enclosing[0]} "
@@ -151,7 +151,7 @@ def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, mod
 
 
 def note_truncated(encoder, texts: list[str], kept: str = "") -> None:
-    """A note on stderr when some of ``texts`` are longer than ``encoder`` reads (C27: they were cut without a
+    """A note on stderr when some of ``texts`` are longer than ``encoder`` reads (they were cut without a
     word). ``encoder``: a hyte.encoders encoder (its ``count_truncated`` and ``token_limit``); ``kept``: where the
     full text stays, if anywhere."""
     truncation_note(encoder.count_truncated(texts), len(texts), encoder.token_limit, kept)
@@ -167,7 +167,7 @@ def truncation_note(cut: int, total: int, limit: int, kept: str = "") -> None:
 
 def k_within(k: int, documents: int, use: str) -> int:
     """--k, capped at the number of documents an index holds (with a note on stderr): more hits than documents
-    cannot come back, and a huge --k made the search allocate padding (C34: killed; C67: 31 s). ``use``: what the
+    cannot come back, and a huge --k made the search allocate padding (the process was killed, or took 31 s). ``use``: what the
     command does with them ("showing", "using")."""
     if k > documents > 0:
         print(f"--k {k}: the index holds {documents} documents; {use} all of them", file=sys.stderr)

@@ -82,7 +82,7 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
     if unscored:
         print(f"note: {len(unscored)} queries have no relevant document (every judgement 0) and are left out of the "
               f"averages: {', '.join(unscored[:5])}{', ...' if len(unscored) > 5 else ''}")
-    if too_large:  # C102 (trial 16): recall@1000000 = 1 on 3 documents was printed and recorded as a score
+    if too_large:  # recall@1000000 = 1 on 3 documents was printed and recorded as a score
         print(f"note: --k {', '.join(map(str, too_large))} is above the {len(corpus)} documents: at such a cutoff "
               "every document is retrieved, so recall there is 1 by construction")
     print(f"{'metric':8}" + "".join(f"{'@' + str(k):>9}" for k in ks))
@@ -201,7 +201,7 @@ def _build_hierarchy(args: argparse.Namespace) -> int:
     from ..evaluation.hierarchy import write_hierarchy_jsonl
     from ..evaluation.hierarchy_build import build_obo_hierarchy_benchmark, hpo_hierarchy_benchmark
 
-    if args.hpo and args.root is not None:  # C96: it was ignored, and the whole split written
+    if args.hpo and args.root is not None:  # it was ignored, and the whole split written
         raise ValueError("--root applies to --obo only: with --hpo the queries come from HPO's held-out branches "
                          "(--split test) or all of HPO (--split all); for one subtree, give the OBO file with --obo "
                          "and --root")
@@ -243,7 +243,7 @@ def _safe_name(text: str) -> str:
 
 def _refuse_radius_of_other_models(path: Path, models: list[str], sample: dict) -> None:
     """A radius result (and its PNG) is replaced only by a rerun on the same models and the same sample of texts
-    (C88: another model's went without a word; trial 20: another --seed or --per-depth too); the JSON records each
+    (another model's went without a word; another --seed or --per-depth too); the JSON records each
     model under "models" and the sample under "texts"."""
     if not path.is_file():
         return
@@ -294,7 +294,7 @@ def _eval_radius(args: argparse.Namespace) -> int:
     names = [label_of(model, labels[i] if labels else None) for i, model in enumerate(args.model)]
     if len(set(names)) != len(names):
         raise ValueError(f"models need distinct labels (got {names}); pass --label for each --model")
-    output_dir = check_output_folder(args.output_dir, "--output-dir", "e.g. results/radius")  # C154
+    output_dir = check_output_folder(args.output_dir, "--output-dir", "e.g. results/radius")
     stem = "radius_" + _safe_name(args.name or "_".join(names))
     # Before any encoding or plotting: the PNG would otherwise land in a model, run or index folder before the
     # result JSON beside it is refused.
@@ -439,7 +439,7 @@ def _eval_compatibility(args: argparse.Namespace) -> int:
     models = {"old": args.old, "new": args.new, **({"reference": args.reference} if args.reference else {})}
     for model in models.values():
         check_model_path(model)
-    # One model given twice encoded for minutes to print one model's scores in every row (T240): refused by path
+    # One model given twice encoded for minutes to print one model's scores in every row: refused by path
     # before anything loads, and by weights (a copied folder) before anything is encoded.
     resolved = {role: resolve_model(model) for role, model in models.items()}
     for first, second in itertools.combinations(models, 2):

@@ -37,7 +37,7 @@ def _encode(args: argparse.Namespace) -> int:
                         "one .npy/.safetensors file) or --corpus FILE (vector shards in the folder --output, "
                         f"resumable, optionally on Ray){', not both' if both else ''}")
     for option, value in (("--input", args.input), ("--corpus", args.corpus)):
-        if value is not None and not value.strip():  # Path("") is the current folder (C40): "is a folder" misled
+        if value is not None and not value.strip():  # Path("") is the current folder: "is a folder" misled
             raise UserError(f"{option} is empty: give the .txt or .jsonl file of texts")
     if args.corpus is not None:
         return _encode_corpus(args)
@@ -99,7 +99,7 @@ def _check_output_folder(output: str, overwrite: bool) -> None:
     if not output.strip():
         raise UserError("--output is empty: give the index folder to write")
     path = Path(output)
-    refuse_file_above(path)  # notes.txt/index failed only once the model had been loaded (T17)
+    refuse_file_above(path)  # notes.txt/index failed only once the model had been loaded
     if path.is_file():
         raise UserError(f"--output {output} is a file: give the index folder to write (new, empty, or an index)")
     enclosing = enclosing_artifact(path)
@@ -150,7 +150,7 @@ def _index_build(args: argparse.Namespace) -> int:
                         "phrase model)")
     _check_backend(args)
     if (args.input is None) == (args.from_vectors is None):
-        both = args.input is not None  # C31: the message read as if neither had been given
+        both = args.input is not None  # the message read as if neither had been given
         raise UserError(f"{'--input and --from-vectors both name the documents: ' if both else ''}give the documents: "
                         "--input FILE (encoded now with --model) or --from-vectors DIR (shards from hyte encode "
                         f"--corpus){', not both' if both else ''}")
@@ -284,7 +284,7 @@ def _print_passages(searcher, queries: list[str], args: argparse.Namespace) -> N
             print(f"  note: the {args.k_candidates} nearest hits' specificity spreads by sd {spread:.3f} only: "
                   f"{args.relation} here rests on differences that small; a model trained with a hierarchy term "
                   "spreads it further")
-        if not passages and args.relation:  # C149: an empty answer looked like a failure
+        if not passages and args.relation:  # an empty answer looked like a failure
             print(f"  no hit among the {args.k_candidates} nearest is {args.relation} than the query; raise "
                   "--k-candidates to look further")
         for rank, passage in enumerate(passages, start=1):

@@ -96,7 +96,7 @@ def _after_interrupt(config) -> str:
         checkpoint = resume_checkpoint(config, resume=True)
     except RunFolderError:  # only incomplete checkpoints (killed while saving the first one)
         checkpoint = None
-    if checkpoint is None:  # C119: interrupted before its first checkpoint (mining, loading, the first steps)
+    if checkpoint is None:  # interrupted before its first checkpoint (mining, loading, the first steps)
         return ("no checkpoint was written yet, so there is nothing to resume: rerun the same command (without "
                 "--resume) to start again")
     return f"{checkpoint} is its last complete checkpoint: rerun the same command with --resume to continue from it"

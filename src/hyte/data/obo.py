@@ -65,7 +65,7 @@ class Ontology:
             for parent in term.parents:
                 if parent not in terms:
                     raise ValueError(f"term {term.id} has unknown or obsolete parent {parent}")
-        try:  # a cycle leaves no root and no depths; say so instead of "found 0 terms without parents" (C146)
+        try:  # a cycle leaves no root and no depths; say so instead of "found 0 terms without parents"
             tuple(TopologicalSorter({term.id: term.parents for term in terms.values()}).static_order())
         except CycleError as error:
             raise ValueError(f"its is_a links form a cycle ({' -> '.join(error.args[1])}); an is_a hierarchy has "
@@ -217,7 +217,7 @@ def load_obo(path: str | os.PathLike, root: str | None = None, *, several_roots:
     for (child, parent), number in parent_lines.items():
         if child in terms and parent not in terms:
             raise OBOFormatError(path, number, f"term {child} has unknown or obsolete parent {parent}")
-    if not terms:  # T138: the "several roots, pass root=" message below read as if terms had been found
+    if not terms:  # the "several roots, pass root=" message below read as if terms had been found
         raise OBOFormatError(path, None, "holds no [Term] stanza (an empty file, or not an OBO ontology): give an OBO "
                                          "file with terms (id, name, is_a lines)")
     try:

@@ -192,7 +192,7 @@ def _read_card_info(model_dir: Path) -> dict[str, Any]:
 
 
 # Keys of eval_results.json that are records, not results of this model (training writes the untrained model's
-# scores under "before_training"): kept in the file, left out of the card's model-index (trial 21, C62: refused).
+# scores under "before_training"): kept in the file, left out of the card's model-index (they are not this model's scores).
 _EVAL_RECORDS = ("before_training",)
 
 
@@ -249,7 +249,7 @@ def _prompts(model_dir: Path) -> dict[str, str]:
 def _base_model(config: dict[str, Any], info: dict[str, Any]) -> str | None:
     """The base model's Hub id: hyte_card.json's, else a HyTE-H encoder's name. A bundled model, by its alias or its
     folder, becomes the Hub id of the same weights; any other name that is not a Hub id (a local path) gives None,
-    as a card's base_model must link to the Hub (C155: ``bundled:all-MiniLM-L6-v2`` was written as it was)."""
+    as a card's base_model must link to the Hub (``bundled:all-MiniLM-L6-v2`` was written as it was)."""
     name = info.get("base_model")
     if not name and config.get("model_type") == "hyte_h":
         name = (config.get("encoder_config") or {}).get("_name_or_path")

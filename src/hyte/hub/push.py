@@ -196,7 +196,7 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
         raise ValueError(f"{model_dir} is a LoRA adapter folder, not a model: push it with --adapter (push_adapter)")
     if not (model_dir / "config.json").is_file():
         # What the folder is (a training run's, an index folder) and where its model is, as search and export say
-        # it; the files a model lacks would all be listed otherwise, none of them the point (T205).
+        # it; the files a model lacks would all be listed otherwise, none of them the point.
         raise ValueError(f"{not_a_model_folder(model_dir)}. hyte push uploads a model folder (config.json, weights "
                          "and tokenizer, as save_pretrained writes them)")
     _refuse_checkpoint(model_dir, "final")
@@ -356,7 +356,7 @@ def _publish(source: Path, repo_id: str, card: ModelCard, replacements: dict[str
             raise ValueError(f"dry-run folder {target} is a file; give a new or empty folder.")
         if target.exists() and any(target.iterdir()):
             raise ValueError(f"dry-run folder {target} is not empty; give a new or empty folder.")
-        if any(place.is_relative_to(source.resolve()) for place in given_and_real(target)):  # trial 20 (S2)
+        if any(place.is_relative_to(source.resolve()) for place in given_and_real(target)):
             raise ValueError(f"dry-run folder {target} lies inside the model folder {source}, which it would copy "
                              "into itself: give a folder outside it")
         # Real copies: the user may inspect and edit the result without touching the model folder.

@@ -98,12 +98,12 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
                     "give the folder that holds the result JSON files (e.g. benchmarks/results)")
     results, problems = load_results(results_dir)
     kept = f"{path} is left as it is" if path.is_file() else "no report written"
-    if not results and not problems:  # an empty report would read as if the runs had found nothing (T144)
+    if not results and not problems:  # an empty report would read as if the runs had found nothing
         raise ValueError(f"{results_dir} holds no result JSON (*.json): {kept}. Give the folder the results were "
                          "written to (e.g. benchmarks/results, or the --output folder of hyte eval / hyte bench)")
     if not any(kind in SECTION_ORDER or kind in ("specificity_selection", "taxonomy-study") for kind in results):
         # Files without a section (a model's config.json, quickstart's results.json) are only listed; a report of
-        # nothing but that list would read like a finished report with no results (C99).
+        # nothing but that list would read like a finished report with no results.
         found = "; ".join([f"{p.name}: {_not_a_result(payload)}" for items in results.values() for p, payload in items]
                           + [f"{p.name}: {problem}" for p, problem in problems])
         raise ValueError(f"{results_dir} holds no result hyte eval / hyte bench wrote ({found}): {kept}. Give the "

@@ -52,7 +52,7 @@ INDEX_FOLDER_ENTRIES = (*_MARKERS, DOCUMENTS_FILE, INDEX_FILE, "global", "phrase
 
 def check_index_folder_free(directory: str | os.PathLike, overwrite: bool) -> None:
     """Refuse (FileExistsError) to write an index folder over an existing one unless ``overwrite``, or inside a
-    model, run or index folder (through a symbolic link too), as the command line does (trial 20, S3)."""
+    model, run or index folder (through a symbolic link too), as the command line does."""
     enclosing = enclosing_artifact(directory)
     if enclosing:  # hyte push would upload the index, documents and all, with the model
         raise FileExistsError(f"{directory} is inside a model, run or index folder ({enclosing[0]} holds "
@@ -221,13 +221,13 @@ def _not_an_index(directory: Path) -> str:
 
 def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     """Open an index folder (module docstring); FileNotFoundError naming how to build one when there is none."""
-    if not str(directory).strip():  # Path("") is the current folder: "no index at ." hid the empty argument (C39)
+    if not str(directory).strip():  # Path("") is the current folder: "no index at ." hid the empty argument
         raise ValueError("the index folder is an empty path (''): give the folder hyte index build --output wrote")
     if Path(directory).is_file():
         parent = Path(os.path.abspath(directory)).parent
         if any((parent / marker).is_file() for marker in _MARKERS):
             raise NotADirectoryError(f"{directory} is a file: give the index folder that holds it ({parent})")
-        # T21: the folder above a documents file is no index either; say how to make one from the file instead
+        # The folder above a documents file is no index either; say how to make one from the file instead
         raise NotADirectoryError(f"{directory} is a file, not an index folder: build an index from it with "
                                  f"`hyte index build --model M --input {directory} --output NEW_FOLDER`, then give "
                                  "that folder")
@@ -245,7 +245,7 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
         kind = manifest["kind"]
         # Folders written before the index files were hashed record no files_sha256 (same format otherwise).
         _check_index_files(target, manifest.get("files_sha256", {}))
-    elif (target / DOCUMENTS_FILE).is_file():  # texts are written only with index.json: it was deleted (T48)
+    elif (target / DOCUMENTS_FILE).is_file():  # texts are written only with index.json: it was deleted
         raise FileNotFoundError(f"{manifest_file} is missing, though {DOCUMENTS_FILE} is there: nothing can check "
                                 f"that row i of {DOCUMENTS_FILE} is still the text of vector i (a sorted or edited "
                                 f"file would give hits the wrong texts). {_REBUILD_SENTENCE}")

@@ -350,7 +350,7 @@ class LorentzIndex(HyperboloidStore):
             raise ValueError(f"k {k} is above the {len(self)} documents this index holds, and the padded result "
                              f"({len(q)} x {k}) would take {len(q) * k * 12 / 2**30:.1f} GiB: ask for k <= "
                              f"len(index) ({len(self)})")
-        if len(self) == 0:  # FAISS's answer, padded; a forgotten add() would otherwise pass unnoticed (C131)
+        if len(self) == 0:  # FAISS's answer, padded; a forgotten add() would otherwise pass unnoticed
             warnings.warn("searching an empty LorentzIndex: every hit is id -1 (score -inf); add() documents first",
                           stacklevel=2)
             return np.full((len(q), k), -np.inf, dtype=np.float32), np.full((len(q), k), -1, dtype=np.int64)
@@ -471,7 +471,7 @@ class LorentzIndex(HyperboloidStore):
         two renames leaves it as the backup, which ``load`` falls back to.
         """
         enclosing = enclosing_artifact(directory)
-        if enclosing:  # as the command line refuses (trial 20, S3)
+        if enclosing:  # as the command line refuses
             raise ValueError(f"{directory} is inside a model, run or index folder ({enclosing[0]} holds "
                              f"{enclosing[1]}): save the index to a folder of its own, e.g. beside the model")
         texts = [name for name in ("index.json", "documents.jsonl") if (Path(directory) / name).is_file()]

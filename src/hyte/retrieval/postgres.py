@@ -108,7 +108,7 @@ def connect(dsn: str):
 def _check_max_norm(max_norm: Any, kind: str) -> float | None:
     """``max_norm`` as a float: None (taken from the first documents), or for kind "hnsw" a finite number > 0. A
     negative bound was recorded and worked only because M^2 is used, and NaN failed as invalid JSON in the database
-    after all documents were encoded (T136/T137): refused before anything is encoded or connected."""
+    after all documents were encoded: refused before anything is encoded or connected."""
     if max_norm is None:
         return None
     if kind != "hnsw":

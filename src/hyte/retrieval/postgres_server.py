@@ -88,7 +88,7 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
     if recorded is not None and _accepts_connections(recorded):
         return LocalPostgres(directory, recorded)
     ours = state.is_file() or (directory / "data" / "PG_VERSION").is_file()
-    if not ours:  # inside a model folder the server's files would be uploaded with it by hyte push (T161)
+    if not ours:  # inside a model folder the server's files would be uploaded with it by hyte push
         check_output_folder(directory, "the PostgreSQL folder (--dir)", "a new or empty folder of its own")
     if directory.exists() and not ours and (not directory.is_dir() or any(directory.iterdir())):
         raise FileExistsError(f"{directory} exists and holds no local PostgreSQL started by hyte: give a new or empty "
@@ -124,7 +124,7 @@ def recorded_port(directory: str | os.PathLike) -> int | None:
 
 
 def _read_state(state: Path) -> dict:
-    """``STATE_FILE``'s record; a damaged one (T145) is named with how to get out: it is all that says how the server
+    """``STATE_FILE``'s record; a damaged one is named with how to get out: it is all that says how the server
     was started, so hyte can neither stop it nor tell whether it runs."""
     data = state.absolute().parent / "data"
     return read_json_file(state, f"if its server still runs, stop it by hand: pg_ctl -D {data} -m fast stop (pg_ctl is "

@@ -359,7 +359,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, stage
     if stage is not None and isinstance(values, dict):
         if values.get("stage") is None:
             values["stage"] = stage
-        elif values["stage"] != stage:  # before the checks below, which would judge it as the wrong stage (C130)
+        elif values["stage"] != stage:  # before the checks below, which would judge it as the wrong stage
             raise ConfigError(f"{path} is a '{values['stage']}' config; run it with `hyte train {values['stage']}`")
     if not overrides:
         return parse_config(values, str(path))
@@ -368,7 +368,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, stage
         if section not in SECTIONS:
             raise ConfigError(f"--set {dotted}: unknown section {section!r}; known: {sorted(SECTIONS)}")
         name, _, key = name.partition(".")
-        if key:  # model.options.hidden_size=64 sets one entry of a mapping field (T123), merged below
+        if key:  # model.options.hidden_size=64 sets one entry of a mapping field, merged below
             if dict not in (typing.get_origin(t) or t for t in _field_types(section, name, "--set")):
                 raise ConfigError(f"--set {dotted}: {section}.{name} is not a mapping, so it has no entry {key!r}; "
                                   f"write --set {section}.{name}=VALUE")
@@ -553,11 +553,11 @@ def validate(config: RunConfig, source: str) -> None:
     if model.path.startswith("bundled:") and model.path not in BUNDLED:
         raise ConfigError(f"{source}: model.path {model.path} is not a bundled model ({', '.join(BUNDLED)})")
     _validate_options(model, source)
-    if model.build in ("hyte_fh", "eucbert") and model.path != ModelSpec.path:  # C104: it was ignored silently
+    if model.build in ("hyte_fh", "eucbert") and model.path != ModelSpec.path:  # it was ignored silently
         raise ConfigError(f"{source}: model.build {model.build} builds a new model from model.options, so model.path "
                           f"{model.path} would be ignored: to train that model further, set model.build: load; for a "
                           "new model, drop model.path")
-    if config.stage == "mlm":  # C102: else the Trainer's "the model did not return a loss" after loading everything
+    if config.stage == "mlm":  # else the Trainer's "the model did not return a loss" after loading everything
         loaded_type = model_type_of(model.path) if model.build == "load" else None
         if model.build == "hyte_h" or (model.build == "load" and loaded_type not in MLM_MODEL_TYPES):
             what = "HyTE-H" if model.build == "hyte_h" else f"{model.path} ({loaded_type or 'not a HyTE-FH/EucBERT'})"
@@ -615,7 +615,7 @@ def validate(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: training.warmup_steps must be an integer >= 0 (0 = no warmup); "
                           f"got {training.warmup_steps}")
     if training.warmup_steps > training.max_steps and training.warmup_steps != TrainingSpec.warmup_steps:
-        # C124: the whole run would be warm-up, the learning rate never at its peak. The default (10) on a run of
+        # The whole run would be warm-up, the learning rate never at its peak. The default (10) on a run of
         # 10 steps or fewer (a smoke test) is warned about when training starts instead (loop.training_arguments).
         raise ConfigError(f"{source}: training.warmup_steps = {training.warmup_steps} is above training.max_steps = "
                           f"{training.max_steps}: the whole run would be warm-up and the learning rate would never "
@@ -628,7 +628,7 @@ def validate(config: RunConfig, source: str) -> None:
         if getattr(training, name) < 1:
             raise ConfigError(f"{source}: training.{name} must be an integer >= 1 (every this many steps); "
                               f"got {getattr(training, name)}")
-    # transformers treats save_total_limit <= 0 as "no limit" and keeps every checkpoint (T89).
+    # transformers treats save_total_limit <= 0 as "no limit" and keeps every checkpoint.
     if training.save_total_limit is not None and training.save_total_limit < 1:
         raise ConfigError(f"{source}: training.save_total_limit = {training.save_total_limit} would keep every "
                           "checkpoint (transformers reads 0 or less as no limit); give an integer >= 1 (--resume "
@@ -678,7 +678,7 @@ def validate(config: RunConfig, source: str) -> None:
                               "give 3 or more")
     probability = config.mlm.mlm_probability
     if not (isinstance(probability, (int, float)) and 0 < probability <= 1):
-        # 0 masks nothing (loss 0, a final model that learnt nothing: C101); above 1 failed in transformers (C100)
+        # 0 masks nothing (loss 0, a final model that learnt nothing); above 1 failed in transformers
         raise ConfigError(f"{source}: mlm.mlm_probability must lie in (0, 1] (the share of tokens masked; usual "
                           f"0.15-0.30); got {probability}")
     if loss.hierarchy_weight > 0 and not data.hierarchy and data.source != "taxonomy":

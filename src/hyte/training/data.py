@@ -280,7 +280,7 @@ def contrastive_examples(spec: DataSpec, seed: int = 0, batch_size: int | None =
 def refuse_lone_batches(examples: list[dict], batch_size: int, gather_negatives: bool) -> None:
     """ConfigError when a batch of one example would be all a query sees: its only negatives are the batch's other
     documents, so with ``per_device_train_batch_size`` 1, no example's own ``negatives`` or ``parent`` and nothing
-    gathered from other processes, every loss is 0 and the run writes an untrained model as if trained (T122)."""
+    gathered from other processes, every loss is 0 and the run writes an untrained model as if trained."""
     if batch_size > 1 or gather_negatives:
         return
     if any(e.get("negatives") or e.get("parent") for e in examples):
@@ -294,7 +294,7 @@ def refuse_lone_batches(examples: list[dict], batch_size: int, gather_negatives:
 def _refuse_no_negatives(examples: list[dict], spec: DataSpec) -> None:
     """ConfigError when every document text (positives, negatives, parents) is one and the same: a query's negatives
     are the batch's other documents, and a copy of its own positive is left out of its softmax as the right answer,
-    so no query would ever have a negative: loss 0, gradient 0, and a final model written as if trained (T97)."""
+    so no query would ever have a negative: loss 0, gradient 0, and a final model written as if trained."""
     texts = {text for e in examples for text in (e["document"], *(e.get("negatives") or []), e.get("parent")) if text}
     if len(texts) < 2:
         raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) gives no query a negative: all "

@@ -154,7 +154,7 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
     if not resume:
         if not overwrite:
             # --resume is offered only where it works: a checkpoint to go on from and run.json to check it against
-            # (else --resume sent the user back here, T104); past max_steps it needs a larger one.
+            # (else --resume sent the user back here); past max_steps it needs a larger one.
             resumable = checkpoints and (output_dir / RUN_FILE).is_file()
             hint = ("" if not resumable else "pass --resume to continue it, " if finished_run(config) is None else
                     "raise training.max_steps and pass --resume to train it further, ")
@@ -163,7 +163,7 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
         logger.warning("replacing the run in %s (%s)", output_dir, held)
         remove_checkpoints(output_dir)
         return
-    if not (output_dir / RUN_FILE).is_file():  # deleted, or a copy without it: the checkpoints' run is unknown (T115)
+    if not (output_dir / RUN_FILE).is_file():  # deleted, or a copy without it: the checkpoints' run is unknown
         raise RunFolderError(
             f"{output_dir} holds {held} but no {RUN_FILE}, which records the run's settings: they cannot be checked "
             f"against this config, and resuming could mix two runs. Start over there with --overwrite, or choose "
@@ -175,7 +175,7 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
             f"another training.output_dir, or start over in this one without resume (overwrite).")
     if finished_run(config) is not None:
         return  # nothing to train: run() returns the finished model as it is
-    if not checkpoints:  # T104: final/ short of max_steps and no checkpoint (deleted, or none saved)
+    if not checkpoints:  # final/ short of max_steps and no checkpoint (deleted, or none saved)
         card = output_dir / "final" / "hyte_card.json"
         trained = f"trained for {_final_training(card).get('steps')} steps" if card.is_file() else "of unknown length"
         raise RunFolderError(
@@ -186,7 +186,7 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
     resume_checkpoint(config, resume=True)  # refuses damaged, incomplete or finished checkpoints now, not after mining
 
 
-# What marks a folder that a run must not sit in (T107): a model's, an adapter's, an index's or vector shards' files;
+# What marks a folder that a run must not sit in: a model's, an adapter's, an index's or vector shards' files;
 # not run.json, a name users give their config files, and a run inside another run's folder harms neither.
 _NO_RUN_INSIDE = tuple(marker for marker in ARTIFACT_MARKERS if marker != RUN_FILE)
 
@@ -194,7 +194,7 @@ _NO_RUN_INSIDE = tuple(marker for marker in ARTIFACT_MARKERS if marker != RUN_FI
 def _refuse_model_folder(output_dir: Path) -> None:
     """RunFolderError when ``output_dir`` is a model or index folder, or lies inside one (``enclosing_artifact``, the
     check ``hyte index build`` makes of its output): the run's checkpoints and final/ would sit among that folder's
-    files, and ``hyte push`` would upload them with its model. A file there, or above it, is refused too (T115: the
+    files, and ``hyte push`` would upload them with its model. A file there, or above it, is refused too (the
     OS's "[Errno 17] File exists" came only after the model was loaded)."""
     if output_dir.is_file():
         raise RunFolderError(f"training.output_dir {output_dir} is a file, not a folder: the run writes checkpoints "
@@ -218,7 +218,7 @@ def finished_run(config: RunConfig) -> Path | None:
     """``output_dir/final`` when it holds this run trained to ``training.max_steps`` (its card's step count), else
     None: resuming such a run has nothing left to do, and training again would only rewrite it. A final model of
     another run (an ``--overwrite`` run interrupted before its own final/ replaced the earlier one: its card records
-    another run identity) is not this run's (trial 20: --resume returned it as finished)."""
+    another run identity) is not this run's (--resume returned it as finished)."""
     card = Path(config.training.output_dir) / "final" / "hyte_card.json"
     if not card.is_file():
         return None
@@ -283,7 +283,7 @@ class SentenceTransformerCheckpoints(TrainerCallback):
 
 class RecordRun(TrainerCallback):
     """Writes the run's identity (``run.json``, see ``claim_output_dir``) into its output folder as training
-    starts, and warns when every loss logged so far is exactly 0 (T97): in the log at the first such step, and in
+    starts, and warns when every loss logged so far is exactly 0: in the log at the first such step, and in
     ``run.json`` ("warnings") when the run ends that way.
 
     A warning, not an error: a float32 InfoNCE loss is also exactly 0 when every positive beats every negative by more
@@ -389,7 +389,7 @@ def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
 
 def _refuse_finished_checkpoint(checkpoint: Path, step: int, config: RunConfig) -> None:
     """RunFolderError for a checkpoint at or past ``training.max_steps``: the Trainer checks max_steps only after a
-    step, so resuming it mid-epoch trained at least one step more and wrote final/ past max_steps (T103)."""
+    step, so resuming it mid-epoch trained at least one step more and wrote final/ past max_steps."""
     max_steps = config.training.max_steps
     if step > max_steps:
         raise RunFolderError(f"cannot resume: {checkpoint} is at step {step}, past training.max_steps = {max_steps}, "
