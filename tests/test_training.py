@@ -353,10 +353,14 @@ def hierarchy_run(tmp_path, model: dict, **loss):
 def test_learned_logit_scale_stays_in_bounds_and_is_saved_with_the_model(tmp_path, tiny_bert):
     from transformers import AutoModel
 
-    final = run(hierarchy_run(tmp_path, {"build": "hyte_h", "path": tiny_bert, "options": {"hidden_size": 17}}))
+    final = run(hierarchy_run(tmp_path, {"build": "hyte_h", "path": tiny_bert,
+                                         "options": {"hidden_size": 17, "curvature": 100.0}}))
     history = json.loads((tmp_path / "checkpoint-8" / "trainer_state.json").read_text())["log_history"]
     logged = [entry for entry in history if "loss" in entry]
     assert logged and all(1.0 <= entry["logit_scale"] <= 4.0 for entry in logged)
+    # The logged radius is the distance to the origin, within the token clip (norm_clip 5), not the time
+    # coordinate, which is at least sqrt(c) = 10.
+    assert all(0.0 < entry["mean_radius"] <= 5.0 for entry in logged)
     assert all(entry["nonfinite_values"] == 0 and entry["hierarchy_loss"] >= 0 for entry in logged)
     # A learning rate of 0.5 on log(scale) drives it into the clamp: the learned value moved, the bound held.
     model = AutoModel.from_pretrained(final, trust_remote_code=True)

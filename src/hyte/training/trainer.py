@@ -183,7 +183,11 @@ class ContrastiveTrainer(Trainer):
             parts["hierarchy_loss"] = float(term.detach())
         parts["nonfinite_values"] = float((~torch.isfinite(queries)).sum() + (~torch.isfinite(documents)).sum())
         if self.hyperbolic:
-            parts["mean_radius"] = float(documents[:, 0].detach().mean())
+            # The geodesic distance to the origin (lorentz.distance_to_origin, without its point check: a log line),
+            # not the time coordinate x_0 = sqrt(||x_s||^2 + c), which reads sqrt(c) at the origin.
+            sqrt_c = torch.as_tensor(curvature, dtype=documents.dtype, device=documents.device).detach().sqrt()
+            radius = sqrt_c * torch.asinh(documents[:, 1:].detach().norm(dim=-1) / sqrt_c)
+            parts["mean_radius"] = float(radius.mean())
         for key, value in parts.items():
             self._sums[key] = self._sums.get(key, 0.0) + value
         self._count += 1
