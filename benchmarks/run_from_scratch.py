@@ -21,7 +21,7 @@ with every model. After the MLM stage each model's held-out masked-LM loss is me
 cross-entropy of the same masked tokens (hyte.evaluation.language_model): a seed's comparison is reported only when
 both models are at least 1.5 nats below it ("gated_seeds", "summary_gated"); the other seeds are kept and shown
 with their gate, never as a verdict. On the gated seeds "comparison_gated" holds HyTE-FH − EucBERT per set (nDCG@10,
-SpecHR): a paired t-test over seeds and a paired bootstrap interval over (seed, query) pairs; a win only where both
+SpecHR): a paired t-test over seeds and a paired bootstrap interval (seeds, then queries within each); a win only where both
 exclude zero.
 
 Pilot probes at the tiny size (trained vocabulary, seed 0, MLM stage only, 2026-12-04; not recorded results): with
@@ -265,7 +265,7 @@ def _summary(results: dict, seeds: list[str] | None = None) -> dict:
 
 def _comparison(results: dict, seeds: list[str]) -> dict:
     """HyTE-FH (OEM p = 1) − EucBERT on the named seeds, per set: nDCG@10 and SpecHR with a paired t-test over seeds
-    and a paired bootstrap interval over (seed, query) pairs (``compare_models``); {} without seeds."""
+    and a paired bootstrap interval over seeds, then queries (``compare_models``); {} without seeds."""
     from hyte.evaluation.heldout import compare_models
 
     if not seeds:

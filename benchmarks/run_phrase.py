@@ -120,7 +120,7 @@ def latency(model, tokenizer, query_texts: list[str], queries, documents, ks=(10
 def over_seeds(per_seed: dict, budgets, ks) -> dict:
     """{set: {group: {"seeds": n, "K/B/first-second": paired difference}}} for every group of two or more seeds:
     the mean over seeds of each seed's mean nDCG@10 difference, a paired t-test over seeds and a bootstrap interval
-    over (seed, query) pairs (``hyte.evaluation.heldout.paired_difference``: "win"/"loss" only where both exclude 0)."""
+    over seeds, then queries (``hyte.evaluation.heldout.paired_difference``: "win"/"loss" only where both exclude 0)."""
     from hyte.evaluation.heldout import paired_difference
 
     def scored(per_query: dict, k: int, system: str, budget: int) -> dict:

@@ -23,7 +23,7 @@ validation is-a edges whose child sits farther out than its parent (each in [0, 
 choices to RESULTS_DIR/specificity_selection.json; ``test`` refuses to run without it and never changes it.
 
 The test report, per set: each arm's mean and sd over seeds, the paired difference (HyTE - Euclidean) with a paired
-t-test over seeds and a paired bootstrap interval over (seed, query) pairs; a difference is called a win only where
+t-test over seeds and a paired bootstrap interval (seeds, then queries within each); a difference is called a win only where
 both exclude zero, otherwise a tie. Radius diagnostics (radius-depth Spearman, edges with the child farther out,
 edges inside the parent's cone, radius spread) beside the untrained base's.
 """

@@ -25,10 +25,10 @@ def percent(value) -> str:
 
 def paired_difference_text(result: dict) -> str:
     """One ``hyte.evaluation.heldout.paired_difference`` result in words: "+0.1100 (per seed ...; paired t-test
-    p = ...; paired bootstrap over N (seed, query) pairs [low, high]): **verdict**"."""
+    p = ...; bootstrap over seeds, then queries (N pairs) [low, high]): **verdict**"."""
     return (f"{result['mean_difference']:+.4f} (per seed " + ", ".join(f"{d:+.4f}" for d in result["per_seed"])
-            + f"; paired t-test p = {number(result['t_test_p'], 3)}; paired bootstrap over {result['num_pairs']} "
-            f"(seed, query) pairs [{result['bootstrap_low']:+.4f}, {result['bootstrap_high']:+.4f}]): "
+            + f"; paired t-test p = {number(result['t_test_p'], 3)}; bootstrap over seeds, then queries "
+            f"({result['num_pairs']} pairs) [{result['bootstrap_low']:+.4f}, {result['bootstrap_high']:+.4f}]): "
             f"**{result['verdict']}**")
 
 
