@@ -1082,6 +1082,74 @@ def test_serving_report_marks_the_fastest_setting_meeting_the_recall_target(tmp_
     assert (results / "serving_scale_1m.png").stat().st_size > 0 and "(results/serving_scale_1m.png)" in markdown
 
 
+def _difference(mean, low, high, verdict, p=0.01):
+    return {"mean_difference": mean, "per_seed": [mean, mean], "t_test_p": p, "bootstrap_low": low,
+            "bootstrap_high": high, "num_pairs": 600, "verdict": verdict}
+
+
+def _curvature_payload(primary: dict) -> dict:
+    def entry(value):
+        return {"mean": value, "std": 0.01, "values": [value, value]}
+
+    where = {"stretch_median": 1.0017, "stretch_p95": 1.002, "cones_open": 0.25, "inside_cone": 0.1,
+             "radius_sd": 0.03, "radius_p05": 0.76, "radius_p95": 0.85, "child_farther": 0.7,
+             "final_logit_scale": 21.5}
+    arms = ("c=100", "c=1", "c=0.1", "euclidean")
+    block = {"summary": {arm: {"hpo": {"ndcg@10": entry(0.6), "spechr": entry(0.7)}} for arm in arms},
+             "diagnostics": {arm: where for arm in arms}, "runs": {arm: [{}, {}] for arm in arms},
+             "comparisons": {"c=1 - c=100": {"ndcg@10": primary, "spechr": _difference(0.0, -0.01, 0.01, "tie")},
+                             "c=1 - euclidean": {"ndcg@10": _difference(-0.02, -0.03, -0.01, "loss")}}}
+    return {"benchmark": "curvature", "round": 3, "split_seed": 293, "primary_metric": "HPO held-out nDCG@10",
+            "by_steps": {"60": block, "300": block}, "meta": {"command": "python benchmarks/run_curvature.py",
+                                                             "date": "2026-12-06 07:00"}}
+
+
+def test_benchmarks_md_opens_with_the_newest_verdict_of_each_question(tmp_path):
+    """The verdict table comes first and takes each question from its newest result: the specificity study's
+    round 2 over round 1, the curvature ablation's first step budget; its section shows where the geometry acts."""
+    from hyte.report import write_benchmarks_md
+
+    results = tmp_path / "results"
+    results.mkdir()
+    score = {"mean": 0.5, "std": 0.01, "values": [0.5, 0.5]}
+    choice = {"name": "chosen", "variant": "v", "loss": {}}
+    specificity = {"benchmark": "specificity", "seeds": [0, 1], "steps": 60, "date": "2026-12-02",
+                   "chosen": {"hyte-h": choice, "euclidean": choice},
+                   "summary": {arm: {"hpo": {"ndcg@10": score}} for arm in ("hyte-h", "euclidean", "base")},
+                   "comparison": {"hpo": {"ndcg@10": _difference(0.007, -0.004, 0.018, "tie")}}}
+    (results / "specificity.json").write_text(json.dumps(specificity))
+    (results / "specificity_round2.json").write_text(json.dumps(
+        {**specificity, "round": 2, "comparison": {"hpo": {"ndcg@10": _difference(-0.019, -0.033, -0.006, "loss")}}}))
+    (results / "curvature.json").write_text(json.dumps(_curvature_payload(_difference(0.004, -0.002, 0.011, "tie"))))
+    markdown = write_benchmarks_md(results, tmp_path / "BENCHMARKS.md").read_text()
+    headings = [line for line in markdown.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Current verdicts"
+    table = markdown.split("## Current verdicts")[1].split("\n## ")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| Does the curvature do work?", "| Is HyTE-H better than Euclidean, neither tuned?",
+        "| Is HyTE-H better than Euclidean, each tuned on validation?"]
+    assert "(60 steps)" in rows[0] and "+0.0040" in rows[0] and "**tie**" in rows[0]
+    assert "round 2" in rows[2] and "-0.0190" in rows[2] and "+0.0070" not in table
+    section = markdown.split("## Does the curvature do anything?")[1]
+    assert "HyTE-H c = 100 (flat twin)" in section and "1.002" in section and "25.0%" in section
+    assert "**300 steps**" in section and "6 intervals in all" in section
+
+
+def test_readme_carries_the_current_verdicts():
+    """README's verdict table is the one BENCHMARKS.md generates from the committed results, row for row."""
+    from hyte.report.build import load_results
+    from hyte.report.verdicts import verdicts_table
+
+    root = Path(__file__).resolve().parents[1]
+    results, _ = load_results(root / "benchmarks" / "results")
+    results["taxonomy"] = results.pop("taxonomy-study", []) + results.get("taxonomy", [])
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    missing = [line for line in verdicts_table(results) if line and line not in readme]
+    assert not missing, ("README.md lacks these rows of the current verdicts (hyte eval report writes them to "
+                         "BENCHMARKS.md):\n" + "\n".join(missing))
+
+
 def test_results_and_reports_never_replace_other_files(tmp_path):
     from hyte.report import write_benchmarks_md
     from hyte.results import check_result_output, write_result

@@ -1,10 +1,11 @@
 """``BENCHMARKS.md`` from every JSON in a results folder: evaluation results and speed benchmarks, one generator;
 each section is rendered by the module of its subject (``report.evaluation``, ``report.finetune``, ``report.speed``,
-``hyte.phrase.report``, ``hyte.compatibility.report``).
+``hyte.phrase.report``, ``hyte.compatibility.report``), after a table of the current verdicts (``report.verdicts``).
 
 Each JSON is recognised by its ``"benchmark"`` key (``hierarchy``, ``retrieval``, ``radius``, ``mteb`` from
 ``hyte eval ...``; ``rag`` from ``hyte eval rag``; ``hierarchy_finetune`` / ``hierarchy_sweep`` from ``benchmarks/run_hierarchy_finetune.py``;
-``specificity_selection`` / ``specificity`` from ``benchmarks/run_specificity.py``; ``taxonomy-study`` from
+``specificity_selection`` / ``specificity`` from ``benchmarks/run_specificity.py``; ``curvature`` from
+``benchmarks/run_curvature.py``; ``taxonomy-study`` from
 ``benchmarks/run_taxonomy.py`` and ``taxonomy`` from ``hyte eval taxonomy``; ``forward``, ``encode``, ``index`` from
 ``hyte bench`` / the ``benchmarks/bench_*.py`` scripts; ``serving_radius`` / ``serving_scale`` from
 ``benchmarks/bench_serving.py``; an index JSON without the key is recognised by its
@@ -25,16 +26,18 @@ from pathlib import Path
 from ..compatibility.report import render_matrix_section, render_uncertainty_section, render_upgrade_section
 from ..io import check_path_kind, write_text_atomically
 from ..phrase.report import render_section as render_phrase_section
+from .curvature import curvature_section
 from .evaluation import hierarchy_section, mteb_section, radius_section, rag_section, retrieval_section
 from .finetune import from_scratch_section, hierarchy_finetune_section, hierarchy_sweep_section
 from .serving import serving_radius_section, serving_scale_section
 from .specificity import specificity_section
 from .speed import encode_section, forward_section, index_section
 from .taxonomy import taxonomy_section
+from .verdicts import verdicts_table
 
 __all__ = ["load_results", "write_benchmarks_md"]
 
-SECTION_ORDER = ("taxonomy", "from_scratch", "specificity", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade",
+SECTION_ORDER = ("curvature", "taxonomy", "from_scratch", "specificity", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade",
                  "compatibility_uncertainty", "compatibility", "hierarchy", "phrase", "retrieval", "radius", "mteb",
                  "rag", "forward", "encode", "index", "serving_radius", "serving_scale")
 
@@ -121,7 +124,13 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
         results["specificity"] = results.pop("specificity_selection") + results.get("specificity", [])
     if "taxonomy-study" in results:  # benchmarks/run_taxonomy.py's study and hyte eval taxonomy share a section
         results["taxonomy"] = results.pop("taxonomy-study") + results.get("taxonomy", [])
-    sections = {"taxonomy": taxonomy_section, "from_scratch": from_scratch_section, "specificity": specificity_section,
+    verdicts = verdicts_table(results)
+    if verdicts:
+        lines += ["## Current verdicts", "",
+                  ("One row per question about the geometry, from the newest result that answers it (earlier rounds stay in "
+                   "their sections below, as history). A win or loss needs its interval to exclude zero (and, where "
+                   "a p is given, the paired t-test over seeds too); otherwise a tie."), "", *verdicts]
+    sections = {"curvature": curvature_section, "taxonomy": taxonomy_section, "from_scratch": from_scratch_section, "specificity": specificity_section,
                 "hierarchy_finetune": hierarchy_finetune_section,
                 "hierarchy_sweep": hierarchy_sweep_section, "hierarchy": hierarchy_section,
                 "retrieval": retrieval_section, "mteb": mteb_section, "rag": rag_section, "forward": forward_section,

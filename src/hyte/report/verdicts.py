@@ -1,0 +1,98 @@
+"""The current verdicts: one row per question about the geometry, from the newest result that tests it. BENCHMARKS.md
+opens with this table and README.md's "Does the hyperbolic geometry pay off?" carries the same rows (a test keeps
+them equal), so no verdict is read above a later one that contradicts it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..markdown import number, table
+
+HEADER = ["question", "compared", "primary metric", "difference", "p", "95 % interval (seeds, then queries)", "seeds",
+          "verdict", "run"]
+
+
+def _date(payload: dict) -> str:
+    return str((payload.get("meta") or {}).get("date") or payload.get("date") or "–")[:10]
+
+
+def _row(question: str, compared: str, metric: str, result: dict, low: float, high: float, seeds: int, path: Path,
+         payload: dict) -> list[str]:
+    return [question, compared, metric, f"{result['mean_difference']:+.4f}", number(result.get("t_test_p"), 3),
+            f"[{low:+.4f}, {high:+.4f}]", str(seeds), f"**{result['verdict']}**", f"`{path.name}`, {_date(payload)}"]
+
+
+def _newest(items: list[tuple[Path, dict]], key=None) -> tuple[Path, dict] | None:
+    return max(items, key=key or (lambda item: _date(item[1])), default=None)
+
+
+def _curvature(items) -> list[list[str]]:
+    newest = _newest(items)
+    if newest is None:
+        return []
+    path, payload = newest
+    steps, block = next(iter(payload["by_steps"].items()))  # the first budget holds the primary contrast
+    seeds = len(next(iter(block["runs"].values())))
+    rows = []
+    for name, question, compared in (("c=1 - c=100", "Does the curvature do work?", "HyTE-H c = 1 − its flat twin c = 100"),
+                                  ("c=1 - euclidean", "Is HyTE-H better than Euclidean, neither tuned?",
+                                   "HyTE-H c = 1 − the Euclidean control")):
+        result = block["comparisons"].get(name, {}).get("ndcg@10")
+        if result:
+            rows.append(_row(question, f"{compared} ({steps} steps)", "HPO held-out nDCG@10", result,
+                             result["bootstrap_low"], result["bootstrap_high"], seeds, path, payload))
+    return rows
+
+
+def _specificity(items) -> list[list[str]]:
+    tests = [(p, payload) for p, payload in items if payload.get("benchmark") == "specificity"]
+    newest = _newest(tests, key=lambda item: item[1].get("round", 1))
+    if newest is None:
+        return []
+    path, payload = newest
+    result = payload["comparison"]["hpo"]["ndcg@10"]
+    return [_row("Is HyTE-H better than Euclidean, each tuned on validation?",
+                 f"fine-tuned HyTE-H − Euclidean control (round {payload.get('round', 1)})", "HPO held-out nDCG@10",
+                 result, result["bootstrap_low"], result["bootstrap_high"], len(payload["seeds"]), path, payload)]
+
+
+def _taxonomy(items) -> list[list[str]]:
+    rows = []
+    for path, payload in items:
+        if payload.get("benchmark") != "taxonomy-study":
+            continue
+        for name, study in payload["taxonomies"].items():
+            seeds = len(study["arms"]["hyte"])
+            for other, title in (("euclidean", "its Euclidean control"), ("hit", "HiT")):
+                result = study["comparisons"].get(f"hyte - {other}")
+                if result:
+                    low, high = result["interval_95"]
+                    rows.append(_row(f"Your own taxonomy ({name}): is HyTE-H better?", f"HyTE-H − {title}",
+                                     "test F1, mixed-hop, hard negatives", result, low, high, seeds, path, payload))
+    return rows
+
+
+def _from_scratch(items) -> list[list[str]]:
+    gated = [(p, payload) for p, payload in items if payload.get("comparison_gated")]
+    newest = _newest(gated)
+    if newest is None:
+        return []
+    path, payload = newest
+    result = payload["comparison_gated"]["hpo"]["ndcg@10"]
+    return [_row("From scratch (tiny size; only HyTE-FH got the residual rescale): is HyTE-FH better?",
+                 "HyTE-FH − EucBERT",
+                 "HPO held-out nDCG@10", result, result["bootstrap_low"], result["bootstrap_high"],
+                 len(payload["gated_seeds"]), path, payload)]
+
+
+def verdict_rows(results: dict[str, list[tuple[Path, dict]]]) -> list[list[str]]:
+    """The rows, newest questions first: the curvature ablation, the tuned fine-tuning comparison, the taxonomies,
+    from scratch."""
+    return (_curvature(results.get("curvature", [])) + _specificity(results.get("specificity", []))
+            + _taxonomy(results.get("taxonomy", [])) + _from_scratch(results.get("from_scratch", [])))
+
+
+def verdicts_table(results: dict[str, list[tuple[Path, dict]]]) -> list[str]:
+    """The markdown table of ``verdict_rows`` (no lines when no result answers a question)."""
+    rows = verdict_rows(results)
+    return table(HEADER, rows) if rows else []
