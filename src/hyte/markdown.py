@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["label", "number", "paired_difference_text", "percent", "run_line", "runs", "table"]
+__all__ = ["label", "mean_sd", "number", "paired_difference_text", "percent", "run_line", "runs", "table"]
 
 
 def number(value, digits: int = 4) -> str:
@@ -16,6 +16,16 @@ def number(value, digits: int = 4) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def mean_sd(entry: dict | None, digits: int = 4) -> str:
+    """An ``aggregate_seeds`` entry ({"mean", "std", "values"}) as "mean ± sd" ("mean" alone for one seed, "–" for
+    none)."""
+    if not entry:
+        return "–"
+    if len(entry["values"]) == 1:
+        return f"{entry['mean']:.{digits}f}"
+    return f"{entry['mean']:.{digits}f} ± {entry['std']:.{digits}f}"
 
 
 def percent(value) -> str:

@@ -5,18 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..markdown import number, percent, runs, table
+from ..markdown import mean_sd, number, percent, runs, table
 
 ARM_TITLES = {"c=100": "HyTE-H c = 100 (flat twin)", "c=1": "HyTE-H c = 1 (shipped)", "c=0.1": "HyTE-H c = 0.1",
               "euclidean": "Euclidean control"}
-
-
-def _mean_sd(entry: dict | None) -> str:
-    if not entry:
-        return "–"
-    if len(entry["values"]) == 1:
-        return f"{entry['mean']:.4f}"
-    return f"{entry['mean']:.4f} ± {entry['std']:.4f}"
 
 
 def _steps_lines(steps: str, block: dict, payload: dict) -> list[str]:
@@ -24,7 +16,7 @@ def _steps_lines(steps: str, block: dict, payload: dict) -> list[str]:
     rows = []
     for arm, summary in block["summary"].items():
         hpo, where = summary["hpo"], block["diagnostics"][arm]
-        rows.append([ARM_TITLES.get(arm, arm), _mean_sd(hpo.get("ndcg@10")), _mean_sd(hpo.get("spechr")),
+        rows.append([ARM_TITLES.get(arm, arm), mean_sd(hpo.get("ndcg@10")), mean_sd(hpo.get("spechr")),
                      number(where["stretch_median"], 3), percent(where["cones_open"]), number(where["radius_sd"], 3),
                      f"{number(where['radius_p05'], 2)}–{number(where['radius_p95'], 2)}",
                      percent(where["inside_cone"]), percent(where["child_farther"]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..evaluation.heldout import GENERAL_DOMAIN
-from ..markdown import number, paired_difference_text, runs, table
+from ..markdown import mean_sd, number, paired_difference_text, runs, table
 
 FINETUNE_COLUMNS = (("ndcg@10", "nDCG@10"), ("recall@10", "R@10"), ("spechr", "SpecHR"), ("recall@1", "R@1 (hier.)"),
                     ("top1_by_type.sibling", "top-1 sibling"), ("top1_by_type.parent", "top-1 parent"),
@@ -17,15 +17,9 @@ ONTOLOGY_TITLES = {"hpo": "HPO, held-out branches", "icd10": "ICD-10-CM, held-ou
                       for key, title in GENERAL_DOMAIN.items()}}
 
 
-def _mean_std(entry: dict | None) -> str:
-    if not entry:
-        return "–"
-    return f"{entry['mean']:.4f} ± {entry['std']:.4f}" if len(entry["values"]) > 1 else f"{entry['mean']:.4f}"
-
-
 def _seed_table(summary: dict, ontology: str) -> list[str]:
     """The ontology's title and a table of mean ± std over seeds, one row per model of ``summary``."""
-    rows = [[name, *(_mean_std(by.get(ontology, {}).get(key)) for key, _ in FINETUNE_COLUMNS)]
+    rows = [[name, *(mean_sd(by.get(ontology, {}).get(key)) for key, _ in FINETUNE_COLUMNS)]
             for name, by in summary.items()]
     return [f"{ONTOLOGY_TITLES[ontology]}:", "", *table(["model", *(h for _, h in FINETUNE_COLUMNS)], rows)]
 
@@ -114,7 +108,7 @@ def _paired_verdict(summary: dict, ontology: str, first: str, second: str, key: 
         verdict = f"{second} ahead on every seed"
     else:
         verdict = "no consistent difference"
-    return (f"- {label}: {first} {_mean_std(a)} vs {second} {_mean_std(b)}, difference {a['mean'] - b['mean']:+.4f} "
+    return (f"- {label}: {first} {mean_sd(a)} vs {second} {mean_sd(b)}, difference {a['mean'] - b['mean']:+.4f} "
             f"(per seed {', '.join(f'{d:+.4f}' for d in differences)}): {verdict}.")
 
 

@@ -7,20 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..evaluation.heldout import GENERAL_DOMAIN
-from ..markdown import number, paired_difference_text, percent, runs, table
+from ..markdown import mean_sd, number, paired_difference_text, percent, runs, table
 from .finetune import ONTOLOGY_TITLES
 
 DIAGNOSTICS = (("radius_depth_spearman.spearman", "radius~depth ρ"), ("edges.child_farther", "child farther"),
                ("edges.inside_cone", "inside cone"), ("edges.broader_top1", "broader → parent"),
                ("edges.narrower_top1", "narrower → child"), ("edges.radius_sd", "radius sd"))
-
-
-def _mean_std(entry: dict | None, digits: int = 4) -> str:
-    if not entry:
-        return "–"
-    if len(entry["values"]) == 1:
-        return f"{entry['mean']:.{digits}f}"
-    return f"{entry['mean']:.{digits}f} ± {entry['std']:.{digits}f}"
 
 
 def _round(payload: dict) -> str:
@@ -98,7 +90,7 @@ def _test_lines(payload: dict) -> list[str]:
               "distance to the origin and entailment cones; Euclidean: the vector norm, no cone)."), ""]
     for ontology in comparison:
         keys = [("ndcg@10", "nDCG@10"), ("spechr", "SpecHR"), *DIAGNOSTICS]
-        rows = [[names[arm], *(_mean_std(summary[arm].get(ontology, {}).get(key), 3 if "." in key else 4)
+        rows = [[names[arm], *(mean_sd(summary[arm].get(ontology, {}).get(key), 3 if "." in key else 4)
                                for key, _ in keys)] for arm in ("hyte-h", "euclidean", "base")]
         lines += [f"{ONTOLOGY_TITLES[ontology]}:", "", *table(["model", *(h for _, h in keys)], rows)]
         for key, result in comparison[ontology].items():
