@@ -340,6 +340,15 @@ def test_from_pretrained_of_a_run_or_an_index_folder_says_where_the_model_is(tmp
         with pytest.raises(FileNotFoundError, match=re.escape(f"{module} is one module of the sentence-transformers "
                                                               f"model {run / 'final'}, not a model: give {run / 'final'}")):
             model_class.from_pretrained(module)
+        # A LoRA run's adapter and a checkpoint: each named, and the run's final model offered instead.
+        (run / "adapter").mkdir(exist_ok=True)
+        (run / "adapter" / "adapter_config.json").write_text("{}")
+        (run / "checkpoint-2" / "trainer_state.json").write_text("{}")
+        for folder, kind in ((run / "adapter", "is a LoRA adapter"),
+                             (run / "checkpoint-2", f"is a checkpoint of the training run {run}")):
+            with pytest.raises(FileNotFoundError, match=re.escape(f"{folder} {kind}")) as refused:
+                model_class.from_pretrained(folder)
+            assert f"its finished model is {run / 'final'}" in str(refused.value)
         with pytest.raises(OSError) as hub:  # a Hub id: transformers' own answer, as before
             model_class.from_pretrained("no-such-org/no-such-model")
         assert "not a model" not in str(hub.value)

@@ -52,6 +52,15 @@ def not_a_model_folder(folder: str | os.PathLike) -> str:
     folder = Path(folder)
     if (folder / "final" / "config.json").is_file():
         return f"{folder} is a training run's folder, not a model: its model is {folder / 'final'}"
+    run = folder.absolute().parent
+    finished = f"its finished model is {run / 'final'}" if (run / "final" / "config.json").is_file() else \
+        f"its model will be {run / 'final'} once the run finishes"
+    if (folder / "adapter_config.json").is_file():
+        return (f"{folder} is a LoRA adapter (adapter_config.json), not a model: {finished} (the adapter merged into "
+                "its base), or load the adapter onto its base with peft")
+    if (folder / "trainer_state.json").is_file():
+        return (f"{folder} is a checkpoint of the training run {run}, not a model: {finished}; "
+                "`hyte train --resume` continues the run from its checkpoints")
     if (folder / "index.json").is_file():
         try:
             model = json.loads((folder / "index.json").read_text(encoding="utf-8")).get("model")
