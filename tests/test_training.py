@@ -1144,6 +1144,36 @@ def test_lora_target_modules_the_model_lacks_are_refused_before_any_data_is_read
                                                                       ["query", "projection"]}))
 
 
+def test_lora_modules_to_save_must_be_modules_and_lora_on_new_weights_is_warned(tmp_path, caplog, bert_tokenizer):
+    """New-user trial: lora.modules_to_save naming a parameter (HyTE-H's scale) was accepted and left frozen; LoRA on
+    a freshly built HyTE-FH trained adapters over random weights without a word."""
+    import hyte
+    from hyte.training.loop import apply_lora, check_lora_targets
+    from hyte.training.models import BuiltModel
+
+    class WithScale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.projection, self.query = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+            self.scale = torch.nn.Parameter(torch.ones(()))
+
+    def config(saved):
+        return load_config(_config_file(tmp_path), {"lora.r": 4, "lora.target_modules": ["query"],
+                                                    "lora.modules_to_save": saved})
+
+    check_lora_targets(WithScale(), config(["projection"]))
+    with pytest.raises(ConfigError, match=r"modules_to_save names 'scale'.*'scale' is a parameter, not a module"):
+        check_lora_targets(WithScale(), config(["scale"]))
+    with pytest.raises(ConfigError, match=r"modules_to_save names 'projektion'.*no module of the model has that name"):
+        check_lora_targets(WithScale(), config(["projection", "projektion"]))
+
+    model = hyte.HyTEFHModel(hyte.HyTEFHConfig(vocab_size=50, **TINY_FH))
+    lora = load_config(_config_file(tmp_path), {"lora.r": 4, "lora.target_modules": ["qkv"]})
+    with caplog.at_level("WARNING", logger="hyte.training.loop"):
+        apply_lora(BuiltModel(model, bert_tokenizer, True, None), lora)
+    assert "LoRA on a new hyte_fh: its frozen weights are a random initialisation" in caplog.text
+
+
 def test_a_beir_training_folder_is_read_by_the_evaluation_reader(tmp_path):
     """Training from a BEIR folder reads it as evaluation does (hyte.data.beir.load_beir): positive judgements become
     pairs, a folder evaluation would refuse (a fractional score) is refused for training too, naming the line."""

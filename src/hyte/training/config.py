@@ -183,7 +183,7 @@ class LoraSpec:
     # Each must name modules of the model (checked once it is built); the default's projection is HyTE-H's, skipped
     # on models without one.
     target_modules: list[str] = field(default_factory=lambda: ["query", "value", "projection"])
-    modules_to_save: list[str] = field(default_factory=list)  # e.g. ["scale"] is not a module; keep empty
+    modules_to_save: list[str] = field(default_factory=list)  # whole modules trained beside the adapters (projection)
 
 
 @dataclass

@@ -425,16 +425,29 @@ def check_lora_targets(model, config: RunConfig) -> None:
     others."""
     if config.lora.r == 0:
         return
-    targets = config.lora.target_modules
     names = [name for name, _ in model.named_modules()]
-    missing = [target for target in targets if not any(name == target or name.endswith(f".{target}")
-                                                        for name in names)]
-    if not missing or (targets == LoraSpec().target_modules and len(missing) < len(targets)):
-        return
-    linear = sorted({name.rpartition(".")[2] for name, module in model.named_modules()
-                     if isinstance(module, torch.nn.Linear)})
-    raise ConfigError(f"lora.target_modules names {', '.join(map(repr, missing))}, which {type(model).__name__} has "
-                      f"no module of: give the names of its linear layers ({', '.join(linear)})")
+
+    def unmatched(wanted: list[str]) -> list[str]:
+        return [target for target in wanted if not any(name == target or name.endswith(f".{target}") for name in names)]
+
+    targets = config.lora.target_modules
+    missing = unmatched(targets)
+    if missing and not (targets == LoraSpec().target_modules and len(missing) < len(targets)):
+        linear = sorted({name.rpartition(".")[2] for name, module in model.named_modules()
+                         if isinstance(module, torch.nn.Linear)})
+        raise ConfigError(f"lora.target_modules names {', '.join(map(repr, missing))}, which {type(model).__name__} "
+                          f"has no module of: give the names of its linear layers ({', '.join(linear)})")
+    # peft trains and saves whole modules beside the adapters; a name that matches no module (a bare parameter such
+    # as HyTE-H's scale, or a misspelling) was accepted and left frozen.
+    not_modules = unmatched(config.lora.modules_to_save)
+    if not_modules:
+        parameters = {name.rpartition(".")[2] for name, _ in model.named_parameters()}
+        bare = [name for name in not_modules if name in parameters]
+        kind = (f"{', '.join(map(repr, bare))} {'is a parameter' if len(bare) == 1 else 'are parameters'}, not "
+                "a module" if bare else "no module of the model has that name")
+        raise ConfigError(f"lora.modules_to_save names {', '.join(map(repr, not_modules))}, which "
+                          f"{type(model).__name__} has no module of ({kind}): peft saves whole modules only; name "
+                          "modules (e.g. projection), or train every weight with lora.r: 0")
 
 
 def apply_lora(built: BuiltModel, config: RunConfig) -> None:
@@ -445,6 +458,10 @@ def apply_lora(built: BuiltModel, config: RunConfig) -> None:
         return
     from peft import LoraConfig, get_peft_model
 
+    if config.model.build in ("hyte_fh", "eucbert"):
+        logger.warning("LoRA on a new %s: its frozen weights are a random initialisation, so the adapters learn on "
+                       "noise. Train it fully first (lora.r: 0), then adapt the trained model (model.build: load).",
+                       config.model.build)
     if config.model.build != "load":
         base_dir = Path(config.training.output_dir) / "base"
         built.model.save_pretrained(base_dir)
