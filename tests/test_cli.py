@@ -736,3 +736,25 @@ def test_texts_longer_than_the_model_reads_are_counted_not_cut_silently(tmp_path
     docs.write_text("\n".join(DOCUMENTS) + "\n")
     assert main(["encode", "--model", str(model_dir), "--input", str(docs), "--output", str(tmp_path / "f.npy")]) == 0
     assert "note:" not in capsys.readouterr().err
+
+
+def test_an_internal_error_is_named_a_bug_and_debug_shows_its_traceback(monkeypatch, capsys):
+    """New-user trial: an interpreter's TypeError deep in a command ('NoneType' object is not callable) was printed as
+    if the user had given something wrong. A TypeError raised on purpose stays a one-line user error."""
+    import hyte.report
+
+    def broken(results_dir, output):
+        return None(results_dir)  # the interpreter raises: a bug
+
+    def refusing(results_dir, output):
+        raise TypeError("results_dir must be a folder")  # a message for the user
+
+    monkeypatch.setattr(hyte.report, "write_benchmarks_md", broken)
+    assert main(["eval", "report"]) == 1
+    printed = capsys.readouterr().err
+    assert "hyte eval: internal error: TypeError" in printed and "bug in hyte" in printed and "--debug" in printed
+    with pytest.raises(TypeError, match="not callable"):
+        main(["--debug", "eval", "report"])
+    monkeypatch.setattr(hyte.report, "write_benchmarks_md", refusing)
+    assert main(["eval", "report"]) == 2
+    assert capsys.readouterr().err.strip() == "hyte eval: error: results_dir must be a folder"

@@ -235,7 +235,7 @@ def _readme_section(title: str) -> tuple[str, list[str]]:
     """A README section's Python snippet and shell commands, as written."""
     import re
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "serving.md").read_text(encoding="utf-8")
     section = readme[readme.index(title):]
     section = section[:section.index("\n#", 1)]
     python = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)

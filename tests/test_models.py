@@ -369,3 +369,11 @@ def test_a_demo_rerun_through_a_symbolic_link_to_its_folder_changes_nothing(tmp_
     link.symlink_to(folder, target_is_directory=True)
     run_demo(link, num_documents=2)
     assert {name: (folder / "index" / name).read_bytes() for name in recorded} == recorded
+
+
+def test_hyte_h_is_not_built_on_a_hyte_model(tmp_path, tiny_bert):
+    """New-user trial: model.build hyte_h on a HyTE model's folder nested one HyTE-H in another, which failed only
+    in forward with "'NoneType' object is not callable"."""
+    hyte.HyTEHModel.from_base(tiny_bert).save_pretrained(tmp_path / "hyte-h")
+    with pytest.raises(ValueError, match=r"is already a HyTE model \(hyte_h\).*model.build: load"):
+        hyte.HyTEHModel.from_base(str(tmp_path / "hyte-h"))

@@ -21,7 +21,7 @@ pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")
 
 QUERIES = ["abnormal heart rhythm", "unusually large head", "short fingers"]
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "rag.md"
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from transformers import AutoModel, PreTrainedModel
+from transformers import AutoConfig, AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutputWithPooling, MaskedLMOutput, ModelOutput
@@ -986,7 +986,12 @@ class HyTEHModel(HyTEPreTrainedModel):
         ``options`` are HyTEHConfig fields, e.g. ``hidden_size=129``, ``num_hyperbolic_layers=1``, ``norm_clip=3``.
         Without ``hidden_size`` the hyperbolic space has as many space coordinates as the encoder has features.
         """
-        encoder = AutoModel.from_pretrained(base, dtype=torch.float32)
+        base_config = AutoConfig.from_pretrained(base)
+        if base_config.model_type.startswith("hyte"):  # else a HyTE-H nested in another, failing only in forward
+            raise ValueError(f"{base} is already a HyTE model ({base_config.model_type}): HyTE-H is built on a "
+                             "Euclidean encoder (BERT, MPNet, ...); to train this model further, load it as it is "
+                             "(from_pretrained; in a training config, model.build: load)")
+        encoder = AutoModel.from_pretrained(base, config=base_config, dtype=torch.float32)
         options.setdefault("hidden_size", encoder.config.hidden_size + 1)
         options.setdefault("pad_token_id", encoder.config.pad_token_id)
         config = HyTEHConfig(encoder_config=encoder.config.to_dict(), **options)
