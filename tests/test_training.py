@@ -726,6 +726,37 @@ def test_set_of_a_dict_field_keeps_the_files_other_keys_and_a_model_folder_is_no
         claim_output_dir(config, resume=False)
 
 
+def test_a_second_run_into_a_folder_a_live_run_holds_is_refused(tmp_path):
+    """New-user trial: two runs started a second apart into one training.output_dir both exited 0, the second's
+    final/ replacing the first's without a word (neither had a checkpoint yet to be refused by). The folder is held
+    for the life of a run, by a lock the operating system drops when the holder ends; a run that fails early, or
+    ends, leaves no lock file behind, nor a folder it created."""
+    import subprocess
+    import sys
+
+    from hyte.training.loop import RUN_LOCK_FILE, RunFolderError, hold_output_dir
+
+    config = load_config(_config_file(tmp_path))
+    out = Path(config.training.output_dir)
+    holder = subprocess.Popen(  # another process, alive, holding the folder as a run does
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from hyte.training.loop import "
+         "hold_output_dir\nwith hold_output_dir(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)",
+         str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunFolderError, match=rf"{out} is in use by another run \(process {holder.pid}\)"):
+            run(config)
+    finally:
+        holder.kill()
+        holder.wait()
+    with hold_output_dir(out):  # the holder was killed: its lock file stayed, its lock went with it
+        assert (out / RUN_LOCK_FILE).is_file()
+    assert out.is_dir() and not any(out.iterdir())  # the lock file goes when the run ends
+    with hold_output_dir(tmp_path / "new"):
+        pass
+    assert not (tmp_path / "new").exists()  # created here, nothing else written: removed again
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # A new user's mistakes (trial of `hyte train --config ... --set ...`): each refused at validation, before any model
 # is loaded or negatives are mined, with one line naming the file or --set, the field, the value and the remedy

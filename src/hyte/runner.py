@@ -13,7 +13,7 @@ from transformers import set_seed
 from .compatibility.training import train_compatible
 from .phrase.training import train_phrase
 from .training.config import RunConfig
-from .training.loop import RecordRun, claim_output_dir, finished_run
+from .training.loop import RecordRun, claim_output_dir, finished_run, hold_output_dir
 from .training.stages import train_contrastive, train_finetune, train_mlm
 
 logger = logging.getLogger(__name__)
@@ -38,14 +38,15 @@ def run(config: RunConfig, resume: bool = False, callbacks: list | None = None, 
     ``resume``: continue from the last checkpoint in ``training.output_dir`` when there is one (of the same run);
     a run that already reached ``max_steps`` is left as it is (its final folder is returned, nothing rewritten);
     a folder that already holds a run is refused unless ``resume`` or ``overwrite`` (``claim_output_dir``, checked
-    before anything slow). The seed is set before the model is built, so new weights (HyTE-FH, the HyTE-H
+    before anything slow), and so is a folder another live run holds (``hold_output_dir``, for the whole run). The seed is set before the model is built, so new weights (HyTE-FH, the HyTE-H
     projection) are reproducible too.
     """
-    claim_output_dir(config, resume=resume, overwrite=overwrite)
-    finished = finished_run(config) if resume else None
-    if finished is not None:
-        logger.warning("%s already holds this run, finished (%s): nothing to resume", config.training.output_dir,
-                       finished)
-        return finished
-    set_seed(config.training.seed)
-    return STAGES[config.stage](config, resume=resume, callbacks=[*(callbacks or []), RecordRun(config)])
+    with hold_output_dir(Path(config.training.output_dir)):
+        claim_output_dir(config, resume=resume, overwrite=overwrite)
+        finished = finished_run(config) if resume else None
+        if finished is not None:
+            logger.warning("%s already holds this run, finished (%s): nothing to resume", config.training.output_dir,
+                           finished)
+            return finished
+        set_seed(config.training.seed)
+        return STAGES[config.stage](config, resume=resume, callbacks=[*(callbacks or []), RecordRun(config)])

@@ -4,6 +4,7 @@ contrastive loop of stages 2 and 3 that the feature stages (``hyte.compatibility
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -36,7 +37,8 @@ from .models import (
 from .scale_out import world_size
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
-__all__ = ["ONTOLOGY_DATASETS", "RUN_FILE", "RecordRun", "RunFolderError", "apply_lora", "check_lora_targets",
+__all__ = ["ONTOLOGY_DATASETS", "RUN_FILE", "RUN_LOCK_FILE", "RecordRun", "RunFolderError", "apply_lora",
+           "check_lora_targets", "hold_output_dir",
            "claim_output_dir", "finished_run_differences", "heldout_metrics", "refuse_diverged", "remove_checkpoints",
            "resume_checkpoint", "save_final", "TrainingDivergedError", "train_pairs", "training_arguments"]
 
@@ -189,6 +191,51 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
 # What marks a folder that a run must not sit in: a model's, an adapter's, an index's or vector shards' files;
 # not run.json, a name users give their config files, and a run inside another run's folder harms neither.
 _NO_RUN_INSIDE = tuple(marker for marker in ARTIFACT_MARKERS if marker != RUN_FILE)
+
+
+RUN_LOCK_FILE = ".hyte-run.lock"
+
+
+@contextlib.contextmanager
+def hold_output_dir(output_dir: Path):
+    """Hold ``training.output_dir`` for the life of one run: a second run into it, started while this one is alive
+    (and still loading, mining or training, so before it has checkpoints to be refused by), is refused with a
+    RunFolderError instead of racing it to final/. An advisory lock (``fcntl.flock``) on a file in the folder: the
+    operating system drops it when the process ends, however it ends, so no stale lock outlives a crash; the file
+    goes when the run ends, and a folder this created and nothing else wrote to goes with it (a run that fails
+    early leaves nothing behind).
+    Held by the main process only: the other processes of a distributed run share its folder."""
+    import fcntl
+
+    if int(os.environ.get("RANK", "0")) != 0:
+        yield
+        return
+    _refuse_model_folder(output_dir)  # before a lock file could be written into a model folder
+    created = not output_dir.exists()
+    output_dir.mkdir(parents=True, exist_ok=True)
+    lock = output_dir / RUN_LOCK_FILE
+    handle = open(lock, "a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise RunFolderError(f"{output_dir} is in use by another run ({holder}) that is still going: wait for it to "
+                             "finish, or choose another training.output_dir") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"process {os.getpid()}")
+    handle.flush()
+    try:
+        yield
+    finally:
+        # Removed while still held, so the folder keeps only the run's own files (and a finished run's folder is
+        # as a rerun left it).
+        lock.unlink(missing_ok=True)
+        handle.close()
+        if created and not any(output_dir.iterdir()):
+            output_dir.rmdir()
 
 
 def _refuse_model_folder(output_dir: Path) -> None:
