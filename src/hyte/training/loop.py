@@ -37,10 +37,26 @@ from .models import (
 from .scale_out import world_size
 from .trainer import ContrastiveCollator, ContrastiveTrainer
 
-__all__ = ["ONTOLOGY_DATASETS", "RUN_FILE", "RUN_LOCK_FILE", "RecordRun", "RunFolderError", "apply_lora",
-           "check_lora_targets", "hold_output_dir",
-           "claim_output_dir", "finished_run_differences", "heldout_metrics", "refuse_diverged", "remove_checkpoints",
-           "resume_checkpoint", "save_final", "TrainingDivergedError", "train_pairs", "training_arguments"]
+__all__ = [
+    "ONTOLOGY_DATASETS",
+    "RUN_FILE",
+    "RUN_LOCK_FILE",
+    "RecordRun",
+    "RunFolderError",
+    "TrainingDivergedError",
+    "apply_lora",
+    "check_lora_targets",
+    "claim_output_dir",
+    "finished_run_differences",
+    "heldout_metrics",
+    "hold_output_dir",
+    "refuse_diverged",
+    "remove_checkpoints",
+    "resume_checkpoint",
+    "save_final",
+    "train_pairs",
+    "training_arguments",
+]
 
 logger = logging.getLogger(__name__)
 
