@@ -355,10 +355,14 @@ def test_seventh_trial_mistakes_are_refused_before_any_work(tmp_path, model_dir,
     # An ONNX graph written into an index folder.
     assert main(["export", "onnx", str(model_dir), "--output", str(index / "model.onnx")]) == 2
     assert "inside a run, index or vector folder" in capsys.readouterr().err and not (index / "model.onnx").exists()
-    # model.encode of empty text and of a max_length beyond the model's positions.
+    # model.encode of empty text (a warning and the origin: one blank passage must not abort a corpus) and of a
+    # max_length beyond the model's positions.
     encoder = load_encoder(model_dir)
-    with pytest.raises(ValueError, match="text 1 is empty"):
-        encoder.model.encode(["a heart", "  "], encoder.tokenizer)
+    with pytest.warns(UserWarning, match=r"1 text\(s\) have nothing to embed .*the first is text 1.*the origin"):
+        blank = encoder.model.encode(["a heart", "  "], encoder.tokenizer, role="query")
+    c = float(encoder.model.curvature)
+    assert blank[1, 0] == pytest.approx(-np.sqrt(c)) and not blank[1, 1:].any()  # the origin, flipped as a query
+    assert np.abs(blank[0, 1:]).sum() > 0
     limit = encoder.model.config.max_position_embeddings
     with pytest.raises(ValueError, match=f"between 1 and the model's {limit} positions"):
         encoder.model.encode(["a heart"], encoder.tokenizer, max_length=limit + 1)
@@ -460,8 +464,9 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     # max_seq_length beyond the model's positions.
     encoder = load_encoder(model_dir)
     for invisible in ("\u200b", "\x00", "\u0301"):
-        with pytest.raises(ValueError, match="has no token but the tokenizer's special ones"):
-            encoder.model.encode(["a heart", invisible], encoder.tokenizer)
+        with pytest.warns(UserWarning, match="nothing to embed"):
+            points = encoder.model.encode(["a heart", invisible], encoder.tokenizer)
+        assert not points[1, 1:].any() and points[1, 0] > 0  # the origin
     with pytest.raises(ValueError, match="batch_size must be a whole number"):
         encoder.model.encode(["a heart"], encoder.tokenizer, batch_size=1.5)
     st = hyte.sentence_transformer(model_dir)

@@ -75,8 +75,9 @@ def test_encode_edge_cases(hybrid, bert_tokenizer):
         hybrid.encode(["fine", 3], bert_tokenizer)
     with pytest.raises(ValueError, match="role"):
         hybrid.encode(["x"], bert_tokenizer, role="passage")
-    with pytest.raises(ValueError, match="text 1 is empty"):  # its point would be [CLS] [SEP]'s, for every empty text
-        hybrid.encode(["fine", ""], bert_tokenizer)
+    with pytest.warns(UserWarning, match="nothing to embed"):  # the origin, not [CLS] [SEP]'s point
+        blank = hybrid.encode(["fine", ""], bert_tokenizer)
+    assert not blank[1, 1:].any() and blank[1, 0] == pytest.approx(float(hybrid.curvature) ** 0.5)
     long_text = "abnormality of the heart " * 4000  # 100k characters: truncated to the model's 512 tokens
     long_vector = hybrid.encode([long_text], bert_tokenizer)
     assert np.isfinite(long_vector).all()

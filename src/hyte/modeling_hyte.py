@@ -14,6 +14,7 @@ import json
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -171,9 +172,6 @@ def check_encode_arguments(texts, tokenizer, role: str, batch_size, max_length, 
             f"encode expects strings; item {bad[0]} is a {type(texts[bad[0]]).__name__}. Convert it with str() "
             f"or drop it."
         )
-    blank = [i for i, t in enumerate(texts) if not t.strip()]
-    if blank:  # its vector would be the point of [CLS] [SEP] alone: the same for every empty text, meaningless
-        raise ValueError(f"encode: text {blank[0]} is empty (or only whitespace); drop it or give it some text")
     # Checked here rather than with hyte's check_positive_int: this file is remote code and imports no hyte module.
     max_length = limit if max_length is None else max_length
     for name, value in (("batch_size", batch_size), ("max_length", max_length)):
@@ -183,6 +181,14 @@ def check_encode_arguments(texts, tokenizer, role: str, batch_size, max_length, 
         raise ValueError(f"max_length must be between 1 and the model's {limit} positions "
                          f"(max_position_embeddings), or None for {limit}; got {max_length}.")
     return texts, int(max_length)
+
+
+def refuse_blank_texts(texts: list[str]) -> None:
+    """ValueError for an empty or whitespace-only text, where a text without tokens has no defined output (the
+    phrase encoder's units); ``encode`` gives such a text the origin instead."""
+    blank = [i for i, t in enumerate(texts) if not t.strip()]
+    if blank:
+        raise ValueError(f"encode: text {blank[0]} is empty (or only whitespace); drop it or give it some text")
 
 
 def select_predicted_positions(hidden: Tensor, labels: Tensor | None, sparse: bool) -> tuple[Tensor, Tensor | None]:
@@ -638,26 +644,33 @@ class HyTEPreTrainedModel(PreTrainedModel):
         self.eval()
         device = next(self.parameters()).device
         out = torch.empty(len(texts), dim, dtype=torch.float32)
-        # What the tokenizer adds to every text ([CLS] [SEP]): a text with no token beyond them (only zero-width
-        # spaces, control characters, a lone combining accent) would get the empty text's meaningless point.
+        # What the tokenizer adds to every text ([CLS] [SEP]): a text with no token beyond them (empty, whitespace,
+        # zero-width or control characters) has nothing to embed. A hyperbolic model gives it the origin, the most
+        # general point (a query of it ranks documents from the most general out), so that one blank passage
+        # neither aborts a corpus nor gets an arbitrary point; a Euclidean one its pooled [CLS] [SEP].
         specials = len(tokenizer("")["input_ids"])
+        blank: list[int] = []
         try:
             for start in starts:
                 index = order[start : start + batch_size]
                 # Right padding whatever the tokenizer's default: some HyTE-H encoders refuse left padding.
                 batch = tokenizer([texts[i] for i in index], padding=True, truncation=True, max_length=max_length,
                                   padding_side="right", return_tensors="pt")
-                empty = (batch["attention_mask"].sum(1) <= specials).nonzero()
-                if len(empty):
-                    position = index[int(empty[0])]
-                    raise ValueError(f"encode: text {position} ({texts[position][:40]!r}) has no token but the "
-                                     "tokenizer's special ones (only invisible or control characters?); drop it or "
-                                     "give it some text")
                 pooled = self(input_ids=batch["input_ids"].to(device),
                               attention_mask=batch["attention_mask"].to(device)).pooler_output.float().cpu()
                 out[index] = pooled
+                blank += [index[int(row)] for row in (batch["attention_mask"].sum(1) <= specials).nonzero()]
         finally:
             self.train(was_training)
+        if blank:
+            blank.sort()
+            warnings.warn(f"encode: {len(blank)} text(s) have nothing to embed (empty, whitespace or invisible "
+                          f"characters; the first is text {blank[0]}, {texts[blank[0]][:20]!r}): "
+                          + ("each gets the origin, the most general point" if self.is_hyperbolic else
+                             "each gets the pooled vector of the special tokens alone"), stacklevel=2)
+            if self.is_hyperbolic:
+                out[blank] = 0.0
+                out[blank, 0] = math.sqrt(float(self.curvature))  # (sqrt(c), 0, ..., 0): the origin of H_c
         if role == "query" and self.is_hyperbolic:
             out = flip_time(out)
         return out.numpy() if convert_to_numpy else out

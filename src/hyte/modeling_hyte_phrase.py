@@ -41,7 +41,7 @@ from transformers.modeling_outputs import ModelOutput
 from .configuration_hyte import HyTEHConfig
 from .configuration_hyte_phrase import NUM_BIO_TAGS, HyTEPhraseConfig
 from .lorentz import add_time, distance_from_inner, flip_time, project
-from .modeling_hyte import HyTEHModel, check_encode_arguments, refuse_folder_without_config
+from .modeling_hyte import HyTEHModel, check_encode_arguments, refuse_blank_texts, refuse_folder_without_config
 
 TAG_O, TAG_B, TAG_I = 0, 1, 2
 SEGMENTERS = ("crf", "token", "bigram", "random")
@@ -540,6 +540,7 @@ class HyTEPhraseModel(PreTrainedModel):
         """
         texts, max_length = check_encode_arguments(texts, tokenizer, role, batch_size, max_length,
                                                    self.backbone.config.max_position_embeddings)
+        refuse_blank_texts(texts)
         if budget is None:
             budget = self.config.query_budget if role == "query" else self.config.document_budget
         was_training = self.training
