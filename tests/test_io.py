@@ -46,6 +46,32 @@ def test_a_failing_folder_write_leaves_the_previous_folder(tmp_path):
         atomic_directory(tmp_path / "other", lambda staging: None, ("marker.json", "index.json"), "test folder")
 
 
+def test_an_unwritable_place_is_named_as_the_user_gave_it_not_by_its_temporary_name(tmp_path, monkeypatch):
+    """New-user trial: --output under a read-only folder named the writer's temporary file or staging folder. (As
+    the OS refuses it: these tests may run as root, who may write anywhere.)"""
+    import os
+    from pathlib import Path
+
+    def refused(temporary):
+        raise PermissionError(13, "Permission denied", str(temporary))
+
+    with pytest.raises(PermissionError) as error:
+        atomic_file(tmp_path / "out.npy", refused)
+    assert f"cannot write {tmp_path / 'out.npy'}: its folder {tmp_path} is not writable" in str(error.value)
+    assert ".tmp-" not in str(error.value)
+    real_mkdir = Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if ".tmp-" in self.name:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    with pytest.raises(PermissionError, match=f"cannot write {tmp_path / 'index'}: its folder") as error:
+        atomic_directory(tmp_path / "index", lambda staging: None, "marker.json", "test folder")
+    assert ".tmp-" not in str(error.value) and not os.listdir(tmp_path)
+
+
 def test_jsonl_errors_name_the_file_and_line_and_caches_may_hold_any_value(tmp_path):
     write_jsonl(tmp_path / "cache.jsonl", [["a", "b"], []])
     assert read_jsonl(tmp_path / "cache.jsonl", objects=False) == [["a", "b"], []]

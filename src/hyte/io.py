@@ -16,6 +16,7 @@ Nothing here imports torch or numpy at module level: ``hyte --help`` reads this 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import numbers
@@ -70,6 +71,17 @@ def _followed(path: str | os.PathLike) -> Path:
     return path.resolve() if path.is_symlink() else path
 
 
+@contextlib.contextmanager
+def _naming_the_target(target: Path):
+    """A PermissionError while writing ``target`` through a temporary name, re-raised naming ``target`` and its
+    folder: the temporary file or staging folder the OS names is this module's, not anything the user gave."""
+    try:
+        yield
+    except PermissionError as error:
+        raise PermissionError(error.errno, f"cannot write {target}: its folder {target.parent} is not writable "
+                                           f"({error.strerror}); give a place you can write to") from None
+
+
 def atomic_file(path: str | os.PathLike, write: Callable[[Path], None]) -> Path:
     """Replace file ``path`` by what ``write(temporary)`` writes to a temporary file beside it; returns ``path``.
 
@@ -80,8 +92,9 @@ def atomic_file(path: str | os.PathLike, write: Callable[[Path], None]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        write(temporary)
-        os.replace(temporary, path)
+        with _naming_the_target(path):
+            write(temporary)
+            os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
     return path
@@ -150,9 +163,11 @@ def atomic_directory(target: str | os.PathLike, write: Callable[[Path], None], m
         shutil.rmtree(stale, ignore_errors=True)
     backup = parent / f".{target.name}.previous"
     staging = parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
-    staging.mkdir()  # not tempfile.mkdtemp: its mode 0700 would become the saved folder's
+    with _naming_the_target(target):
+        staging.mkdir()  # not tempfile.mkdtemp: its mode 0700 would become the saved folder's
     try:
-        write(staging)
+        with _naming_the_target(target):
+            write(staging)
         for path in sorted(staging.rglob("*"), reverse=True) + [staging]:  # files before their folders
             fsync(path)
         if target.exists():
