@@ -488,3 +488,19 @@ def test_a_folder_is_refused_after_remove_and_add_left_a_gap(tmp_path):
     with pytest.raises(ValueError, match=r"ids are not 0\.\.2 \(it holds id 3\)"):
         write_index_folder(tmp_path / "folder", index, documents_for(["a", "c", "d"]))
     assert not (tmp_path / "folder").exists()
+
+
+@pytest.mark.parametrize("kind, options", [("flat", {}), ("hnsw", {}), ("ivf", {"nlist": 4})])
+def test_renumbered_index_holds_the_same_points_numbered_in_id_order(kind, options):
+    """After removals an index folder needs ids 0..N-1 (row i of its texts is id i): the renumbered copy holds the
+    remaining points in the order of their old ids, with the same kind, options and model."""
+    points = random_points(60, seed=3)
+    index = LorentzIndex(DIM, kind=kind, model_name="m", model_fingerprint="f", **options)
+    index.add(points)
+    index.remove(np.arange(0, 60, 3))
+    kept = index.ids
+    copy = index.renumbered()
+    assert (copy.kind, copy.options, copy.model_name, copy.model_fingerprint) == (
+        index.kind, index.options, "m", "f")
+    assert np.array_equal(copy.ids, np.arange(len(kept)))
+    np.testing.assert_array_equal(copy.points_of(np.arange(len(kept))), index.points_of(kept))

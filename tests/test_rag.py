@@ -380,6 +380,26 @@ def test_hyte_rag_marks_every_generated_sentence_and_extracts_by_default(index_d
     assert "answer (extractive" in out and "warning: no retrieved sentence shares a word with the question" in out
 
 
+def test_a_searcher_removes_documents_by_their_own_ids_and_saves_what_remains(encoder, tmp_path):
+    """New-user trial: documents could be removed only by index id (through the index), and the folder could not be
+    saved afterwards (its rows must be its ids)."""
+    from hyte.rag import HyteSearcher
+
+    texts = ["a heart murmur", "short fingers", "a small head", "pain in the knee"]
+    searcher = HyteSearcher.from_texts(texts, encoder, ids=["h", "f", "s", "k"])
+    with pytest.raises(ValueError, match="id 'x' is not in this index .*nothing was removed"):
+        searcher.remove(["s", "x"])
+    assert len(searcher) == 4
+    assert searcher.remove(["f", "h"]) == 2 and len(searcher) == 2
+    assert {passage.id for passage in searcher.search("short fingers", k=4)} == {"s", "k"}
+    with pytest.raises(ValueError, match="id 'f' is not in this index"):  # already gone
+        searcher.remove("f")
+    searcher.save(tmp_path / "index")
+    reloaded = HyteSearcher.from_folder(tmp_path / "index", encoder)
+    assert [(p.id, p.text) for p in reloaded.search("a small head", k=2)][0] == ("s", "a small head")
+    assert sorted(p.id for p in reloaded.search("knee", k=5)) == ["k", "s"]
+
+
 def test_searcher_inputs_that_would_index_nonsense_are_refused(encoder):
     from hyte.rag import HyteSearcher
 

@@ -421,6 +421,17 @@ class LorentzIndex(HyperboloidStore):
         live = ids >= 0  # hnsw tombstones
         return ids[live], np.ascontiguousarray(points[live])
 
+    def renumbered(self) -> LorentzIndex:
+        """A copy of this index (same kind, options, model) whose documents are numbered 0..N-1 in the order of
+        their ids: the numbering an index folder needs (row i of its texts is id i) after documents were removed.
+        Rebuilt from the stored points (an IVF index is trained again on them)."""
+        ids, points = self.stored()
+        order = np.argsort(ids)
+        copy = LorentzIndex(self.dim, self.curvature, self.kind, self.model_name,
+                            model_fingerprint=self.model_fingerprint, metric=self.metric, **self.options)
+        copy.add(points[order], np.arange(len(ids)))
+        return copy
+
     def points_of(self, ids: np.ndarray) -> np.ndarray:
         if self.kind == "ivf":  # IVF lists have no id lookup: read them all (``stored``)
             return super().points_of(ids)

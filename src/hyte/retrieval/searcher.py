@@ -164,13 +164,38 @@ class HyteSearcher:
         return self.index.add(points, documents=documents if ids is not None else
                               [{"id": None, "text": d["text"]} for d in documents])
 
+    def remove(self, ids: Sequence[str | int] | str | int) -> int:
+        """Remove documents by their own ids (those of ``from_texts`` / ``add_texts`` or of the built folder's
+        input); returns how many were removed. An id this searcher does not hold is refused, naming it: a typo
+        would otherwise remove nothing without a word. A store that keeps its own texts (PostgreSQL) removes
+        documents itself."""
+        from .index import LorentzIndex
+
+        if not isinstance(self.documents, list) or not isinstance(self.index, LorentzIndex):
+            raise TypeError(f"{type(self.index).__name__} keeps its documents itself: remove them there")
+        wanted = [ids] if isinstance(ids, (str, int)) else list(ids)
+        live = set(self.index.ids.tolist())
+        rows = {str(document["id"]): row for row, document in enumerate(self.documents) if row in live}
+        unknown = [identifier for identifier in wanted if str(identifier) not in rows]
+        if unknown:
+            raise ValueError(f"id {unknown[0]!r} is not in this index ({len(unknown)} of the {len(wanted)} ids "
+                             "given are not): nothing was removed")
+        return self.index.remove(np.array([rows[str(identifier)] for identifier in wanted], dtype=np.int64))
+
     def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Save the index and the texts to ``directory`` as one index folder (``hyte.retrieval.folder``), which
         ``from_folder``, ``hyte index search`` and ``hyte rag`` read. An existing index folder is replaced only with
-        ``overwrite``."""
+        ``overwrite``. After removals the folder holds the remaining documents, numbered afresh (its rows are its
+        ids); this searcher is left as it is."""
         from .folder import write_index_folder
+        from .index import LorentzIndex
 
-        write_index_folder(directory, self.index, self.documents, overwrite=overwrite)
+        index, documents = self.index, self.documents
+        if isinstance(index, LorentzIndex) and isinstance(documents, list):
+            live = index.ids
+            if len(live) != len(documents):  # documents were removed: their rows stay, unindexed, in the list
+                index, documents = index.renumbered(), [documents[row] for row in live]
+        write_index_folder(directory, index, documents, overwrite=overwrite)
 
     def __len__(self) -> int:
         return len(self.index)
