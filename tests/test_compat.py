@@ -664,3 +664,27 @@ def test_condition_intervals_are_the_matrix_differences_with_a_bootstrap_interva
     assert "seed 2: new->old - old->old -0.5000 [-0.6000, -0.4000] fails; new->new - old->old +0.0100 " \
            "[-0.0200, +0.0400] tie" in lines[1]
     assert _condition_lines("hbct", {"1": {"matrix": {}}}, "hpo") == []  # scored before the intervals existed
+
+
+def test_a_model_fingerprint_is_hashed_once_per_state_of_its_weights(monkeypatch):
+    """A searcher checks its model on every search: the SHA-256 over every weight runs once while the weights stay
+    as they are, and again after any in-place change (an optimizer step, load_state_dict) or settings change."""
+    import hyte
+    from hyte import lineage
+
+    config = hyte.HyTEFHConfig(vocab_size=40, hidden_size=18, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=16)
+    model = hyte.HyTEFHModel(config)
+    hashed = []
+    real = lineage._weights_digest
+    monkeypatch.setattr(lineage, "_weights_digest", lambda m: hashed.append(1) or real(m))
+    first = lineage.model_fingerprint(model)
+    assert lineage.model_fingerprint(model) == first and len(hashed) == 1
+    with torch.no_grad():
+        model.embeddings.weight[0, 0] += 1.0  # in place, as an optimizer step
+    changed = lineage.model_fingerprint(model)
+    assert changed != first and len(hashed) == 2
+    model.load_state_dict(hyte.HyTEFHModel(config).state_dict())
+    assert lineage.model_fingerprint(model) != changed and len(hashed) == 3
+    model.config.curvature = 2.0
+    assert len({lineage.model_fingerprint(model), changed, first}) == 3 and len(hashed) == 4

@@ -528,7 +528,7 @@ def public_calls(x: torch.Tensor, c: float) -> dict[str, tuple]:
         "einstein_midpoint": (L.einstein_midpoint, (sets, mask)), "tangent_mean": (L.tangent_mean, (sets, mask)),
     }
     calls.update({name: (getattr(L, name), (x,)) for name in ("distance_to_origin", "logmap0", "to_poincare",
-                                                              "half_aperture")})
+                                                              "half_aperture", "check_point")})
     calls.update({name: (getattr(L, name), (x, y)) for name in ("distance", "pairwise_distance",
                                                                 "squared_lorentz_distance", "exterior_angle",
                                                                 "entailment_violation")})
@@ -543,9 +543,10 @@ def test_every_public_function_names_itself_for_bad_input_not_a_helper(seed, dty
     the name of the function the user called."""
     x = random_points(seed, 6, 8, c, dtype, max_distance=5.0)
     calls = public_calls(x, c)
-    assert set(calls) == set(L.__all__) - {"check_curvature"}  # a new public function joins this test
+    # A new public function joins this test (values_unchecked takes no vectors: a context manager).
+    assert set(calls) == set(L.__all__) - {"check_curvature", "values_unchecked"}
     euclidean = torch.randn(6, 9, generator=torch.Generator().manual_seed(seed), dtype=dtype)
-    takes_points = {"distance_to_origin", "logmap0", "to_poincare", "centroid", "outward_einstein_midpoint",
+    takes_points = {"check_point", "distance_to_origin", "logmap0", "to_poincare", "centroid", "outward_einstein_midpoint",
                     "einstein_midpoint", "tangent_mean", "distance", "pairwise_distance", "squared_lorentz_distance",
                     "exterior_angle", "entailment_violation"}
     for name, (function, args) in calls.items():
@@ -594,6 +595,7 @@ def test_valid_inputs_up_to_radius_15_are_accepted(seed, dtype, c):
     weights = torch.rand(3, 4, generator=g, dtype=dtype).index_fill(1, torch.tensor([1]), 0)  # zeros are allowed
     assert torch.isfinite(L.centroid(sets, weights, c)).all()
     assert torch.isfinite(L.logmap0(x, c)).all() and torch.isfinite(L.distance_to_origin(x, c)).all()
+    L.check_point(x, c)
     # Stored points are light-like or slightly space-like by rounding beyond ~5 sqrt(c) in float32; still accepted.
     assert L.project(x, c).shape == x.shape
     # What scaled dot-product attention gives rows of all padding passes through: zero (the pooling names the padding).
@@ -699,3 +701,30 @@ def test_a_points_own_space_part_that_looks_like_a_point_is_lifted_by_the_intern
     assert torch.isfinite(L.distance(same, same, c)).all() and torch.isfinite(L.logmap0(same, c)).all()
     with pytest.raises(ValueError, match="already a point"):
         L.add_time(same[:, 1:], c)  # given by a user, the same space part is refused as a point
+
+
+def test_model_forward_runs_no_value_checks_and_check_point_runs_them_on_request(monkeypatch):
+    """Checks at the boundary: a HyTE model's forward reads none of its points' values (each check was a float64
+    pass per call), users' calls of the geometry still do, and check_point checks any points when asked."""
+    import hyte
+    from hyte import lorentz
+
+    config = hyte.HyTEFHConfig(vocab_size=40, hidden_size=18, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=16)
+    model = hyte.HyTEFHModel(config).eval()
+    decided = []
+    real = lorentz._value_checks_apply
+    monkeypatch.setattr(lorentz, "_value_checks_apply", lambda x: decided.append(real(x)) or decided[-1])
+    with torch.no_grad():
+        model(input_ids=torch.randint(0, 40, (3, 7)))
+    assert decided and not any(decided)  # asked, and every time answered: not here
+    decided.clear()
+    points = lorentz.expmap0(torch.randn(4, 5, dtype=torch.float64), 2.0)
+    assert decided and all(decided)  # a user's call outside a model: checked
+    lorentz.check_point(points, 2.0)
+    with lorentz.values_unchecked():
+        with pytest.raises(ValueError, match=r"check_point: 1 of 4 vectors hold NaN or inf"):
+            lorentz.check_point(torch.cat([points[:3], torch.full((1, 6), float("nan"), dtype=torch.float64)]), 2.0)
+        with pytest.raises(ValueError, match="check_point"):  # another curvature's points
+            lorentz.check_point(points, 0.5)
+

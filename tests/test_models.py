@@ -176,10 +176,12 @@ def test_bad_input_gets_clear_errors():
     with pytest.raises(StrictDataclassClassValidationError, match="pooling"):
         tiny_fh_config(pooling="max")
     model = hyte.HyTEFHModel(tiny_fh_config())
-    with pytest.raises(ValueError, match="vocab_size"):
-        model(torch.tensor([[1, 2, 40000]]))
-    with pytest.raises(ValueError, match="vocab_size"):
-        model(torch.tensor([[1, -3]]))
+    # Token ids are checked where texts come in (encode), not in every forward (a host sync per call).
+    from hyte.modeling_hyte import check_token_ids
+
+    for ids in ([[1, 2, 40000]], [[1, -3]]):
+        with pytest.raises(ValueError, match=r"input_ids must lie in \[0, 30522\).*Is the tokenizer the one"):
+            check_token_ids(torch.tensor(ids), model.config.vocab_size)
     with pytest.raises(ValueError, match="attention_mask must have the shape"):
         model(torch.tensor([[1, 2, 3]]), torch.ones(1, 4))
     with pytest.raises(ValueError, match="max_position_embeddings"):

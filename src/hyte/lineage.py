@@ -80,10 +80,23 @@ def model_fingerprint(model: torch.nn.Module) -> str:
 
     Deterministic across processes and save/load round trips (safetensors stores the same bytes); independent of
     the device. A DDP or PEFT wrapper must be unwrapped first (its state_dict names differ).
+
+    Computed once per state of the model: hashing every weight takes a while, and a searcher checks its model on
+    every search. The state is each tensor's identity and version counter (torch bumps it at every in-place change:
+    an optimizer step, ``load_state_dict``) with the settings; a change through ``.data``, which bypasses the
+    counter, is not seen.
     """
+    settings = json.dumps(vector_settings(model), sort_keys=True, default=str)
+    state = (settings, tuple((name, id(tensor), tensor._version)
+                             for name, tensor in model.state_dict(keep_vars=True).items()))
+    cached = model.__dict__.get("_hyte_fingerprint")
+    if cached is not None and cached[0] == state:
+        return cached[1]
     digest = _weights_digest(model)
-    digest.update(json.dumps(vector_settings(model), sort_keys=True, default=str).encode())
-    return digest.hexdigest()[:16]
+    digest.update(settings.encode())
+    fingerprint = digest.hexdigest()[:16]
+    model.__dict__["_hyte_fingerprint"] = (state, fingerprint)
+    return fingerprint
 
 
 def _weights_only_fingerprint(model: torch.nn.Module) -> str:

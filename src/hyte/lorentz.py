@@ -22,11 +22,15 @@ All functions broadcast over leading dimensions; ``D = d + 1`` is the ambient di
 NumPy arrays (e.g. FAISS search scores): given any NumPy array they return NumPy, otherwise a tensor. Vectors holding
 NaN or inf are refused by every function (``distance_from_inner``: NaN and +inf scores; -inf is index padding). Like
 every check that reads values, that runs on CPU tensors in eager mode (``_value_checks_apply``: no device sync,
-nothing read while compiling, exporting or tracing).
+nothing read while compiling, exporting or tracing) and outside ``values_unchecked()``, inside which HyTE's models
+run their forward pass: the checks are for what users hand these functions, not for a model's own intermediate
+points (``check_point`` checks any points on request, as geoopt's ``check_point`` does).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
 import math
@@ -41,6 +45,7 @@ __all__ = [
     "add_time",
     "centroid",
     "check_curvature",
+    "check_point",
     "distance",
     "distance_from_inner",
     "distance_to_origin",
@@ -62,6 +67,7 @@ __all__ = [
     "squared_lorentz_distance",
     "tangent_mean",
     "to_poincare",
+    "values_unchecked",
 ]
 
 # Smallest |<v, v>_L| accepted when dividing by a Lorentz norm: keeps a (degenerate) light-like or zero vector
@@ -141,12 +147,16 @@ def _check_vectors(x, name: str, what: str = "points (..., D)") -> None:
     # Every public function that takes vectors passes here, so none of them turns NaN or inf into a plausible
     # result without a word (project returned NaN; a new function gets the check by calling this one).
     if _value_checks_apply(x):
-        off = ~torch.isfinite(x.detach()).all(-1)
-        if off.any():
-            where = f" (first at index {_first(off)})" if off.ndim else ""
-            raise ValueError(f"{name}: {int(off.sum())} of {off.numel()} vectors hold NaN or inf{where}; {what} must "
-                             "be finite. Find where they came from (a model with NaN weights, a division by zero, a "
-                             "sequence that is all padding under eager attention)")
+        _refuse_nonfinite(x, name, what)
+
+
+def _refuse_nonfinite(x: Tensor, name: str, what: str) -> None:
+    off = ~torch.isfinite(x.detach()).all(-1)
+    if off.any():
+        where = f" (first at index {_first(off)})" if off.ndim else ""
+        raise ValueError(f"{name}: {int(off.sum())} of {off.numel()} vectors hold NaN or inf{where}; {what} must "
+                         "be finite. Find where they came from (a model with NaN weights, a division by zero, a "
+                         "sequence that is all padding under eager attention)")
 
 
 def check_curvature(c: float | Tensor, name: str | None = None) -> None:
@@ -164,11 +174,30 @@ def _float64(x: Tensor) -> Tensor:
     return x if x.dtype == torch.float64 else x.to(torch.float64)
 
 
+# False inside ``values_unchecked()``: a context variable, so one thread's model forward leaves another thread's
+# calls checked.
+_CHECK_VALUES = contextvars.ContextVar("hyte_lorentz_check_values", default=True)
+
+
+@contextlib.contextmanager
+def values_unchecked():
+    """Run the functions of this module without the checks that read values (finite, on the hyperboloid, time-like):
+    HyTE's models run their forward pass inside it, where every point is one the model made itself and a float64
+    pass per call would cost throughput. Type and shape checks still run."""
+    token = _CHECK_VALUES.set(False)
+    try:
+        yield
+    finally:
+        _CHECK_VALUES.reset(token)
+
+
 def _value_checks_apply(x: Tensor) -> bool:
     """Whether checks that read a tensor's values run: on an accelerator each would be a device sync per call, and
     under torch.compile, torch.export or tracing reading a value breaks the graph, so they run on CPU in eager mode
-    (where users call these functions on their own data), and model code on a GPU relies on its own parametrisation."""
-    return x.device.type == "cpu" and not torch.compiler.is_compiling() and not torch.jit.is_tracing()
+    (where users call these functions on their own data), never inside ``values_unchecked()`` (a model's forward),
+    and model code on a GPU relies on its own parametrisation."""
+    return (x.device.type == "cpu" and not torch.compiler.is_compiling() and not torch.jit.is_tracing()
+            and _CHECK_VALUES.get())
 
 
 def _check_curvature_argument(c: float | Tensor, name: str) -> None:
@@ -421,6 +450,19 @@ def _check_points(x: Tensor, c: float | Tensor, name: str) -> None:
     if not isinstance(x, Tensor) or _value_checks_apply(x):
         with torch.no_grad():
             _refresh_time64(x.detach() if isinstance(x, Tensor) else x, c, name)
+
+
+@_accepts_numpy
+def check_point(x: Tensor, c: float | Tensor = 1.0) -> None:
+    """Refuse ``x`` (..., D) unless every vector is a finite point of H_c (its time coordinate the one its space part
+    gives, within rounding): ValueError naming how many are off and the first. On request, on any device, inside
+    ``values_unchecked()`` too: the check the other functions make of their inputs on CPU."""
+    _check_vectors(x, "check_point")
+    with torch.no_grad():
+        x = x.detach()
+        _refuse_nonfinite(x, "check_point", "points (..., D)")
+        refreshed = _lift(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
+        _check_time_coordinate(x, refreshed[..., 0], c, "check_point")
 
 
 def _check_time_coordinate(x: Tensor, expected_time: Tensor, c: float | Tensor, name: str) -> None:

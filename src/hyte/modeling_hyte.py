@@ -38,6 +38,7 @@ from .lorentz import (
     outward_einstein_midpoint,
     project,
     tangent_mean,
+    values_unchecked,
 )
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -104,13 +105,21 @@ def _tracing() -> bool:
     return torch.compiler.is_compiling() or torch.compiler.is_exporting()
 
 
-def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, vocab_size: int, max_length: int) -> Tensor:
-    """Check ids and mask; return the mask as a (B, T) float tensor (1 = token, 0 = padding).
+def check_token_ids(input_ids: Tensor, vocab_size: int) -> None:
+    """ValueError for token ids outside [0, vocab_size), which would fail deep inside the embedding lookup: checked
+    where texts come in (``encode``, on the tokenizer's CPU tensors), not in forward (a host sync per call)."""
+    if input_ids.numel():
+        low, high = (int(value) for value in torch.aminmax(input_ids))
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"input_ids must lie in [0, {vocab_size}) (the model's vocab_size); got values in [{low}, {high}]. "
+                f"Is the tokenizer the one this model was built for?"
+            )
 
-    The id range is checked in eager mode only (one host sync for min and max): it gives a clear message where an
-    out-of-range id would otherwise fail deep inside the embedding lookup. Compiled and exported graphs skip it,
-    since it depends on the values of the input.
-    """
+
+def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, max_length: int) -> Tensor:
+    """Check the shapes of ids and mask (no values: ``check_token_ids`` does that where texts come in); return the
+    mask as a (B, T) float tensor (1 = token, 0 = padding)."""
     if input_ids.dim() != 2:
         raise ValueError(f"input_ids must have shape (batch, tokens); got {tuple(input_ids.shape)}.")
     if input_ids.shape[1] > max_length:
@@ -118,14 +127,6 @@ def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, vocab_size
             f"sequence of {input_ids.shape[1]} tokens exceeds max_position_embeddings={max_length}; "
             f"truncate the input (tokenizer(..., truncation=True, max_length={max_length}))."
         )
-    if input_ids.numel() and not _tracing():
-        low, high = torch.aminmax(input_ids)
-        low, high = int(low), int(high)
-        if low < 0 or high >= vocab_size:
-            raise ValueError(
-                f"input_ids must lie in [0, {vocab_size}) (the model's vocab_size); got values in [{low}, {high}]. "
-                f"Is the tokenizer the one this model was built for?"
-            )
     if attention_mask is None:
         return torch.ones(input_ids.shape, dtype=torch.float32, device=input_ids.device)
     if attention_mask.shape != input_ids.shape:
@@ -517,7 +518,17 @@ class LorentzMLR(nn.Module):
 # ----------------------------------------------------------------------------------------------------------------
 
 
-class HyTEPreTrainedModel(PreTrainedModel):
+class ForwardWithoutValueChecks:
+    """A model whose forward pass runs the geometry without its value checks: the points are the model's own, the
+    checks are for what users hand the geometry, and a float64 pass per call would cost throughput
+    (``lorentz.values_unchecked``; ``lorentz.check_point`` checks any points on request)."""
+
+    def __call__(self, *args, **kwargs):
+        with values_unchecked():
+            return super().__call__(*args, **kwargs)
+
+
+class HyTEPreTrainedModel(ForwardWithoutValueChecks, PreTrainedModel):
     """Weight initialisation and the encode API shared by the HyTE models."""
 
     base_model_prefix = "hyte"
@@ -656,6 +667,7 @@ class HyTEPreTrainedModel(PreTrainedModel):
                 # Right padding whatever the tokenizer's default: some HyTE-H encoders refuse left padding.
                 batch = tokenizer([texts[i] for i in index], padding=True, truncation=True, max_length=max_length,
                                   padding_side="right", return_tensors="pt")
+                check_token_ids(batch["input_ids"], self.config.vocab_size)
                 pooled = self(input_ids=batch["input_ids"].to(device),
                               attention_mask=batch["attention_mask"].to(device)).pooler_output.float().cpu()
                 out[index] = pooled
@@ -709,7 +721,7 @@ class HyTEFHModel(HyTEPreTrainedModel):
         """Hidden states: the embedded points, then each layer's output (before the final norm)."""
         output_attentions, output_hidden_states, return_dict = self._output_options(
             output_attentions, output_hidden_states, return_dict)
-        mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
+        mask = validate_inputs(input_ids, attention_mask, self.config.max_position_embeddings)
         c = self.curvature
         x = add_time(self.embeddings(input_ids), c)  # (B, T, D)
         x, hidden_states, attentions = self.encoder(x, mask, c, output_hidden_states is not False, output_attentions)
@@ -871,7 +883,7 @@ class EucBERTModel(HyTEPreTrainedModel):
         """Hidden states: the embeddings, then each layer's output (before the final norm)."""
         output_attentions, output_hidden_states, return_dict = self._output_options(
             output_attentions, output_hidden_states, return_dict)
-        mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
+        mask = validate_inputs(input_ids, attention_mask, self.config.max_position_embeddings)
         x, hidden_states, attentions = self.encoder(self.embeddings(input_ids), mask,
                                                     output_hidden_states is not False, output_attentions)
         x = self.final_norm(x)
@@ -1041,7 +1053,7 @@ class HyTEHModel(HyTEPreTrainedModel):
         backbone returns none of its own (load with attn_implementation="eager" for all of them)."""
         output_attentions, output_hidden_states, return_dict = self._output_options(
             output_attentions, output_hidden_states, return_dict)
-        mask = validate_inputs(input_ids, attention_mask, self.config.vocab_size, self.config.max_position_embeddings)
+        mask = validate_inputs(input_ids, attention_mask, self.config.max_position_embeddings)
         extra = {k: v for k, v in kwargs.items() if k == "token_type_ids"}
         if self.encoder.config.model_type == "bert":
             # BERT numbers positions from column 0; numbering from each row's first real token instead gives every

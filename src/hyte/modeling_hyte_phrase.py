@@ -41,7 +41,14 @@ from transformers.modeling_outputs import ModelOutput
 from .configuration_hyte import HyTEHConfig
 from .configuration_hyte_phrase import NUM_BIO_TAGS, HyTEPhraseConfig
 from .lorentz import add_time, distance_from_inner, flip_time, project
-from .modeling_hyte import HyTEHModel, check_encode_arguments, refuse_blank_texts, refuse_folder_without_config
+from .modeling_hyte import (
+    ForwardWithoutValueChecks,
+    HyTEHModel,
+    check_encode_arguments,
+    check_token_ids,
+    refuse_blank_texts,
+    refuse_folder_without_config,
+)
 
 TAG_O, TAG_B, TAG_I = 0, 1, 2
 SEGMENTERS = ("crf", "token", "bigram", "random")
@@ -395,7 +402,7 @@ class PhraseModelOutput(ModelOutput):
     features: Tensor | None = None
 
 
-class HyTEPhraseModel(PreTrainedModel):
+class HyTEPhraseModel(ForwardWithoutValueChecks, PreTrainedModel):
     """A backbone (HyTE-H or a Euclidean encoder) with the H+ phrase heads: CRF boundaries, importance, units."""
 
     config_class = HyTEPhraseConfig
@@ -553,6 +560,7 @@ class HyTEPhraseModel(PreTrainedModel):
                 # Right padding whatever the tokenizer's default: positions count from the first column.
                 batch = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, padding_side="right",
                                   return_tensors="pt")
+                check_token_ids(batch["input_ids"], self.backbone.config.vocab_size)
                 ids, attention = batch["input_ids"].to(device), batch["attention_mask"].to(device)
                 output = self(input_ids=ids, attention_mask=attention)
                 if tags is not None:

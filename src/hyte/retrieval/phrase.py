@@ -408,10 +408,10 @@ class PhraseIndex:
     def search_texts(self, model, tokenizer, texts: Sequence[str], k: int = 10, *, check_model: bool = True,
                      **options):
         """``search`` for query texts, encoded with ``model``: the model that built the index or one declared
-        compatible with it (``hyte.lineage``; another raises ``IncompatibleIndexError``). The check hashes the
-        model's weights on every call (a model trained or reloaded in place must not pass on an earlier check);
-        ``check_model=False`` skips it (experts, a loop that has checked once, or ``hyte index search``, which
-        checks itself)."""
+        compatible with it (``hyte.lineage``; another raises ``IncompatibleIndexError``). The model's fingerprint
+        is hashed once per state of its weights (``model_fingerprint``): a model trained or reloaded in place is
+        checked anew, an unchanged one costs nothing more. ``check_model=False`` skips the check (experts, or
+        ``hyte index search``, which checks itself)."""
         if check_model:
             from ..lineage import check_query_model
 
