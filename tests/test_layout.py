@@ -21,8 +21,8 @@ LAYERS = [
     ("hyte.lorentz", "hyte.configuration_hyte", "hyte.modeling_hyte", "hyte.sentence_transformers_hyte",
      "hyte.configuration_hyte_phrase", "hyte.modeling_hyte_phrase"),
     # foundation
-    ("hyte", "hyte.auto_classes", "hyte.bundled", "hyte.lineage", "hyte.io", "hyte.results", "hyte.markdown",
-     "hyte.model_kinds"),
+    ("hyte", "hyte.errors", "hyte.auto_classes", "hyte.bundled", "hyte.lineage", "hyte.io", "hyte.results",
+     "hyte.markdown", "hyte.model_kinds"),
     ("hyte.data",),
     ("hyte.encoders", "hyte.export", "hyte.hub"),
     ("hyte.retrieval", "hyte.corpus", "hyte.generation", "hyte.rag"),
@@ -209,3 +209,20 @@ def test_no_incident_labels_in_the_package():
                                   "# as the command line refuses (trial 20, S3)"])
 def test_the_incident_label_check_catches_labels(line):
     assert INCIDENT_LABEL.search(line)
+
+
+def test_every_error_class_of_the_package_is_a_hyte_error():
+    """One base a user can catch (README, "Errors you can catch"): a new error class outside it fails here."""
+    import importlib
+
+    from hyte.errors import HyteError
+
+    found = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Error") and not node.name.startswith("_"):
+                found.append((_module_name(path), node.name))
+    assert len(found) >= 10
+    outside = [f"{module}.{name}" for module, name in found
+               if not issubclass(getattr(importlib.import_module(module), name), HyteError)]
+    assert not outside, f"error classes outside hyte.HyteError: {outside}"

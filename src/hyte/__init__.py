@@ -14,6 +14,7 @@ _LAZY = {
                      "HyTEPreTrainedModel"), "hyte.modeling_hyte"),
     "HyTEPhraseConfig": "hyte.configuration_hyte_phrase",
     "HyTEPhraseModel": "hyte.modeling_hyte_phrase",
+    "HyteError": "hyte.errors",
     # sentence-transformers costs ~12 s to import: load it only when these are used.
     **dict.fromkeys(("sentence_transformer", "save_sentence_transformer"), "hyte.integrations.sentence_transformers"),
 }

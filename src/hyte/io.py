@@ -29,6 +29,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .errors import HyteError
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -213,7 +215,7 @@ def saved_directory(directory: str | os.PathLike, marker: str | tuple[str, ...],
 # ----------------------------------------------------------------------------------------------------------------
 
 
-class DataFormatError(ValueError):
+class DataFormatError(HyteError, ValueError):
     """A malformed data file; the message starts with "<file>, line <n>:" (or "<file>:" when no line applies).
 
     The one error of every reader of HyTE's input formats (JSONL texts, BEIR folders, hierarchy benchmarks)."""

@@ -27,8 +27,10 @@ from typing import Any
 
 import torch
 
+from .errors import HyteError
 
-class IncompatibleIndexError(ValueError):
+
+class IncompatibleIndexError(HyteError, ValueError):
     """An index was used with another model, dimension or curvature than it was built for."""
 
 

@@ -13,6 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from ..errors import HyteError
 from ..io import read_texts, refuse_file_above
 from ..results import enclosing_artifact, given_and_real
 
@@ -20,7 +21,7 @@ __all__ = ["MODEL_HELP", "Parser", "UserError", "check_model_path", "fmt", "labe
            "print_hits", "queries_of"]
 
 
-class UserError(Exception):
+class UserError(HyteError):
     """A problem with the user's input, reported without a traceback."""
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 import random
 import subprocess
 
+from ..errors import HyteError
 
-class DebianPackageMissingError(RuntimeError):
+
+class DebianPackageMissingError(HyteError, RuntimeError):
     """A Debian package (or the files it installs) that a general-domain set reads is not on this machine."""
 
 

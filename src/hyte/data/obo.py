@@ -14,6 +14,8 @@ from functools import cached_property
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
+from ..errors import HyteError
+
 __all__ = ["OBOFormatError", "Ontology", "Term", "load_obo"]
 
 # The four synonym scopes of the OBO format; anything else in that position means the line is malformed.
@@ -23,7 +25,7 @@ _SYNONYM_SCOPES = frozenset({"EXACT", "BROAD", "NARROW", "RELATED"})
 _SPECIAL_ESCAPES = {"n": "\n", "t": "\t", "W": " "}
 
 
-class OBOFormatError(ValueError):
+class OBOFormatError(HyteError, ValueError):
     """An OBO file could not be parsed; the message names the file and the 1-based line number (None: the file as a
     whole)."""
 

@@ -36,6 +36,7 @@ from typing import Any, Self
 import numpy as np
 
 from .. import __version__ as _hyte_version
+from ..errors import HyteError
 from .store import (
     HyperboloidStore,
     StoredDocuments,
@@ -65,7 +66,7 @@ NORM_HEADROOM = 1.25
 _TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
-class PgVectorError(ConnectionError):
+class PgVectorError(HyteError, ConnectionError):
     """The server cannot be reached or cannot serve HyTE vectors (no pgvector)."""
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import HyteError
 from .store import HyperboloidStore, StoredDocuments, check_positive_int, integer_ids
 
 __all__ = ["ShardUnavailableError", "ShardedIndex", "ShardedResult"]
@@ -33,7 +34,7 @@ _WRITE_REMEDY = ("The other shards' parts were written; once it is back, upsert 
                  "so nothing is doubled)")
 
 
-class ShardUnavailableError(RuntimeError):
+class ShardUnavailableError(HyteError, RuntimeError):
     """A shard of a ``ShardedIndex`` did not answer."""
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bundled import BUNDLED, BUNDLED_MINILM
+from ..errors import HyteError
 from ..model_kinds import model_type_of
 
 STAGES = ("mlm", "contrastive", "finetune", "compatible", "phrase")
@@ -37,7 +38,7 @@ STAGES = ("mlm", "contrastive", "finetune", "compatible", "phrase")
 MAX_LEARNING_RATE = 1.0
 
 
-class ConfigError(ValueError):
+class ConfigError(HyteError, ValueError):
     """A training configuration that cannot work; raised before any training starts."""
 
 

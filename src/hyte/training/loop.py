@@ -20,6 +20,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..bundled import resolve_model
+from ..errors import HyteError
 from ..io import atomic_directory, read_json_file, refuse_file_above, write_text_atomically
 from ..results import ARTIFACT_MARKERS, enclosing_artifact, portable_path, portable_paths, public_model_name
 from ..retrieval.folder import FOLDER_FILE
@@ -119,7 +120,7 @@ _ADDED_FIELDS = {("training", "radius_head_learning_rate"): None, ("data", "name
                  ("data", "taxonomy_seed"): 0, ("data", "concept_text"): "name", ("data", "taxonomy_negatives"): 1}
 
 
-class RunFolderError(ValueError):
+class RunFolderError(HyteError, ValueError):
     """An output folder holds a run that this one would overwrite or does not continue."""
 
 
@@ -563,7 +564,7 @@ def save_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluatio
     return Path(config.training.output_dir) / "final"
 
 
-class TrainingDivergedError(ValueError):
+class TrainingDivergedError(HyteError, ValueError):
     """Training left NaN or Inf in the weights: the final model is not written (its vectors would all be NaN)."""
 
 
