@@ -45,7 +45,7 @@ import numpy as np
 import torch
 
 from hyte.results import portable_command, write_result
-from hyte.training.config import parse_override
+from hyte.training.config_files import parse_override
 
 # recipe: (the OLD model's config, the NEW models' config). "brief": the recorded run's pair (an old model whose radius
 # barely varies); "hierarchy": the hierarchy-aware recipe as the old model, its upgrade (twice the data and steps) as

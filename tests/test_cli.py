@@ -540,7 +540,7 @@ def test_train_set_lists_lora_targets_and_push_of_a_checkpoint_get_a_clear_error
     mining), and `hyte push <run>/checkpoint-N` (told to delete the optimizer files that resuming needs)."""
     from pathlib import Path
 
-    from hyte.training.config import parse_override
+    from hyte.training.config_files import parse_override
 
     config = Path(__file__).resolve().parents[1] / "configs" / "finetune_hyte_h_hierarchy.yaml"
     train = ["train", "finetune", "--config", str(config), "--set", f"training.output_dir={tmp_path / 'run'}"]
@@ -606,7 +606,8 @@ def test_tenth_trial_mistakes_are_refused(tmp_path, model_dir, capsys):
     from hyte import lorentz
     from hyte.data import write_beir_folder
     from hyte.encoders import load_encoder
-    from hyte.training.config import ConfigError, load_config
+    from hyte.training.config import ConfigError
+    from hyte.training.config_files import load_config
 
     docs = tmp_path / "docs.txt"
     docs.write_text("\n".join(DOCUMENTS) + "\n")

@@ -815,7 +815,7 @@ def test_yaml_or_json_key_given_twice_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"run.yaml, line 6, column 3: invalid YAML: duplicate key 'output_dir' "
                                           r"\(first on line 4; the later value would silently win\): keep one"):
         load_config(path)
-    from hyte.training.config import _read
+    from hyte.training.config_files import _read
 
     path.write_text("a: &a {k: 1, j: 1}\nb: {<<: *a, k: 2}\n")  # a merged key may still be overridden
     assert _read(path) == {"a": {"k": 1, "j": 1}, "b": {"k": 2, "j": 1}}

@@ -10,12 +10,13 @@ import time
 from pathlib import Path
 
 from ..io import read_json_file
-from ..training.config import parse_override
+from ..training.config_files import parse_override
 
 
 def _print_config(args: argparse.Namespace) -> int:
     """--print-config: the run's config (or, without --config, the stage's defaults) as a commented YAML file."""
-    from ..training.config import ConfigError, RunConfig, documented_yaml, load_config
+    from ..training.config import ConfigError, RunConfig
+    from ..training.config_files import documented_yaml, load_config
 
     if args.config is None:
         if args.set or args.resume or args.overwrite or getattr(args, "old", None):
@@ -47,7 +48,8 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def _train(args: argparse.Namespace) -> int:
     from ..runner import run
-    from ..training.config import ConfigError, load_config
+    from ..training.config import ConfigError
+    from ..training.config_files import load_config
 
     if args.print_config:
         return _print_config(args)

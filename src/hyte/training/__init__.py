@@ -3,7 +3,8 @@
 ``hyte.runner.run(config)`` runs any stage, core or feature, by its config's ``stage``.
 """
 
-from .config import ConfigError, RunConfig, load_config, parse_config
+from .config import ConfigError, RunConfig
+from .config_files import load_config, parse_config
 
 _STAGES = ("train_contrastive", "train_finetune", "train_mlm")
 

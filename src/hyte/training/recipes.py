@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 
-from .config import BUNDLED_MINILM, RunConfig, parse_config
+from .config import BUNDLED_MINILM, RunConfig
+from .config_files import parse_config
 
 VARIANTS = ("euclidean", "euclidean+order", "euclidean+norm", "hyte-h", "hyte-h+cone", "hyte-h-radius",
             "hyte-h-radius+cone", "hyte-h-radius+radius")

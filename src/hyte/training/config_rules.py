@@ -1,0 +1,327 @@
+"""What a training configuration must satisfy, checked before anything is loaded or trained (``validate``): ranges,
+combinations of fields, what each stage needs. Each rule raises a ``ConfigError`` naming the file or ``--set``, the
+field, the value and the remedy."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+import math
+from pathlib import Path
+
+from ..bundled import BUNDLED, BUNDLED_MINILM
+from ..model_kinds import model_type_of
+from .config import (
+    MAX_LEARNING_RATE,
+    ConfigError,
+    DataSpec,
+    LoraSpec,
+    ModelSpec,
+    RunConfig,
+    TrainingSpec,
+)
+
+
+def _check_number(source: str, name: str, value: float | None, minimum: float, *, strict: bool,
+                  meaning: str = "") -> None:
+    """ConfigError unless ``value`` is a finite number > ``minimum`` (``strict``) or >= it; None passes."""
+    if value is None:
+        return
+    if not (math.isfinite(value) and (value > minimum if strict else value >= minimum)):
+        raise ConfigError(f"{source}: {name} must be a finite number {'>' if strict else '>='} {minimum:g}"
+                          f"{f' ({meaning})' if meaning else ''}; got {value}")
+
+
+# The models whose masked-LM head the mlm stage trains (config.json model_type).
+MLM_MODEL_TYPES = ("hyte_fh", "hyte_euc")
+
+
+def _validate_taxonomy(data: DataSpec, source: str) -> None:
+    from ..data.taxonomy import FORMATS
+    from ..data.taxonomy_splits import SCHEMES
+
+    given = [name for name in ("names", "taxonomy_format") if getattr(data, name) is not None]
+    if data.source != "taxonomy":
+        if given:
+            raise ConfigError(f"{source}: data.{given[0]} is for data.source taxonomy; data.source is {data.source}")
+        return
+    if data.taxonomy_format is not None and data.taxonomy_format not in FORMATS:
+        raise ConfigError(f"{source}: data.taxonomy_format must be one of {', '.join(FORMATS)} (or left out: told by "
+                          f"the path); got {data.taxonomy_format!r}")
+    if data.taxonomy_split not in SCHEMES:
+        raise ConfigError(f"{source}: data.taxonomy_split must be one of {', '.join(SCHEMES)}; "
+                          f"got {data.taxonomy_split!r}")
+    if data.concept_text not in ("name", "name_description"):
+        raise ConfigError(f"{source}: data.concept_text must be name or name_description; got {data.concept_text!r}")
+    if not isinstance(data.taxonomy_negatives, int) or data.taxonomy_negatives < 0:
+        raise ConfigError(f"{source}: data.taxonomy_negatives must be an integer >= 0; got {data.taxonomy_negatives!r}")
+    if data.names is not None and not Path(data.names).is_file():
+        raise ConfigError(f"{source}: data.names {data.names} does not exist")
+
+
+def validate(config: RunConfig, source: str) -> None:
+    """Checks that need no model: files exist, values are in range, the stage and the model fit together."""
+    model, data, training = config.model, config.data, config.training
+    if model.build not in ("load", "hyte_h", "hyte_fh", "eucbert"):
+        raise ConfigError(f"{source}: model.build must be load, hyte_h, hyte_fh or eucbert; got {model.build!r}")
+    if model.build != "load" and model.build in ("hyte_fh", "eucbert") and config.stage != "mlm" and not model.options:
+        raise ConfigError(f"{source}: a new {model.build} model needs model.options (its shape)")
+    if model.path.startswith("bundled:") and model.path not in BUNDLED:
+        raise ConfigError(f"{source}: model.path {model.path} is not a bundled model ({', '.join(BUNDLED)})")
+    _validate_options(model, source)
+    if model.build in ("hyte_fh", "eucbert") and model.path != ModelSpec.path:  # it was ignored silently
+        raise ConfigError(f"{source}: model.build {model.build} builds a new model from model.options, so model.path "
+                          f"{model.path} would be ignored: to train that model further, set model.build: load; for a "
+                          "new model, drop model.path")
+    if config.stage == "mlm":  # else the Trainer's "the model did not return a loss" after loading everything
+        loaded_type = model_type_of(model.path) if model.build == "load" else None
+        if model.build == "hyte_h" or (model.build == "load" and loaded_type not in MLM_MODEL_TYPES):
+            what = "HyTE-H" if model.build == "hyte_h" else f"{model.path} ({loaded_type or 'not a HyTE-FH/EucBERT'})"
+            raise ConfigError(f"{source}: the mlm stage trains a masked-language-model head of HyTE-FH or EucBERT; "
+                              f"{what} has none. Build one (model.build: hyte_fh or eucbert, with model.options), "
+                              "or load a saved one")
+    if model.build in ("load", "hyte_h") and not model.path.startswith("bundled:"):
+        local = Path(model.path)
+        if (local.is_absolute() or model.path.startswith(".") or local.exists()) and not local.exists():
+            raise ConfigError(f"{source}: model.path {model.path} does not exist")
+    ontologies = ("hpo", "icd10", "hpo+icd10")
+    if data.source not in (*ontologies, "taxonomy", "jsonl", "beir", "hf_dataset"):
+        raise ConfigError(f"{source}: data.source must be hpo, icd10, hpo+icd10, taxonomy, jsonl, beir or "
+                          f"hf_dataset; got {data.source!r}")
+    if data.hierarchy and data.source not in (*ontologies, "taxonomy"):
+        raise ConfigError(f"{source}: data.hierarchy needs an ontology or a taxonomy (data.source hpo, icd10, "
+                          "hpo+icd10 or taxonomy with data.path)")
+    _validate_taxonomy(data, source)
+    if data.source in ontologies and data.path:  # it would be ignored: the ontology's own pairs are the data
+        raise ConfigError(f"{source}: data.path {data.path} is for data.source jsonl, beir or hf_dataset; "
+                          f"data.source {data.source} reads the installed ontology. Set data.source to your file's "
+                          "format, or drop data.path")
+    if data.source not in ontologies:
+        if not data.path:
+            raise ConfigError(f"{source}: data.source={data.source} needs data.path")
+        if not Path(data.path).exists():
+            raise ConfigError(f"{source}: data.path {data.path} does not exist")
+    if data.max_examples is not None and data.max_examples <= 0:
+        raise ConfigError(f"{source}: data.max_examples must be > 0")
+    if not training.output_dir.strip():  # Path("") is the current folder: checkpoints and mined data would land there
+        raise ConfigError(f"{source}: training.output_dir is empty ({training.output_dir!r}); give the folder for "
+                          f"checkpoints and the final model, e.g. runs/my-run")
+    if training.max_steps <= 0 or training.per_device_train_batch_size <= 0:
+        raise ConfigError(f"{source}: training.max_steps and per_device_train_batch_size must be > 0")
+    rates = {"training.learning_rate": training.learning_rate, "training.head_learning_rate": training.head_learning_rate,
+             "training.radius_head_learning_rate": training.radius_head_learning_rate,
+             "loss.logit_scale_learning_rate": config.loss.logit_scale_learning_rate}
+    for name, rate in rates.items():
+        if rate is not None and not rate > 0:  # also refuses NaN; a negative rate would climb the loss
+            raise ConfigError(f"{source}: {name} must be > 0; got {rate}")
+        if rate is not None and not math.isfinite(rate):
+            raise ConfigError(f"{source}: {name} must be a finite number; got {rate}")
+        if rate is not None and rate > MAX_LEARNING_RATE:
+            raise ConfigError(f"{source}: {name} = {rate} is above {MAX_LEARNING_RATE}: AdamW steps that large turn "
+                              "the weights into NaN within a step or two (usual values: 1e-5 to 1e-3, 1e-2 for the "
+                              "logit scale)")
+    if (config.stage != "mlm" and data.max_examples is not None
+            and data.max_examples < training.per_device_train_batch_size):
+        raise ConfigError(f"{source}: data.max_examples = {data.max_examples} cannot fill one batch of "
+                          f"training.per_device_train_batch_size = {training.per_device_train_batch_size}: the other "
+                          "examples of a batch are each query's negatives; give at least as many examples as the "
+                          "batch size, or a smaller batch")
+    _check_number(source, "training.weight_decay", training.weight_decay, 0, strict=False, meaning="0 = none")
+    if training.warmup_steps < 0:
+        raise ConfigError(f"{source}: training.warmup_steps must be an integer >= 0 (0 = no warmup); "
+                          f"got {training.warmup_steps}")
+    if training.warmup_steps > training.max_steps and training.warmup_steps != TrainingSpec.warmup_steps:
+        # The whole run would be warm-up, the learning rate never at its peak. The default (10) on a run of
+        # 10 steps or fewer (a smoke test) is warned about when training starts instead (loop.training_arguments).
+        raise ConfigError(f"{source}: training.warmup_steps = {training.warmup_steps} is above training.max_steps = "
+                          f"{training.max_steps}: the whole run would be warm-up and the learning rate would never "
+                          f"reach {training.learning_rate}; give fewer warm-up steps (often a tenth of max_steps) or 0")
+    _validate_scheduler(training.lr_scheduler_type, source)
+    if training.gradient_accumulation_steps < 1:
+        raise ConfigError(f"{source}: training.gradient_accumulation_steps must be >= 1")
+    # Else the Trainer refuses them only once negatives are mined (or divides by zero at the first step).
+    for name in ("logging_steps", "save_steps"):
+        if getattr(training, name) < 1:
+            raise ConfigError(f"{source}: training.{name} must be an integer >= 1 (every this many steps); "
+                              f"got {getattr(training, name)}")
+    # transformers treats save_total_limit <= 0 as "no limit" and keeps every checkpoint.
+    if training.save_total_limit is not None and training.save_total_limit < 1:
+        raise ConfigError(f"{source}: training.save_total_limit = {training.save_total_limit} would keep every "
+                          "checkpoint (transformers reads 0 or less as no limit); give an integer >= 1 (--resume "
+                          "needs at least one checkpoint), or null for no limit")
+    if not 0 <= training.seed < 2**32:  # numpy's limit; its own message names no field
+        raise ConfigError(f"{source}: training.seed must be an integer in [0, 2**32 - 1]; got {training.seed}")
+    if training.dataloader_num_workers < 0:
+        raise ConfigError(f"{source}: training.dataloader_num_workers must be an integer >= 0 (0 = load batches in "
+                          f"the training process); got {training.dataloader_num_workers}")
+    if not 0 < training.max_grad_norm < math.inf:  # NaN would switch clipping off without a word
+        raise ConfigError(f"{source}: training.max_grad_norm must be a finite number > 0; got {training.max_grad_norm}")
+    mining = config.mining
+    if mining.num_negatives < 0 or mining.candidates < mining.num_negatives or mining.skip_top < 0:
+        raise ConfigError(f"{source}: mining needs num_negatives >= 0, candidates >= num_negatives and skip_top >= 0"
+                          f" (got {mining.num_negatives}, {mining.candidates}, {mining.skip_top})")
+    if not mining.margin > 0:  # at <= 0 every candidate counts as a false negative: nothing is mined
+        raise ConfigError(f"{source}: mining.margin must be > 0; got {mining.margin}")
+    if mining.miner not in ("base", "self") and not (mining.miner.startswith("bundled:") or Path(mining.miner).exists()
+                                                     or mining.miner.count("/") == 1):
+        raise ConfigError(f"{source}: mining.miner must be base, self, a bundled model, a model folder or a Hub id; "
+                          f"got {mining.miner!r}")
+    if training.mini_batch_size is not None and training.mini_batch_size <= 0:
+        raise ConfigError(f"{source}: training.mini_batch_size must be > 0 (or null: no gradient caching)")
+    if config.stage == "mlm" and model.build in ("hyte_h", "load") and model.path == BUNDLED_MINILM:
+        raise ConfigError(f"{source}: stage mlm trains HyTE-FH or EucBERT (model.build hyte_fh / eucbert)")
+    if config.loss.similarity not in ("geodesic", "lorentz_inner"):
+        raise ConfigError(f"{source}: loss.similarity must be geodesic or lorentz_inner")
+    loss = config.loss
+    # The logit scale is clamped to [1, max_logit_scale] and starts at 1 / temperature.
+    _check_number(source, "loss.max_logit_scale", loss.max_logit_scale, 1, strict=False,
+                  meaning="the logit scale is clamped to [1, max_logit_scale]")
+    _check_number(source, "loss.temperature", loss.temperature, 0, strict=True)
+    if not 1.0 / loss.max_logit_scale <= loss.temperature <= 1.0:
+        raise ConfigError(f"{source}: loss.temperature must lie in [1 / max_logit_scale, 1] = "
+                          f"[{1.0 / loss.max_logit_scale:g}, 1]; got {loss.temperature}")
+    _check_number(source, "loss.hierarchy_weight", loss.hierarchy_weight, 0, strict=False)
+    if loss.hierarchy_term not in ("cone", "radius"):
+        raise ConfigError(f"{source}: loss.hierarchy_term must be cone or radius; got {loss.hierarchy_term!r}")
+    if not 0 <= loss.radius_margin < math.inf or not 0 < loss.cone_min_radius < math.inf:
+        raise ConfigError(f"{source}: loss.radius_margin must be >= 0 and loss.cone_min_radius > 0 (both finite); "
+                          f"got {loss.radius_margin}, {loss.cone_min_radius}")
+    lengths = {"loss.max_query_length": loss.max_query_length, "loss.max_document_length": loss.max_document_length,
+               "mlm.max_length": config.mlm.max_length}
+    for name, length in lengths.items():
+        if length < 3:
+            raise ConfigError(f"{source}: {name} = {length} leaves no token of the text ([CLS] and [SEP] take 2): "
+                              "give 3 or more")
+    probability = config.mlm.mlm_probability
+    if not (isinstance(probability, (int, float)) and 0 < probability <= 1):
+        # 0 masks nothing (loss 0, a final model that learnt nothing); above 1 failed in transformers
+        raise ConfigError(f"{source}: mlm.mlm_probability must lie in (0, 1] (the share of tokens masked; usual "
+                          f"0.15-0.30); got {probability}")
+    if loss.hierarchy_weight > 0 and not data.hierarchy and data.source != "taxonomy":
+        raise ConfigError(f"{source}: loss.hierarchy_weight > 0 needs data.hierarchy: true (the parent pairs)")
+    if config.stage == "finetune" and config.mining.num_negatives < 1:
+        raise ConfigError(f"{source}: stage finetune needs mining.num_negatives >= 1")
+    _validate_lora(config.lora, source)
+    if config.stage == "phrase":
+        _validate_phrase(config, source)
+    if config.stage == "compatible":
+        _validate_compatible(config, source)
+
+
+# Which model config class model.options build (hyte.training.models.build_model), and the fields the builder sets
+# itself (HyTE-H takes its encoder's config from model.path).
+_OPTIONS_CONFIG = {"hyte_h": "HyTEHConfig", "hyte_fh": "HyTEFHConfig", "eucbert": "EucBERTConfig"}
+_OPTIONS_SET_BY_BUILD = {"hyte_h": {"encoder_config": "HyTE-H takes its encoder's config from model.path"}}
+
+
+def _validate_options(model: ModelSpec, source: str) -> None:
+    """model.options must be fields of the config class they build: an unknown key (a typo) would be stored in the
+    model's config.json and silently ignored."""
+    if not model.options:
+        return
+    if model.build == "load":
+        raise ConfigError(f"{source}: model.options {sorted(map(str, model.options))} are not used with model.build "
+                          f"load (the saved model keeps its own config): remove them, or build a new model "
+                          f"(model.build hyte_h, hyte_fh or eucbert)")
+    if model.build not in _OPTIONS_CONFIG:
+        return  # an unknown build is refused by validate
+    from .. import configuration_hyte  # transformers: imported only when a config has options to check
+
+    config_class = getattr(configuration_hyte, _OPTIONS_CONFIG[model.build])
+    parameters = inspect.signature(config_class.__init__).parameters.values()
+    accepted = sorted(p.name for p in parameters
+                      if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    set_by_build = _OPTIONS_SET_BY_BUILD.get(model.build, {})
+    for key in model.options:
+        if key in set_by_build:
+            raise ConfigError(f"{source}: model.options.{key} cannot be set: {set_by_build[key]}")
+        if key not in accepted:
+            close = difflib.get_close_matches(str(key), accepted, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(accepted)}"
+            raise ConfigError(f"{source}: model.options.{key} is not a {config_class.__name__} field ({hint}); "
+                              f"an unknown key would be stored in config.json and ignored")
+
+
+# Scheduler names transformers knows but hyte train cannot run: they need evaluation during training or
+# lr_scheduler_kwargs, which TrainingArguments here never gets.
+_UNSUPPORTED_SCHEDULERS = {"reduce_lr_on_plateau": "evaluation during training", "greedy": "evaluation during training",
+                           "cosine_with_min_lr": "lr_scheduler_kwargs (min_lr)",
+                           "cosine_warmup_with_min_lr": "lr_scheduler_kwargs (min_lr)",
+                           "warmup_stable_decay": "lr_scheduler_kwargs (num_decay_steps)"}
+
+
+def _validate_scheduler(name: str, source: str) -> None:
+    from transformers.trainer_utils import SchedulerType
+
+    usable = [s.value for s in SchedulerType if s.value not in _UNSUPPORTED_SCHEDULERS]
+    if name in _UNSUPPORTED_SCHEDULERS:
+        raise ConfigError(f"{source}: training.lr_scheduler_type {name!r} needs {_UNSUPPORTED_SCHEDULERS[name]}, "
+                          f"which hyte train does not give it; use one of {', '.join(usable)}")
+    if name not in usable:
+        close = difflib.get_close_matches(name, usable, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(f"{source}: training.lr_scheduler_type {name!r} is not a transformers scheduler; "
+                          f"{hint}known: {', '.join(usable)}")
+
+
+def _validate_lora(lora: LoraSpec, source: str) -> None:
+    """lora.r = 0 is full fine-tuning (no LoRA), r > 0 LoRA adapters of that rank; anything else is refused (a
+    negative rank used to mean full fine-tuning too, silently), and so are other lora fields set while lora.r = 0
+    (they were ignored: the run trained without LoRA)."""
+    if lora.r < 0:
+        raise ConfigError(f"{source}: lora.r must be a positive integer (the LoRA rank) or 0 for full fine-tuning "
+                          f"without LoRA; got {lora.r}")
+    if lora.r == 0:
+        default = LoraSpec()
+        changed = [f"lora.{f.name}" for f in dataclasses.fields(LoraSpec)
+                   if getattr(lora, f.name) != getattr(default, f.name)]
+        if changed:
+            raise ConfigError(f"{source}: {', '.join(changed)} set, but LoRA is off (lora.r = 0, full fine-tuning): "
+                              f"set lora.r to enable LoRA (the adapters' rank, e.g. 8), or drop "
+                              f"{'them' if len(changed) > 1 else 'it'}")
+        return
+    if lora.alpha <= 0:
+        raise ConfigError(f"{source}: lora.alpha must be > 0 (the adapters are scaled by alpha / r); got {lora.alpha}")
+    if not 0 <= lora.dropout < 1:
+        raise ConfigError(f"{source}: lora.dropout must lie in [0, 1); got {lora.dropout}")
+    if not lora.target_modules:
+        raise ConfigError(f"{source}: lora.target_modules is empty: LoRA with lora.r = {lora.r} needs the module "
+                          f"names to adapt (e.g. [query, value]), or set lora.r: 0 for full fine-tuning")
+
+
+def _validate_compatible(config: RunConfig, source: str) -> None:
+    spec = config.compatible
+    if not spec.old_model:
+        raise ConfigError(f"{source}: stage compatible needs the old model: compatible.old_model or --old OLD_MODEL")
+    if spec.alignment not in ("rince", "infonce", "l2", "none"):
+        raise ConfigError(f"{source}: compatible.alignment must be rince, infonce, l2 or none; got {spec.alignment!r}")
+    if spec.q not in ("uncertainty", "fixed", "permuted"):
+        raise ConfigError(f"{source}: compatible.q must be uncertainty, fixed or permuted; got {spec.q!r}")
+    if not 0 < spec.q_fixed <= 1:
+        raise ConfigError(f"{source}: compatible.q_fixed must lie in (0, 1] (RINCE's exponent); got {spec.q_fixed}")
+    if spec.temperature is not None and not 0 < spec.temperature <= 10:
+        raise ConfigError(f"{source}: compatible.temperature must lie in (0, 10] or be null; got {spec.temperature}")
+    if not (0 <= spec.weight < math.inf and 0 < spec.rince_lambda < math.inf and 0 < spec.cone_min_radius < math.inf):
+        raise ConfigError(f"{source}: compatible.weight must be >= 0, rince_lambda and cone_min_radius > 0")
+    if config.lora.r > 0:
+        raise ConfigError(f"{source}: stage compatible trains the whole model; set lora.r: 0")
+
+
+def _validate_phrase(config: RunConfig, source: str) -> None:
+    spec = config.phrase
+    if spec.query_budget < 1 or spec.document_budget < 1:
+        raise ConfigError(f"{source}: phrase.query_budget and phrase.document_budget must be >= 1")
+    weights = (spec.global_weight, spec.token_weight, spec.lexical_weight, spec.segmentation_weight,
+               spec.phrase_weight)
+    if not all(0 <= weight < math.inf for weight in weights) or sum(weights) == 0:
+        raise ConfigError(f"{source}: the phrase.*_weight values must be >= 0 and not all 0")
+    if not (0 < spec.temperature < math.inf and 0 < spec.lexical_temperature < math.inf):
+        raise ConfigError(f"{source}: phrase.temperature and phrase.lexical_temperature must be finite numbers > 0; "
+                          f"got {spec.temperature}, {spec.lexical_temperature}")
+    unknown = sorted(set(spec.vocabularies) - {"hpo", "icd10"})
+    if unknown:
+        raise ConfigError(f"{source}: phrase.vocabularies may hold hpo and icd10; got {unknown}")
+    if config.model.build not in ("load", "hyte_h"):
+        raise ConfigError(f"{source}: stage phrase puts heads on a pretrained encoder or HyTE-H (model.build load "
+                          f"or hyte_h); got {config.model.build!r}")
