@@ -1396,3 +1396,48 @@ def test_output_dir_inside_a_model_folder_is_refused(tmp_path, capsys):
     with pytest.raises(NotADirectoryError, match="pairs.jsonl is a file, not a folder"):
         claim_output_dir(load_config(config_file, {"training.output_dir": str(tmp_path / "pairs.jsonl" / "r")}), False)
     assert (tmp_path / "pairs.jsonl").read_text() == "{}\n"
+
+
+# The config fields that were part of a run's identity (run.json) before fields began to be added with a default
+# that keeps older runs' identities: each later field must say whether it changes the run (training.loop's
+# _ADDED_FIELDS, with the default at which it is left out) or may change on a resumption (_RESUMABLE_CHANGES).
+IDENTITY_FIELDS = {
+    "model": ("path", "build", "options", "tokenizer"),
+    "data": ("source", "path", "split", "max_examples", "query_field", "document_field", "text_field", "hpo_query",
+             "hierarchy", "hpo_test_fraction", "hpo_seed", "min_depth", "mlm_names"),
+    "training": ("per_device_train_batch_size", "gradient_accumulation_steps", "learning_rate", "head_learning_rate",
+                 "weight_decay", "warmup_steps", "lr_scheduler_type", "max_grad_norm", "seed", "bf16",
+                 "gradient_checkpointing", "gather_negatives", "mini_batch_size"),
+    "mlm": ("mlm_probability", "max_length"),
+    "loss": ("similarity", "temperature", "learn_temperature", "temperature_from_radius", "max_logit_scale",
+             "logit_scale_learning_rate", "hierarchy_weight", "hierarchy_term", "cone_min_radius", "radius_margin",
+             "mask_hierarchy", "max_query_length", "max_document_length"),
+    "mining": ("num_negatives", "candidates", "margin", "skip_top", "miner"),
+    "lora": ("r", "alpha", "dropout", "target_modules", "modules_to_save"),
+    "evaluation": ("enabled", "max_queries", "max_documents"),
+    "phrase": ("query_budget", "document_budget", "global_weight", "token_weight", "lexical_weight",
+               "segmentation_weight", "phrase_weight", "temperature", "lexical_temperature", "token_projection_size",
+               "vocabularies", "max_term_words", "head_learning_rate", "fusion_global", "fusion_phrase",
+               "fusion_lexical"),
+    "compatible": ("old_model", "weight", "alignment", "cone", "q", "q_fixed", "rince_lambda", "temperature",
+                   "cone_min_radius", "cone_widening", "permutation_seed"),
+}
+
+
+def test_a_new_config_field_says_whether_it_belongs_to_the_run_identity():
+    """A field added to a config section without a word changed every earlier run's identity: --resume refused them
+    and finished runs no longer counted as finished."""
+    import dataclasses
+
+    from hyte.training.config import SECTIONS
+    from hyte.training.loop import _ADDED_FIELDS, _RESUMABLE_CHANGES
+
+    unsaid = [f"{section}.{item.name}" for section, spec in SECTIONS.items() for item in dataclasses.fields(spec)
+              if item.name not in IDENTITY_FIELDS.get(section, ()) and (section, item.name) not in _ADDED_FIELDS
+              and item.name not in _RESUMABLE_CHANGES.get(section, ())]
+    assert not unsaid, (f"{unsaid}: add each to training.loop._ADDED_FIELDS with its default (it changes the run; "
+                        "runs recorded before it keep their identity) or to _RESUMABLE_CHANGES (a resumption may "
+                        "change it)")
+    gone = [f"{section}.{name}" for section, names in IDENTITY_FIELDS.items() for name in names
+            if name not in {item.name for item in dataclasses.fields(SECTIONS[section])}]
+    assert not gone, f"{gone} left the config: update IDENTITY_FIELDS (and say how old run.json files read)"
