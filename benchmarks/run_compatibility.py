@@ -82,7 +82,7 @@ def _load(path: Path, overrides: dict):
 def train_once(config, resume: bool = True) -> Path:
     """Train (or finish) one run of ``config``; returns its final folder (kept with its train_seconds.txt)."""
     from hyte.runner import run
-    from hyte.training.loop import remove_checkpoints
+    from hyte.training.run_folder import remove_checkpoints
 
     final = Path(config.training.output_dir) / "final"
     if not final.is_dir():
@@ -218,7 +218,7 @@ def main() -> None:
     runs = args.runs_dir or Path("runs/compat" if args.recipe == "brief" else f"runs/compat-{args.recipe}")
     old_config = _load(old_path, {"training.output_dir": str(args.old_dir or runs / "old")})
     if (Path(old_config.training.output_dir) / "final").is_dir():  # reused as it is: it must be the recipe's old model
-        from hyte.training.loop import finished_run_differences
+        from hyte.training.run_folder import finished_run_differences
 
         differences = finished_run_differences(old_config)
         if differences:

@@ -42,8 +42,8 @@ from pathlib import Path
 from hyte.evaluation.heldout import aggregate_seeds, compare_models
 from hyte.quickstart import EUCLIDEAN_RECIPE, QUICKSTART_RECIPE
 from hyte.results import machine_info, portable_command, write_result
-from hyte.training.loop import remove_checkpoints
 from hyte.training.recipes import TOKEN_RADIUS, hierarchy_finetune
+from hyte.training.run_folder import remove_checkpoints
 
 # Every (split seed, held-out fraction) an earlier round tested or chose on: benchmarks/run_specificity.py's rounds
 # 1 and 2 (split seeds 0 and 1, test 0.2, validation 0.35), which also cover the quickstart's and the first

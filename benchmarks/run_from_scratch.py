@@ -67,8 +67,8 @@ from pathlib import Path
 
 from hyte.evaluation.heldout import aggregate_seeds
 from hyte.results import portable_command, write_result
-from hyte.training.loop import remove_checkpoints
 from hyte.training.recipes import SCRATCH_MODELS, SCRATCH_SIZES, from_scratch
+from hyte.training.run_folder import remove_checkpoints
 
 STAGES = ("mlm", "contrastive", "finetune")
 # The paper's Table 7 poolings: (HyTEFHConfig.pooling, oem_p).

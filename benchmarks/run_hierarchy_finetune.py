@@ -22,8 +22,8 @@ from pathlib import Path
 
 from hyte.evaluation.heldout import aggregate_seeds
 from hyte.results import portable_command, write_result
-from hyte.training.loop import remove_checkpoints
 from hyte.training.recipes import VARIANTS, hierarchy_finetune
+from hyte.training.run_folder import remove_checkpoints
 
 SWEEP = {"hyte-h": ("token_radius", (1.0, 2.0, 3.0)), "euclidean": ("temperature", (0.02, 0.05, 0.1))}
 VALIDATION_FRACTION = 0.35

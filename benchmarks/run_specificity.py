@@ -39,8 +39,8 @@ from pathlib import Path
 
 from hyte.evaluation.heldout import aggregate_seeds, compare_models
 from hyte.results import portable_command, write_result
-from hyte.training.loop import remove_checkpoints
 from hyte.training.recipes import hierarchy_finetune
+from hyte.training.run_folder import remove_checkpoints
 
 VALIDATION_FRACTION = 0.35
 CONE = {"hierarchy_weight": 1.0, "cone_min_radius": 0.5}  # round 1's HyTE-H choice

@@ -166,7 +166,7 @@ def test_the_specificity_head_can_train_at_its_own_rate(tmp_path, tiny_bert):
 
     from hyte import HyTEHModel
     from hyte.training import load_config
-    from hyte.training.loop import _identity
+    from hyte.training.run_folder import _identity
     from hyte.training.trainer import ContrastiveTrainer
 
     model = HyTEHModel.from_base(tiny_bert, hidden_size=17, radius_head=1.0)
@@ -656,7 +656,7 @@ def test_a_run_is_never_overwritten_or_resumed_by_another(tmp_path, capsys):
     byte for byte), --resume needs a checkpoint and the same run, --overwrite replaces it and says so; each refusal
     comes before any model is built."""
     from hyte.cli import main
-    from hyte.training.loop import RUN_FILE
+    from hyte.training.run_folder import RUN_FILE
 
     values = config_dict("contrastive", tmp_path / "out", {"build": "hyte_fh", "options": TINY_FH},
                          training={"max_steps": 4, "save_steps": 2, "save_total_limit": 2})
@@ -706,7 +706,7 @@ def test_settings_that_would_train_silently_wrong_are_refused(tmp_path, section,
 
 
 def test_set_of_a_dict_field_keeps_the_files_other_keys_and_a_model_folder_is_no_run_folder(tmp_path):
-    from hyte.training.loop import RunFolderError, claim_output_dir
+    from hyte.training.run_folder import RunFolderError, claim_output_dir
 
     path = tmp_path / "run.json"
     path.write_text(json.dumps(config_dict("contrastive", tmp_path / "out", {
@@ -734,12 +734,12 @@ def test_a_second_run_into_a_folder_a_live_run_holds_is_refused(tmp_path):
     import subprocess
     import sys
 
-    from hyte.training.loop import RUN_LOCK_FILE, RunFolderError, hold_output_dir
+    from hyte.training.run_folder import RUN_LOCK_FILE, RunFolderError, hold_output_dir
 
     config = load_config(_config_file(tmp_path))
     out = Path(config.training.output_dir)
     holder = subprocess.Popen(  # another process, alive, holding the folder as a run does
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from hyte.training.loop import "
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from hyte.training.run_folder import "
          "hold_output_dir\nwith hold_output_dir(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)",
          str(out)], stdout=subprocess.PIPE, text=True)
     try:
@@ -958,7 +958,7 @@ def _record_run(config) -> None:
     """The run.json a run writes into its folder as training starts (--resume checks the config against it)."""
     from types import SimpleNamespace
 
-    from hyte.training.loop import RecordRun
+    from hyte.training.run_folder import RecordRun
 
     Path(config.training.output_dir).mkdir(parents=True, exist_ok=True)
     RecordRun(config).on_train_begin(SimpleNamespace(output_dir=config.training.output_dir),
@@ -967,7 +967,7 @@ def _record_run(config) -> None:
 
 def test_resume_skips_an_incomplete_newest_checkpoint_or_names_it(tmp_path, caplog, capsys):
     from hyte.cli import main
-    from hyte.training.loop import RunFolderError, resume_checkpoint
+    from hyte.training.run_folder import RunFolderError, resume_checkpoint
 
     config = load_config(_config_file(tmp_path))
     out = Path(config.training.output_dir)
@@ -982,12 +982,12 @@ def test_resume_skips_an_incomplete_newest_checkpoint_or_names_it(tmp_path, capl
 
     complete = _checkpoint(out, 2, "model.safetensors", "trainer_state.json")
     _checkpoint(out, 10, "trainer_state.json")  # no weights either (checkpoint-10 sorts by step, not by name)
-    with caplog.at_level("WARNING", logger="hyte.training.loop"):
+    with caplog.at_level("WARNING", logger="hyte.training.run_folder"):
         assert resume_checkpoint(config, resume=True) == str(complete)
     assert "checkpoint-10" in caplog.text and "checkpoint-4" in caplog.text
     assert f"resuming from {complete}" in caplog.text
     caplog.clear()  # the CLI checks a resume more than once: the warning is printed once (trial 17, C131)
-    with caplog.at_level("WARNING", logger="hyte.training.loop"):
+    with caplog.at_level("WARNING", logger="hyte.training.run_folder"):
         assert resume_checkpoint(config, resume=True) == str(complete)
     assert "skipping incomplete" not in caplog.text
     adapter = _checkpoint(out, 3, "adapter_model.safetensors", "trainer_state.json")  # a LoRA run's checkpoint
@@ -1023,12 +1023,12 @@ def test_a_final_model_of_another_run_is_not_this_runs_and_no_run_goes_into_a_mo
     """Trial 20 (S4): `--overwrite` with another seed, killed after its first checkpoint, left the earlier run's
     final/; `--resume` then called that run finished and returned the earlier model. (S1): a training.output_dir
     that is a symbolic link into a model folder was accepted, as the folder itself is not."""
-    from hyte.training.loop import RunFolderError, _identity_digest, claim_output_dir, finished_run
+    from hyte.training.run_folder import RunFolderError, claim_output_dir, finished_run, identity_digest
 
     config = load_config(_config_file(tmp_path))
     final = Path(config.training.output_dir) / "final"
     final.mkdir(parents=True)
-    card = {"training": {"steps": config.training.max_steps, "run_identity": _identity_digest(config)}}
+    card = {"training": {"steps": config.training.max_steps, "run_identity": identity_digest(config)}}
     (final / "hyte_card.json").write_text(json.dumps(card))
     assert finished_run(config) == final
     reseeded = load_config(_config_file(tmp_path), {"training.seed": 5})
@@ -1052,8 +1052,14 @@ def test_a_moved_run_folder_with_its_mining_cache_is_still_the_same_run(tmp_path
     refused, benchmarks retrained). Where the cache sits no longer names the run; what it mines still does."""
     import shutil
 
-    from hyte.training.loop import (RUN_FILE, _earlier_identity_digest, _identity_digest, claim_output_dir,
-                                    finished_run, finished_run_differences)
+    from hyte.training.run_folder import (
+        RUN_FILE,
+        _earlier_identity_digest,
+        claim_output_dir,
+        finished_run,
+        finished_run_differences,
+        identity_digest,
+    )
 
     def config_in(folder: Path, **overrides):
         return load_config(_config_file(tmp_path), {"training.output_dir": str(folder / "run"),
@@ -1063,7 +1069,7 @@ def test_a_moved_run_folder_with_its_mining_cache_is_still_the_same_run(tmp_path
     _record_run(config)
     final = Path(config.training.output_dir) / "final"
     final.mkdir()
-    card = {"training": {"steps": config.training.max_steps, "run_identity": _identity_digest(config)}}
+    card = {"training": {"steps": config.training.max_steps, "run_identity": identity_digest(config)}}
     (final / "hyte_card.json").write_text(json.dumps(card))
     shutil.move(tmp_path / "a", tmp_path / "b")
     moved = config_in(tmp_path / "b")
@@ -1077,7 +1083,7 @@ def test_a_moved_run_folder_with_its_mining_cache_is_still_the_same_run(tmp_path
     recorded["mining"]["cache_dir"] = moved.mining.cache_dir
     (tmp_path / "b" / "run" / RUN_FILE).write_text(json.dumps(recorded))
     card["training"]["run_identity"] = _earlier_identity_digest(moved)
-    assert card["training"]["run_identity"] != _identity_digest(moved)
+    assert card["training"]["run_identity"] != identity_digest(moved)
     (tmp_path / "b" / "run" / "final" / "hyte_card.json").write_text(json.dumps(card))
     assert finished_run_differences(moved) == [] and finished_run(moved) == tmp_path / "b" / "run" / "final"
     assert finished_run(config_in(tmp_path / "b", **{"training.seed": 1})) is None
@@ -1087,7 +1093,7 @@ def test_resume_refuses_damaged_weights_and_run_json_naming_the_file(tmp_path, c
     """New-user trial: a checkpoint's model.safetensors cut in half gave safetensors' traceback once negatives were
     mined, and a truncated run.json json's "Expecting property name" naming no file."""
     from hyte.cli import main
-    from hyte.training.loop import RUN_FILE, RunFolderError, claim_output_dir, resume_checkpoint
+    from hyte.training.run_folder import RUN_FILE, RunFolderError, claim_output_dir, resume_checkpoint
 
     config = load_config(_config_file(tmp_path))
     out = Path(config.training.output_dir)
@@ -1287,7 +1293,7 @@ def test_a_run_whose_every_logged_loss_is_0_is_warned_in_the_log_and_run_json(tm
     such step and at the end, and run.json records it, without making the run another run for --resume."""
     from types import SimpleNamespace
 
-    from hyte.training.loop import RUN_FILE, RecordRun, claim_output_dir
+    from hyte.training.run_folder import RUN_FILE, RecordRun, claim_output_dir
 
     config = load_config(_config_file(tmp_path))
     out = Path(config.training.output_dir)
@@ -1296,7 +1302,7 @@ def test_a_run_whose_every_logged_loss_is_0_is_warned_in_the_log_and_run_json(tm
     state = SimpleNamespace(is_world_process_zero=True, global_step=2, log_history=[])
     record = RecordRun(config)
     record.on_train_begin(args, state, None)
-    with caplog.at_level("WARNING", logger="hyte.training.loop"):
+    with caplog.at_level("WARNING", logger="hyte.training.run_folder"):
         for step in (1, 2):
             state.log_history.append({"loss": 0.0, "grad_norm": 0.0, "step": step})
             record.on_log(args, state, None, logs=state.log_history[-1])
@@ -1310,7 +1316,7 @@ def test_a_run_whose_every_logged_loss_is_0_is_warned_in_the_log_and_run_json(tm
     state.log_history.append({"loss": 0.5, "step": 3})
     record = RecordRun(config)
     record.on_train_begin(args, state, None)
-    with caplog.at_level("WARNING", logger="hyte.training.loop"):
+    with caplog.at_level("WARNING", logger="hyte.training.run_folder"):
         record.on_log(args, state, None, logs=state.log_history[-1])
         record.on_train_end(args, state, None)
     assert "exactly 0" not in caplog.text and "warnings" not in json.loads((out / RUN_FILE).read_text())
@@ -1348,7 +1354,7 @@ def test_a_finished_run_without_checkpoints_offers_a_way_out_that_works(tmp_path
     """T104: a finished run without a checkpoint: without --resume the user was told to --resume, with it that there
     was nothing to resume. Each message now names a way that works (--overwrite, another output_dir, its final/)."""
     from hyte.cli import main
-    from hyte.training.loop import claim_output_dir
+    from hyte.training.run_folder import claim_output_dir
 
     config_file = _config_file(tmp_path)
     config = load_config(config_file)
@@ -1373,7 +1379,7 @@ def test_output_dir_inside_a_model_folder_is_refused(tmp_path, capsys):
     """T107: training.output_dir inside a model folder (the demo's model, a run's final/) was accepted: checkpoints
     among the model's files, pushed with it. Refused as `hyte index build` refuses its output there."""
     from hyte.cli import main
-    from hyte.training.loop import RunFolderError, claim_output_dir
+    from hyte.training.run_folder import RunFolderError, claim_output_dir
 
     config_file = _config_file(tmp_path)
     for model in (tmp_path / "demo" / "model", tmp_path / "run" / "final"):
@@ -1430,7 +1436,7 @@ def test_a_new_config_field_says_whether_it_belongs_to_the_run_identity():
     import dataclasses
 
     from hyte.training.config import SECTIONS
-    from hyte.training.loop import _ADDED_FIELDS, _RESUMABLE_CHANGES
+    from hyte.training.run_folder import _ADDED_FIELDS, _RESUMABLE_CHANGES
 
     unsaid = [f"{section}.{item.name}" for section, spec in SECTIONS.items() for item in dataclasses.fields(spec)
               if item.name not in IDENTITY_FIELDS.get(section, ()) and (section, item.name) not in _ADDED_FIELDS

@@ -106,8 +106,8 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     from .evaluation.heldout import evaluate_heldout
     from .results import check_output_folder, write_result
     from .runner import run
-    from .training.loop import finished_run_differences, remove_checkpoints
     from .training.recipes import hierarchy_finetune
+    from .training.run_folder import finished_run_differences, remove_checkpoints
 
     started = time.perf_counter()
     output_dir = check_output_folder(output_dir, "--output-dir",

@@ -13,7 +13,7 @@ from transformers import set_seed
 from .compatibility.training import train_compatible
 from .phrase.training import train_phrase
 from .training.config import RunConfig
-from .training.loop import RecordRun, claim_output_dir, finished_run, hold_output_dir
+from .training.run_folder import RecordRun, claim_output_dir, finished_run, hold_output_dir
 from .training.stages import train_contrastive, train_finetune, train_mlm
 
 logger = logging.getLogger(__name__)

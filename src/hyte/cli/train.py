@@ -61,7 +61,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.resume and args.overwrite:
         raise ConfigError("--resume continues the run in output_dir and --overwrite replaces it: give one")
     if args.resume:  # the command line asks for a checkpoint; the library starts fresh when there is none
-        from ..training.loop import claim_output_dir, finished_run, resume_checkpoint
+        from ..training.run_folder import claim_output_dir, finished_run, resume_checkpoint
 
         claim_output_dir(config, resume=True)  # a model folder, another run, no run.json: before anything slow
         if finished_run(config) is None:  # else run() returns the finished model as it is
@@ -70,7 +70,7 @@ def _train(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--resume: {config.training.output_dir} holds no checkpoint to resume from; drop "
                                   "--resume to start this run")
             print(f"resuming from {checkpoint}")
-    from ..training.loop import finished_run
+    from ..training.run_folder import finished_run
 
     trains = args.overwrite or finished_run(config) is None  # else run() returns the finished model untouched
     started = time.perf_counter()
@@ -92,7 +92,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def _after_interrupt(config) -> str:
     """What an interrupted run left to continue from, and the command that continues it."""
-    from ..training.loop import RunFolderError, resume_checkpoint
+    from ..training.run_folder import RunFolderError, resume_checkpoint
 
     try:
         checkpoint = resume_checkpoint(config, resume=True)

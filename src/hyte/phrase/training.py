@@ -44,9 +44,9 @@ from ..modeling_hyte_phrase import (
 from ..results import portable_path, portable_paths
 from ..training.config import RunConfig
 from ..training.data import contrastive_examples
-from ..training.loop import (ONTOLOGY_DATASETS, check_lora_targets, refuse_diverged, resume_checkpoint,
-                             training_arguments)
+from ..training.loop import ONTOLOGY_DATASETS, check_lora_targets, refuse_diverged, training_arguments
 from ..training.models import build_model, unwrap
+from ..training.run_folder import resume_checkpoint
 from .teacher import TermTrie, build_trie, tags_for_offsets, teacher_spans
 
 logger = logging.getLogger(__name__)

@@ -18,9 +18,10 @@ from transformers import DataCollatorForLanguageModeling, Trainer
 
 from .config import RunConfig
 from .data import contrastive_examples, mlm_texts
-from .loop import apply_lora, check_lora_targets, resume_checkpoint, save_final, train_pairs, training_arguments
+from .loop import apply_lora, check_lora_targets, save_final, train_pairs, training_arguments
 from .mining import examples_with_mined_negatives
 from .models import build_model
+from .run_folder import resume_checkpoint
 
 __all__ = ["train_contrastive", "train_finetune", "train_mlm"]
 
