@@ -1136,14 +1136,33 @@ def test_benchmarks_md_opens_with_the_newest_verdict_of_each_question(tmp_path):
     assert "**300 steps**" in section and "6 intervals in all" in section
 
 
+def test_a_superseded_result_goes_to_the_archive_and_gives_no_current_verdict(tmp_path):
+    """BENCHMARKS.md reads newest first: a run a later one replaced ("superseded_by") is kept, at the end, one heading
+    level down, and the verdict table ignores it; a superseded_by naming no result file is reported, not obeyed."""
+    from hyte.report import write_benchmarks_md
+
+    results = tmp_path / "results"
+    results.mkdir()
+    old = _curvature_payload(_difference(0.05, 0.01, 0.09, "win"))
+    (results / "curvature_old.json").write_text(json.dumps({**old, "superseded_by": "curvature.json"}))
+    (results / "curvature.json").write_text(json.dumps(_curvature_payload(_difference(0.004, -0.002, 0.011, "tie"))))
+    markdown = write_benchmarks_md(results, tmp_path / "BENCHMARKS.md").read_text()
+    current, archive = markdown.split("## Archive: superseded runs")
+    assert "curvature_old.json" not in current and "+0.0500" not in current.split("## Does the curvature")[0]
+    assert "### Does the curvature do anything?" in archive and "curvature_old.json" in archive
+    (results / "curvature_old.json").write_text(json.dumps({**old, "superseded_by": "curvature_v9.json"}))
+    markdown = write_benchmarks_md(results, tmp_path / "BENCHMARKS.md").read_text()
+    assert "## Archive" not in markdown
+    assert "superseded_by names 'curvature_v9.json', which is not a result file here" in markdown
+
+
 def test_readme_carries_the_current_verdicts():
     """README's verdict table is the one BENCHMARKS.md generates from the committed results, row for row."""
-    from hyte.report.build import load_results
+    from hyte.report.build import by_section, load_results
     from hyte.report.verdicts import verdicts_table
 
     root = Path(__file__).resolve().parents[1]
-    results, _ = load_results(root / "benchmarks" / "results")
-    results["taxonomy"] = results.pop("taxonomy-study", []) + results.get("taxonomy", [])
+    results, _ = by_section(*load_results(root / "benchmarks" / "results"))
     readme = (root / "README.md").read_text(encoding="utf-8")
     missing = [line for line in verdicts_table(results) if line and line not in readme]
     assert not missing, ("README.md lacks these rows of the current verdicts (hyte eval report writes them to "

@@ -9,7 +9,8 @@ Each JSON is recognised by its ``"benchmark"`` key (``hierarchy``, ``retrieval``
 ``benchmarks/run_taxonomy.py`` and ``taxonomy`` from ``hyte eval taxonomy``; ``forward``, ``encode``, ``index`` from
 ``hyte bench`` / the ``benchmarks/bench_*.py`` scripts; ``serving_radius`` / ``serving_scale`` from
 ``benchmarks/bench_serving.py``; an index JSON without the key is recognised by its
-``"indexes"``). Sections come in that order; inside a section
+``"indexes"``). Sections come in that order (a result whose ``"superseded_by"`` names a later one goes to an
+archive section at the end); inside a section
 results measured on the same data share a table, one row per file, and a "Runs" list gives each file's command,
 date and machine (from its ``"meta"``). Adding a model is adding a JSON (``hyte eval hierarchy ... --output
 benchmarks/results/hierarchy_NAME.json``) and regenerating (``hyte eval report``). For index results a
@@ -35,7 +36,7 @@ from .speed import encode_section, forward_section, index_section
 from .taxonomy import taxonomy_section
 from .verdicts import verdicts_table
 
-__all__ = ["load_results", "write_benchmarks_md"]
+__all__ = ["by_section", "load_results", "write_benchmarks_md"]
 
 SECTION_ORDER = ("curvature", "taxonomy", "from_scratch", "specificity", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade",
                  "compatibility_uncertainty", "compatibility", "hierarchy", "phrase", "retrieval", "radius", "mteb",
@@ -69,6 +70,30 @@ def _not_a_result(payload: dict) -> str:
     if "benchmark" in payload:
         return f"benchmark {payload['benchmark']!r}, which has no report section"
     return "no 'benchmark' field, so not a result hyte wrote"
+
+
+def by_section(results: dict[str, list[tuple[Path, dict]]], problems: list[tuple[Path, str]]
+               ) -> tuple[dict[str, list[tuple[Path, dict]]], dict[str, list[tuple[Path, dict]]]]:
+    """``load_results``' results as ``(current, archived)``, each keyed by report section: the files of one study
+    that share a section joined under it, and the results whose ``"superseded_by"`` names another result file of
+    the folder moved to the archive at the end of the report (one naming no such file stays current and is listed
+    among the ``problems``). The current verdicts come from ``current``."""
+    results = dict(results)
+    # benchmarks/run_specificity.py writes two files (its validation selection, its test); one section shows both.
+    if "specificity_selection" in results:
+        results["specificity"] = results.pop("specificity_selection") + results.get("specificity", [])
+    if "taxonomy-study" in results:  # benchmarks/run_taxonomy.py's study and hyte eval taxonomy share a section
+        results["taxonomy"] = results.pop("taxonomy-study") + results.get("taxonomy", [])
+    names = {path.name for items in results.values() for path, _ in items}
+    current: dict[str, list[tuple[Path, dict]]] = defaultdict(list)
+    archived: dict[str, list[tuple[Path, dict]]] = defaultdict(list)
+    for kind, items in results.items():
+        for path, payload in items:
+            later = payload.get("superseded_by")
+            if later is not None and later not in names:
+                problems.append((path, f"superseded_by names {later!r}, which is not a result file here"))
+            (archived if later in names else current)[kind].append((path, payload))
+    return dict(current), dict(archived)
 
 
 REPORT_HEADER = "# HyTE benchmarks"
@@ -118,12 +143,7 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
              f"Generated from `{Path(shown_dir).as_posix()}/*.json` by `hyte eval report` (also run by `hyte bench`)."
              " Do not edit by hand: add or replace a JSON there and regenerate. Evaluation results come from "
              "`hyte eval hierarchy|retrieval|radius|mteb|rag --output ...`, speed results from `hyte bench`.", ""]
-    # Sections that draw a PNG beside the markdown get its folder too.
-    # benchmarks/run_specificity.py writes two files (its validation selection, its test); one section shows both.
-    if "specificity_selection" in results:
-        results["specificity"] = results.pop("specificity_selection") + results.get("specificity", [])
-    if "taxonomy-study" in results:  # benchmarks/run_taxonomy.py's study and hyte eval taxonomy share a section
-        results["taxonomy"] = results.pop("taxonomy-study") + results.get("taxonomy", [])
+    results, archived = by_section(results, problems)
     verdicts = verdicts_table(results)
     if verdicts:
         lines += ["## Current verdicts", "",
@@ -143,6 +163,13 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     for kind in SECTION_ORDER:
         if kind in results:
             lines += sections[kind](results[kind])
+    if archived:
+        lines += ["## Archive: superseded runs", "",
+                  ("Runs a later one replaced (each file's \"superseded_by\" names it), kept as they were measured; "
+                   "their verdicts are not current."), ""]
+        for kind in SECTION_ORDER:
+            if kind in archived:  # one heading level down, under the archive's
+                lines += ["#" + line if line.startswith("#") else line for line in sections[kind](archived[kind])]
     others = [(p, payload) for kind, items in results.items() if kind not in SECTION_ORDER for p, payload in items]
     if others or problems:
         lines += ["## Other files", ""]
