@@ -4,7 +4,7 @@
 
 Same texts (real HPO definitions), batch size and threads for both; the two encoders alternate over repeats so
 machine noise hits both. Peak memory is measured in a fresh child process per encoder (peak RSS while encoding,
-and what encoding adds over the loaded model). Target (issue 3): ratio >= 0.9.
+and what encoding adds over the loaded model). Target (issue 46): ratio >= 0.95 (issue 3 asked 0.9).
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+
+TARGET = 0.95
 
 
 def load(kind: str):
@@ -103,14 +106,15 @@ def main() -> None:
     print(f"{'encoder':12} {'texts/s':>9} {'peak RSS MiB':>13} {'added by encoding MiB':>22}")
     for key in encoders:
         print(f"{key:12} {throughput[key]:9.1f} {memory[key][0]:13.1f} {memory[key][1]:22.1f}")
-    print(f"throughput ratio HyTE-H / MiniLM: {ratio:.3f} (target >= 0.9)")
+    print(f"throughput ratio HyTE-H / MiniLM: {ratio:.3f} (target >= {TARGET})")
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps({
-            "benchmark": "encode", "texts": len(corpus), "batch_size": args.batch_size, "threads": args.threads,
+            "benchmark": "encode", "target": TARGET, "texts": len(corpus), "batch_size": args.batch_size, "threads": args.threads,
             "texts_per_s": throughput, "peak_rss_mib": {k: v[0] for k, v in memory.items()},
             "encode_added_mib": {k: v[1] for k, v in memory.items()}, "ratio_hyte_h_to_minilm": ratio,
             "machine": platform.platform(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
+            "command": "python benchmarks/bench_encode.py " + " ".join(sys.argv[1:]),
         }, indent=2))
 
 
