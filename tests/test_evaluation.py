@@ -1303,3 +1303,24 @@ def test_seed_then_query_bootstrap_is_wider_than_pairs_resampled_as_independent_
     assert nested["high"] - nested["low"] > 2 * (flat["high"] - flat["low"])
     with pytest.raises(ValueError, match="at least one"):
         seed_then_query_bootstrap([[1.0], []], [[0.0], []])
+
+
+@pytest.mark.parametrize("curvature", [100.0, 1.0, 0.1])
+def test_the_curvature_ablation_scales_the_cone_to_the_same_aperture_at_the_starting_radius(curvature):
+    """benchmarks/run_curvature.py: only the curvature differs between its HyTE-H arms, so the cone constant K is
+    scaled for a cone at the head's starting radius to be as wide as the shipped one (K 0.5 at c = 1)."""
+    import sys
+
+    from hyte import lorentz
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from run_curvature import SHIPPED_CONE, cone_constant
+
+    from hyte.training.recipes import TOKEN_RADIUS
+
+    def point(c):  # a point at distance TOKEN_RADIUS from the origin of H_c
+        return lorentz.expmap0(torch.tensor([[TOKEN_RADIUS, 0.0, 0.0]], dtype=torch.float64), c)
+
+    shipped = lorentz.half_aperture(point(1.0), 1.0, min_radius=SHIPPED_CONE)
+    scaled = lorentz.half_aperture(point(curvature), curvature, min_radius=cone_constant(curvature))
+    assert float(scaled) == pytest.approx(float(shipped), rel=1e-9) and float(shipped) < math.pi / 2
