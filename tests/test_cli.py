@@ -764,3 +764,11 @@ def test_an_internal_error_is_named_a_bug_and_debug_shows_its_traceback(monkeypa
     monkeypatch.setattr(hyte.report, "write_benchmarks_md", refusing)
     assert main(["eval", "report"]) == 2
     assert capsys.readouterr().err.strip() == "hyte eval: error: results_dir must be a folder"
+
+    def unavailable(results_dir, output):  # a HyteError that is no ValueError: still the user's to act on
+        from hyte.retrieval.sharded import ShardUnavailableError
+
+        raise ShardUnavailableError("shard 1 did not answer: start it, or pass allow_partial")
+
+    monkeypatch.setattr(hyte.report, "write_benchmarks_md", unavailable)
+    assert main(["eval", "report"]) == 2 and "error: shard 1 did not answer" in capsys.readouterr().err

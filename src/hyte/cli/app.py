@@ -25,8 +25,9 @@ import argparse
 import sys
 import traceback
 
+from ..errors import HyteError
 from . import bench, eval, export, index, postgres, push, quickstart, rag, train
-from .common import Parser, UserError
+from .common import Parser
 
 __all__ = ["build_parser", "main"]
 
@@ -61,11 +62,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _for_the_user(error: Exception) -> bool:
-    """Whether ``error`` tells the user what to fix: a UserError, a ValueError, OSError (missing, existing,
-    unreadable files) or ImportError, or a TypeError raised on purpose by a ``raise`` statement (a wrong kind of
-    argument). A TypeError or AttributeError the interpreter raised (calling None, a missing attribute) is a bug,
-    whose one-line message would only mislead."""
-    if isinstance(error, (UserError, ValueError, OSError, ImportError)):
+    """Whether ``error`` tells the user what to fix: a ``HyteError`` (a shard that did not answer, a Debian package
+    to install, ...), a ValueError, OSError (missing, existing, unreadable files) or ImportError, or a TypeError
+    raised on purpose by a ``raise`` statement (a wrong kind of argument). A TypeError or AttributeError the
+    interpreter raised (calling None, a missing attribute) is a bug, whose one-line message would only mislead."""
+    if isinstance(error, (HyteError, ValueError, OSError, ImportError)):
         return True
     if isinstance(error, TypeError):
         frames = traceback.extract_tb(error.__traceback__)
