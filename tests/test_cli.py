@@ -193,7 +193,7 @@ def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silen
     assert main(encode + [str(model_dir / "model.safetensors"), "--overwrite"]) == 2
     assert "inside a model folder" in capsys.readouterr().err
     assert main(encode + [str(tmp_path / "index" / "vectors.npy")]) == 2  # C57: its rebuild would then be refused
-    assert "holds index.json): write it elsewhere" in capsys.readouterr().err
+    assert "lies inside an index folder" in capsys.readouterr().err
     assert main(["export", "onnx", str(model_dir), "--output", str(model_dir / "model.safetensors"),
                  "--overwrite"]) == 2
     assert "give a .onnx file" in capsys.readouterr().err and (model_dir / "model.safetensors").read_bytes() == weights
@@ -237,8 +237,8 @@ def test_a_model_folder_without_its_weights_or_loaded_as_euclidean_is_refused(tm
 def test_outputs_never_replace_the_files_that_make_a_model_run_or_index_work(tmp_path, model_dir, capsys):
     """Found by the third new-user trial: each of these used to delete or overwrite a working file."""
 
-    from hyte.retrieval.index import LorentzIndex
     from hyte.results import write_result
+    from hyte.retrieval.index import LorentzIndex
 
     model = tmp_path / "model"
     shutil.copytree(model_dir, model)
@@ -252,9 +252,10 @@ def test_outputs_never_replace_the_files_that_make_a_model_run_or_index_work(tmp
             target.write_text('{"config": {}}')
         before = target.read_text()
         assert main(["eval", "retrieval", "--model", str(model), "--data", str(data), "--output", str(target)]) == 2
-        assert "is a model, run or index folder" in capsys.readouterr().err and target.read_text() == before
+        assert f"lies inside a {'model' if name == 'config.json' else 'training run'} folder" in capsys.readouterr().err
+        assert target.read_text() == before
     assert (model / "config.json").read_text() == config
-    with pytest.raises(ValueError, match="is a model, run or index folder"):
+    with pytest.raises(ValueError, match=r"lies inside a model folder \(.* holds config.json\)"):
         write_result(model / "results.json", {"benchmark": "retrieval"})
 
     docs = tmp_path / "docs.txt"
@@ -336,7 +337,7 @@ def test_seventh_trial_mistakes_are_refused_before_any_work(tmp_path, model_dir,
     shutil.copytree(model_dir, inside)
     assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output",
                  str(inside / "index")]) == 2
-    assert "inside a model, run or index folder" in capsys.readouterr().err and not (inside / "index").exists()
+    assert "lies inside a model folder" in capsys.readouterr().err and not (inside / "index").exists()
     # T17: an --output under a file, or a file itself, was refused only once the model had been loaded.
     for output in (docs, docs / "index"):
         assert main(["index", "build", "--model", str(tmp_path / "no-model"), "--input", str(docs), "--output",
@@ -354,7 +355,7 @@ def test_seventh_trial_mistakes_are_refused_before_any_work(tmp_path, model_dir,
         check_result_output(tmp_path / "results.csv")
     # An ONNX graph written into an index folder.
     assert main(["export", "onnx", str(model_dir), "--output", str(index / "model.onnx")]) == 2
-    assert "inside a run, index or vector folder" in capsys.readouterr().err and not (index / "model.onnx").exists()
+    assert "lies inside an index folder" in capsys.readouterr().err and not (index / "model.onnx").exists()
     # model.encode of empty text (a warning and the origin: one blank passage must not abort a corpus) and of a
     # max_length beyond the model's positions.
     encoder = load_encoder(model_dir)
@@ -384,7 +385,7 @@ def test_seventh_trial_mistakes_are_refused_before_any_work(tmp_path, model_dir,
     # A generator that is an index folder or an embedding model, named before transformers fails on it.
     from hyte.generation import load_generator
 
-    with pytest.raises(ValueError, match="index folder or a training run, not a generator"):
+    with pytest.raises(ValueError, match="not a generator"):
         load_generator(index)
     with pytest.raises(ValueError, match="not a causal language model"):
         load_generator(model_dir)
@@ -436,7 +437,7 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     assert "another index than this demo's" in _index_in_the_way(index, ["HP:0000002"], ["HP:0000002"])
     assert _index_in_the_way(index, list(range(len(DOCUMENTS))), []) is None
     assert _index_in_the_way(tmp_path / "no-index-here", ["HP:0000002"], ["HP:0000002"]) is None
-    with pytest.raises(FileExistsError, match="is or lies inside a model, run or index folder"):
+    with pytest.raises(FileExistsError, match="is or lies inside an index folder"):
         run_demo(index)
     # write_beir_folder replaced an existing set, and wrote qrels naming documents the corpus lacks.
     beir = write_beir_folder(tmp_path / "beir", {"q0": "short fingers"}, {"d0": "Short fingers."}, {"q0": {"d0": 1}})
@@ -470,9 +471,15 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     with pytest.raises(ValueError, match="batch_size must be a whole number"):
         encoder.model.encode(["a heart"], encoder.tokenizer, batch_size=1.5)
     st = hyte.sentence_transformer(model_dir)
-    for blank in ("", "\u200b \u200b"):
-        with pytest.raises(ValueError, match="empty or holds only whitespace, invisible"):
-            st.encode_document(["a heart", blank])
+    for blank in ("", "\u200b \u200b"):  # as model.encode: a warning and the origin, the batch goes on
+        for route, sign in ((st.encode_document, 1), (st.encode_query, -1)):
+            for options in ({}, {"convert_to_tensor": True}, {"convert_to_numpy": False}):
+                with pytest.warns(UserWarning, match="nothing to embed"):
+                    points = route(["a heart", blank], **options)
+                assert not any(points[1][1:]) and float(points[1][0]) == pytest.approx(sign * float(encoder.model.curvature) ** 0.5)
+                assert float(points[0][0]) * sign > 1.0  # the other text keeps its point
+        with pytest.warns(UserWarning, match="nothing to embed"):
+            assert float(st.encode_document(blank)[0]) == pytest.approx(1.0)
     st.max_seq_length = 100000
     with pytest.raises(ValueError, match="set model.max_seq_length to at most"):
         st.encode_query(["a heart"])
@@ -503,7 +510,7 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     # Trial 14 (C154): a new folder inside a model folder was created and written.
     assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(model_dir / "radius"),
                  "--per-depth", "2"]) == 2
-    assert "lies inside a model, run or index folder" in capsys.readouterr().err
+    assert "lies inside a model folder" in capsys.readouterr().err
     assert not (model_dir / "radius").exists()
     # Trial 19 (C88): a radius result of another model was replaced, with its plot, without a word.
     radius = tmp_path / "radius"
@@ -526,10 +533,10 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     (tmp_path / "linkin").symlink_to(model_dir / "empty")
     assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output",
                  str(tmp_path / "linkin")]) == 2
-    assert "is inside a model, run or index folder" in capsys.readouterr().err
+    assert "lies inside a model folder" in capsys.readouterr().err
     assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(tmp_path / "linkin"),
                  "--per-depth", "2"]) == 2
-    assert "lies inside a model, run or index folder" in capsys.readouterr().err
+    assert "lies inside a model folder" in capsys.readouterr().err
     assert not any((model_dir / "empty").iterdir())
     (model_dir / "empty").rmdir()
     shutil.rmtree(tmp_path / "beir2", ignore_errors=True)

@@ -461,9 +461,9 @@ def test_an_index_is_not_saved_inside_a_model_folder_from_python_either(tmp_path
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    with pytest.raises(ValueError, match=r"model/sub is inside a model, run or index folder .*holds config.json"):
+    with pytest.raises(ValueError, match=r"model/sub is or lies inside a model folder \(.*holds config.json\)"):
         LorentzIndex(3, 1.0).save(model / "sub")
-    with pytest.raises(FileExistsError, match=r"is inside a model, run or index folder"):
+    with pytest.raises(FileExistsError, match=r"lies inside a model folder"):
         check_index_folder_free(model / "sub", overwrite=True)
     assert sorted(path.name for path in model.iterdir()) == ["config.json"]
     LorentzIndex(3, 1.0).save(tmp_path / "beside")

@@ -129,7 +129,7 @@ def test_input_files_that_are_folders_or_not_utf8_are_named(tmp_path):
 
 def test_enclosing_artifact_judges_the_given_path_and_the_real_one(tmp_path):
     """The one check every output place makes: inside a model, run or index folder, directly or through a link."""
-    from hyte.results import enclosing_artifact
+    from hyte.artifacts import enclosing_artifact
 
     model = tmp_path / "model"
     model.mkdir()
@@ -142,4 +142,38 @@ def test_enclosing_artifact_judges_the_given_path_and_the_real_one(tmp_path):
     assert enclosing_artifact(tmp_path / "link") == (model.resolve(), "config.json")
     assert enclosing_artifact(model) is None  # the folder itself only with itself=True
     assert enclosing_artifact(model, itself=True) == (model, "config.json")
-    assert enclosing_artifact(model / "out.json", ("run.json",)) is None  # only the markers asked for
+    assert enclosing_artifact(model / "out.json", ("run",)) is None  # only the kinds asked for
+
+
+def test_the_marker_files_are_listed_once():
+    """hyte.artifacts names the files hyte writes and lists each kind's markers; the package writes those names
+    nowhere else, except the remote-code files (they travel without hyte), whose copy must match."""
+    import ast
+    from pathlib import Path
+
+    from hyte import artifacts, sentence_transformers_hyte
+
+    assert sentence_transformers_hyte._NOT_A_MODEL_FOLDER == artifacts.markers(*artifacts.NOT_MODELS)
+    assert len(set(artifacts.markers())) == len(artifacts.markers())  # no file marks two kinds
+    assert all(set(kind.markers) <= set(kind.entries) for kind in artifacts.KINDS.values() if kind.entries)
+    names = {getattr(artifacts, constant) for constant in artifacts.__all__ if constant.endswith(("_FILE", "MANIFEST"))}
+    assert {"run.json", "index.json", "manifest.json", "documents.jsonl"} <= names
+    source = Path(artifacts.__file__).parent
+    remote_code = {"modeling_hyte.py", "sentence_transformers_hyte.py", "modeling_hyte_phrase.py"}
+    written_out = [f"{path.relative_to(source)}:{node.lineno} {node.value!r}"
+                   for path in sorted(source.rglob("*.py")) if path.name not in remote_code | {"artifacts.py"}
+                   for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                   if isinstance(node, ast.Constant) and node.value in names]
+    assert not written_out, f"import these names from hyte.artifacts instead: {written_out}"
+
+
+@pytest.mark.parametrize("kind", ["model", "adapter", "run", "index", "vectors"])
+def test_each_marker_marks_its_kind_only(tmp_path, kind):
+    from hyte.artifacts import ALL_KINDS, KINDS, artifact_marker, holds
+
+    for marker in KINDS[kind].markers:
+        folder = tmp_path / marker
+        folder.mkdir()
+        (folder / marker).write_text("{}")
+        assert artifact_marker(folder) == marker
+        assert [other for other in ALL_KINDS if holds(folder, other)] == [kind]

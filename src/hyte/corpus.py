@@ -28,13 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from .artifacts import MANIFEST, holds
 from .io import file_sha256, read_json_file
-from .results import VECTOR_SHARD_MANIFEST, is_vector_shard_folder
 
 __all__ = ["CorpusEncoding", "encode_corpus", "is_vector_shard_folder", "read_vector_shards"]
 
 FORMAT_VERSION = 1
-MANIFEST = VECTOR_SHARD_MANIFEST
 DEFAULT_SHARD_SIZE = 10_000
 # What to do about a damaged manifest: its shards cannot be matched to a model or corpus without it.
 _REENCODE = ("encode the corpus again: rerun the hyte encode --corpus command that wrote this folder with --overwrite "
@@ -53,6 +52,10 @@ class CorpusEncoding:
     truncated: int
     token_limit: int
 
+
+def is_vector_shard_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder ``encode_corpus`` wrote (it holds the manifest)."""
+    return holds(path, "vectors")
 
 def _shard_path(output: Path, shard: int) -> Path:
     return output / f"shard-{shard:05d}.parquet"

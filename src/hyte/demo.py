@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from .artifacts import holds
 from .bundled import bundled_minilm_path
 
 EXAMPLE_QUERIES = ["unusually short fingers", "abnormal heart rhythm"]
@@ -20,7 +21,7 @@ def _holds_other_model(model_dir: Path, model) -> bool:
     from .sentence_transformers_hyte import saved_weights_differ
 
     weights = model_dir / "model.safetensors"
-    if not (model_dir / "config.json").is_file() and not weights.is_file():
+    if not holds(model_dir, "model") and not weights.is_file():
         return model_dir.exists() and any(model_dir.iterdir())
     return not weights.is_file() or saved_weights_differ(model_dir, model)
 
@@ -56,10 +57,10 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     from .encoders import HyteEncoder
     from .integrations.sentence_transformers import save_model_folder
     from .modeling_hyte import HyTEHModel
+    from .artifacts import claim_folder
     from .retrieval.folder import build_index_folder
-    from .results import check_output_folder
 
-    output_dir = check_output_folder(output_dir, "--output-dir", "a new folder, or an earlier demo's")
+    output_dir = claim_folder(output_dir, option="--output-dir", remedy="a new folder, or an earlier demo's")
     # The documents first (about 1 s): an index in the way is named before the model is built.
     ontology = load_hpo()
     defined = sorted((t for t in ontology.terms.values() if t.definition), key=lambda t: t.id)

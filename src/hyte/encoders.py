@@ -22,6 +22,7 @@ from safetensors import SafetensorError
 from transformers import AutoModel, AutoTokenizer
 
 from . import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
+from .artifacts import holds
 from .bundled import resolve_model
 from .io import read_json_file
 from .model_kinds import MODEL_KINDS, model_type_of
@@ -319,7 +320,7 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     if kind not in ("auto", "hyte", "euclidean"):
         raise ValueError(f"kind must be 'auto', 'hyte' or 'euclidean'; got {kind!r}.")
     name, path = str(path), resolve_model(path)
-    if Path(path).exists() and not (Path(path) / "config.json").is_file():
+    if Path(path).exists() and not holds(Path(path), "model"):
         raise FileNotFoundError(not_a_model_folder(path))
     if Path(path).is_dir():  # a damaged config.json is named, not left to json's bare message from deeper down
         read_json_file(Path(path) / "config.json", "save the model again (save_pretrained) or download it again")

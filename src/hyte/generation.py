@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+from .artifacts import NOT_MODELS, artifact_marker, holds
 from .io import atomic_directory
 
 __all__ = ["Generator", "SMOLLM2_NAME", "generator_cache_dir", "load_generator", "smollm2_gguf"]
@@ -108,10 +109,10 @@ def _refuse_non_generator_folder(folder: Path) -> None:
     embedding model) is named as such, before transformers fails on it with a message about tokenizer backends."""
     if not folder.is_dir():
         return
-    held = next((name for name in ("index.json", "documents.jsonl", "run.json") if (folder / name).is_file()), None)
+    held = artifact_marker(folder, NOT_MODELS)
     if held is not None:
-        raise ValueError(f"{folder} holds {held}: it is an index folder or a training run, not a generator; give a "
-                         "causal language model with a chat template (or no --generator for SmolLM2)")
+        raise ValueError(f"{folder} holds {held}: it is an index, training-run or vector folder, not a generator; "
+                         "give a causal language model with a chat template (or no --generator for SmolLM2)")
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -139,7 +140,7 @@ def load_generator(name_or_path: str | os.PathLike | None = None, cache_dir: str
         gguf = smollm2_gguf()
         folder = Path(cache_dir) if cache_dir is not None else generator_cache_dir()
         folder = folder / SMOLLM2_NAME
-        if not (folder / "config.json").is_file():
+        if not holds(folder, "model"):
             _convert_smollm2(gguf, folder)
             converted = True
         name_or_path = folder

@@ -104,14 +104,15 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     from .bundled import bundled_minilm_path
     from .encoders import load_encoder
     from .evaluation.heldout import evaluate_heldout
-    from .results import check_output_folder, write_result
+    from .artifacts import claim_folder
+    from .results import write_result
     from .runner import run
     from .training.recipes import hierarchy_finetune
     from .training.run_folder import finished_run_differences, remove_checkpoints
 
     started = time.perf_counter()
-    output_dir = check_output_folder(output_dir, "--output-dir",
-                                     "a new folder, or the quickstart's own: default hyte-output/quickstart")
+    output_dir = claim_folder(output_dir, option="--output-dir",
+                              remedy="a new folder, or the quickstart's own: default hyte-output/quickstart")
     output_dir.mkdir(parents=True, exist_ok=True)
     model_dir = output_dir / "model"
     cache = str(output_dir / "mining-cache")

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .io import refuse_file_above, write_text_atomically
+from .artifacts import claim_file
+from .io import write_text_atomically
 
 __all__ = ["command_line", "data_digest", "file_digest", "machine_info", "portable_command", "portable_path",
            "portable_paths", "public_model_name", "write_result"]
@@ -121,87 +122,7 @@ def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (
     return write_text_atomically(path, text)
 
 
-# The file hyte.corpus.encode_corpus writes last into a folder of vector shards: the folder is one when it holds it.
-VECTOR_SHARD_MANIFEST = "manifest.json"
-# Files that mark a folder as one of hyte's artifacts that is not a model: a training run, an index, vector shards.
-NON_MODEL_MARKERS = ("run.json", "index.json", "metadata.json", VECTOR_SHARD_MANIFEST)
-
-
-def is_vector_shard_folder(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a folder ``hyte.corpus.encode_corpus`` wrote (it holds the manifest)."""
-    return (Path(path) / VECTOR_SHARD_MANIFEST).is_file()
-
-
-# Those and a model's or an adapter's: a result written there would replace or sit among the files that make it work.
-ARTIFACT_MARKERS = ("config.json", *NON_MODEL_MARKERS, "adapter_config.json")
-
-
-def artifact_marker(folder: str | os.PathLike, markers: tuple[str, ...] = ARTIFACT_MARKERS) -> str | None:
-    """The first of ``markers`` that ``folder`` holds (it is then one of hyte's artifacts), or None."""
-    return next((marker for marker in markers if (Path(folder) / marker).is_file()), None)
-
-
-def given_and_real(path: str | os.PathLike) -> list[Path]:
-    """``path`` made absolute as given and, when a symbolic link lies on the way, its real path: output checks judge
-    both (a link into a model folder let an index, a run or a demo be written inside it)."""
-    return list(dict.fromkeys((Path(path).absolute(), Path(path).resolve())))
-
-
-def enclosing_artifact(path: str | os.PathLike, markers: tuple[str, ...] = ARTIFACT_MARKERS, *,
-                       itself: bool = False) -> tuple[Path, str] | None:
-    """``(folder, marker)`` when ``path`` lies directly inside one of hyte's artifacts (``folder`` holds ``marker``;
-    with ``itself``, when ``path`` is one too), judged as given and through any symbolic link; else None. Every
-    output check asks this before writing: a file or folder there would sit among, or replace, the files that make
-    the artifact work, and ``hyte push`` would upload it with a model."""
-    for base in given_and_real(path):
-        for folder in (base, base.parent) if itself else (base.parent,):
-            marker = artifact_marker(folder, markers)
-            if marker:
-                return folder, marker
-    return None
-
-
-def check_output_folder(folder: str | os.PathLike, option: str, remedy: str) -> Path:
-    """``folder`` as a Path, checked before any work as a place for a command's own output folder (``option``: how
-    the user gave it, e.g. "--output-dir"; ``remedy``: the other folders it may be). ValueError when it is empty
-    (Path("") is the current folder), NotADirectoryError when it is a file, FileExistsError when it is one of hyte's
-    artifacts or lies directly inside one: the output would land among that artifact's files, and ``hyte push``
-    would upload them with a model."""
-    if not str(folder).strip():
-        raise ValueError(f"{option} is empty: give the folder to write to ({remedy})")
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise NotADirectoryError(f"{option} {folder} is a file: give a folder ({remedy})")
-    refuse_file_above(folder)
-    enclosing = enclosing_artifact(folder, itself=True)
-    if enclosing:
-        raise FileExistsError(f"{option} {folder} is or lies inside a model, run or index folder ({enclosing[0]} "
-                              f"holds {enclosing[1]}): give a folder outside it ({remedy})")
-    return folder
-
-
 _ANY = object()
-
-
-def check_output_place(path: str | os.PathLike, suffix: str, what: str, written_as: str, example: str) -> Path:
-    """Where one of hyte's output files (``what``: "a result", "a hierarchy benchmark") may go, checked before any
-    work: not under an existing file, with ``suffix``, not inside a model, run, index or vector-shard folder (it would
-    sit among, or replace, the files that make it work), and not a folder itself. ValueError otherwise; whether an
-    existing file may be replaced is the caller's rule."""
-    path = Path(path)
-    refuse_file_above(path)
-    for place in given_and_real(path):  # a symbolic link: the file it points to as well
-        if place.suffix.lower() != suffix:
-            shown = path if place == path.absolute() else f"{path} (a link to {place})"
-            raise ValueError(f"{shown}: {what} is written as {written_as}; give a {suffix} file (e.g. "
-                             f"{path.with_suffix(suffix)})")
-    enclosing = enclosing_artifact(path)
-    if enclosing:
-        raise ValueError(f"{enclosing[0]} is a model, run or index folder (it holds {enclosing[1]}): write {what} "
-                         f"somewhere else, e.g. {example}")
-    if path.is_dir():
-        raise ValueError(f"{path} is a folder: give the path of {what}'s file, e.g. {path / Path(example).name}")
-    return path
 
 
 def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple = _ANY,
@@ -213,7 +134,7 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
     nor one on another dataset), or data of the same name whose content changed (its "data_sha256" against
     ``data_sha256``); any other result or file may not, and nothing is written inside a model, run, index or
     vector-shard folder. ValueError otherwise."""
-    path = check_output_place(path, ".json", "a result", "JSON", "benchmarks/results/NAME.json")
+    path = claim_file(path, (".json",), what="a result", example="benchmarks/results/NAME.json")
     if path.exists() and not _is_result(path):
         raise ValueError(f"{path} exists and is not a result JSON: give another output file (results are never "
                          "written over other files)")

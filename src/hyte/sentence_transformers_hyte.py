@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import math
 import numbers
 import os
 import shutil
 import tempfile
 import unicodedata
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -165,10 +167,11 @@ class _EncodeGuard:
                     f"inputs[{pairs[0]}] is a {type(inputs[pairs[0]]).__name__}: a HyTE model embeds single texts, "
                     "one point each; text pairs are cross-encoder input. Give a flat list of strings.")
         texts = [inputs] if isinstance(inputs, str) else list(inputs) if isinstance(inputs, (list, tuple)) else []
-        blank = next((i for i, text in enumerate(texts) if isinstance(text, str) and not _has_visible_text(text)), None)
-        if blank is not None:  # it would get the point of [CLS] [SEP] alone, the same for every such text
-            raise ValueError(f"text {blank} ({texts[blank][:40]!r}) is empty or holds only whitespace, invisible or "
-                             "control characters: drop it or give it some text")
+        blank = [i for i, text in enumerate(texts) if isinstance(text, str) and not _has_visible_text(text)]
+        if blank:  # hyte's own encode does the same: one blank passage must not abort a corpus (a BEIR or mteb run)
+            warnings.warn(f"encode: {len(blank)} text(s) have nothing to embed (empty, whitespace or invisible "
+                          f"characters; the first is text {blank[0]}, {texts[blank[0]][:20]!r}): each gets the origin, "
+                          "the most general point", stacklevel=2)
         limit = getattr(getattr(self.model[0], "auto_model", None), "config", None)
         limit = getattr(limit, "max_position_embeddings", None)
         if limit is not None and self.model.max_seq_length is not None and self.model.max_seq_length > limit:
@@ -179,7 +182,32 @@ class _EncodeGuard:
             truncate_dim if truncate_dim is not None else getattr(self.model, "truncate_dim", None),
             arguments.get("precision", "float32"),
         )
-        return encode(self.model, *args, **kwargs)
+        out = encode(self.model, *args, **kwargs)
+        return _at_the_origin(out, blank, self._curvature()) if blank else out
+
+    def _curvature(self) -> float:
+        return next(module.curvature for module in self.model.modules() if isinstance(module, HyperbolicPooling))
+
+
+def _at_the_origin(out, rows: list[int], c: float):
+    """``out`` (what ``encode`` returned: one vector, a (N, D) array or tensor, or a list of vectors) with ``rows``
+    set to the origin (sqrt(c), 0, ..., 0) of H_c, time-flipped where the route flipped them (their time coordinate
+    is negative). Without this a blank text gets the point of [CLS] [SEP] alone, the same for every such text.
+    Tensors are copied: encode returns inference tensors, which refuse in-place writes."""
+    def origin_like(vector):
+        origin = vector.clone() if isinstance(vector, Tensor) else vector.copy()
+        origin[1:] = 0.0
+        origin[0] = math.copysign(math.sqrt(c), float(vector[0]))
+        return origin
+
+    if getattr(out, "ndim", 2) == 1:  # one text given as a string
+        return origin_like(out)
+    if isinstance(out, list):
+        return [origin_like(vector) if row in rows else vector for row, vector in enumerate(out)]
+    out = out.clone() if isinstance(out, Tensor) else out
+    for row in rows:
+        out[row] = origin_like(out[row])
+    return out
 
 
 class _RouteGuard:
@@ -199,8 +227,9 @@ class _RouteGuard:
 
 
 # Files that make a folder one of hyte's non-model artifacts (an index folder, a training run, vector shards): a model
-# saved into it would mix with them (and ship them on a push). Named here: this file travels without hyte.
-_NOT_A_MODEL_FOLDER = ("index.json", "metadata.json", "run.json", "manifest.json")
+# saved into it would mix with them (and ship them on a push). A copy of hyte.artifacts.markers(*NOT_MODELS) (a test
+# keeps them equal): this file travels without hyte.
+_NOT_A_MODEL_FOLDER = ("run.json", "index.json", "metadata.json", "phrase_index.json", "manifest.json")
 
 
 def saved_weights_differ(folder: str | os.PathLike, model) -> bool:

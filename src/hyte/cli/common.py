@@ -14,8 +14,7 @@ import textwrap
 from pathlib import Path
 
 from ..errors import HyteError
-from ..io import read_texts, refuse_file_above
-from ..results import enclosing_artifact, given_and_real
+from ..io import read_texts
 
 __all__ = ["MODEL_HELP", "Parser", "UserError", "check_model_path", "fmt", "label_of", "load_model_encoder",
            "print_hits", "queries_of"]
@@ -119,36 +118,6 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {value}")
     return value
-
-
-def check_new_file(path: str, suffixes: tuple[str, ...], overwrite: bool, *, model_folder_ok: bool = True,
-                   option: str = "--output") -> Path:
-    """An output file, checked before any slow work: not a folder, one of ``suffixes``, not an existing file unless
-    ``overwrite``, and (``model_folder_ok`` False) not inside a model folder, whose weights it could replace."""
-    path = Path(path)
-    try:
-        refuse_file_above(path)
-    except NotADirectoryError as error:
-        raise UserError(f"{option} {error}") from None
-    if path.is_dir():
-        raise UserError(f"{option} {path} is a folder: give the file to write, e.g. {path / ('output' + suffixes[0])}")
-    if path.name in suffixes:  # ".npy" is a hidden file without a suffix, so the line below misread it
-        raise UserError(f"{option} {path} has no name before its suffix: give e.g. vectors{path.name}")
-    # A symbolic link is judged by the file it points to as well (a link named x.safetensors pointing at a
-    # model's weights had them overwritten).
-    for place in given_and_real(path):
-        if place.suffix not in suffixes:
-            shown = path if place == path.absolute() else f"{path} (a link to {place})"
-            raise UserError(f"{option} {shown}: give a {' or '.join(suffixes)} file")
-    enclosing = None if model_folder_ok else enclosing_artifact(path)
-    if enclosing:  # a model's weights could be replaced; an index folder's stray file blocks its rebuild
-        # Name the link when the artifact was found through it, not beside the path as given.
-        shown = path if enclosing[0] == path.absolute().parent else f"{path} (a link to {path.resolve()})"
-        raise UserError(f"{option} {shown} is inside a model folder or another of hyte's outputs ({enclosing[0]} "
-                        f"holds {enclosing[1]}): write it elsewhere")
-    if path.exists() and not overwrite:
-        raise UserError(f"{path} exists: pass --overwrite to replace it or give another {option}")
-    return path
 
 
 def note_truncated(encoder, texts: list[str], kept: str = "") -> None:

@@ -25,8 +25,9 @@ import re
 import time
 from pathlib import Path
 
-from ..results import (check_output_folder, check_result_output, command_line, data_digest, file_digest,
-                       machine_info, portable_path, same_path, write_result)
+from ..artifacts import claim_file, claim_folder
+from ..results import (check_result_output, command_line, data_digest, file_digest, machine_info, portable_path,
+                       same_path, write_result)
 from .common import UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
 
 __all__ = ["add_commands"]
@@ -186,9 +187,8 @@ def _eval_taxonomy(args: argparse.Namespace) -> int:
 def _check_hierarchy_output(output: str) -> None:
     """Before building: ``--output`` must be a new .jsonl file (outside hyte's folders), or an earlier
     ``build-hierarchy`` output that is still as it was built; its provenance file beside it is checked too."""
-    from ..results import check_output_place
-
-    path = check_output_place(output, ".jsonl", "a hierarchy benchmark", "JSON Lines", "benchmarks/hierarchy.jsonl")
+    path = claim_file(output, (".jsonl",), what="a hierarchy benchmark", example="benchmarks/hierarchy.jsonl",
+                      option="--output")
     if path.exists() and _read_build_info(path, file_digest(path)) is None:
         raise UserError(f"--output {output} exists and is not an unchanged earlier `hyte eval build-hierarchy` "
                         "output: other files are never written over; give a new file, or delete this one first")
@@ -294,7 +294,7 @@ def _eval_radius(args: argparse.Namespace) -> int:
     names = [label_of(model, labels[i] if labels else None) for i, model in enumerate(args.model)]
     if len(set(names)) != len(names):
         raise ValueError(f"models need distinct labels (got {names}); pass --label for each --model")
-    output_dir = check_output_folder(args.output_dir, "--output-dir", "e.g. results/radius")
+    output_dir = claim_folder(args.output_dir, option="--output-dir", remedy="e.g. results/radius")
     stem = "radius_" + _safe_name(args.name or "_".join(names))
     # Before any encoding or plotting: the PNG would otherwise land in a model, run or index folder before the
     # result JSON beside it is refused.

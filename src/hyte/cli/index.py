@@ -15,10 +15,10 @@ folder's model the same way, and prints the documents' texts stored beside the v
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from ..io import read_texts, refuse_file_above, write_vectors
-from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, check_new_file, k_within, note_truncated, positive_float,
+from ..artifacts import claim_file, claim_folder
+from ..io import read_texts, write_vectors
+from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, k_within, note_truncated, positive_float,
                      positive_int, print_hits, queries_of, truncation_note)
 
 __all__ = ["add_commands", "open_searcher"]
@@ -46,7 +46,8 @@ def _encode(args: argparse.Namespace) -> int:
     if corpus_only:
         raise UserError(f"{', '.join(corpus_only)}: for a --corpus encoded into shards; --input writes one file. Give "
                         "--corpus instead of --input, or leave them out")
-    check_new_file(args.output, (".npy", ".safetensors"), args.overwrite, model_folder_ok=False)
+    claim_file(args.output, (".npy", ".safetensors"), what="the vectors", example="vectors.npy",
+               overwrite=args.overwrite, option="--output")
     texts, _ = read_texts(args.input)
     encoder = load_encoder(args.model, max_length=args.max_length)
     vectors = encoder.encode(texts, role=args.role, batch_size=args.batch_size, show_progress_bar=True)
@@ -93,19 +94,11 @@ def _trie_override(args: argparse.Namespace, texts: list[str], tokenizer, max_le
 
 def _check_output_folder(output: str, overwrite: bool) -> None:
     """Before anything is encoded: an existing index folder is replaced only with --overwrite, anything else never."""
-    from ..results import enclosing_artifact
     from ..retrieval.folder import check_replaceable_index_folder, is_index_folder
 
-    if not output.strip():
-        raise UserError("--output is empty: give the index folder to write")
-    path = Path(output)
-    refuse_file_above(path)  # notes.txt/index failed only once the model had been loaded
-    if path.is_file():
-        raise UserError(f"--output {output} is a file: give the index folder to write (new, empty, or an index)")
-    enclosing = enclosing_artifact(path)
-    if enclosing:  # an index in a model folder would be uploaded with it by hyte push, documents and all
-        raise UserError(f"--output {output} is inside a model, run or index folder ({enclosing[0]} holds "
-                        f"{enclosing[1]}): write the index to a folder of its own, e.g. beside the model")
+    # An index in a model folder would be uploaded with it by hyte push, documents and all.
+    path = claim_folder(output, option="--output", replaces="index",
+                        remedy="the index's own folder: new, empty, or an earlier index; e.g. beside the model")
     if not path.exists() or path.is_dir() and not any(path.iterdir()):
         return
     if not is_index_folder(path):

@@ -25,9 +25,9 @@ from pathlib import Path
 from huggingface_hub import HfApi, ModelCard, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+from ..artifacts import KINDS, NOT_MODELS, given_and_real, holds, markers
 from ..model_kinds import BASE_CODE_FILES, MODEL_KINDS
 from ..modeling_hyte import not_a_model_folder
-from ..results import given_and_real
 from .card import render_adapter_card, render_model_card
 
 __all__ = ["check_adapter_dir", "check_model_dir", "check_repo_id", "push_adapter", "push_to_hub"]
@@ -39,7 +39,7 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 _NOT_UPLOADED = (".*", "__pycache__")
 # Files hyte writes into index folders, training runs and vector shards: found in a model folder, they were put
 # there by mistake (an index built inside it), and a push would publish them.
-_NOT_MODEL_FILES = ("documents.jsonl", "index.faiss", "index.json", "run.json", "manifest.json")
+_NOT_MODEL_FILES = frozenset((*markers(*NOT_MODELS), *KINDS["index"].entries))
 
 
 def push_to_hub(
@@ -192,9 +192,9 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
     reported at once.
     """
     model_dir = _existing_dir(model_dir)
-    if (model_dir / "adapter_config.json").is_file() and not (model_dir / "config.json").is_file():
+    if holds(model_dir, "adapter") and not holds(model_dir, "model"):
         raise ValueError(f"{model_dir} is a LoRA adapter folder, not a model: push it with --adapter (push_adapter)")
-    if not (model_dir / "config.json").is_file():
+    if not holds(model_dir, "model"):
         # What the folder is (a training run's, an index folder) and where its model is, as search and export say
         # it; the files a model lacks would all be listed otherwise, none of them the point.
         raise ValueError(f"{not_a_model_folder(model_dir)}. hyte push uploads a model folder (config.json, weights "

@@ -46,6 +46,7 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTo
 from transformers.dynamic_module_utils import get_relative_import_files
 
 from .. import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
+from ..artifacts import holds
 from ..lorentz import add_time, pairwise_distance, pairwise_inner
 from ..model_kinds import MODEL_KINDS
 from ..retrieval.store import check_positive_int
@@ -139,11 +140,11 @@ def _model_path(model: str | os.PathLike) -> str:
     from ..bundled import resolve_model
 
     path = Path(model)
-    if path.is_dir() and not (path / "config.json").is_file():
-        if (path / "index.json").is_file():
+    if path.is_dir() and not holds(path, "model"):
+        if holds(path, "index"):
             raise ValueError(f"{path} is an index folder, not a model folder: give the model it was built with "
                              "(its index.json names it)")
-        if (path / "final" / "config.json").is_file():
+        if holds(path / "final", "model"):
             raise ValueError(f"{path} is a training run folder, not a model folder: its model is {path / 'final'}")
         raise FileNotFoundError(f"{path} holds no config.json: not a model folder")
     return resolve_model(model)

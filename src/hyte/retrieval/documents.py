@@ -6,11 +6,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..artifacts import DOCUMENTS_FILE
 from ..io import read_jsonl, write_jsonl
 
 __all__ = ["DOCUMENTS_FILE", "read_documents", "write_documents"]
 
-DOCUMENTS_FILE = "documents.jsonl"
 
 
 def read_documents(directory: str | os.PathLike) -> list[dict]:

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..artifacts import DOCUMENTS_FILE, FOLDER_FILE, KINDS, PHRASE_INDEX_FILE, claim_folder, holds
 from ..io import atomic_directory, check_only_owned, file_sha256, id_problem, read_json_file, saved_directory
-from ..results import enclosing_artifact, is_vector_shard_folder
-from .documents import DOCUMENTS_FILE, read_documents, write_documents
-from .index import INDEX_FILE, METADATA_FILE, LorentzIndex
+from .documents import read_documents, write_documents
+from .index import LorentzIndex
 
 if TYPE_CHECKING:
     from .phrase import PhraseIndex
@@ -40,23 +40,21 @@ __all__ = ["FOLDER_FILE", "INDEX_FOLDER_ENTRIES", "IndexFolder", "build_index_fo
            "check_index_folder_free", "check_replaceable_index_folder", "documents_for", "index_texts",
            "is_index_folder", "model_reference", "open_index_folder", "resolve_index_model", "write_index_folder"]
 
-FOLDER_FILE = "index.json"
 FOLDER_FORMAT_VERSION = 1
 # Any one of these marks a folder that an index save may replace (see hyte.io.atomic_directory).
-_MARKERS = (FOLDER_FILE, METADATA_FILE, "phrase_index.json")
+_MARKERS = KINDS["index"].markers
 _REBUILD = "rebuild the index with `hyte index build ... --overwrite`"
 _REBUILD_SENTENCE = _REBUILD[0].upper() + _REBUILD[1:]  # str.capitalize would lower-case the rest
 # Everything an index folder (plain or phrase) may hold; anything else in it is the user's and stops a replacement.
-INDEX_FOLDER_ENTRIES = (*_MARKERS, DOCUMENTS_FILE, INDEX_FILE, "global", "phrase")
+INDEX_FOLDER_ENTRIES = KINDS["index"].entries
 
 
 def check_index_folder_free(directory: str | os.PathLike, overwrite: bool) -> None:
     """Refuse (FileExistsError) to write an index folder over an existing one unless ``overwrite``, or inside a
-    model, run or index folder (through a symbolic link too), as the command line does."""
-    enclosing = enclosing_artifact(directory)
-    if enclosing:  # hyte push would upload the index, documents and all, with the model
-        raise FileExistsError(f"{directory} is inside a model, run or index folder ({enclosing[0]} holds "
-                              f"{enclosing[1]}): save the index to a folder of its own, e.g. beside the model")
+    model, run or index folder (through a symbolic link too, ``claim_folder``), as the command line does."""
+    # hyte push would upload an index in a model folder, documents and all, with the model.
+    claim_folder(directory, option="the index folder", replaces="index", remedy="a folder of its own, e.g. beside "
+                 "the model")
     if is_index_folder(directory) and not overwrite:
         raise FileExistsError(f"{directory} already holds an index: pass overwrite=True to replace it (atomically, "
                               "once the new one is written), or choose another folder")
@@ -69,7 +67,7 @@ def check_replaceable_index_folder(path: str | os.PathLike) -> None:
 
 def is_index_folder(path: str | os.PathLike) -> bool:
     """Whether ``path`` holds an index folder (of this format, or a bare index saved before it)."""
-    return any((Path(path) / marker).is_file() for marker in _MARKERS)
+    return holds(path, "index")
 
 
 @dataclass
@@ -112,7 +110,7 @@ def resolve_index_model(folder: IndexFolder) -> str:
     # Model and index copied or moved together (hyte demo / quickstart layouts): the model folder of the same name
     # beside the index. Loading it checks its weights against the fingerprint the index records.
     moved = folder.path.parent / Path(name).name
-    if Path(name).is_absolute() and (moved / "config.json").is_file() and folder.index.model_fingerprint:
+    if Path(name).is_absolute() and holds(moved, "model") and folder.index.model_fingerprint:
         return str(moved)
     if Path(name).is_absolute() or name.startswith((".", "~")) or name.count("/") > 1:  # a folder, not a Hub id
         raise FileNotFoundError(f"{folder.path} was built by the model folder {name!r}, which is not found from "
@@ -203,11 +201,11 @@ def _not_an_index(directory: Path) -> str:
     a BEIR set) gets a command that writes the index into a NEW folder: --output there would be refused (or, with
     --overwrite, replace the folder's own files)."""
     final, corpus = directory / "final", directory / "corpus.jsonl"
-    kinds = (((final / "config.json").is_file(), f"a training run folder, not an index: its model is {final}; build "
+    kinds = ((holds(final, "model"), f"a training run folder, not an index: its model is {final}; build "
                                                  "an index with it", f"--model {final} --input F"),
-             ((directory / "config.json").is_file(), "a model folder, not an index: give the index folder, or build "
+             (holds(directory, "model"), "a model folder, not an index: give the index folder, or build "
                                                      "one with it", f"--model {directory} --input F"),
-             (is_vector_shard_folder(directory), "a folder of encoded vector shards (hyte encode --corpus), not an "
+             (holds(directory, "vectors"), "a folder of encoded vector shards (hyte encode --corpus), not an "
                                                  "index: build one from them, without encoding again",
               f"--from-vectors {directory}"),
              (corpus.is_file(), "a BEIR folder, not an index: build one from its documents", f"--model M --input "
@@ -225,7 +223,7 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
         raise ValueError("the index folder is an empty path (''): give the folder hyte index build --output wrote")
     if Path(directory).is_file():
         parent = Path(os.path.abspath(directory)).parent
-        if any((parent / marker).is_file() for marker in _MARKERS):
+        if holds(parent, "index"):
             raise NotADirectoryError(f"{directory} is a file: give the index folder that holds it ({parent})")
         # The folder above a documents file is no index either; say how to make one from the file instead
         raise NotADirectoryError(f"{directory} is a file, not an index folder: build an index from it with "
@@ -250,7 +248,7 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
                                 f"that row i of {DOCUMENTS_FILE} is still the text of vector i (a sorted or edited "
                                 f"file would give hits the wrong texts). {_REBUILD_SENTENCE}")
     else:  # a bare LorentzIndex.save / PhraseIndex.save: vectors without texts
-        kind = "phrase" if (target / "phrase_index.json").is_file() else "plain"
+        kind = "phrase" if (target / PHRASE_INDEX_FILE).is_file() else "plain"
     if kind == "phrase":
         from .phrase import PhraseIndex
 

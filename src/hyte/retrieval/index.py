@@ -43,9 +43,9 @@ from faiss.contrib.inspect_tools import get_flat_data, get_invlist
 
 from .. import __version__ as _hyte_version
 from .. import lorentz
+from ..artifacts import DOCUMENTS_FILE, FOLDER_FILE, INDEX_FILE, METADATA_FILE, claim_folder
 from ..io import atomic_directory, read_json_file, saved_directory
 from ..lineage import IncompatibleIndexError
-from ..results import enclosing_artifact
 from .store import (
     HyperboloidStore,
     certified_top_k,
@@ -60,8 +60,6 @@ from .store import (
 __all__ = ["IncompatibleIndexError", "LorentzIndex"]
 
 FORMAT_VERSION = 1
-INDEX_FILE = "index.faiss"
-METADATA_FILE = "metadata.json"
 KINDS = ("flat", "ivf", "hnsw")
 # A search padded far beyond the documents (k > len(index)) is refused above this result size rather than
 # allocated: k = 10**9 on five documents asked for 12 GB and was killed by the kernel.
@@ -481,11 +479,9 @@ class LorentzIndex(HyperboloidStore):
         (``hyte.io.atomic_directory``). A failure at any step leaves the previous index in place; a crash between the
         two renames leaves it as the backup, which ``load`` falls back to.
         """
-        enclosing = enclosing_artifact(directory)
-        if enclosing:  # as the command line refuses
-            raise ValueError(f"{directory} is inside a model, run or index folder ({enclosing[0]} holds "
-                             f"{enclosing[1]}): save the index to a folder of its own, e.g. beside the model")
-        texts = [name for name in ("index.json", "documents.jsonl") if (Path(directory) / name).is_file()]
+        claim_folder(directory, option="the index folder", replaces="index", remedy="a folder of its own, e.g. "
+                     "beside the model")  # as the command line refuses
+        texts = [name for name in (FOLDER_FILE, DOCUMENTS_FILE) if (Path(directory) / name).is_file()]
         if texts:
             # Replacing the folder would drop its texts and manifest: the bare index cannot carry them.
             raise ValueError(f"{directory} is an index folder with texts ({texts[0]}): saving the bare LorentzIndex "

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from .. import lorentz
+from ..artifacts import INDEX_FILE, METADATA_FILE, PHRASE_INDEX_FILE
 from ..io import atomic_directory, saved_directory
 from .index import LorentzIndex, read_faiss_file
 
@@ -282,14 +283,14 @@ class EuclideanFlatIndex:
 
     def save(self, directory: Path) -> None:
         directory.mkdir()
-        faiss.write_index(self._index, str(directory / "index.faiss"))
-        (directory / "metadata.json").write_text(json.dumps({"dim": self.dim, "kind": "euclidean-flat"}) + "\n")
+        faiss.write_index(self._index, str(directory / INDEX_FILE))
+        (directory / METADATA_FILE).write_text(json.dumps({"dim": self.dim, "kind": "euclidean-flat"}) + "\n")
 
     @classmethod
     def load(cls, directory: Path) -> EuclideanFlatIndex:
-        metadata = json.loads((directory / "metadata.json").read_text())
+        metadata = json.loads((directory / METADATA_FILE).read_text())
         index = cls(metadata["dim"])
-        index._index = read_faiss_file(directory / "index.faiss")
+        index._index = read_faiss_file(directory / INDEX_FILE)
         return index
 
 
@@ -297,7 +298,6 @@ class EuclideanFlatIndex:
 # Global index + phrase store
 # ----------------------------------------------------------------------------------------------------------------
 
-PHRASE_INDEX_FILE = "phrase_index.json"
 
 
 class PhraseIndex:

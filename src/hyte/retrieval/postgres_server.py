@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..io import read_json_file, write_text_atomically
-from ..results import check_output_folder
+from ..artifacts import claim_folder
 
 __all__ = ["LocalPostgres", "start_local_postgres", "stop_local_postgres"]
 
@@ -89,7 +89,7 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
         return LocalPostgres(directory, recorded)
     ours = state.is_file() or (directory / "data" / "PG_VERSION").is_file()
     if not ours:  # inside a model folder the server's files would be uploaded with it by hyte push
-        check_output_folder(directory, "the PostgreSQL folder (--dir)", "a new or empty folder of its own")
+        claim_folder(directory, option="the PostgreSQL folder (--dir)", remedy="a new or empty folder of its own")
     if directory.exists() and not ours and (not directory.is_dir() or any(directory.iterdir())):
         raise FileExistsError(f"{directory} exists and holds no local PostgreSQL started by hyte: give a new or empty "
                               "folder (the server's binaries and data are written into it)")

@@ -12,6 +12,7 @@ from torch import Tensor
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel
 
 from .. import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
+from ..artifacts import holds
 from ..bundled import BUNDLED_MINILM, BUNDLED_MINILM_HUB_ID, resolve_model
 from ..configuration_hyte import EucBERTConfig, HyTEFHConfig
 from ..modeling_hyte import (
@@ -54,7 +55,7 @@ def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
             continue
         tokenizer_only = role == "model.tokenizer" and any(
             (Path(folder) / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json"))
-        if not (Path(folder) / "config.json").is_file() and not tokenizer_only:
+        if not holds(Path(folder), "model") and not tokenizer_only:
             raise ConfigError(f"{role}: {not_a_model_folder(folder)}")
     tokenizer_path = resolve_model(spec.tokenizer) if spec.tokenizer else (
         resolve_model(BUNDLED_MINILM) if spec.build in ("hyte_fh", "eucbert") else path)

@@ -16,10 +16,9 @@ from typing import Any
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from ..artifacts import RUN_FILE, artifact_marker, enclosing_artifact
 from ..errors import HyteError
 from ..io import read_json_file, refuse_file_above, write_text_atomically
-from ..results import ARTIFACT_MARKERS, enclosing_artifact
-from ..retrieval.folder import FOLDER_FILE
 from .config import RunConfig
 
 __all__ = [
@@ -51,7 +50,6 @@ def remove_checkpoints(output_dir: str | os.PathLike) -> int:
     return len(checkpoints)
 
 
-RUN_FILE = "run.json"  # the identity of the run an output folder holds (claim_output_dir)
 # Fields that may change between an interrupted run and its resumption: where it and its mined-negatives cache are
 # (the cache's files are named by a hash of what they hold), how long it goes on, how often it saves and logs.
 # Everything else (model, data, loss, mining, optimiser) makes it another run.
@@ -153,9 +151,9 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
     resume_checkpoint(config, resume=True)  # refuses damaged, incomplete or finished checkpoints now, not after mining
 
 
-# What marks a folder that a run must not sit in: a model's, an adapter's, an index's or vector shards' files;
-# not run.json, a name users give their config files, and a run inside another run's folder harms neither.
-_NO_RUN_INSIDE = tuple(marker for marker in ARTIFACT_MARKERS if marker != RUN_FILE)
+# The folders a run must not sit in; not another run's (run.json is a name users give their config files too, and
+# a run inside another run's folder harms neither).
+_NO_RUN_INSIDE = ("model", "adapter", "index", "vectors")
 
 
 RUN_LOCK_FILE = ".hyte-run.lock"
@@ -212,7 +210,7 @@ def _refuse_model_folder(output_dir: Path) -> None:
         raise RunFolderError(f"training.output_dir {output_dir} is a file, not a folder: the run writes checkpoints "
                              f"and final/ into a folder; choose another training.output_dir (e.g. runs/my-run)")
     refuse_file_above(output_dir)
-    if (output_dir / "config.json").is_file() or (output_dir / FOLDER_FILE).is_file():
+    if artifact_marker(output_dir, ("model", "index")):
         run_folder = (f": set training.output_dir to the run's folder {output_dir.parent}"
                       if output_dir.name == "final" else "")
         raise RunFolderError(f"training.output_dir {output_dir} is a model or index folder, not a run folder"
