@@ -515,8 +515,25 @@ def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
     (tmp_path / "results" / "taxonomy_hscodes.json").write_text(json.dumps(study))
     text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
     assert "## Your own hierarchy: HiT's protocol" in text
-    assert "| HyTE-H | 2 | 0.6500 ± 0.0141 |" in text
+    assert "| HyTE-H | 2 | – | 0.6500 ± 0.0141 |" in text
     assert "| HyTE-H − HiT (hierarchy-transformers 0.1.1) | +0.0450 | [+0.0100, +0.0800] | ahead |" in text
+    assert "Your own taxonomy (hscodes, neither tuned): is HyTE-H better?" in text
+    # A study whose learning rates were chosen on validation says which, per arm, and is another question.
+    tuned = json.loads(json.dumps(study))
+    hscodes = tuned["taxonomies"]["hscodes"]
+    for seeds, rate in ((hscodes["arms"]["hyte"], 1e-4), (hscodes["arms"]["hit"], 5e-5)):
+        for seed in seeds:
+            seed["learning_rate"] = rate
+    hscodes["selection"] = {"seed": 100, "arms": {"hyte": {"validation_f1": {"5e-05": 0.61, "0.0001": 0.64},
+                                                           "chosen": 1e-4},
+                                                  "hit": {"validation_f1": {"5e-05": 0.7, "0.0001": 0.69},
+                                                          "chosen": 5e-5}}}
+    (tmp_path / "results" / "taxonomy_hscodes_tuned.json").write_text(json.dumps(tuned))
+    text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
+    assert "| HyTE-H | 2 | 0.0001 | 0.6500 ± 0.0141 |" in text and "| HiT (hierarchy-transformers 0.1.1) | 2 | 5e-05 |" in text
+    assert "HyTE-H 5e-05 0.6100, 0.0001 0.6400 (chose 0.0001)" in text
+    assert "Your own taxonomy (hscodes, each arm's learning rate chosen on validation): is HyTE-H better?" in text
+    assert "Your own taxonomy (hscodes, neither tuned): is HyTE-H better?" in text  # the other question stays
 
 
 def test_a_hub_export_split_is_judged_on_the_negatives_it_carries(tmp_path, minilm_path):

@@ -29,15 +29,23 @@ def _study_lines(path: Path, payload: dict) -> list[str]:
     for name, study in payload["taxonomies"].items():
         rows = []
         for arm, seeds in study["arms"].items():
-            rows.append([ARM_TITLES.get(arm, arm), len(seeds),
+            rate = seeds[0].get("learning_rate", payload.get("learning_rate")) if arm != "base" else None
+            rows.append([ARM_TITLES.get(arm, arm), len(seeds), f"{rate:g}" if isinstance(rate, float) else "–",
                          _mean_sd([s["prediction"]["hard"]["f1"] for s in seeds]),
                          _mean_sd([s["prediction"]["random"]["f1"] for s in seeds]),
                          _mean_sd([s["parent_ranking_distance"]["mrr"] for s in seeds]),
                          _mean_sd([s["seconds_per_step"] for s in seeds])])
         lines += [(f"**{name}** ({study['concepts']} concepts; {payload['split']} split drawn per seed; "
                    f"{payload['steps']} steps of {payload['batch']}; primary metric: {payload['primary_metric']}):"),
-                  "", *table(["arm", "seeds", "F1, hard negatives", "F1, random negatives",
+                  "", *table(["arm", "seeds", "learning rate", "F1, hard negatives", "F1, random negatives",
                               "parent MRR (distance)", "s / step"], rows)]
+        if study.get("selection"):
+            chosen = study["selection"]
+            lines += ["", (f"Learning rates chosen per arm on the validation edges of seed {chosen['seed']}'s split "
+                           "(no test seed's), validation F1 with hard negatives per candidate: " + "; ".join(
+                               f"{ARM_TITLES.get(arm, arm)} " + ", ".join(f"{rate} {f1:.4f}" for rate, f1 in
+                                                                          record["validation_f1"].items())
+                               + f" (chose {record['chosen']:g})" for arm, record in chosen["arms"].items()) + ".")]
         verdicts = [[f"HyTE-H − {ARM_TITLES.get(pair.split(' - ')[1], pair)}", f"{c['mean_difference']:+.4f}",
                      f"[{c['interval_95'][0]:+.4f}, {c['interval_95'][1]:+.4f}]", c["verdict"]]
                     for pair, c in study["comparisons"].items()]

@@ -63,11 +63,12 @@ def _taxonomy(items) -> list[list[str]]:
             continue
         for name, study in payload["taxonomies"].items():
             seeds = len(study["arms"]["hyte"])
+            care = "each arm's learning rate chosen on validation" if study.get("selection") else "neither tuned"
             for other, title in (("euclidean", "its Euclidean control"), ("hit", "HiT")):
                 result = study["comparisons"].get(f"hyte - {other}")
                 if result:
                     low, high = result["interval_95"]
-                    rows.append(_row(f"Your own taxonomy ({name}): is HyTE-H better?", f"HyTE-H − {title}",
+                    rows.append(_row(f"Your own taxonomy ({name}, {care}): is HyTE-H better?", f"HyTE-H − {title}",
                                      "test F1, mixed-hop, hard negatives", result, low, high, seeds, path, payload))
     return rows
 
