@@ -121,7 +121,9 @@ def _train_stages(model: str, seed: int, size: str, run_dir: Path, mining_cache:
             (run_dir / stage / "train_seconds.txt").write_text(f"{time.perf_counter() - started:.1f}\n")
             remove_checkpoints(run_dir / stage)
         card = json.loads((final / "hyte_card.json").read_text())["training"]
-        records[stage] = {"final_loss": card["final_loss"], "nonfinite_values": card["nonfinite_values"],
+        # final_logit_scale: 1 / the learned temperature at the end of a contrastive stage (None for MLM).
+        records[stage] = {"final_loss": card["final_loss"], "final_logit_scale": card.get("final_logit_scale"),
+                          "nonfinite_values": card["nonfinite_values"],
                           "nonfinite_logs": card.get("nonfinite_logs", 0),
                           "train_seconds": float((run_dir / stage / "train_seconds.txt").read_text())}
         if stage == "mlm":

@@ -14,7 +14,6 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from . import config as schema
 from .config import SECTIONS, STAGES, ConfigError, RunConfig
 from .config_rules import validate
 
@@ -124,34 +123,6 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, stage
     return parse_config(values, f"{path} (with --set {', '.join(overrides)})")
 
 
-@cache
-def _field_notes() -> dict[str, list[str]]:
-    """``{"Class.field": comment lines}`` from the schema's file: the comment lines just above a field and the one
-    ending its line. Read from the source, so ``hyte train --print-config`` cannot drift from the fields it documents."""
-    import ast
-    import io
-    import tokenize
-
-    source = Path(schema.__file__).read_text(encoding="utf-8")
-    lines = source.splitlines()
-    trailing = {token.start[0]: token.string.lstrip("#").strip()
-                for token in tokenize.generate_tokens(io.StringIO(source).readline)
-                if token.type == tokenize.COMMENT and lines[token.start[0] - 1].split("#")[0].strip()}
-    notes = {}
-    for node in ast.parse(source).body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        for item in node.body:
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                above, row = [], item.lineno - 2
-                while row >= 0 and lines[row].strip().startswith("#"):
-                    above.insert(0, lines[row].strip().lstrip("#").strip())
-                    row -= 1
-                notes[f"{node.name}.{item.target.id}"] = above + ([trailing[item.end_lineno]]
-                                                                  if item.end_lineno in trailing else [])
-    return notes
-
-
 def documented_yaml(config: RunConfig, header: str) -> str:
     """``config`` as a YAML file holding every field, each under the comment the schema gives it (``header``: the
     file's first comment lines). Loading the text back gives ``config`` again."""
@@ -169,8 +140,7 @@ def documented_yaml(config: RunConfig, header: str) -> str:
         out.append(f"{section}:")
         values = getattr(config, section)
         for item in dataclasses.fields(spec):
-            note = " ".join(_field_notes().get(f"{spec.__name__}.{item.name}", []))
-            out += comment(note, "  ")
+            out += comment(item.metadata.get("help", ""), "  ")
             # A one-element flow list, brackets dropped: YAML's own quoting of one value on one line.
             value = yaml.safe_dump([getattr(values, item.name)], default_flow_style=True, width=10**6,
                                    allow_unicode=True).strip()[1:-1]
