@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -134,7 +135,7 @@ def test_hit_hub_export_of_triplets_or_pairs_rebuilds_the_direct_edges(tmp_path)
 
 
 @pytest.mark.parametrize("problem, rows, fragment, line", [
-    ("cycle", [{"id": "a", "name": "a", "parents": ["b"]}, {"id": "b", "name": "b", "parents": ["a"]}], "cycle", 1),
+    ("cycle", [{"id": "a", "name": "a", "parents": ["b"]}, {"id": "b", "name": "b", "parents": ["a"]}], "cycle", 2),
     ("unknown parent", [{"id": "a", "name": "a"}, {"id": "b", "name": "b", "parents": ["z"]}], "'z'", 2),
     ("duplicate id", [{"id": "a", "name": "a"}, {"id": "a", "name": "again"}], "duplicate concept id 'a'", 2),
     ("empty name", [{"id": "a", "name": "a"}, {"id": "b", "name": "", "parents": ["a"]}], "no name", 2),
@@ -151,6 +152,36 @@ def test_a_broken_taxonomy_is_refused_naming_file_and_line(tmp_path, problem, ro
             load_taxonomy(path)
         assert caught.value.path == path and caught.value.line == expected_line, str(caught.value)
         assert fragment in str(caught.value)
+
+
+def test_a_cycle_in_an_obo_file_or_in_hit_rows_is_named_at_its_line(tmp_path):
+    rows = [{"id": "T:1", "name": "a", "parents": ["T:2"]}, {"id": "T:2", "name": "b", "parents": ["T:1"]}]
+    obo = write_obo(tmp_path / "t.obo", rows)
+    with pytest.raises(DataFormatError, match="cycle") as caught:
+        load_taxonomy(obo)
+    is_a_lines = [n for n, line in enumerate(obo.read_text().splitlines(), 1) if line.startswith("is_a")]
+    assert caught.value.path == obo and caught.value.line in is_a_lines
+    hit = tmp_path / "hit"
+    hit.mkdir()
+    write_jsonl(hit / "train.jsonl", [{"child": "dog", "parent": "animal", "negative": "rock"},
+                                      {"child": "animal", "parent": "dog", "negative": "rock"}])
+    with pytest.raises(DataFormatError, match="cycle") as caught:
+        load_taxonomy(hit)
+    assert caught.value.path == hit / "train.jsonl" and caught.value.line in (1, 2)
+
+
+@pytest.mark.parametrize("row, fragment", [
+    ({"child": "dog", "parent": "animal", "negative": " "}, "negative must be a non-empty name"),
+    ({"child": "dog", "parent": "animal", "label": "yes"}, "label must be 1"),
+    ({"child": "dog", "parent": "animal", "label": 2}, "label must be 1"),
+])
+def test_a_broken_hit_row_is_refused_naming_its_line(tmp_path, row, fragment):
+    hit = tmp_path / "hit"
+    hit.mkdir()
+    write_jsonl(hit / "train.jsonl", [{"child": "cat", "parent": "animal", "negative": "rock"}, row])
+    with pytest.raises(DataFormatError, match=fragment) as caught:
+        load_taxonomy(hit)
+    assert caught.value.path == hit / "train.jsonl" and caught.value.line == 2
 
 
 def test_edge_list_errors_point_into_the_edge_list(tmp_path):
@@ -195,9 +226,41 @@ def test_no_test_edge_and_no_held_out_concept_reaches_training(tmp_path, scheme,
         assert all({s.child, s.parent} <= split.held_out for s in split.test)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_branch_split_trains_on_no_held_out_text_even_under_another_id(tmp_path, seed):
+    """Names repeat across branches in real taxonomies (the customs code's "Other" in every chapter): a training
+    concept named as a held-out one would train on its text under another id."""
+    rows = small_taxonomy() + [{"id": f"{group}-other", "name": "Other", "parents": [group]} for group in GROUPS]
+    taxonomy = load_taxonomy(write_jsonl(tmp_path / "t.jsonl", rows))
+    split = split_taxonomy(taxonomy, "branches", seed=seed, num_negatives=3, eval_fraction=0.3)
+    for described in (False, True):  # concept_text: name, name_description
+        trained = {taxonomy.text(c, described) for s in split.train for c in (s.child, s.parent, *s.hard_negatives)}
+        held = {taxonomy.text(c, described) for c in split.held_out}
+        assert trained and held and not trained & held
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # HiT's protocol
 # ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("child_norm, found", [(2.0, True), (0.8, False)])
+def test_broader_and_narrower_search_find_the_held_out_edge_only_when_the_radius_orders_it(child_norm, found):
+    """The parent is the child's first broader hit (and the child among the parent's narrower ones) exactly when the
+    child sits farther out; an unrelated concept nearer the origin never outranks a nearer parent."""
+    from hyte.data.taxonomy import Subsumption
+
+    angles = {"parent": 0.0, "child": 0.1, "unrelated": 2.0, "grandparent": 0.05}
+    norms = {"parent": 1.0, "child": child_norm, "unrelated": 0.5, "grandparent": 0.3}
+    ids = list(angles)
+    vectors = np.array([[np.cos(angles[i]), np.sin(angles[i])] for i in ids])
+    embedded = subsumption.Embedded("cosine", {c: row for row, c in enumerate(ids)}, vectors,
+                                    np.array([norms[i] for i in ids]), 0.0)
+    ancestors = {"child": frozenset({"parent", "grandparent"}), "parent": frozenset({"grandparent"}),
+                 "unrelated": frozenset(), "grandparent": frozenset()}
+    result = subsumption.broader_narrower(embedded, [Subsumption("child", "parent")], ancestors)
+    assert result["broader@1"] == result["broader@10"] == result["narrower@10"] == float(found)
+    assert result["unfiltered@1"] == 1.0 and result["questions"] == 1
 
 
 def hit_metrics():
@@ -367,6 +430,31 @@ def test_a_taxonomy_trains_from_the_cli_full_and_with_lora(tmp_path, tiny_bert, 
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["geometry"] == "lorentz" and set(result["prediction"]) == {"random", "hard"}
     assert 0.0 <= result["prediction"]["hard"]["f1"] <= 1.0
+
+
+def test_eval_taxonomy_judges_a_model_on_the_split_it_was_trained_on(tmp_path, tiny_hyte_h_dir, capsys):
+    """Another split's (or seed's) test edges may be edges the model trained on: left out, --split and --seed follow
+    the model's training run; given otherwise, refused. A model trained on another taxonomy takes them as given."""
+    from hyte.cli import main
+
+    path = write_jsonl(tmp_path / "t.jsonl", small_taxonomy())
+    model = tmp_path / "model"
+    shutil.copytree(tiny_hyte_h_dir, model)
+    data = {"source": "taxonomy", "path": str(path), "taxonomy_split": "multi_hop", "taxonomy_seed": 3,
+            "concept_text": "name"}
+    (model / "hyte_card.json").write_text(json.dumps({"training": {"config": {"data": data}}}))
+    evaluate = ["eval", "taxonomy", "--model", str(model), "--data", str(path), "--ranking-questions", "3"]
+    assert main([*evaluate, "--split", "mixed_hop"]) == 2
+    assert "trained on" in capsys.readouterr().err
+    assert main([*evaluate, "--seed", "0"]) == 2
+    assert main([*evaluate, "--output", str(tmp_path / "own.json")]) == 0
+    printed = capsys.readouterr()
+    assert "--split multi_hop, as" in printed.err and "split multi_hop (seed 3)" in printed.out
+    assert json.loads((tmp_path / "own.json").read_text())["seed"] == 3
+    other = write_jsonl(tmp_path / "other.jsonl", small_taxonomy())
+    assert main(["eval", "taxonomy", "--model", str(model), "--data", str(other), "--ranking-questions", "3",
+                 "--split", "mixed_hop", "--seed", "1"]) == 0
+    assert "split mixed_hop (seed 1)" in capsys.readouterr().out
 
 
 def test_taxonomy_config_errors_say_what_to_do(tmp_path):

@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -156,6 +157,7 @@ def _eval_taxonomy(args: argparse.Namespace) -> int:
     from ..evaluation.subsumption import evaluate_taxonomy
 
     taxonomy = load_taxonomy(args.data, names=args.names, format=args.format)  # format errors before the model
+    _follow_the_training_split(args)
     split = split_taxonomy(taxonomy, args.split, seed=args.seed)
     encoder = load_model_encoder(args)
     geometry = args.geometry if args.geometry != "auto" else "lorentz" if encoder.kind == "hyperbolic" else "cosine"
@@ -172,6 +174,10 @@ def _eval_taxonomy(args: argparse.Namespace) -> int:
               f"{row['recall']:<6.4f}  {row['f1']:<6.4f}  {row['accuracy']:.4f}")
     print(f"held-out edges with the parent nearer the origin than the child (what --broader / --narrower rely on): "
           f"{results['parent_nearer_origin']:.1%}")
+    search = results["broader_narrower"]
+    print(f"broader / narrower search on {search['questions']} held-out edges: the parent first among broader hits "
+          f"{search['broader@1']:.1%} (in the first 10: {search['broader@10']:.1%}; first without the filter: "
+          f"{search['unfiltered@1']:.1%}), the child among the first 10 narrower hits {search['narrower@10']:.1%}")
     for scored, ranking in results["parent_ranking"].items():
         print(f"parent ranking among all concepts ({ranking['questions']} test positives, {scored}): MRR "
               f"{ranking['mrr']:.4f}, Hits@1 {ranking['hits@1']:.4f}, Hits@10 {ranking['hits@10']:.4f}")
@@ -182,6 +188,33 @@ def _eval_taxonomy(args: argparse.Namespace) -> int:
                    "meta": {"command": command_line(args, ["eval", "taxonomy"]), **machine_info()}}
         print(f"wrote {write_result(args.output, payload)}")
     return 0
+
+
+# --split, --seed, --text: what each was called in the training config's data section, and its default.
+_SPLIT_OPTIONS = (("split", "taxonomy_split", "mixed_hop"), ("seed", "taxonomy_seed", 0), ("text", "concept_text", "name"))
+
+
+def _follow_the_training_split(args: argparse.Namespace) -> None:
+    """--split, --seed and --text of a model trained on this taxonomy are its training run's (its hyte_card.json):
+    left out, they follow it (said on stderr); given otherwise, UserError, since another split's test edges may be
+    edges the model trained on. A model trained elsewhere (another taxonomy, a Hub model) takes them as given or
+    their defaults."""
+    card = Path(args.model) / "hyte_card.json"
+    try:
+        data = json.loads(card.read_text(encoding="utf-8"))["training"]["config"]["data"]
+    except (OSError, ValueError, KeyError, TypeError):
+        data = {}
+    trained_here = data.get("source") == "taxonomy" and isinstance(data.get("path"), str) and \
+        same_path(data["path"], args.data)
+    for option, field, default in _SPLIT_OPTIONS:
+        given, recorded = getattr(args, option), data.get(field) if trained_here else None
+        if given is not None and recorded is not None and given != recorded:
+            raise UserError(f"--{option} {given}: {args.model} was trained on {args.data} with {field} {recorded!r}; "
+                            f"its test edges under --{option} {given} may be edges it trained on. Leave --{option} "
+                            "out to judge it on its own split")
+        if given is None and recorded is not None and recorded != default:
+            print(f"note: --{option} {recorded}, as {args.model} was trained ({field})", file=sys.stderr)
+        setattr(args, option, given if given is not None else recorded if recorded is not None else default)
 
 
 def _check_hierarchy_output(output: str) -> None:
@@ -559,12 +592,14 @@ def add_commands(subparsers) -> None:
     taxonomy.add_argument("--names", default=None, help="an edge list's concept table (id, name, ...)")
     taxonomy.add_argument("--format", choices=["obo", "table", "edges", "hit"], default=None,
                           help="the taxonomy's format (default: told by the path)")
-    taxonomy.add_argument("--split", choices=["multi_hop", "mixed_hop", "branches", "given"], default="mixed_hop",
+    taxonomy.add_argument("--split", choices=["multi_hop", "mixed_hop", "branches", "given"], default=None,
                           help="the split the model was trained on (data.taxonomy_split): its validation chooses the "
-                               "weight and threshold, its test is judged")
-    taxonomy.add_argument("--seed", type=int, default=0, help="the split's seed (data.taxonomy_seed)")
-    taxonomy.add_argument("--text", choices=["name", "name_description"], default="name",
-                          help="a concept's text (data.concept_text)")
+                               "weight and threshold, its test is judged (default: the model's own, from its "
+                               "hyte_card.json, else mixed_hop)")
+    taxonomy.add_argument("--seed", type=int, default=None,
+                          help="the split's seed (data.taxonomy_seed; default: the model's own, else 0)")
+    taxonomy.add_argument("--text", choices=["name", "name_description"], default=None,
+                          help="a concept's text (data.concept_text; default: the model's own, else name)")
     taxonomy.add_argument("--geometry", choices=["auto", "lorentz", "cosine", "poincare"], default="auto",
                           help="auto: lorentz for HyTE, cosine for Euclidean models; poincare reads a sentence "
                                "encoder as HiT does (a ball of curvature 1 / dim)")

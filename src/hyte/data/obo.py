@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
-from ..errors import HyteError
+from ..io import DataFormatError
 
-__all__ = ["OBOFormatError", "Ontology", "Term", "load_obo"]
+__all__ = ["OBOFormatError", "Ontology", "Term", "find_cycle", "load_obo"]
 
 # The four synonym scopes of the OBO format; anything else in that position means the line is malformed.
 _SYNONYM_SCOPES = frozenset({"EXACT", "BROAD", "NARROW", "RELATED"})
@@ -25,14 +26,19 @@ _SYNONYM_SCOPES = frozenset({"EXACT", "BROAD", "NARROW", "RELATED"})
 _SPECIAL_ESCAPES = {"n": "\n", "t": "\t", "W": " "}
 
 
-class OBOFormatError(HyteError, ValueError):
-    """An OBO file could not be parsed; the message names the file and the 1-based line number (None: the file as a
-    whole)."""
+def find_cycle(parents: dict[str, Sequence[str]]) -> tuple[str, ...] | None:
+    """A cycle of ``parents`` (concept -> its parents) as (a, b, ..., a), each the parent of the next, or None. An
+    is-a hierarchy has none; every reader says where the first link of one was written."""
+    try:
+        tuple(TopologicalSorter(parents).static_order())
+    except CycleError as error:
+        return tuple(error.args[1])
+    return None
 
-    def __init__(self, path: str | os.PathLike, line: int | None, message: str):
-        self.path = str(path)
-        self.line = line
-        super().__init__(f"{self.path}, line {line}: {message}" if line is not None else f"{self.path}: {message}")
+
+class OBOFormatError(DataFormatError):
+    """An OBO file could not be parsed: a ``DataFormatError`` (the file, the 1-based line or None for the file as a
+    whole, the problem) of the OBO reader."""
 
 
 @dataclass
@@ -67,11 +73,11 @@ class Ontology:
             for parent in term.parents:
                 if parent not in terms:
                     raise ValueError(f"term {term.id} has unknown or obsolete parent {parent}")
-        try:  # a cycle leaves no root and no depths; say so instead of "found 0 terms without parents"
-            tuple(TopologicalSorter({term.id: term.parents for term in terms.values()}).static_order())
-        except CycleError as error:
-            raise ValueError(f"its is_a links form a cycle ({' -> '.join(error.args[1])}); an is_a hierarchy has "
-                             "none: fix the is_a lines of these terms") from None
+        # A cycle leaves no root and no depths; say so instead of "found 0 terms without parents".
+        cycle = find_cycle({term.id: term.parents for term in terms.values()})
+        if cycle:
+            raise ValueError(f"its is_a links form a cycle ({' -> '.join(cycle)}); an is_a hierarchy has none: fix "
+                             "the is_a lines of these terms")
         self.terms = terms
         if several_roots and root is None:
             self.roots = tuple(sorted(term_id for term_id, term in terms.items() if not term.parents))
@@ -219,6 +225,11 @@ def load_obo(path: str | os.PathLike, root: str | None = None, *, several_roots:
     for (child, parent), number in parent_lines.items():
         if child in terms and parent not in terms:
             raise OBOFormatError(path, number, f"term {child} has unknown or obsolete parent {parent}")
+    cycle = find_cycle({term.id: term.parents for term in terms.values()})
+    if cycle:  # named at the is_a line of its first link (child cycle[1], parent cycle[0])
+        raise OBOFormatError(path, parent_lines.get((cycle[1], cycle[0])),
+                             f"the is_a links form a cycle ({' -> '.join(cycle)}); an is_a hierarchy has none: fix "
+                             "the is_a lines of these terms")
     if not terms:  # the "several roots, pass root=" message below read as if terms had been found
         raise OBOFormatError(path, None, "holds no [Term] stanza (an empty file, or not an OBO ontology): give an OBO "
                                          "file with terms (id, name, is_a lines)")

@@ -25,11 +25,11 @@ import csv
 import json
 import os
 from dataclasses import dataclass, field
-from graphlib import CycleError, TopologicalSorter
+from graphlib import TopologicalSorter
 from pathlib import Path
 
 from ..io import DataFormatError, iter_jsonl
-from .obo import Ontology, Term, load_obo
+from .obo import Ontology, Term, find_cycle, load_obo
 
 __all__ = ["FORMATS", "Subsumption", "Taxonomy", "load_taxonomy"]
 
@@ -192,12 +192,10 @@ def _build(rows: list[tuple[int, Term]], path: Path) -> Ontology:
                                                             "no concept of the file: add it or fix the id")
             if parent == term.id:
                 raise DataFormatError(path, lines[term.id], f"concept {term.id!r} is its own parent")
-    try:
-        tuple(TopologicalSorter({term.id: term.parents for term in terms.values()}).static_order())
-    except CycleError as error:
-        cycle = error.args[1]
-        raise DataFormatError(path, lines[cycle[0]], f"the is-a links form a cycle ({' -> '.join(cycle)}); a "
-                                                     "taxonomy has none: fix the parents of these concepts") from None
+    cycle = find_cycle({term.id: term.parents for term in terms.values()})
+    if cycle:
+        raise DataFormatError(path, lines[cycle[1]], f"the is-a links form a cycle ({' -> '.join(cycle)}); a "
+                                                     "taxonomy has none: fix the parents of these concepts")
     if not terms:
         raise DataFormatError(path, None, "holds no concept")
     return Ontology(terms, several_roots=True)
@@ -253,7 +251,7 @@ def _hit(path: Path) -> Taxonomy:
     if not split_files:
         raise DataFormatError(path, None, "holds no HiT split file (train / val / test, .jsonl or .parquet)")
     splits: dict[str, list[Subsumption]] = {}
-    edges: dict[tuple[str, str], int] = {}
+    edges: dict[tuple[str, str], tuple[Path, int]] = {}
     for split, shards in split_files.items():
         splits[split] = [row for file in shards for row in _hit_rows(file, edges)]
     names = sorted({concept for edge in edges for concept in edge} |
@@ -267,7 +265,14 @@ def _split_of(file: Path) -> str | None:
                 None)
 
 
-def _hit_rows(file: Path, edges: dict[tuple[str, str], int]) -> list[Subsumption]:
+def _label(file: Path, number: int, value) -> int:
+    """A HiT pair's label: 1 (a subsumption) or 0 (a negative)."""
+    if isinstance(value, bool) or value not in (0, 1, "0", "1"):
+        raise DataFormatError(file, number, f"label must be 1 (child is-a parent) or 0 (a negative); got {value!r}")
+    return int(value)
+
+
+def _hit_rows(file: Path, edges: dict[tuple[str, str], tuple[Path, int]]) -> list[Subsumption]:
     """Subsumptions of a Hub export: triplets (child, parent, negative) or pairs (child, parent, label); rows of
     one positive are gathered into one subsumption with its negatives (random ones: the export does not say
     which kind it is; :func:`hyte.evaluation.subsumption` treats them as given)."""
@@ -288,11 +293,14 @@ def _hit_rows(file: Path, edges: dict[tuple[str, str], int]) -> list[Subsumption
         if not child or not parent:
             raise DataFormatError(file, number, "child and parent must be non-empty names")
         if "negative" in record:
-            gathered.setdefault((child, parent), []).append(str(record["negative"]).strip())
-            edges.setdefault((child, parent), number)
-        elif int(record["label"]) == 1:
+            negative = str(record["negative"]).strip()
+            if not negative:
+                raise DataFormatError(file, number, "the negative must be a non-empty name")
+            gathered.setdefault((child, parent), []).append(negative)
+            edges.setdefault((child, parent), (file, number))
+        elif _label(file, number, record["label"]) == 1:
             gathered.setdefault((child, parent), [])
-            edges.setdefault((child, parent), number)
+            edges.setdefault((child, parent), (file, number))
         else:
             # A negative pair belongs to the positive of the same child read last (HiT writes them right after).
             positive = next((key for key in reversed(gathered) if key[0] == child), None)
@@ -315,7 +323,7 @@ def _hit_zenodo(folder: Path) -> Taxonomy:
             raise DataFormatError(lexicon_path, None, f"entity {concept!r} has no name")
         terms[concept] = Term(concept, name.strip())
     splits: dict[str, list[Subsumption]] = {}
-    edges: dict[tuple[str, str], int] = {}
+    edges: dict[tuple[str, str], tuple[Path, int]] = {}
     for stem, split in (("train", "train"), ("val", "validation"), ("test", "test")):
         file = folder / f"{stem}.jsonl"
         if not file.is_file():
@@ -331,7 +339,7 @@ def _hit_zenodo(folder: Path) -> Taxonomy:
             missing = [i for i in ids if i not in terms]
             if missing:
                 raise DataFormatError(file, number, f"{missing[0]!r} is not in {lexicon_path.name}")
-            edges.setdefault((record["child"], record["parent"]), number)
+            edges.setdefault((record["child"], record["parent"]), (file, number))
             rows.append(Subsumption(record["child"], record["parent"], tuple(record.get("random_negatives", [])),
                                     tuple(record.get("hard_negatives", []))))
         splits[split] = rows
@@ -340,18 +348,19 @@ def _hit_zenodo(folder: Path) -> Taxonomy:
     return _from_hit_edges(folder, terms, edges, splits)
 
 
-def _from_hit_edges(path: Path, terms: dict[str, Term], edges: dict[tuple[str, str], int],
+def _from_hit_edges(path: Path, terms: dict[str, Term], edges: dict[tuple[str, str], tuple[Path, int]],
                     splits: dict[str, list[Subsumption]]) -> Taxonomy:
     """The taxonomy whose transitive closure holds every positive edge: its transitive reduction (HiT's files mix
     direct and transitive edges without saying which is which)."""
     parents: dict[str, set[str]] = {}
     for child, parent in edges:
         parents.setdefault(child, set()).add(parent)
-    try:
-        order = tuple(TopologicalSorter(parents).static_order())
-    except CycleError as error:
-        cycle = error.args[1]
-        raise DataFormatError(path, None, f"the positive edges form a cycle ({' -> '.join(cycle)})") from None
+    cycle = find_cycle(parents)
+    if cycle:  # named at the row of its first link (child cycle[1], parent cycle[0])
+        file, number = edges[(cycle[1], cycle[0])]
+        raise DataFormatError(file, number, f"the positive edges form a cycle ({' -> '.join(cycle)}): a "
+                                            "taxonomy has none; fix these rows")
+    order = tuple(TopologicalSorter(parents).static_order())
     ancestors: dict[str, set[str]] = {}
     for concept in order:  # parents before children
         ancestors[concept] = set().union(*({p} | ancestors[p] for p in parents.get(concept, ()))) \

@@ -30,7 +30,7 @@ import numpy as np
 from .. import lorentz
 from ..data.taxonomy import Subsumption
 
-__all__ = ["GEOMETRIES", "Embedded", "choose_and_test", "embed_concepts", "evaluate_taxonomy", "pair_scores",
+__all__ = ["GEOMETRIES", "Embedded", "broader_narrower", "choose_and_test", "embed_concepts", "evaluate_taxonomy", "pair_scores",
            "parent_nearer_origin", "parent_ranking", "search_threshold", "subsumption_pairs", "threshold_metrics"]
 
 GEOMETRIES = ("lorentz", "cosine", "poincare")
@@ -217,7 +217,8 @@ def evaluate_taxonomy(encoder, taxonomy, split, geometry: str, *, described: boo
                for weight in dict.fromkeys((0.0, prediction[kinds[-1]]["weight"]))}
     return {"geometry": geometry, "split": split.scheme, "concepts": len(texts), "train_edges": len(split.train),
             "prediction": prediction, "parent_ranking": ranking, "parent_nearer_origin": parent_nearer_origin(
-                embedded, split.test)}
+                embedded, split.test), "broader_narrower": broader_narrower(embedded, split.test, ancestors,
+                                                                            limit=ranking_questions)}
 
 
 def parent_nearer_origin(embedded: Embedded, questions: Sequence[Subsumption]) -> float:
@@ -226,3 +227,32 @@ def parent_nearer_origin(embedded: Embedded, questions: Sequence[Subsumption]) -
     children = np.asarray([embedded.index[q.child] for q in questions])
     parents = np.asarray([embedded.index[q.parent] for q in questions])
     return float(np.mean(embedded.norms[parents] < embedded.norms[children]))
+
+
+def broader_narrower(embedded: Embedded, questions: Sequence[Subsumption], ancestors: dict[str, frozenset[str]],
+                     limit: int | None = None, k: int = 10) -> dict[str, float]:
+    """Broader / narrower search on held-out edges, as ``hyte index search --broader / --narrower`` runs it among
+    all concepts: from each held-out child, the concepts nearer the origin than it, nearest first: is its parent
+    the first (``broader@1``), among the first ``k``? From each held-out parent, the concepts farther out: is the
+    child among the first ``k`` (``narrower@k``)? The child's other ancestors are left out of the broader hits, as
+    in ``parent_ranking``; ``unfiltered@1``: the parent first without the radius filter, for reference. The first
+    ``limit`` questions (the direct and transitive edges of the split's test side)."""
+    broader_first, broader_top, narrower_top, unfiltered_first = [], [], [], []
+    for question in list(questions)[:limit]:
+        child, parent = embedded.index[question.child], embedded.index[question.parent]
+        others = [embedded.index[a] for a in ancestors[question.child] if a != question.parent and a in embedded.index]
+        from_child = embedded.distances_to_all(child)
+        from_child[[child, *others]] = np.inf
+        unfiltered_first.append(int(np.argmin(from_child)) == parent)
+        broader = np.where(embedded.norms < embedded.norms[child], from_child, np.inf)
+        # Not a broader hit at all (the parent sits farther out): found at no rank.
+        rank = int(np.sum(broader < broader[parent])) if np.isfinite(broader[parent]) else np.inf
+        broader_first.append(rank == 0)
+        broader_top.append(rank < k)
+        from_parent = embedded.distances_to_all(parent)
+        from_parent[parent] = np.inf
+        narrower = np.where(embedded.norms > embedded.norms[parent], from_parent, np.inf)
+        narrower_top.append(bool(np.isfinite(narrower[child])) and int(np.sum(narrower < narrower[child])) < k)
+    return {"broader@1": float(np.mean(broader_first)), f"broader@{k}": float(np.mean(broader_top)),
+            f"narrower@{k}": float(np.mean(narrower_top)), "unfiltered@1": float(np.mean(unfiltered_first)),
+            "questions": len(broader_first)}
