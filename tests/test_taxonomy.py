@@ -501,6 +501,7 @@ def test_the_readme_own_hierarchy_section_runs_as_written(tmp_path, monkeypatch,
         assert main(shlex.split(line)[1:]) == 0, line
     out = capsys.readouterr().out
     assert "parent ranking among all concepts" in out and "(broader hits only)" in out
+    assert "broader / narrower search on" in out
     result = json.loads((tmp_path / "my-taxonomy.json").read_text())
     assert result["benchmark"] == "taxonomy" and result["split"] == "mixed_hop"
 
