@@ -6,6 +6,15 @@ HPO branches and ICD-10-CM chapters that no stage saw.
     python benchmarks/run_from_scratch.py --mlm-steps 8000  # the same, MLM long enough for EucBERT to pass the gate
     python benchmarks/run_from_scratch.py --quick           # the same pipeline at a toy size (a few minutes)
     python benchmarks/run_from_scratch.py --size base --bf16 --seeds 0 1 2 3 4   # the paper-size study, one GPU
+    python benchmarks/run_from_scratch.py --mlm-steps 8000 --temperatures 0.02 0.05 0.1   # equal care (issue 45)
+    bash benchmarks/gpu_from_scratch.sh   # the equal-care study on a lent GPU (prepared, not yet run)
+
+Equal care (``--temperatures``): both models get the same tuning, chosen on HPO validation branches on the first
+seed: the initial temperature of the contrastive stages among the candidates, with one rule for both (HyTE-FH's
+start from its mean document radius, a diagnosis only it got, is off). The residual rescale stays HyTE-FH's: it is
+the reference code's Lorentz residual (averaging without it), and the same diagnosis applied to EucBERT (the
+embeddings' share of the gradient at initialisation, benchmarks/probe_mlm_plateau.py) finds its additive residual
+healthy (0.26 of the gradient norm), so there is nothing to rescale there.
 
 The paper-size setting (``--size base``: hidden 768, 12 layers of 12 heads, batch 96, 20,000 MLM steps, then the
 contrastive and fine-tuning stages on every training pair, a 30,522-entry trained vocabulary) trains on the GPU the
@@ -103,17 +112,20 @@ def _mlm_gate(config, final: Path) -> dict:
 
 
 def _train_stages(model: str, seed: int, size: str, run_dir: Path, mining_cache: str, tokenizer: str | None,
-                  mlm_steps: int | None, bf16: bool, start: Path | None = None) -> dict:
+                  mlm_steps: int | None, bf16: bool, start: Path | None = None, temperature: float | None = None,
+                  test_fraction: float = 0.2, names: tuple[str, ...] = STAGES) -> dict:
     """Run (or finish) the three stages of one model and seed; returns {stage: its card's training record}, the MLM
     stage's with its held-out gate. With ``start`` (a model folder), the MLM stage is not run: the later stages
-    continue from it."""
+    continue from it. ``temperature`` / ``test_fraction``: see ``hyte.training.recipes.from_scratch``; ``names``: the
+    stages to run (("mlm",): the MLM stage alone)."""
     from hyte.runner import run
 
     records, init = {}, None if start is None else str(start)
-    for stage in STAGES if start is None else STAGES[1:]:
+    for stage in names if start is None else STAGES[1:]:
         config = from_scratch(model, stage, str(run_dir / stage), seed=seed, size=size, init=init,
                               mining_cache=mining_cache, tokenizer=tokenizer if stage == "mlm" else None,
-                              steps=mlm_steps if stage == "mlm" else None, bf16=bf16)
+                              steps=mlm_steps if stage == "mlm" else None, bf16=bf16, temperature=temperature,
+                              test_fraction=test_fraction)
         final = run_dir / stage / "final"
         if not final.is_dir():
             started = time.perf_counter()
@@ -164,6 +176,36 @@ def _scores(finals: dict[str, Path], seed: int, path: Path, evaluation: dict) ->
     scores = evaluate_heldout(encoders, ontologies=("hpo", "icd10"), seed=seed, **evaluation)
     path.write_text(json.dumps(scores, indent=2))
     return scores
+
+
+def _chosen_temperature(runs: Path, model: str, temperatures: list[float], seed: int, stages,
+                        evaluation: dict) -> dict:
+    """``model``'s initial temperature chosen on HPO validation branches, the same candidates and rule for both
+    models (equal care, issue 45): from the seed's MLM stage, the contrastive and fine-tuning stages once per
+    candidate with the validation branches held out of them too (test fraction 0.35), scored by nDCG@10 on the
+    validation branches (within the 0.35 held out, outside the 0.2 test). The MLM stage read the validation
+    branches' text, for both models alike."""
+    from hyte.encoders import load_encoder
+    from hyte.evaluation.heldout import evaluate_heldout
+
+    scores = {}
+    for temperature in temperatures:
+        run_dir = runs / f"{model}-select-t{temperature:g}-s{seed}"
+        stages(run_dir, start=runs / f"{model}-s{seed}" / "mlm" / "final", temperature=temperature,
+               test_fraction=0.35)
+        path = run_dir / "validation.json"
+        if not path.is_file():
+            scored = evaluate_heldout({"run": load_encoder(run_dir / "finetune" / "final", max_length=64)},
+                                      split="validation", ontologies=("hpo",), test_fraction=0.2,
+                                      validation_fraction=0.35, seed=seed, queries=evaluation["queries"],
+                                      documents=evaluation["documents"],
+                                      hierarchy_queries=evaluation["hierarchy_queries"])
+            path.write_text(json.dumps(scored["run"]["hpo"]))
+        scores[f"{temperature:g}"] = json.loads(path.read_text())["ndcg@10"]
+        print(f"{model:8} temperature {temperature:g}: validation nDCG@10 {scores[f'{temperature:g}']:.4f}",
+              flush=True)
+    chosen = max(temperatures, key=lambda t: (scores[f"{t:g}"], -temperatures.index(t)))
+    return {"seed": seed, "validation_ndcg@10": scores, "chosen": chosen}
 
 
 # ---- the cost of the geometry: one MLM step of each model, measured in fresh processes ---------------------------
@@ -294,6 +336,9 @@ def main() -> None:
                              "--bf16) or quick (the same as --quick)")
     parser.add_argument("--bf16", action="store_true", help="mixed precision training (a GPU; the geometry "
                                                             "stays float32)")
+    parser.add_argument("--temperatures", type=float, nargs="+", default=None,
+                        help="equal care: each model's initial temperature chosen on HPO validation branches among "
+                             "these (the first seed), the same rule for both (no start from HyTE-FH's radius)")
     parser.add_argument("--cost-child", choices=sorted(SCRATCH_MODELS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     size = args.size or ("quick" if args.quick else "tiny")
@@ -316,19 +361,32 @@ def main() -> None:
           flush=True)
     tokenizer = _vocabulary(size, runs) if args.vocabulary == "trained" else None
     results = {model: {} for model in SCRATCH_MODELS}
+    chosen, selection = {model: None for model in SCRATCH_MODELS}, None
     for seed in seeds:
         for model in SCRATCH_MODELS:
             run_dir = runs / f"{model}-s{seed}"
             stages = functools.partial(_train_stages, model, seed, size, mining_cache=str(runs / "mining-cache"),
                                        tokenizer=tokenizer, mlm_steps=args.mlm_steps, bf16=args.bf16)
-            training = stages(run_dir)
+            if args.temperatures:  # equal care: the MLM stage as always, the later ones at the chosen temperature
+                training = stages(run_dir, names=("mlm",))
+                if chosen[model] is None:
+                    selection = selection or {}
+                    selection[model] = _chosen_temperature(runs, model, args.temperatures, seed, stages,
+                                                           EVALUATION[size])
+                    chosen[model] = selection[model]["chosen"]
+                tuned_dir = runs / f"{model}-t{chosen[model]:g}-s{seed}"
+                training |= stages(tuned_dir, start=run_dir / "mlm" / "final", temperature=chosen[model])
+            else:
+                tuned_dir = run_dir
+                training = stages(run_dir)
             gate = training["mlm"]["gate"]
             print(f"{model:8} seed {seed}: held-out MLM loss {gate['mlm_loss']:.3f} nats, unigram "
                   f"{gate['unigram_cross_entropy']:.3f}: gate (≥ {gate['margin']} below) "
                   f"{'passed' if gate['passed'] else 'NOT passed'}", flush=True)
-            finals = {"oem-p1" if model == "hyte-fh" else "mean": run_dir / "finetune" / "final"}
+            finals = {"oem-p1" if model == "hyte-fh" else "mean": tuned_dir / "finetune" / "final"}
             seed_run = {"training": training}
-            if model == "hyte-fh" and seed in (seeds[:1] if args.ablation_seeds is None else args.ablation_seeds):
+            ablation = seeds[:1] if args.ablation_seeds is None else args.ablation_seeds
+            if model == "hyte-fh" and seed in ablation and not args.temperatures:
                 seed_run["pooling_training"] = {}
                 for name, pooling in POOLINGS.items():
                     if name != "oem-p1":  # the main run's pooling
@@ -336,7 +394,7 @@ def main() -> None:
                         start = _with_pooling(run_dir / "mlm" / "final", pooling, pooled / "mlm-start")
                         seed_run["pooling_training"][name] = stages(pooled, start=start)
                         finals[name] = pooled / "finetune" / "final"
-            seed_run["scores"] = scores = _scores(finals, seed, run_dir / "scores.json", EVALUATION[size])
+            seed_run["scores"] = scores = _scores(finals, seed, tuned_dir / "scores.json", EVALUATION[size])
             results[model][f"s{seed}"] = seed_run
             main_scores = scores["oem-p1" if model == "hyte-fh" else "mean"]
             print(f"{model:8} seed {seed}: " + " | ".join(
@@ -351,6 +409,7 @@ def main() -> None:
                "gated_seeds": _gated_seeds(results), "summary_gated": _summary(results, _gated_seeds(results)),
                "comparison_gated": _comparison(results, _gated_seeds(results)),
                "pooling_ablation_seeds": [int(seed[1:]) for seed in _ablated_seeds(results)],
+               "temperature_selection": selection,
                "pooling_ablation": "retrained",
                "nonfinite": sum(stage["nonfinite_values"] + stage["nonfinite_logs"] for stage in _stages(results)),
                "train_seconds": round(sum(stage["train_seconds"] for stage in _stages(results))),

@@ -134,7 +134,7 @@ def train_hyte(arm: str, taxonomy_path: Path, seed: int, steps: int, folder: Pat
     if (final / "config.json").is_file():
         return final, _step_time(folder)
     started = time.perf_counter()
-    run(parse_config(train_config(arm, taxonomy_path, seed, steps, folder, learning_rate)))
+    run(parse_config(train_config(arm, taxonomy_path, seed, steps, folder, learning_rate)), resume=True)
     return final, _record_step_time(folder, (time.perf_counter() - started) / steps)
 
 

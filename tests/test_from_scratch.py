@@ -62,6 +62,22 @@ def test_from_scratch_sides_differ_only_in_the_geometry(stage):
         from_scratch("eucbert", stage, "out", init=None if init else "x")
 
 
+def test_equal_care_gives_both_models_the_same_temperature_rule_and_holds_validation_out():
+    """Issue 45: the start from the mean document radius was a diagnosis only HyTE-FH got; with a chosen
+    temperature both models start from it alike. Choosing on validation holds those branches out of the later
+    stages (test fraction 0.35), never out of the MLM stage both share."""
+    from hyte.training.recipes import from_scratch
+
+    for stage in ("contrastive", "finetune"):
+        configs = [from_scratch(model, stage, "out", init="runs/mlm/final", temperature=0.1, test_fraction=0.35)
+                   for model in ("hyte-fh", "eucbert")]
+        for config in configs:
+            assert config.loss.temperature == 0.1 and not config.loss.temperature_from_radius
+            assert config.data.hpo_test_fraction == 0.35
+        assert from_scratch("hyte-fh", stage, "out", init="runs/mlm/final").loss.temperature_from_radius
+    assert from_scratch("eucbert", "mlm", "out", test_fraction=0.35).data.hpo_test_fraction == 0.2
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_recipes_hyte_fh_passes_gradient_to_its_embeddings_as_eucbert_does(seed):
     """Issue 26: HyTE-FH stayed on the unigram plateau. Its Lorentz residual without the reference code's rescale

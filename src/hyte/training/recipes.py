@@ -124,7 +124,8 @@ def hyte_fh_residual_space_scale(hidden_size: int) -> float:
 
 def from_scratch(model: str, stage: str, output_dir: str, *, seed: int = 0, size: str = "tiny",
                  init: str | None = None, mining_cache: str | None = None, tokenizer: str | None = None,
-                 steps: int | None = None, bf16: bool = False) -> RunConfig:
+                 steps: int | None = None, bf16: bool = False, temperature: float | None = None,
+                 test_fraction: float = 0.2) -> RunConfig:
     """The RunConfig of one stage of the from-scratch comparison; everything but the geometry is identical.
 
     ``model``: "hyte-fh" or "eucbert" (same shape, data and order, steps, batch, learning rate and schedule; the
@@ -139,6 +140,11 @@ def from_scratch(model: str, stage: str, output_dir: str, *, seed: int = 0, size
     package's positive-aware miner, so both fine-tune on identical triples; with ``mining_cache`` they are mined
     once per seed. Held out from every stage: 20 % of HPO branches and of ICD-10-CM chapters (the evaluation's
     split).
+
+    ``temperature``: the contrastive stages' initial temperature, the same rule for both models (no start from the
+    documents' radius, which only the hyperbolic model has); None keeps the recipe's (0.05, divided by HyTE-FH's
+    mean document radius). ``test_fraction``: the held-out share of the later stages (0.35 for choosing on
+    validation branches, which then stay out of training as well).
     """
     if model not in SCRATCH_MODELS:
         raise ValueError(f"model must be one of {sorted(SCRATCH_MODELS)}; got {model!r}")
@@ -161,14 +167,15 @@ def from_scratch(model: str, stage: str, output_dir: str, *, seed: int = 0, size
         "stage": stage,
         "model": spec,
         "data": {"source": "hpo+icd10", "max_examples": None if stage == "mlm" else recipe["examples"], "hpo_query": "all", "mlm_names": True,
-                 "hpo_test_fraction": 0.2},
+                 "hpo_test_fraction": 0.2 if stage == "mlm" else test_fraction},
         "training": {"output_dir": output_dir, "max_steps": steps, "per_device_train_batch_size": recipe["batch"],
                      "learning_rate": SCRATCH_LEARNING_RATES[stage], "warmup_steps": max(1, steps // 10),
                      "logging_steps": max(1, steps // 10), "save_steps": max(2, steps // 2), "seed": seed,
                      "bf16": bf16},
         "mlm": {"mlm_probability": 0.15, "max_length": 64},
-        "loss": {"similarity": "geodesic", "temperature": 0.05, "learn_temperature": True,
-                 "temperature_from_radius": True, "max_query_length": 32, "max_document_length": 64},
+        "loss": {"similarity": "geodesic", "temperature": 0.05 if temperature is None else temperature,
+                 "learn_temperature": True, "temperature_from_radius": temperature is None, "max_query_length": 32,
+                 "max_document_length": 64},
         "mining": {"num_negatives": 1, "candidates": 30, "margin": 0.95, "miner": BUNDLED_MINILM,
                    "cache_dir": mining_cache},
         "evaluation": {"enabled": False},
