@@ -516,6 +516,28 @@ def test_a_jsonl_pair_with_a_field_nobody_reads_is_refused(tmp_path):
     assert caught.value.line == 2
 
 
+def test_a_saved_dataset_with_a_column_nobody_reads_is_refused(tmp_path):
+    """As a JSONL pair's unknown field: a column nobody reads would train as if it had been used."""
+    from datasets import Dataset
+
+    from hyte.training import parse_config
+    from hyte.training.data import contrastive_examples
+
+    good, extra = tmp_path / "good", tmp_path / "extra"
+    Dataset.from_dict({"query": ["dog", "oak"], "document": ["mammal", "tree"]}).save_to_disk(str(good))
+    Dataset.from_dict({"query": ["dog"], "document": ["mammal"], "parent": ["animal"]}).save_to_disk(str(extra))
+
+    def spec(path):
+        return parse_config({"stage": "contrastive", "data": {"source": "hf_dataset", "path": str(path)}}).data
+
+    assert [e["document"] for e in contrastive_examples(spec(good))] == ["mammal", "tree"]
+    with pytest.raises(DataFormatError, match="'parent'.*data.source taxonomy"):
+        contrastive_examples(spec(extra))
+    with pytest.raises(DataFormatError, match="no column 'text'"):
+        contrastive_examples(parse_config({"stage": "contrastive", "data": {
+            "source": "hf_dataset", "path": str(good), "document_field": "text"}}).data)
+
+
 @pytest.mark.parametrize("spread, noted", [(0.01, True), (0.5, False)])
 def test_broader_search_prints_the_querys_specificity_and_notes_a_flat_radius(capsys, spread, noted):
     import argparse

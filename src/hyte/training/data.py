@@ -17,18 +17,27 @@ from ..io import DataFormatError, iter_jsonl, string_field
 from .config import ConfigError, DataSpec, RunConfig
 
 
+def _unknown_fields(names, known: tuple[str, ...]) -> str | None:
+    """Why a pair's fields (or a dataset's columns) ``names`` cannot be trained on as they are, or None: a field
+    nobody reads would train as if it had been used ("parent", say)."""
+    unknown = [name for name in names if name not in known]
+    if not unknown:
+        return None
+    hint = (" (a hierarchy trains from the taxonomy itself: data.source taxonomy, README 'Your own hierarchy')"
+            if {"parent", "parents", "child"} & set(unknown) else "")
+    return (f"unknown field(s) {', '.join(map(repr, unknown))}: a pair has {', '.join(map(repr, known))}{hint}; drop "
+            "or rename the others")
+
+
 def read_jsonl_pairs(path: str | Path, query_field: str = "query", document_field: str = "document") -> list[dict]:
     """(query, document[, negatives]) examples from a JSONL file."""
     path = Path(path)
     examples = []
     known = (query_field, document_field, "negatives")
     for number, record in iter_jsonl(path):
-        unknown = [name for name in record if name not in known]
-        if unknown:  # a field nobody reads would train as if it had been used ("parent", say)
-            hint = (" (a hierarchy trains from the taxonomy itself: data.source taxonomy, README 'Your own "
-                    "hierarchy')" if {"parent", "parents", "child"} & set(unknown) else "")
-            raise DataFormatError(path, number, f"unknown field(s) {', '.join(map(repr, unknown))}: a pair has "
-                                                f"{', '.join(map(repr, known))}{hint}; drop or rename the others")
+        problem = _unknown_fields(record, known)
+        if problem:
+            raise DataFormatError(path, number, problem)
         negatives = record.get("negatives", [])
         if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
             raise DataFormatError(path, number, "'negatives' must be a list of strings")
@@ -264,6 +273,12 @@ def contrastive_examples(spec: DataSpec, seed: int = 0, batch_size: int | None =
         from datasets import load_from_disk
 
         rows = load_from_disk(spec.path)
+        known = (spec.query_field, spec.document_field, "negatives")
+        problem = _unknown_fields(rows.column_names, known)
+        missing = [name for name in known[:2] if name not in rows.column_names]
+        if problem or missing:
+            raise DataFormatError(spec.path, None, f"no column {missing[0]!r} (data.query_field / data.document_field "
+                                                   "name the columns to read)" if missing else problem)
         examples = [{"query": r[spec.query_field], "document": r[spec.document_field],
                      "negatives": list(r.get("negatives") or [])} for r in rows]
     examples = _subsample(examples, spec, seed)
