@@ -1135,6 +1135,17 @@ def test_benchmarks_md_opens_with_the_newest_verdict_of_each_question(tmp_path):
     section = markdown.split("## Does the curvature do anything?")[1]
     assert "HyTE-H c = 100 (flat twin)" in section and "1.002" in section and "25.0%" in section
     assert "**300 steps**" in section and "6 intervals in all" in section
+    # The recipe put in play (item 2) joins the section, and leaves the verdicts to the ablation, dated later or not.
+    diagnostics = {"stretch_median": 2.4, "cones_open": 0.9, "inside_cone": 0.2, "radius_sd": 0.3, "radius_p05": 1.5,
+                   "radius_p95": 2.6, "final_logit_scale": 30.0}
+    (results / "geometry_in_play.json").write_text(json.dumps({
+        "benchmark": "geometry-in-play", "round": 3, "seeds": [0, 1], "steps": 60, "criterion": "stretch >= 1.3",
+        "verdict": "r0 2: not kept (below the shipped recipe)", "summary": {"r0 2": {"hpo": {"ndcg@10": score}}},
+        "diagnostics": {"r0 2": diagnostics}, "meta": {"command": "c", "date": "2026-12-09"}}))
+    markdown = write_benchmarks_md(results, tmp_path / "BENCHMARKS.md").read_text()
+    section = markdown.split("## Does the curvature do anything?")[1]
+    assert "**r0 2: not kept (below the shipped recipe)**" in section and "| r0 2 | 0.5000 ± 0.0100 |" in section
+    assert "+0.0040" in markdown.split("## Current verdicts")[1].split("\n## ")[0]
 
 
 def test_a_superseded_result_goes_to_the_archive_and_gives_no_current_verdict(tmp_path):

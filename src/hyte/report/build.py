@@ -82,6 +82,8 @@ def by_section(results: dict[str, list[tuple[Path, dict]]], problems: list[tuple
     # benchmarks/run_specificity.py writes two files (its validation selection, its test); one section shows both.
     if "specificity_selection" in results:
         results["specificity"] = results.pop("specificity_selection") + results.get("specificity", [])
+    if "geometry-in-play" in results:  # benchmarks/run_geometry_in_play.py: the curvature study's item 2
+        results["curvature"] = results.pop("geometry-in-play") + results.get("curvature", [])
     if "taxonomy-study" in results:  # benchmarks/run_taxonomy.py's study and hyte eval taxonomy share a section
         results["taxonomy"] = results.pop("taxonomy-study") + results.get("taxonomy", [])
     names = {path.name for items in results.values() for path, _ in items}
@@ -129,7 +131,8 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     if not results and not problems:  # an empty report would read as if the runs had found nothing
         raise ValueError(f"{results_dir} holds no result JSON (*.json): {kept}. Give the folder the results were "
                          "written to (e.g. benchmarks/results, or the --output folder of hyte eval / hyte bench)")
-    if not any(kind in SECTION_ORDER or kind in ("specificity_selection", "taxonomy-study") for kind in results):
+    if not any(kind in SECTION_ORDER or kind in ("specificity_selection", "taxonomy-study", "geometry-in-play")
+               for kind in results):
         # Files without a section (a model's config.json, quickstart's results.json) are only listed; a report of
         # nothing but that list would read like a finished report with no results.
         found = "; ".join([f"{p.name}: {_not_a_result(payload)}" for items in results.values() for p, payload in items]

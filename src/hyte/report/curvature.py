@@ -32,6 +32,22 @@ def _steps_lines(steps: str, block: dict, payload: dict) -> list[str]:
                     "verdict"], contrasts)]
 
 
+def _in_play_lines(payload: dict) -> list[str]:
+    """``benchmarks/run_geometry_in_play.py``: candidate recipes on validation branches, and what was kept."""
+    rows = []
+    for name, summary in payload["summary"].items():
+        hpo, where = summary["hpo"], payload["diagnostics"][name]
+        rows.append([name, mean_sd(hpo.get("ndcg@10")), mean_sd(hpo.get("spechr")), number(where["stretch_median"], 3),
+                     percent(where["cones_open"]), percent(where["inside_cone"]), number(where["radius_sd"], 3),
+                     f"{number(where['radius_p05'], 2)}–{number(where['radius_p95'], 2)}",
+                     number(where["final_logit_scale"], 1)])
+    return [(f"**Putting the geometry in play** (validation branches of round {payload['round']} only, "
+             f"{len(payload['seeds'])} seeds, {payload['steps']} steps; criterion declared before the runs: "
+             f"{payload['criterion']}): **{payload['verdict']}**."), "",
+            *table(["recipe", "validation nDCG@10", "SpecHR", "stretch ‖x_s‖/r", "cones open", "edges inside cone",
+                    "radius sd", "radius 5–95 %", "final logit scale"], rows)]
+
+
 def curvature_section(items: list[tuple[Path, dict]]) -> list[str]:
     lines = ["## Does the curvature do anything? The shipped recipe at c = 100, 1 and 0.1", "",
              ("Only the curvature differs between the HyTE-H arms (data, negatives, head, pooling, cone term with K "
@@ -40,6 +56,9 @@ def curvature_section(items: list[tuple[Path, dict]]) -> list[str]:
               "the share of texts whose cone is narrower than a half-space. A win or loss needs both the t-test "
               "over seeds and the interval to exclude zero."), ""]
     for _, payload in items:
+        if payload["benchmark"] == "geometry-in-play":
+            lines += _in_play_lines(payload)
+            continue
         intervals = sum(len(by_key) for block in payload["by_steps"].values() for by_key in block["comparisons"].values())
         lines += [(f"Primary metric, declared before the runs: {payload['primary_metric']}. Round {payload['round']}: "
                    "a branch split sharing no term with earlier rounds' test or validation branches. "

@@ -27,7 +27,7 @@ def _newest(items: list[tuple[Path, dict]], key=None) -> tuple[Path, dict] | Non
 
 
 def _curvature(items) -> list[list[str]]:
-    newest = _newest(items)
+    newest = _newest([(p, payload) for p, payload in items if payload.get("benchmark") == "curvature"])
     if newest is None:
         return []
     path, payload = newest
