@@ -10,6 +10,10 @@ from pathlib import Path
 
 from ..markdown import number, percent, runs, table
 
+# benchmarks/run_taxonomy.py's taxonomies (another name is shown as it is).
+TAXONOMY_TITLES = {"hpo": "HPO (the Human Phenotype Ontology)",
+                   "icd10": "ICD-10-CM, chapters to 4-character subcategories",
+                   "hscodes": "the Harmonized System's customs product classification"}
 ARM_TITLES = {"hyte": "HyTE-H", "euclidean": "Euclidean control", "hit": "HiT (hierarchy-transformers 0.1.1)",
               "base": "all-MiniLM-L6-v2 (untrained)"}
 
@@ -35,7 +39,7 @@ def _study_lines(path: Path, payload: dict) -> list[str]:
                          _mean_sd([s["prediction"]["random"]["f1"] for s in seeds]),
                          _mean_sd([s["parent_ranking_distance"]["mrr"] for s in seeds]),
                          _mean_sd([s["seconds_per_step"] for s in seeds])])
-        lines += [(f"**{name}** ({study['concepts']} concepts; {payload['split']} split drawn per seed; "
+        lines += [(f"**{name}**: {TAXONOMY_TITLES.get(name, name)} ({study['concepts']} concepts; {payload['split']} split drawn per seed; "
                    f"{payload['steps']} steps of {payload['batch']}; primary metric: {payload['primary_metric']}):"),
                   "", *table(["arm", "seeds", "learning rate", "F1, hard negatives", "F1, random negatives",
                               "parent MRR (distance)", "s / step"], rows)]
