@@ -100,9 +100,15 @@ def enclosing_artifact(path: str | os.PathLike, kinds: tuple[str, ...] = ALL_KIN
     """``(folder, marker)`` when ``path`` lies directly inside an artifact of ``kinds`` (``folder`` holds
     ``marker``; with ``itself``, when ``path`` is one too), judged as given and through any symbolic link; else
     None."""
+    return _first_artifact(path, kinds, kinds if itself else ())
+
+
+def _first_artifact(path: str | os.PathLike, inside: Sequence[str], itself: Sequence[str]) -> tuple[Path, str] | None:
+    """The first ``(folder, marker)``: ``path`` itself an artifact of ``itself``, or its folder one of ``inside``,
+    judged as given and then through any symbolic link."""
     for base in given_and_real(path):
-        for folder in (base, base.parent) if itself else (base.parent,):
-            marker = artifact_marker(folder, kinds)
+        for folder, kinds in ((base, itself), (base.parent, inside)):
+            marker = artifact_marker(folder, tuple(kinds)) if kinds else None
             if marker:
                 return folder, marker
     return None
@@ -121,12 +127,10 @@ class OutputNotAFolder(OutputRefused, NotADirectoryError):
 def _inside(path: Path, kinds: Sequence[str], itself: Sequence[str] = ()) -> str | None:
     """Why ``path`` may not be written, or None: it lies inside an artifact of ``kinds``, or is itself one of
     ``itself``."""
-    found = [(folder, marker) for base in given_and_real(path)
-             for folder, marker in ((base, artifact_marker(base, tuple(itself))),
-                                    (base.parent, artifact_marker(base.parent, tuple(kinds)))) if marker]
-    if not found:
+    found = _first_artifact(path, kinds, itself)
+    if found is None:
         return None
-    folder, marker = found[0]
+    folder, marker = found
     kind = next(name for name, spec in KINDS.items() if marker in spec.markers)
     return f"{'is or ' if itself else ''}lies inside {KINDS[kind].what} ({folder} holds {marker})"
 

@@ -15,9 +15,10 @@ from functools import cached_property
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
+from ..errors import HyteError
 from ..io import DataFormatError
 
-__all__ = ["OBOFormatError", "Ontology", "Term", "find_cycle", "load_obo"]
+__all__ = ["IsACycleError", "OBOFormatError", "Ontology", "Term", "load_obo", "parents_first"]
 
 # The four synonym scopes of the OBO format; anything else in that position means the line is malformed.
 _SYNONYM_SCOPES = frozenset({"EXACT", "BROAD", "NARROW", "RELATED"})
@@ -26,14 +27,24 @@ _SYNONYM_SCOPES = frozenset({"EXACT", "BROAD", "NARROW", "RELATED"})
 _SPECIAL_ESCAPES = {"n": "\n", "t": "\t", "W": " "}
 
 
-def find_cycle(parents: dict[str, Sequence[str]]) -> tuple[str, ...] | None:
-    """A cycle of ``parents`` (concept -> its parents) as (a, b, ..., a), each the parent of the next, or None. An
-    is-a hierarchy has none; every reader says where the first link of one was written."""
+class IsACycleError(HyteError, ValueError):
+    """is-a links that form a cycle: ``cycle`` is (a, b, ..., a), each the parent of the next. An is-a hierarchy has
+    none; each reader catches it to name where the first link (child ``cycle[1]``, parent ``cycle[0]``) was
+    written."""
+
+    def __init__(self, cycle: Sequence[str]):
+        self.cycle = tuple(cycle)
+        super().__init__(f"the is_a links form a cycle ({' -> '.join(self.cycle)}); an is_a hierarchy has none: fix "
+                         "the is_a lines of these terms")
+
+
+def parents_first(parents: dict[str, Sequence[str]]) -> tuple[str, ...]:
+    """The concepts of ``parents`` (concept -> its parents), every parent before its children; IsACycleError when
+    there is no such order."""
     try:
-        tuple(TopologicalSorter(parents).static_order())
+        return tuple(TopologicalSorter(parents).static_order())
     except CycleError as error:
-        return tuple(error.args[1])
-    return None
+        raise IsACycleError(error.args[1]) from None
 
 
 class OBOFormatError(DataFormatError):
@@ -74,10 +85,7 @@ class Ontology:
                 if parent not in terms:
                     raise ValueError(f"term {term.id} has unknown or obsolete parent {parent}")
         # A cycle leaves no root and no depths; say so instead of "found 0 terms without parents".
-        cycle = find_cycle({term.id: term.parents for term in terms.values()})
-        if cycle:
-            raise ValueError(f"its is_a links form a cycle ({' -> '.join(cycle)}); an is_a hierarchy has none: fix "
-                             "the is_a lines of these terms")
+        parents_first({term.id: term.parents for term in terms.values()})
         self.terms = terms
         if several_roots and root is None:
             self.roots = tuple(sorted(term_id for term_id, term in terms.items() if not term.parents))
@@ -225,16 +233,13 @@ def load_obo(path: str | os.PathLike, root: str | None = None, *, several_roots:
     for (child, parent), number in parent_lines.items():
         if child in terms and parent not in terms:
             raise OBOFormatError(path, number, f"term {child} has unknown or obsolete parent {parent}")
-    cycle = find_cycle({term.id: term.parents for term in terms.values()})
-    if cycle:  # named at the is_a line of its first link (child cycle[1], parent cycle[0])
-        raise OBOFormatError(path, parent_lines.get((cycle[1], cycle[0])),
-                             f"the is_a links form a cycle ({' -> '.join(cycle)}); an is_a hierarchy has none: fix "
-                             "the is_a lines of these terms")
     if not terms:  # the "several roots, pass root=" message below read as if terms had been found
         raise OBOFormatError(path, None, "holds no [Term] stanza (an empty file, or not an OBO ontology): give an OBO "
                                          "file with terms (id, name, is_a lines)")
     try:
         return Ontology(terms, root=root, several_roots=several_roots)
+    except IsACycleError as error:  # named at the is_a line of its first link
+        raise OBOFormatError(path, parent_lines.get((error.cycle[1], error.cycle[0])), str(error)) from None
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from error
 

@@ -25,11 +25,10 @@ import csv
 import json
 import os
 from dataclasses import dataclass, field
-from graphlib import TopologicalSorter
 from pathlib import Path
 
 from ..io import DataFormatError, iter_jsonl
-from .obo import Ontology, Term, find_cycle, load_obo
+from .obo import IsACycleError, Ontology, Term, load_obo, parents_first
 
 __all__ = ["FORMATS", "Subsumption", "Taxonomy", "load_taxonomy"]
 
@@ -192,13 +191,14 @@ def _build(rows: list[tuple[int, Term]], path: Path) -> Ontology:
                                                             "no concept of the file: add it or fix the id")
             if parent == term.id:
                 raise DataFormatError(path, lines[term.id], f"concept {term.id!r} is its own parent")
-    cycle = find_cycle({term.id: term.parents for term in terms.values()})
-    if cycle:
-        raise DataFormatError(path, lines[cycle[1]], f"the is-a links form a cycle ({' -> '.join(cycle)}); a "
-                                                     "taxonomy has none: fix the parents of these concepts")
     if not terms:
         raise DataFormatError(path, None, "holds no concept")
-    return Ontology(terms, several_roots=True)
+    try:
+        return Ontology(terms, several_roots=True)
+    except IsACycleError as error:  # named at the row of the child of its first link
+        raise DataFormatError(path, lines[error.cycle[1]], f"the is-a links form a cycle "
+                                                           f"({' -> '.join(error.cycle)}); a taxonomy has none: fix "
+                                                           "the parents of these concepts") from None
 
 
 def _edge_list(path: Path, names_path: Path) -> Taxonomy:
@@ -355,12 +355,12 @@ def _from_hit_edges(path: Path, terms: dict[str, Term], edges: dict[tuple[str, s
     parents: dict[str, set[str]] = {}
     for child, parent in edges:
         parents.setdefault(child, set()).add(parent)
-    cycle = find_cycle(parents)
-    if cycle:  # named at the row of its first link (child cycle[1], parent cycle[0])
-        file, number = edges[(cycle[1], cycle[0])]
-        raise DataFormatError(file, number, f"the positive edges form a cycle ({' -> '.join(cycle)}): a "
-                                            "taxonomy has none; fix these rows")
-    order = tuple(TopologicalSorter(parents).static_order())
+    try:
+        order = parents_first(parents)
+    except IsACycleError as error:  # named at the row of its first link
+        file, number = edges[(error.cycle[1], error.cycle[0])]
+        raise DataFormatError(file, number, f"the positive edges form a cycle ({' -> '.join(error.cycle)}): a "
+                                            "taxonomy has none; fix these rows") from None
     ancestors: dict[str, set[str]] = {}
     for concept in order:  # parents before children
         ancestors[concept] = set().union(*({p} | ancestors[p] for p in parents.get(concept, ()))) \

@@ -7,8 +7,8 @@ Three schemes (``split_taxonomy``):
 * ``mixed_hop`` (HiT's mixed-hop prediction): train on 90 % of the direct edges; validation / test are the held-out
   5 % / 5 % of direct edges plus 5 % / 5 % of the transitive ones;
 * ``branches`` (as the built-in ontologies): whole top-level branches go to test, then to validation; training sees
-  no concept of theirs, nor a concept of the same name (no text of a held-out concept is trained on). Each side's questions are its direct edges and
-  as many of its transitive edges, with negatives drawn from the same side.
+  no concept of theirs, nor a concept of the same name (no text of a held-out concept is trained on). Each side's
+  questions are its direct edges and as many of its transitive edges, with negatives drawn from the same side.
 
 A taxonomy read from HiT's own files keeps their splits (scheme ``given``). Every positive is paired, as in HiT, with
 ``num_negatives`` random negatives (concepts that are neither the child nor its ancestors) and as many hard ones
@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from graphlib import TopologicalSorter
 
-from .obo import Ontology
+from .obo import Ontology, parents_first
 from .taxonomy import Subsumption, Taxonomy
 
 __all__ = ["SCHEMES", "TaxonomySplit", "ancestors_of", "split_taxonomy"]
@@ -53,7 +52,7 @@ def ancestors_of(ontology: Ontology, edges=None) -> dict[str, frozenset[str]]:
     for child, parent in ontology.edges() if edges is None else edges:
         parents[child].add(parent)
     ancestors: dict[str, frozenset[str]] = {}
-    for concept in TopologicalSorter(parents).static_order():  # parents come before their children
+    for concept in parents_first(parents):
         ancestors[concept] = frozenset().union(*({p} | ancestors[p] for p in parents[concept]))
     return ancestors
 
