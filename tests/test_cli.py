@@ -527,7 +527,7 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
                                                       "models": {"m": {"model": str(model_dir)}}}))
     assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(radius), "--name", "z",
                  "--per-depth", "2", "--seed", "1"]) == 2
-    assert "holds a radius result on another sample of texts (seed 0 -> 1)" in capsys.readouterr().err
+    assert "holds a radius result on another sample of texts (seed: 0 -> 1)" in capsys.readouterr().err
     # Trial 20 (S1): a folder given through a symbolic link into a model folder is refused as the folder itself is.
     (model_dir / "empty").mkdir(exist_ok=True)
     (tmp_path / "linkin").symlink_to(model_dir / "empty")

@@ -50,10 +50,11 @@ def test_shards_hold_the_encoders_vectors_and_a_rerun_encodes_only_what_is_missi
     copy.write_bytes(corpus.read_bytes())
     assert encode_corpus(tiny_hyte_h_dir, copy, output, shard_size=16).encoded == 0
     copy.write_text(corpus.read_text().replace("organ", "tissue"))
-    with pytest.raises(FileExistsError, match="another encoding \\(different corpus\\)"):
+    with pytest.raises(FileExistsError, match="another encoding \\(corpus\\.bytes: "):
         encode_corpus(tiny_hyte_h_dir, copy, output, shard_size=16)
 
-    with pytest.raises(FileExistsError, match="another encoding \\(different shard_size, shards\\).*--overwrite"):
+    changed = "another encoding \\(shard_size: 16 -> 10; shards: 3 -> 5\\).*--overwrite"
+    with pytest.raises(FileExistsError, match=changed):
         encode_corpus(tiny_hyte_h_dir, corpus, output, shard_size=10)
     assert encode_corpus(tiny_hyte_h_dir, corpus, output, shard_size=10, overwrite=True).encoded == 5
     assert len(list(output.glob("shard-*.parquet"))) == 5

@@ -1224,7 +1224,7 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     assert json.loads(on_beir.read_text())["data"] == "beir"
     # C77/C78 (trial 18): nor one on data of the same name whose content changed (a rebuilt benchmark file, a BEIR
     # folder replaced under the same name): the digest of a file, or of a folder's files, tells them apart.
-    from hyte.results import data_digest
+    from hyte.identity import data_digest
 
     folder = tmp_path / "A2"
     folder.mkdir()

@@ -21,8 +21,8 @@ LAYERS = [
     ("hyte.lorentz", "hyte.configuration_hyte", "hyte.modeling_hyte", "hyte.sentence_transformers_hyte",
      "hyte.configuration_hyte_phrase", "hyte.modeling_hyte_phrase"),
     # foundation
-    ("hyte", "hyte.errors", "hyte.auto_classes", "hyte.bundled", "hyte.lineage", "hyte.artifacts", "hyte.io",
-     "hyte.results", "hyte.markdown", "hyte.model_kinds"),
+    ("hyte", "hyte.errors", "hyte.auto_classes", "hyte.bundled", "hyte.lineage", "hyte.artifacts", "hyte.identity",
+     "hyte.io", "hyte.results", "hyte.markdown", "hyte.model_kinds"),
     ("hyte.data",),
     ("hyte.encoders", "hyte.export", "hyte.hub"),
     ("hyte.retrieval", "hyte.corpus", "hyte.generation", "hyte.rag"),

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from .artifacts import MANIFEST, holds
-from .io import file_sha256, read_json_file
+from .identity import differences, file_digest
+from .io import read_json_file
 
 __all__ = ["CorpusEncoding", "encode_corpus", "is_vector_shard_folder", "read_vector_shards"]
 
@@ -62,7 +63,7 @@ def _shard_path(output: Path, shard: int) -> Path:
 
 
 def _file_identity(path: Path) -> dict[str, Any]:
-    return {"path": str(path.absolute()), "bytes": path.stat().st_size, "sha256": file_sha256(path)}
+    return {"path": str(path.absolute()), "bytes": path.stat().st_size, "sha256": file_digest(path)}
 
 
 def _prepare_output(output: Path, manifest: dict[str, Any], overwrite: bool) -> None:
@@ -78,12 +79,12 @@ def _prepare_output(output: Path, manifest: dict[str, Any], overwrite: bool) -> 
                 raise
             recorded = {}  # damaged, and everything is to be encoded again anyway: every shard counts as stale
         wanted = _what_decides_the_vectors(manifest)
-        differences = [key for key in wanted if recorded.get(key) != wanted[key]]
-        if differences and not overwrite:
+        changed = differences(recorded, wanted)
+        if changed and not overwrite:
             raise FileExistsError(
-                f"{output} holds vectors of another encoding (different {', '.join(differences)}): choose a new "
+                f"{output} holds vectors of another encoding ({'; '.join(changed[:3])}): choose a new "
                 f"folder, or pass --overwrite (overwrite=True) to encode everything again")
-        if differences:
+        if changed:
             for stale in output.glob("shard-*.parquet"):
                 stale.unlink()
     output.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,6 @@ Nothing here imports torch or numpy at module level: ``hyte --help`` reads this 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import numbers
 import os
@@ -308,15 +307,6 @@ def read_json_file(path: str | os.PathLike, remedy: str) -> dict:
     if not isinstance(value, dict):
         raise ValueError(f"{path} holds a JSON {type(value).__name__}, not an object: the file is damaged; {remedy}")
     return value
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    """The SHA-256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_jsonl(path: str | os.PathLike, what: str = "data file", objects: bool = True) -> list:

@@ -11,7 +11,6 @@ other absolute path (``/tmp/...``) by its last component only.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import numbers
@@ -26,7 +25,7 @@ from typing import Any
 from .artifacts import claim_file
 from .io import write_text_atomically
 
-__all__ = ["command_line", "data_digest", "file_digest", "machine_info", "portable_command", "portable_path",
+__all__ = ["command_line", "machine_info", "portable_command", "portable_path",
            "portable_paths", "public_model_name", "write_result"]
 
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
@@ -219,21 +218,3 @@ def command_line(args: argparse.Namespace, words: list[str]) -> str:
         else:
             parts += [flag, shlex.quote(portable_path(str(value)))]
     return " ".join(parts)
-
-
-def file_digest(path: str | os.PathLike) -> str:
-    """First 12 hex digits of the file's SHA-256 (which data file a result was measured on)."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
-
-
-def data_digest(path: str | os.PathLike) -> str:
-    """``file_digest`` of a data file, or of a data folder (a BEIR folder): every file in it, by relative name and
-    content, so a folder whose files were replaced under the same name gets another digest."""
-    path = Path(path)
-    if path.is_file():
-        return file_digest(path)
-    digest = hashlib.sha256()
-    for file in sorted(item for item in path.rglob("*") if item.is_file()):
-        digest.update(file.relative_to(path).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(file.read_bytes()).digest())
-    return digest.hexdigest()[:12]

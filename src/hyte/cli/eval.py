@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from ..artifacts import claim_file, claim_folder
-from ..results import (check_result_output, command_line, data_digest, file_digest, machine_info, portable_path,
-                       same_path, write_result)
+from ..identity import data_digest, differences
+from ..results import check_result_output, command_line, machine_info, portable_path, same_path, write_result
 from .common import UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
 
 __all__ = ["add_commands"]
@@ -140,7 +140,7 @@ def _eval_hierarchy(args: argparse.Namespace) -> int:
     print(f"{label_of(args.model, args.label)} ({encoder.kind}) on {args.data}, {seconds:.0f} s")
     _print_hierarchy(results)
     if args.output:
-        digest = file_digest(args.data)
+        digest = data_digest(args.data)
         build = _read_build_info(args.data, digest)
         payload = {"benchmark": "hierarchy", "model": portable_path(args.model),
                    "label": label_of(args.model, args.label), "kind": encoder.kind, "data": portable_path(args.data),
@@ -222,7 +222,7 @@ def _check_hierarchy_output(output: str) -> None:
     ``build-hierarchy`` output that is still as it was built; its provenance file beside it is checked too."""
     path = claim_file(output, (".jsonl",), what="a hierarchy benchmark", example="benchmarks/hierarchy.jsonl",
                       option="--output")
-    if path.exists() and _read_build_info(path, file_digest(path)) is None:
+    if path.exists() and _read_build_info(path, data_digest(path)) is None:
         raise UserError(f"--output {output} exists and is not an unchanged earlier `hyte eval build-hierarchy` "
                         "output: other files are never written over; give a new file, or delete this one first")
     check_result_output(_build_info_path(path))
@@ -261,7 +261,7 @@ def _build_hierarchy(args: argparse.Namespace) -> int:
     # Provenance beside the file (not inside it: the format is one record per line), read by `eval hierarchy`.
     write_result(_build_info_path(args.output), {
         "command": command_line(args, ["eval", "build-hierarchy"]), "source": source, "options": options,
-        "num_queries": len(records), "sha256": file_digest(args.output), "date": time.strftime("%Y-%m-%d %H:%M")})
+        "num_queries": len(records), "sha256": data_digest(args.output), "date": time.strftime("%Y-%m-%d %H:%M")})
     types = Counter(c["type"] for record in records for c in record["candidates"])
     depths = Counter(record["depth"] for record in records)
     print(f"wrote {len(records)} queries from {source} to {args.output}")
@@ -282,9 +282,8 @@ def _refuse_radius_of_other_models(path: Path, models: list[str], sample: dict) 
         return
     earlier = json.loads(path.read_text(encoding="utf-8"))
     recorded_sample = (earlier.get("texts") or {}).get("sample")
-    if recorded_sample is not None and recorded_sample != sample:
-        changed = ", ".join(f"{key} {recorded_sample.get(key)} -> {value}" for key, value in sample.items()
-                            if recorded_sample.get(key) != value)
+    changed = ", ".join(differences(recorded_sample, sample)) if recorded_sample is not None else ""
+    if changed:
         raise ValueError(f"{path} holds a radius result on another sample of texts ({changed}): give another --name "
                          "(or --output-dir), or delete that one first")
     recorded = earlier.get("models")

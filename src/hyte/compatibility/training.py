@@ -44,8 +44,6 @@ fingerprint of its weights, which ``LorentzIndex.check_query_model`` checks.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +52,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..identity import texts_digest
 from ..io import atomic_file, write_jsonl
 from ..training.config import ConfigError, RunConfig
 from ..training.data import hierarchy_for
@@ -76,10 +75,6 @@ CACHE_FILE = "old_embeddings.safetensors"
 # ----------------------------------------------------------------------------------------------------------------
 # The old model's embeddings, computed once
 # ----------------------------------------------------------------------------------------------------------------
-
-
-def _texts_digest(texts: list[str]) -> str:
-    return hashlib.sha256(json.dumps(texts).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -105,7 +100,7 @@ class OldEmbeddingCache:
 
         path = Path(path)
         metadata = {"fingerprint": self.fingerprint, "curvature": repr(self.curvature),
-                    "texts_digest": _texts_digest(self.texts)}
+                    "texts_digest": texts_digest(self.texts)}
         write_jsonl(path.with_suffix(".texts.jsonl"), [{"text": t} for t in self.texts])
         # Last: a cache file exists only with its texts beside it.
         atomic_file(path, lambda temporary: save_file({"points": self.points.contiguous()}, str(temporary),
@@ -123,7 +118,7 @@ class OldEmbeddingCache:
             metadata = handle.metadata()
             points = handle.get_tensor("points")
         if (metadata.get("fingerprint") != expected_fingerprint
-                or metadata.get("texts_digest") != _texts_digest(expected_texts)):
+                or metadata.get("texts_digest") != texts_digest(expected_texts)):
             return None
         return cls(list(expected_texts), points, float(metadata["curvature"]), expected_fingerprint)
 

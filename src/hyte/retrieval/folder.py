@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..artifacts import DOCUMENTS_FILE, FOLDER_FILE, KINDS, PHRASE_INDEX_FILE, claim_folder, holds
-from ..io import atomic_directory, check_only_owned, file_sha256, id_problem, read_json_file, saved_directory
+from ..identity import file_digest
+from ..io import atomic_directory, check_only_owned, id_problem, read_json_file, saved_directory
 from .documents import read_documents, write_documents
 from .index import LorentzIndex
 
@@ -169,7 +170,7 @@ def write_index_folder(directory: str | os.PathLike, index: LorentzIndex | Phras
         index.write_files(staging)
         write_documents(staging, documents)
         # Rows are matched to vectors by position: a sorted or edited documents.jsonl must not go unnoticed.
-        manifest["documents_sha256"] = file_sha256(staging / DOCUMENTS_FILE)
+        manifest["documents_sha256"] = file_digest(staging / DOCUMENTS_FILE)
         # Vectors are matched to texts by position too: an index file copied in from another index must not go
         # unnoticed either (the count and dimension checks pass for an index of the same size).
         manifest["files_sha256"] = _index_file_digests(staging)
@@ -181,7 +182,7 @@ def write_index_folder(directory: str | os.PathLike, index: LorentzIndex | Phras
 
 def _index_file_digests(folder: Path) -> dict[str, str]:
     """SHA-256 of every file of the index itself (relative POSIX path -> digest): all but the texts and manifest."""
-    return {path.relative_to(folder).as_posix(): file_sha256(path) for path in sorted(folder.rglob("*"))
+    return {path.relative_to(folder).as_posix(): file_digest(path) for path in sorted(folder.rglob("*"))
             if path.is_file() and path.name not in (FOLDER_FILE, DOCUMENTS_FILE)}
 
 
@@ -190,7 +191,7 @@ def _check_index_files(target: Path, recorded: dict[str, str]) -> None:
     file is left to the loader, which names it)."""
     for name, digest in recorded.items():
         path = target / name
-        if path.is_file() and file_sha256(path) != digest:
+        if path.is_file() and file_digest(path) != digest:
             raise ValueError(f"{path} is damaged or not the file the index was built with (its SHA-256 is not the "
                              f"one {FOLDER_FILE} records; an index file copied from another index would match the "
                              f"vectors to the wrong texts in {DOCUMENTS_FILE}): {_REBUILD}")
@@ -261,7 +262,7 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
         raise FileNotFoundError(f"{target / DOCUMENTS_FILE} is missing: {FOLDER_FILE} records the index's texts "
                                 f"there (row i is the text of vector i). Put it back, or {_REBUILD}")
     documents = read_documents(target) if (target / DOCUMENTS_FILE).is_file() else None
-    if documents is not None and recorded is not None and file_sha256(target / DOCUMENTS_FILE) != recorded:
+    if documents is not None and recorded is not None and file_digest(target / DOCUMENTS_FILE) != recorded:
         raise ValueError(f"{target / DOCUMENTS_FILE} was changed after the index was built (its SHA-256 is not the one "
                          f"{FOLDER_FILE} records): row i is the text of vector i, so a sorted or edited file would "
                          f"give hits the wrong texts. {_REBUILD_SENTENCE}")

@@ -8,8 +8,6 @@ in the geometry the model is trained in.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
 from collections import Counter
@@ -17,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..identity import digest
 from ..io import read_jsonl, write_jsonl
 from ..retrieval import LorentzIndex
 from .config import RunConfig
@@ -119,9 +118,9 @@ def _mined_negatives(built: BuiltModel, config: RunConfig, pairs: list[dict],
         model = config.model
         miner = None if spec.miner != "base" else model.path if model.build in ("hyte_h", "load") else [
             model.path, model.build, model.options, model.tokenizer, config.training.seed]
-        key = json.dumps([pairs, spec.miner, miner, spec.num_negatives, spec.candidates, spec.margin, spec.skip_top,
-                          config.loss.max_document_length, hierarchy is not None, MINING_RULES])
-        shared = Path(spec.cache_dir) / f"mined-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
+        key = digest([pairs, spec.miner, miner, spec.num_negatives, spec.candidates, spec.margin, spec.skip_top,
+                      config.loss.max_document_length, hierarchy is not None, MINING_RULES])
+        shared = Path(spec.cache_dir) / f"mined-{key}.jsonl"
         if shared.is_file():
             return read_jsonl(shared, "mined-negatives cache", objects=False)  # one list per line
     mined = [e["negatives"] for e in mine_hard_negatives(

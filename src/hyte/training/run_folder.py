@@ -5,7 +5,6 @@ refused, a live run's folder held for its life), and resumption from the last co
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -18,6 +17,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..artifacts import RUN_FILE, artifact_marker, enclosing_artifact
 from ..errors import HyteError
+from ..identity import differences, digest
 from ..io import read_json_file, refuse_file_above, write_text_atomically
 from .config import RunConfig
 
@@ -93,12 +93,6 @@ def _identity(config: RunConfig) -> dict[str, Any]:
     return json.loads(json.dumps(values, default=str))
 
 
-def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
-    if not (isinstance(old, dict) and isinstance(new, dict)):
-        return [] if old == new else [f"{prefix[:-1]}: {old!r} -> {new!r}"]
-    return [d for key in sorted(set(old) | set(new)) for d in _differences(old.get(key), new.get(key), f"{prefix}{key}.")]
-
-
 def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -> None:
     """Check ``training.output_dir`` before anything slow (model, mining, encoding); ``RecordRun`` records the run
     there once training starts (a run that fails before it leaves nothing behind).
@@ -133,10 +127,10 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
             f"{output_dir} holds {held} but no {RUN_FILE}, which records the run's settings: they cannot be checked "
             f"against this config, and resuming could mix two runs. Start over there with --overwrite, or choose "
             f"another training.output_dir")
-    differences = _differences(_recorded_run(output_dir), _identity(config))
-    if differences:
+    changed = differences(_recorded_run(output_dir), _identity(config))
+    if changed:
         raise RunFolderError(
-            f"{output_dir} holds another run; resuming would mix the two ({'; '.join(differences[:5])}). Use "
+            f"{output_dir} holds another run; resuming would mix the two ({'; '.join(changed[:5])}). Use "
             f"another training.output_dir, or start over in this one without resume (overwrite).")
     if finished_run(config) is not None:
         return  # nothing to train: run() returns the finished model as it is
@@ -241,7 +235,7 @@ def finished_run(config: RunConfig) -> Path | None:
 
 def identity_digest(config: RunConfig) -> str:
     """12 hex digits naming the run identity (``_identity``), recorded in its final model's card."""
-    return _digest(_identity(config))
+    return digest(_identity(config))
 
 
 def _earlier_identity_digest(config: RunConfig) -> str:
@@ -249,11 +243,7 @@ def _earlier_identity_digest(config: RunConfig) -> str:
     identity, values = _identity(config), json.loads(json.dumps(config.to_dict(), default=str))
     for section, name in _LEFT_OUT_LATER:
         identity[section][name] = values[section][name]
-    return _digest(identity)
-
-
-def _digest(identity: dict) -> str:
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+    return digest(identity)
 
 
 def _final_training(card: Path) -> dict:
@@ -268,11 +258,11 @@ def finished_run_differences(config: RunConfig) -> list[str]:
     recorded, card = output_dir / RUN_FILE, output_dir / "final" / "hyte_card.json"
     if not recorded.is_file() or not card.is_file():
         return [f"{output_dir} lacks {RUN_FILE if not recorded.is_file() else 'final/hyte_card.json'}"]
-    differences = _differences(_recorded_run(output_dir), _identity(config))
+    changed = differences(_recorded_run(output_dir), _identity(config))
     steps = _final_training(card).get("steps")
     if steps != config.training.max_steps:
-        differences.append(f"training steps: {steps!r} -> {config.training.max_steps!r}")
-    return differences
+        changed.append(f"training steps: {steps!r} -> {config.training.max_steps!r}")
+    return changed
 
 
 class RecordRun(TrainerCallback):

@@ -12,22 +12,14 @@ and the requested size so that a rerun reuses the folder only when both match.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..identity import texts_digest
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 RECORD = "vocabulary.json"
-
-
-def corpus_digest(texts: Sequence[str]) -> str:
-    """SHA-256 over the texts in order (each followed by a NUL): two corpora share it only when identical."""
-    digest = hashlib.sha256()
-    for text in texts:
-        digest.update(text.encode("utf-8"))
-        digest.update(b"\0")
-    return digest.hexdigest()
 
 
 def train_wordpiece(texts: Sequence[str], output_dir: str | Path, vocab_size: int = 4096,
@@ -49,7 +41,7 @@ def train_wordpiece(texts: Sequence[str], output_dir: str | Path, vocab_size: in
         raise ValueError(f"vocab_size must exceed {len(SPECIAL_TOKENS) + 26} (the special tokens and an alphabet); "
                          f"got {vocab_size}")
     output_dir = Path(output_dir)
-    record = {"corpus_sha256": corpus_digest(texts), "num_texts": len(texts), "vocab_size": vocab_size,
+    record = {"corpus_sha256": texts_digest(texts), "num_texts": len(texts), "vocab_size": vocab_size,
               "min_frequency": min_frequency, "lowercase": lowercase}
     record_path = output_dir / RECORD
     if record_path.is_file():
