@@ -15,10 +15,10 @@ from typing import Any
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..artifacts import RUN_FILE, artifact_marker, enclosing_artifact
+from ..artifacts import RUN_FILE, claim_folder, holds
 from ..errors import HyteError
 from ..identity import differences, digest
-from ..io import read_json_file, refuse_file_above, write_text_atomically
+from ..io import read_json_file, write_text_atomically
 from .config import RunConfig
 
 __all__ = [
@@ -196,26 +196,13 @@ def hold_output_dir(output_dir: Path):
 
 
 def _refuse_model_folder(output_dir: Path) -> None:
-    """RunFolderError when ``output_dir`` is a model or index folder, or lies inside one (``enclosing_artifact``, the
-    check ``hyte index build`` makes of its output): the run's checkpoints and final/ would sit among that folder's
-    files, and ``hyte push`` would upload them with its model. A file there, or above it, is refused too (the
-    OS's "[Errno 17] File exists" came only after the model was loaded)."""
-    if output_dir.is_file():
-        raise RunFolderError(f"training.output_dir {output_dir} is a file, not a folder: the run writes checkpoints "
-                             f"and final/ into a folder; choose another training.output_dir (e.g. runs/my-run)")
-    refuse_file_above(output_dir)
-    if artifact_marker(output_dir, ("model", "index")):
-        run_folder = (f": set training.output_dir to the run's folder {output_dir.parent}"
-                      if output_dir.name == "final" else "")
-        raise RunFolderError(f"training.output_dir {output_dir} is a model or index folder, not a run folder"
-                             f"{run_folder or ': choose another training.output_dir'} (the run writes checkpoints "
-                             f"and final/ into it)")
-    enclosing = enclosing_artifact(output_dir, _NO_RUN_INSIDE)
-    if enclosing:
-        parent, inside = enclosing
-        raise RunFolderError(f"training.output_dir {output_dir} is inside a model or index folder ({parent} "
-                             f"holds {inside}): give the run a folder of its own outside it, e.g. "
-                             f"{parent.parent / 'runs' / output_dir.name}")
+    """``claim_folder``'s refusal (OutputRefused) when ``output_dir`` is a file, or a model, adapter, index or vector
+    folder, or lies inside one: the run's checkpoints and final/ would sit among that folder's files, and ``hyte
+    push`` would upload them with its model."""
+    final = output_dir.name == "final" and holds(output_dir, "model")  # a run's final/ given for the run itself
+    remedy = (f"set training.output_dir to the run's folder {output_dir.parent}" if final else
+              f"e.g. runs/{output_dir.name}")
+    claim_folder(output_dir, option="training.output_dir", remedy=remedy, refuse_inside=_NO_RUN_INSIDE)
 
 
 def finished_run(config: RunConfig) -> Path | None:
