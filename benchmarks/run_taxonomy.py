@@ -26,7 +26,7 @@ are the README's, and HiT's loss keeps its published margins). With several ``--
 seed no test uses: the same candidates, steps and data for each arm, chosen before any test split is scored:
 
     python benchmarks/run_taxonomy.py --taxonomies hscodes --seeds 0 1 2 3 4 --steps 120 \\
-        --learning-rates 2e-5 5e-5 1e-4 --output benchmarks/results/taxonomy_hscodes_tuned.json
+        --learning-rates 5e-5 1e-4 --output benchmarks/results/taxonomy_hscodes_tuned.json
 
 HiT needs ``pip install --no-deps hierarchy-transformers==0.1.1 geoopt`` (an optional extra of the benchmarks, never
 of the package). Taxonomies: ``hpo`` (the installed HPO, OBO), ``icd10`` (ICD-10-CM from simple-icd-10-cm down to

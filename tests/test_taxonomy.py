@@ -639,12 +639,17 @@ def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
                                                            "chosen": 1e-4},
                                                   "hit": {"validation_f1": {"5e-05": 0.7, "0.0001": 0.69},
                                                           "chosen": 5e-5}}}
+    tuned["meta"]["date"] = "2026-12-07 10:00"  # the newer study: its section and verdicts come first
     (tmp_path / "results" / "taxonomy_hscodes_tuned.json").write_text(json.dumps(tuned))
     text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
     assert "| HyTE-H | 2 | 0.0001 | 0.6500 ± 0.0141 |" in text and "| HiT (hierarchy-transformers 0.1.1) | 2 | 5e-05 |" in text
     assert "HyTE-H 5e-05 0.6100, 0.0001 0.6400 (chose 0.0001)" in text
     assert "Your own taxonomy (hscodes, each arm's learning rate chosen on validation): is HyTE-H better?" in text
     assert "Your own taxonomy (hscodes, neither tuned): is HyTE-H better?" in text  # the other question stays
+    for first, second in (("**hscodes, each arm's learning rate chosen on validation** (`taxonomy_hscodes_tuned.json`)",
+                           "**hscodes, neither tuned** (`taxonomy_hscodes.json`)"),
+                          ("(hscodes, each arm's learning rate chosen on validation): is", "(hscodes, neither tuned): is")):
+        assert text.index(first) < text.index(second)
 
 
 def test_a_hub_export_split_is_judged_on_the_negatives_it_carries(tmp_path, minilm_path):

@@ -18,6 +18,16 @@ ARM_TITLES = {"hyte": "HyTE-H", "euclidean": "Euclidean control", "hit": "HiT (h
               "base": "all-MiniLM-L6-v2 (untrained)"}
 
 
+def care(study: dict) -> str:
+    """What tuning the arms of a taxonomy study got: the same for each, or none."""
+    return "each arm's learning rate chosen on validation" if study.get("selection") else "neither tuned"
+
+
+def newest_first(studies: list[tuple[Path, dict]]) -> list[tuple[Path, dict]]:
+    """``benchmarks/run_taxonomy.py``'s results, the newest run first (a later study answers before an earlier)."""
+    return sorted(studies, key=lambda item: str((item[1].get("meta") or {}).get("date")), reverse=True)
+
+
 def _mean_sd(values: list[float]) -> str:
     # A run trained before step times were kept has none (NaN, written to JSON as null).
     values = [v for v in values if v is not None and not math.isnan(v)]
@@ -39,8 +49,9 @@ def _study_lines(path: Path, payload: dict) -> list[str]:
                          _mean_sd([s["prediction"]["random"]["f1"] for s in seeds]),
                          _mean_sd([s["parent_ranking_distance"]["mrr"] for s in seeds]),
                          _mean_sd([s["seconds_per_step"] for s in seeds])])
-        lines += [(f"**{name}**: {TAXONOMY_TITLES.get(name, name)} ({study['concepts']} concepts; {payload['split']} split drawn per seed; "
-                   f"{payload['steps']} steps of {payload['batch']}; primary metric: {payload['primary_metric']}):"),
+        lines += [(f"**{name}, {care(study)}** (`{path.name}`): {TAXONOMY_TITLES.get(name, name)} ({study['concepts']} "
+                   f"concepts; {payload['split']} split drawn per seed; {payload['steps']} steps of {payload['batch']}; "
+                   f"primary metric: {payload['primary_metric']}):"),
                   "", *table(["arm", "seeds", "learning rate", "F1, hard negatives", "F1, random negatives",
                               "parent MRR (distance)", "s / step"], rows)]
         if study.get("selection"):
@@ -68,7 +79,7 @@ def taxonomy_section(items: list[tuple[Path, dict]]) -> list[str]:
               "its random or hard (sibling-first) negatives, scored −(d(child, parent) + λ (‖parent‖ − ‖child‖)); λ "
               "and the threshold chosen by F1 on validation, applied to test. Parent ranking: the parent's rank among "
               "all concepts by distance, the child's other ancestors left out."), ""]
-    for path, payload in studies:
+    for path, payload in newest_first(studies):
         lines += _study_lines(path, payload)
     if singles:
         rows = [[payload.get("label"), Path(str(payload.get("data"))).name, payload["split"], payload["geometry"],

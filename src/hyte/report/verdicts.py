@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..markdown import number, table
+from .taxonomy import care, newest_first
 
 HEADER = ["question", "compared", "primary metric", "difference", "p", "95 % interval (seeds, then queries)", "seeds",
           "verdict", "run"]
@@ -58,17 +59,15 @@ def _specificity(items) -> list[list[str]]:
 
 def _taxonomy(items) -> list[list[str]]:
     rows = []
-    for path, payload in items:
-        if payload.get("benchmark") != "taxonomy-study":
-            continue
+    studies = [(path, payload) for path, payload in items if payload.get("benchmark") == "taxonomy-study"]
+    for path, payload in newest_first(studies):
         for name, study in payload["taxonomies"].items():
             seeds = len(study["arms"]["hyte"])
-            care = "each arm's learning rate chosen on validation" if study.get("selection") else "neither tuned"
             for other, title in (("euclidean", "its Euclidean control"), ("hit", "HiT")):
                 result = study["comparisons"].get(f"hyte - {other}")
                 if result:
                     low, high = result["interval_95"]
-                    rows.append(_row(f"Your own taxonomy ({name}, {care}): is HyTE-H better?", f"HyTE-H − {title}",
+                    rows.append(_row(f"Your own taxonomy ({name}, {care(study)}): is HyTE-H better?", f"HyTE-H − {title}",
                                      "test F1, mixed-hop, hard negatives", result, low, high, seeds, path, payload))
     return rows
 
