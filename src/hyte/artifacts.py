@@ -33,9 +33,10 @@ from pathlib import Path
 from .errors import HyteError
 from .io import refuse_file_above
 
-__all__ = ["ALL_KINDS", "DOCUMENTS_FILE", "FOLDER_FILE", "INDEX_FILE", "KINDS", "MANIFEST", "METADATA_FILE",
-           "NOT_MODELS", "PHRASE_INDEX_FILE", "RUN_FILE", "ArtifactKind", "OutputNotAFolder", "OutputRefused",
-           "artifact_marker", "claim_file", "claim_folder", "enclosing_artifact", "given_and_real", "holds", "markers"]
+__all__ = ["ALL_KINDS", "CARD_FILE", "DOCUMENTS_FILE", "FOLDER_FILE", "INDEX_FILE", "KINDS", "MANIFEST",
+           "METADATA_FILE", "NOT_MODELS", "PHRASE_INDEX_FILE", "RUN_FILE", "ArtifactKind", "OutputNotAFolder",
+           "OutputRefused", "artifact_marker", "claim_file", "claim_folder", "enclosing_artifact", "given_and_real",
+           "holds", "markers"]
 
 # The files hyte itself names (config.json and adapter_config.json are transformers' and peft's). Their writers and
 # readers import these names; tests/test_io.py fails on the names written out anywhere else in the package.
@@ -46,6 +47,7 @@ INDEX_FILE = "index.faiss"  # a LorentzIndex's vectors
 DOCUMENTS_FILE = "documents.jsonl"  # an index folder's texts, row i the text of vector i
 PHRASE_INDEX_FILE = "phrase_index.json"  # a PhraseIndex's settings (hyte.retrieval.phrase)
 MANIFEST = "manifest.json"  # vector shards' manifest, written last (hyte.corpus)
+CARD_FILE = "hyte_card.json"  # what a model was trained from and on (hyte.training), read into its card (hyte.hub)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ import shutil
 import time
 from pathlib import Path
 
+from .artifacts import CARD_FILE, claim_folder
+
 NUM_EXAMPLE_QUERIES = 3  # drawn with random.Random(0) from the held-out HPO queries; never picked by hand
 # The recipes chosen on validation branches, before any test-branch scoring (benchmarks/run_specificity.py select,
 # recorded in benchmarks/results/specificity_selection.json): (variant, loss overrides) per arm.
@@ -104,7 +106,6 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     from .bundled import bundled_minilm_path
     from .encoders import load_encoder
     from .evaluation.heldout import evaluate_heldout
-    from .artifacts import claim_folder
     from .results import write_result
     from .runner import run
     from .training.recipes import hierarchy_finetune
@@ -275,7 +276,7 @@ def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
     def write(staging: Path) -> None:
         shutil.copytree(trained, staging, dirs_exist_ok=True)
         (staging / "eval_results.json").write_text(json.dumps(results, indent=2))
-        info_path = staging / "hyte_card.json"
+        info_path = staging / CARD_FILE
         info = json.loads(info_path.read_text())
         info["training"]["measured against the untrained base (held-out)"] = "; ".join(comparison)
         if notes:

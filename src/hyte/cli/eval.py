@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..artifacts import claim_file, claim_folder
+from ..artifacts import CARD_FILE, claim_file, claim_folder
 from ..identity import data_digest, differences
 from ..results import check_result_output, command_line, machine_info, portable_path, same_path, write_result
 from .common import UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
@@ -199,7 +199,7 @@ def _follow_the_training_split(args: argparse.Namespace) -> None:
     left out, they follow it (said on stderr); given otherwise, UserError, since another split's test edges may be
     edges the model trained on. A model trained elsewhere (another taxonomy, a Hub model) takes them as given or
     their defaults."""
-    card = Path(args.model) / "hyte_card.json"
+    card = Path(args.model) / CARD_FILE
     try:
         data = json.loads(card.read_text(encoding="utf-8"))["training"]["config"]["data"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -525,11 +525,6 @@ def _eval_report(args: argparse.Namespace) -> int:
     path = write_benchmarks_md(args.results_dir, args.output)
     print(f"wrote {path}")
     return 0
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# hyte bench
-# ----------------------------------------------------------------------------------------------------------------
 
 
 # ----------------------------------------------------------------------------------------------------------------

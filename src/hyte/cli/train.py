@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..artifacts import CARD_FILE
 from ..io import read_json_file
 from ..training.config_files import parse_override
 
@@ -83,7 +84,7 @@ def _train(args: argparse.Namespace) -> int:
         return 130  # the shell's code for a command ended by SIGINT
     print(f"final model: {final}")
     seconds = time.perf_counter() - started
-    steps = (read_json_file(Path(final) / "hyte_card.json", "the final model's card").get("training") or {}).get("steps")
+    steps = (read_json_file(Path(final) / CARD_FILE, "the final model's card").get("training") or {}).get("steps")
     if steps and trains:
         print(f"{steps} steps in {seconds:.0f} s: {seconds / steps:.2f} s a step (loading the model and preparing the "
               "data included; a budget of more steps scales from it)")

@@ -28,12 +28,12 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from safetensors import safe_open
 
+from ..artifacts import CARD_FILE
 from ..model_kinds import MODEL_KINDS
 from ..results import public_model_name
 
 __all__ = ["render_adapter_card", "render_model_card"]
 
-CARD_INFO_FILE = "hyte_card.json"
 NO_LICENCE = ("No licence is stated for this model: its base model's licence and the training data's terms apply. "
               'State one in hyte_card.json ("license") before sharing it.')
 EVAL_RESULTS_FILE = "eval_results.json"
@@ -182,7 +182,7 @@ def _read_json(path: Path) -> Any:
 
 def _read_card_info(model_dir: Path) -> dict[str, Any]:
     """hyte_card.json, or {} when training did not write one."""
-    path = model_dir / CARD_INFO_FILE
+    path = model_dir / CARD_FILE
     if not path.is_file():
         return {}
     info = _read_json(path)

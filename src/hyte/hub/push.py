@@ -25,7 +25,7 @@ from pathlib import Path
 from huggingface_hub import HfApi, ModelCard, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-from ..artifacts import KINDS, NOT_MODELS, given_and_real, holds, markers
+from ..artifacts import CARD_FILE, KINDS, NOT_MODELS, given_and_real, holds, markers
 from ..model_kinds import BASE_CODE_FILES, MODEL_KINDS
 from ..modeling_hyte import not_a_model_folder
 from .card import render_adapter_card, render_model_card
@@ -139,7 +139,7 @@ def push_notices(model_dir: str | os.PathLike) -> list[str]:
         notices.append(f"{readme} is not uploaded: the repository's README.md is the generated HyTE card. To keep "
                        "text of your own in the card, put it in hyte_card.json under \"notes\" (it becomes the "
                        "card's \"Notes\" section)")
-    info = _json_or_none(model_dir / "hyte_card.json") or {}
+    info = _json_or_none(model_dir / CARD_FILE) or {}
     if not info.get("training") and _json_or_none(model_dir / "eval_results.json") is None:
         notices.append(f"nothing in {model_dir} records training or evaluation (hyte_card.json \"training\", "
                        "eval_results.json): the card says it may be an untrained initialisation. Push the output of "

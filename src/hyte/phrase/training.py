@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from transformers import Trainer
 
 from .. import lorentz
+from ..artifacts import CARD_FILE
 from ..modeling_hyte_phrase import (
     HyTEPhraseModel,
     Units,
@@ -230,10 +231,10 @@ def _write_final(model, tokenizer, config: RunConfig, trainer: Trainer, base_mod
                              "teacher": {"bio_labels": f"terminology trie ({', '.join(config.phrase.vocabularies)}; "
                                                        "training branches and chapters only) + numbers + sub-word "
                                                        "words", "kl_teacher": None}}}
-        (staging / "hyte_card.json").write_text(json.dumps(card, indent=2, default=str))
+        (staging / CARD_FILE).write_text(json.dumps(card, indent=2, default=str))
 
     final = output_dir / "final"
-    if final.exists() and not (final / "hyte_card.json").is_file():
+    if final.exists() and not (final / CARD_FILE).is_file():
         shutil.rmtree(final)  # an incomplete folder left by older code; nothing of value
     atomic_directory(final, write, "config.json", "model folder")
     return final

@@ -15,6 +15,7 @@ import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from ..artifacts import CARD_FILE
 from ..bundled import resolve_model
 from ..errors import HyteError
 from ..io import atomic_directory, read_json_file
@@ -205,9 +206,9 @@ def card_lineage(config: RunConfig, base_model: str | None = None) -> dict[str, 
     if config.data.source == "taxonomy":
         data = [f"taxonomy {Path(config.data.path).name} ({config.data.taxonomy_split} split)"]
     parent = Path(resolve_model(config.model.path)) if config.model.build == "load" else None
-    if parent is None or not (parent / "hyte_card.json").is_file():
+    if parent is None or not (parent / CARD_FILE).is_file():
         return {"base_model": base_model and public_model_name(base_model), "datasets": data}
-    earlier = read_json_file(parent / "hyte_card.json", "it records what the starting model was trained on")
+    earlier = read_json_file(parent / CARD_FILE, "it records what the starting model was trained on")
     parent_name = public_model_name(config.model.path)
     return {"base_model": parent_name, "datasets": list(dict.fromkeys([*earlier.get("datasets", []), *data])),
             "fine_tuned_from": {"model": portable_path(parent_name), "base_model": earlier.get("base_model"),
@@ -242,7 +243,7 @@ def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluat
 
     def write(staging: Path) -> None:
         save_model_folder(model, built.tokenizer, staging)  # a sentence-transformers folder too (HyTE embeddings)
-        (staging / "hyte_card.json").write_text(json.dumps(card, indent=2, default=str))
+        (staging / CARD_FILE).write_text(json.dumps(card, indent=2, default=str))
         if evaluation is not None:
             results = {"retrieval": [{"dataset_name": "HPO held-out branches", "dataset_type": "hpo-heldout",
                                       "split": "test", "metrics": evaluation["after"]}],

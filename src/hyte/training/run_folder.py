@@ -15,7 +15,7 @@ from typing import Any
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..artifacts import RUN_FILE, claim_folder, holds
+from ..artifacts import CARD_FILE, RUN_FILE, claim_folder, holds
 from ..errors import HyteError
 from ..identity import differences, digest
 from ..io import read_json_file, write_text_atomically
@@ -135,7 +135,7 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
     if finished_run(config) is not None:
         return  # nothing to train: run() returns the finished model as it is
     if not checkpoints:  # final/ short of max_steps and no checkpoint (deleted, or none saved)
-        card = output_dir / "final" / "hyte_card.json"
+        card = output_dir / "final" / CARD_FILE
         trained = f"trained for {_final_training(card).get('steps')} steps" if card.is_file() else "of unknown length"
         raise RunFolderError(
             f"cannot resume: {output_dir} holds a final model ({trained}; training.max_steps = "
@@ -210,7 +210,7 @@ def finished_run(config: RunConfig) -> Path | None:
     None: resuming such a run has nothing left to do, and training again would only rewrite it. A final model of
     another run (an ``--overwrite`` run interrupted before its own final/ replaced the earlier one: its card records
     another run identity) is not this run's (--resume returned it as finished)."""
-    card = Path(config.training.output_dir) / "final" / "hyte_card.json"
+    card = Path(config.training.output_dir) / "final" / CARD_FILE
     if not card.is_file():
         return None
     training = _final_training(card)
@@ -242,9 +242,9 @@ def finished_run_differences(config: RunConfig) -> list[str]:
     """How the finished run in ``training.output_dir`` differs from ``config`` (empty when it is this run, trained to
     exactly ``training.max_steps``): what a caller that reuses finished runs must check first."""
     output_dir = Path(config.training.output_dir)
-    recorded, card = output_dir / RUN_FILE, output_dir / "final" / "hyte_card.json"
+    recorded, card = output_dir / RUN_FILE, output_dir / "final" / CARD_FILE
     if not recorded.is_file() or not card.is_file():
-        return [f"{output_dir} lacks {RUN_FILE if not recorded.is_file() else 'final/hyte_card.json'}"]
+        return [f"{output_dir} lacks {RUN_FILE if not recorded.is_file() else 'final/' + CARD_FILE}"]
     changed = differences(_recorded_run(output_dir), _identity(config))
     steps = _final_training(card).get("steps")
     if steps != config.training.max_steps:
