@@ -263,10 +263,6 @@ class Units:
     weights: Tensor
     mask: Tensor
 
-    def to_list(self) -> list[tuple[Tensor, Tensor]]:
-        """Per text (vectors (u_b, D), weights (u_b,)) without padding."""
-        return [(v[m], w[m]) for v, w, m in zip(self.vectors, self.weights, self.mask)]
-
 
 def membership(unit_ids: Tensor, num_units: int | None = None) -> Tensor:
     """One-hot unit membership (B, U, T) float from unit ids (B, T) (-1 = in no unit)."""

@@ -91,10 +91,6 @@ class OldEmbeddingCache:
     def __post_init__(self) -> None:
         self.rows = {text: i for i, text in enumerate(self.texts)}
 
-    def row_of(self, texts: list[str]) -> Tensor:
-        """(M,) long rows of texts; a text missing from the cache is a programming error (KeyError)."""
-        return torch.tensor([self.rows[text] for text in texts], dtype=torch.long)
-
     def save(self, path: str | Path) -> None:
         from safetensors.torch import save_file
 

@@ -70,7 +70,8 @@ class PhraseTokenPooling(BaseTokenPooling):
         return vectors * units.weights[0][units.mask[0]].unsqueeze(-1) if query else vectors
 
     def pool_one(self, embedding: Tensor) -> Tensor:
-        """Standalone pooling of one text's token embeddings (all tokens usable, document role)."""
+        """Standalone pooling of one text's token embeddings (all tokens usable, document role): sentence-transformers'
+        BaseTokenPooling requires it."""
         return self._pool(embedding, torch.ones(len(embedding), dtype=torch.bool, device=embedding.device), None)
 
     def forward(self, features: dict[str, Tensor], task: str | None = None) -> dict[str, Tensor]:
