@@ -164,16 +164,17 @@ def _with_pooling(mlm_final: Path, pooling: tuple[str, float], destination: Path
     return destination
 
 
-def _scores(finals: dict[str, Path], seed: int, path: Path, evaluation: dict) -> dict:
+def _scores(finals: dict[str, Path], seed: int, path: Path, evaluation: dict, **held_out) -> dict:
     """Held-out scores of finished models ({name: {ontology: scores}}, one name per final model folder in
-    ``finals``), kept in ``path``."""
+    ``finals``), kept in ``path``. ``held_out``: which branches (``evaluate_heldout``'s split options; by default
+    the test branches of HPO and ICD-10-CM)."""
     from hyte.encoders import load_encoder
     from hyte.evaluation.heldout import evaluate_heldout
 
     if path.is_file():
         return json.loads(path.read_text())
     encoders = {name: load_encoder(final, max_length=64) for name, final in finals.items()}
-    scores = evaluate_heldout(encoders, ontologies=("hpo", "icd10"), seed=seed, **evaluation)
+    scores = evaluate_heldout(encoders, seed=seed, **{"ontologies": ("hpo", "icd10"), **evaluation, **held_out})
     path.write_text(json.dumps(scores, indent=2))
     return scores
 
@@ -185,23 +186,14 @@ def _chosen_temperature(runs: Path, model: str, temperatures: list[float], seed:
     candidate with the validation branches held out of them too (test fraction 0.35), scored by nDCG@10 on the
     validation branches (within the 0.35 held out, outside the 0.2 test). The MLM stage read the validation
     branches' text, for both models alike."""
-    from hyte.encoders import load_encoder
-    from hyte.evaluation.heldout import evaluate_heldout
-
     scores = {}
     for temperature in temperatures:
         run_dir = runs / f"{model}-select-t{temperature:g}-s{seed}"
         stages(run_dir, start=runs / f"{model}-s{seed}" / "mlm" / "final", temperature=temperature,
                test_fraction=0.35)
-        path = run_dir / "validation.json"
-        if not path.is_file():
-            scored = evaluate_heldout({"run": load_encoder(run_dir / "finetune" / "final", max_length=64)},
-                                      split="validation", ontologies=("hpo",), test_fraction=0.2,
-                                      validation_fraction=0.35, seed=seed, queries=evaluation["queries"],
-                                      documents=evaluation["documents"],
-                                      hierarchy_queries=evaluation["hierarchy_queries"])
-            path.write_text(json.dumps(scored["run"]["hpo"]))
-        scores[f"{temperature:g}"] = json.loads(path.read_text())["ndcg@10"]
+        scored = _scores({"run": run_dir / "finetune" / "final"}, seed, run_dir / "validation.json", evaluation,
+                         split="validation", ontologies=("hpo",), test_fraction=0.2, validation_fraction=0.35)
+        scores[f"{temperature:g}"] = scored["run"]["hpo"]["ndcg@10"]
         print(f"{model:8} temperature {temperature:g}: validation nDCG@10 {scores[f'{temperature:g}']:.4f}",
               flush=True)
     chosen = max(temperatures, key=lambda t: (scores[f"{t:g}"], -temperatures.index(t)))
