@@ -338,6 +338,32 @@ def test_pushed_repo_holds_the_folder_plus_card_and_leaves_the_folder_alone(hub,
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def test_a_run_from_a_hub_model_names_it_and_the_data_it_was_trained_on(hub, pushed, tmp_path):
+    """A fine-tune that starts from a HyTE model given by Hub id reads its hyte_card.json from the Hub (as
+    from_pretrained reads its weights): the new card names that repository and its earlier data, not only its base.
+    A repository without one (a model saved without training) gives its base alone."""
+    stdout = run_with_hyte(
+        f"""
+        import json
+        from hyte.training import parse_config
+        from hyte.training.loop import card_lineage
+
+        lineage = {{}}
+        for repo_id in ({H!r}, {FH!r}):
+            config = parse_config({{"stage": "contrastive", "model": {{"build": "load", "path": repo_id}},
+                                   "data": {{"source": "hpo"}},
+                                   "training": {{"output_dir": "run"}}}})
+            lineage[repo_id] = card_lineage(config, base_model=repo_id)
+        print(json.dumps(lineage))
+        """, tmp_path, hub_env(hub, tmp_path / "hf-home"))
+    lineage = last_json_line(stdout)
+    assert lineage[H]["base_model"] == H
+    assert lineage[H]["fine_tuned_from"] == {"model": H, "base_model": CARD_INFO["base_model"],
+                                             "datasets": CARD_INFO["datasets"]}
+    assert lineage[H]["datasets"][0] == CARD_INFO["datasets"][0] and len(lineage[H]["datasets"]) > 1
+    assert "fine_tuned_from" not in lineage[FH] and lineage[FH]["base_model"] == FH
+
+
 @pytest.mark.slow
 def test_pushed_card_parses_and_holds_the_evaluation_results(loaded):
     report, _ = loaded

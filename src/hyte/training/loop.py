@@ -205,14 +205,35 @@ def card_lineage(config: RunConfig, base_model: str | None = None) -> dict[str, 
     data = ONTOLOGY_DATASETS.get(config.data.source, [])
     if config.data.source == "taxonomy":
         data = [f"taxonomy {Path(config.data.path).name} ({config.data.taxonomy_split} split)"]
-    parent = Path(resolve_model(config.model.path)) if config.model.build == "load" else None
-    if parent is None or not (parent / CARD_FILE).is_file():
+    earlier = _parent_card(config.model.path) if config.model.build == "load" else None
+    if earlier is None:
         return {"base_model": base_model and public_model_name(base_model), "datasets": data}
-    earlier = read_json_file(parent / CARD_FILE, "it records what the starting model was trained on")
     parent_name = public_model_name(config.model.path)
     return {"base_model": parent_name, "datasets": list(dict.fromkeys([*earlier.get("datasets", []), *data])),
             "fine_tuned_from": {"model": portable_path(parent_name), "base_model": earlier.get("base_model"),
                                 "datasets": earlier.get("datasets", [])}}
+
+
+def _parent_card(model_path: str) -> dict | None:
+    """The starting model's hyte_card.json (what it was trained from and on): from its folder, or from its Hub
+    repository, where ``hyte push`` uploads it (fetched as from_pretrained fetches the weights, cached); None for a
+    model that has none (a plain encoder, a model saved without training)."""
+    folder = Path(resolve_model(model_path))
+    if folder.is_dir():
+        card = folder / CARD_FILE
+        return read_json_file(card, "it records what the starting model was trained on") if card.is_file() else None
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+
+    try:
+        card = hf_hub_download(model_path, CARD_FILE)
+    except LocalEntryNotFoundError:  # offline, and only the files from_pretrained read are cached
+        logger.warning("%s's %s is not in the local Hub cache (offline): the card cannot name what it was trained "
+                       "on, and names its base model only", model_path, CARD_FILE)
+        return None
+    except EntryNotFoundError:  # the repository holds none (LocalEntryNotFoundError is one too: caught first)
+        return None
+    return read_json_file(card, "it records what the starting model was trained on")
 
 
 def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluation: dict | None) -> None:
