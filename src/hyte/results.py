@@ -25,8 +25,8 @@ from typing import Any
 from .artifacts import claim_file
 from .io import write_text_atomically
 
-__all__ = ["command_line", "machine_info", "portable_command", "portable_path",
-           "portable_paths", "public_model_name", "write_result"]
+__all__ = ["command_line", "machine_info", "portable_command", "portable_path", "portable_paths", "public_model_name",
+           "write_result"]
 
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
 

@@ -145,8 +145,9 @@ def from_scratch_section(items: list[tuple[Path, dict]]) -> list[str]:
              "identical triples) — with the same data and order, steps, batch, learning rates and schedule. Not "
              "equal care (issue 45): HyTE-FH got the 4√d residual rescale, found by a probe of HyTE-FH alone, and "
              "EucBERT no such diagnosis; a run with --temperatures chooses each side's starting temperature on "
-             "validation branches from the same candidates. Scored only on HPO branches and ICD-10-CM chapters that no stage saw. HyTE-FH trains "
-             "with OEM p = 1; the other HyTE-FH rows are Table 7's poolings. Mean ± standard deviation over seeds.",
+             "validation branches from the same candidates. Scored only on HPO branches and ICD-10-CM chapters "
+             "that no stage saw. HyTE-FH trains with OEM p = 1; the other HyTE-FH rows are Table 7's poolings. "
+             "Mean ± standard deviation over seeds.",
              ""]
     for path, payload in items:
         recipe = payload.get("recipe", {})

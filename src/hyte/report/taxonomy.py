@@ -49,9 +49,9 @@ def _study_lines(path: Path, payload: dict) -> list[str]:
                          _mean_sd([s["prediction"]["random"]["f1"] for s in seeds]),
                          _mean_sd([s["parent_ranking_distance"]["mrr"] for s in seeds]),
                          _mean_sd([s["seconds_per_step"] for s in seeds])])
-        lines += [(f"**{name}, {care(study)}** (`{path.name}`): {TAXONOMY_TITLES.get(name, name)} ({study['concepts']} "
-                   f"concepts; {payload['split']} split drawn per seed; {payload['steps']} steps of {payload['batch']}; "
-                   f"primary metric: {payload['primary_metric']}):"),
+        lines += [(f"**{name}, {care(study)}** (`{path.name}`): {TAXONOMY_TITLES.get(name, name)} "
+                   f"({study['concepts']} concepts; {payload['split']} split drawn per seed; {payload['steps']} steps "
+                   f"of {payload['batch']}; primary metric: {payload['primary_metric']}):"),
                   "", *table(["arm", "seeds", "learning rate", "F1, hard negatives", "F1, random negatives",
                               "parent MRR (distance)", "s / step"], rows)]
         if study.get("selection"):

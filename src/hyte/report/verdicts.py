@@ -67,8 +67,9 @@ def _taxonomy(items) -> list[list[str]]:
                 result = study["comparisons"].get(f"hyte - {other}")
                 if result:
                     low, high = result["interval_95"]
-                    rows.append(_row(f"Your own taxonomy ({name}, {care(study)}): is HyTE-H better?", f"HyTE-H − {title}",
-                                     "test F1, mixed-hop, hard negatives", result, low, high, seeds, path, payload))
+                    rows.append(_row(f"Your own taxonomy ({name}, {care(study)}): is HyTE-H better?",
+                                     f"HyTE-H − {title}", "test F1, mixed-hop, hard negatives", result, low, high,
+                                     seeds, path, payload))
     return rows
 
 

@@ -218,10 +218,11 @@ def _parent_card(model_path: str) -> dict | None:
     """The starting model's hyte_card.json (what it was trained from and on): from its folder, or from its Hub
     repository, where ``hyte push`` uploads it (fetched as from_pretrained fetches the weights, cached); None for a
     model that has none (a plain encoder, a model saved without training)."""
+    remedy = "it records what the starting model was trained on"
     folder = Path(resolve_model(model_path))
     if folder.is_dir():
         card = folder / CARD_FILE
-        return read_json_file(card, "it records what the starting model was trained on") if card.is_file() else None
+        return read_json_file(card, remedy) if card.is_file() else None
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
@@ -233,7 +234,7 @@ def _parent_card(model_path: str) -> dict | None:
         return None
     except EntryNotFoundError:  # the repository holds none (LocalEntryNotFoundError is one too: caught first)
         return None
-    return read_json_file(card, "it records what the starting model was trained on")
+    return read_json_file(card, remedy)
 
 
 def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluation: dict | None) -> None:

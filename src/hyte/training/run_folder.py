@@ -103,7 +103,7 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
     so, nothing is deleted before the new ``final/`` is written atomically except its checkpoints, which the new run
     would otherwise resume from); else RunFolderError, offering a way out that works (a new output_dir, --overwrite)."""
     output_dir = Path(config.training.output_dir)
-    _refuse_model_folder(output_dir)
+    _claim_place(output_dir)
     checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*")) if output_dir.is_dir() else []
     finished = (output_dir / "final").is_dir()
     if not (checkpoints or finished):
@@ -167,7 +167,7 @@ def hold_output_dir(output_dir: Path):
     if int(os.environ.get("RANK", "0")) != 0:
         yield
         return
-    _refuse_model_folder(output_dir)  # before a lock file could be written into a model folder
+    _claim_place(output_dir)  # before a lock file could be written into a model folder
     created = not output_dir.exists()
     output_dir.mkdir(parents=True, exist_ok=True)
     lock = output_dir / RUN_LOCK_FILE
@@ -195,7 +195,7 @@ def hold_output_dir(output_dir: Path):
             output_dir.rmdir()
 
 
-def _refuse_model_folder(output_dir: Path) -> None:
+def _claim_place(output_dir: Path) -> None:
     """``claim_folder``'s refusal (OutputRefused) when ``output_dir`` is a file, or a model, adapter, index or vector
     folder, or lies inside one: the run's checkpoints and final/ would sit among that folder's files, and ``hyte
     push`` would upload them with its model."""
