@@ -221,7 +221,12 @@ def test_euclidean_options_and_similarities_are_refused(fh, tmp_path):
         SentenceTransformer(str(tmp_path / "model"), trust_remote_code=True, truncate_dim=8)
     with pytest.raises(ValueError, match="only 'dot'"):
         SentenceTransformer(str(tmp_path / "model"), trust_remote_code=True, similarity_fn_name="cosine")
-    # The guard survives pickling (sentence-transformers' multi-process pool pickles the model).
+    loaded = hyte.HyperbolicSentenceTransformer(str(tmp_path / "model"), trust_remote_code=True)
+    with pytest.raises(ValueError, match="Euclidean length 1"):
+        loaded.encode_query(QUERIES, normalize_embeddings=True)
+    with pytest.warns(UserWarning, match="plain SentenceTransformer gives the right vectors.*HyperbolicSentence"):
+        SentenceTransformer(str(tmp_path / "model"), trust_remote_code=True)
+    # The checks survive pickling (sentence-transformers' multi-process pool pickles the model).
     copy = pickle.loads(pickle.dumps(st))
     np.testing.assert_array_equal(copy.encode_query(QUERIES), st.encode_query(QUERIES))
     with pytest.raises(ValueError, match="Euclidean length 1"):
@@ -236,9 +241,9 @@ def test_a_batch_size_that_is_not_a_whole_number_and_a_task_given_twice_are_name
     for batch_size in (1.5, "2", 0):  # 1.5 failed in range(), "2" in a comparison with 0
         with pytest.raises(ValueError, match=f"batch_size must be a whole number > 0; got {batch_size!r}"):
             st.encode_query(QUERIES, batch_size=batch_size)
-    # encode_query passes task="query" itself: Python's "got multiple values" named the guard object, not the method.
+    # encode_query passes task="query" itself: Python's "got multiple values" named encode, not the method called.
     for method, task in ((st.encode_query, "query"), (st.encode_query, "document"), (st.encode_document, "query")):
-        with pytest.raises(TypeError, match=rf"{method.name} chooses the route itself .* got task='{task}' as well"):
+        with pytest.raises(TypeError, match=rf"{method.__name__} chooses the route itself .* got task='{task}'"):
             method(QUERIES, task=task)
     np.testing.assert_array_equal(st.encode(QUERIES, task="query", prompt_name="query"), st.encode_query(QUERIES))
     copy = pickle.loads(pickle.dumps(st))
@@ -344,21 +349,29 @@ def test_saved_models_load_without_hyte_also_after_resaving(fh, h, trained, tmp_
 
     check = textwrap.dedent(
         f"""
-        import json, sys
+        import json, sys, warnings
         import numpy as np
         from sentence_transformers import SentenceTransformer
+        from transformers.dynamic_module_utils import get_class_from_dynamic_module
         QUERIES, DOCUMENTS = {QUERIES!r}, {DOCUMENTS!r}
         expected = np.load("expected.npz")
         paths = json.load(open("paths.json"))
 
         def check(name, path):
-            st = SentenceTransformer(path, trust_remote_code=True, device="cpu")
+            # The checked subclass ships at the root with the modules; a plain load gives the same vectors, unchecked.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                plain = SentenceTransformer(path, trust_remote_code=True, device="cpu")
+            assert any("load it as HyperbolicSentenceTransformer" in str(w.message) for w in caught), name
+            cls = get_class_from_dynamic_module("sentence_transformers_hyte.HyperbolicSentenceTransformer", path)
+            st = cls(path, trust_remote_code=True, device="cpu")
             assert "hyte" not in sys.modules
             assert type(st[0].model).__module__.startswith("transformers_modules"), type(st[0].model).__module__
             assert st.similarity_fn_name == "dot"
             diff = max(np.abs(st.encode_query(QUERIES) - expected[name + "_q"]).max(),
                        np.abs(st.encode_document(DOCUMENTS) - expected[name + "_d"]).max())
             assert diff <= 1e-6, (name, diff)
+            np.testing.assert_array_equal(plain.encode_query(QUERIES), st.encode_query(QUERIES))
             try:
                 st.encode_query(QUERIES, normalize_embeddings=True)
             except ValueError:
@@ -569,7 +582,7 @@ def test_folders_that_are_not_models_are_named(tmp_path):
 
 
 def test_saving_a_pipeline_over_another_models_weights_is_refused_unless_asked(fh, bert_tokenizer, tmp_path):
-    """T105/T106: st.save(folder) over a folder holding another model replaced its weights without a word."""
+    """St.save(folder) over a folder holding another model replaced its weights without a word."""
     from hyte.integrations.sentence_transformers import save_model_folder
 
     model, _ = fh
@@ -590,7 +603,7 @@ def test_saving_a_pipeline_over_another_models_weights_is_refused_unless_asked(f
 
 
 def test_saving_a_pipeline_over_the_model_folder_it_was_built_from_is_refused(fh, bert_tokenizer, tmp_path):
-    """T227: st = hyte.sentence_transformer(M); st.save(M) rewrote every file of M in place (config.json changed)."""
+    """St = hyte.sentence_transformer(M); st.save(M) rewrote every file of M in place (config.json changed)."""
     import pickle
 
     from hyte.integrations.sentence_transformers import save_model_folder
@@ -601,7 +614,7 @@ def test_saving_a_pipeline_over_the_model_folder_it_was_built_from_is_refused(fh
     (tmp_path / "link").symlink_to(folder)
     pipelines = (sentence_transformer(folder),
                  sentence_transformer(hyte.HyTEFHModel.from_pretrained(folder), bert_tokenizer),
-                 SentenceTransformer(str(folder), trust_remote_code=True, device="cpu"))
+                 hyte.HyperbolicSentenceTransformer(str(folder), trust_remote_code=True, device="cpu"))
     for st in pipelines:
         for save in (st.save, st.save_pretrained):
             for target in (folder, tmp_path / "link", str(folder) + "/"):
@@ -616,4 +629,4 @@ def test_saving_a_pipeline_over_the_model_folder_it_was_built_from_is_refused(fh
     st.save(str(tmp_path / "hyte-st"))
     assert (tmp_path / "hyte-st" / "modules.json").is_file()
     with pytest.raises(ValueError, match="built from"):
-        pickle.loads(pickle.dumps(st)).save(folder)  # the guard travels with the model (multi-process encoding)
+        pickle.loads(pickle.dumps(st)).save(folder)  # the checks travel with the model (multi-process encoding)

@@ -17,6 +17,7 @@ _LAZY = {
     "HyteError": "hyte.errors",
     # sentence-transformers costs ~12 s to import: load it only when these are used.
     **dict.fromkeys(("sentence_transformer", "save_sentence_transformer"), "hyte.integrations.sentence_transformers"),
+    "HyperbolicSentenceTransformer": "hyte.sentence_transformers_hyte",
 }
 
 

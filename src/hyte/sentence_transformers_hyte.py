@@ -16,10 +16,12 @@ installed. Ordinary ``model.save`` / ``save_pretrained`` / ``push_to_hub`` / tra
 self-contained directory (see ``_RootFileModule``).
 
 ``normalize_embeddings=True`` and ``truncate_dim`` are Euclidean post-processing steps that sentence-transformers
-applies after the last module, where no module can see them; ``HyperbolicPooling.on_model_ready`` therefore guards
-``model.encode`` and refuses both with an explanation (also for a model loaded with plain ``SentenceTransformer``).
-It also gives the model the card that ``model.save`` writes as README.md: sentence-transformers' own template with
-a "Scoring" section (Lorentz inner products, geodesic distance, FAISS) instead of the Euclidean uses it advertises.
+applies after the last module, where no module can see them: ``HyperbolicSentenceTransformer``, a subclass of the
+stock model that ships in this file too, refuses them at ``encode`` (with the other checks its docstring lists);
+``hyte.sentence_transformer`` builds one. A plain ``SentenceTransformer`` load gives the same vectors and a warning
+that those checks are off. ``HyperbolicPooling.on_model_ready`` sets "dot" similarity and gives the model the card
+that ``model.save`` writes as README.md: sentence-transformers' own template with a "Scoring" section (Lorentz inner
+products, geodesic distance, FAISS) instead of the Euclidean uses it advertises.
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Module
 from torch import Tensor
 
 from .lorentz import check_curvature, flip_time, outward_einstein_midpoint, tangent_mean
 
-__all__ = ["HyperbolicPooling", "TimeFlip", "refuse_euclidean_options"]
+__all__ = ["HyperbolicPooling", "HyperbolicSentenceTransformer", "TimeFlip", "refuse_euclidean_options"]
 
 # "model": the model's own pooled point (below); the others pool the token points here.
 POOLING_MODES = ("model", "oem", "einstein", "mean", "cls")
@@ -130,65 +133,6 @@ def _has_visible_text(text: str) -> bool:
     return any(unicodedata.category(character)[0] in "LNPS" for character in text)
 
 
-class _EncodeGuard:
-    """Stands in for ``model.encode`` (an instance attribute): refuses Euclidean options, then runs the real encode.
-
-    ``encode_query``, ``encode_document``, evaluators and mteb's wrapper all call ``model.encode``, so this one check
-    covers them; the model's own ``truncate_dim`` (constructor argument, saved config, ``model.truncated()``) is
-    checked at call time too.
-    """
-
-    def __init__(self, model) -> None:
-        self.model = model
-
-    def __call__(self, *args, **kwargs):
-        encode = type(self.model).encode
-        arguments = inspect.signature(encode).bind_partial(self.model, *args, **kwargs).arguments
-        truncate_dim = arguments.get("truncate_dim")
-        task = arguments.get("task", arguments.get("kwargs", {}).get("task"))  # encode_query passes task="query"
-        if arguments.get("prompt_name") is not None and task is None:
-            raise ValueError(
-                f"prompt_name={arguments['prompt_name']!r} adds a prompt but does not choose the route: a query must "
-                "also be time-flipped. Use encode_query(...) / encode_document(...) (or task='query' / 'document').")
-        if arguments.get("output_value", "sentence_embedding") not in ("sentence_embedding", None):
-            raise ValueError(
-                f"output_value={arguments['output_value']!r}: a HyTE model's modules emit one hyperboloid point per "
-                "text ('sentence_embedding'); its token points come from the HyTE model itself: "
-                "model[0].auto_model(**model.tokenizer(texts, return_tensors='pt')).last_hidden_state")
-        batch_size = arguments.get("batch_size", 32)
-        # sentence-transformers checks only batch_size <= 0: a float failed deep in range(), a str in a comparison.
-        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size <= 0:
-            raise ValueError(f"batch_size must be a whole number > 0; got {batch_size!r}.")
-        inputs = arguments.get("inputs")
-        if isinstance(inputs, (list, tuple)):
-            pairs = [i for i, item in enumerate(inputs) if isinstance(item, (list, tuple))]
-            if pairs:  # sentence-transformers would encode it as a text pair: one vector for two texts
-                raise TypeError(
-                    f"inputs[{pairs[0]}] is a {type(inputs[pairs[0]]).__name__}: a HyTE model embeds single texts, "
-                    "one point each; text pairs are cross-encoder input. Give a flat list of strings.")
-        texts = [inputs] if isinstance(inputs, str) else list(inputs) if isinstance(inputs, (list, tuple)) else []
-        blank = [i for i, text in enumerate(texts) if isinstance(text, str) and not _has_visible_text(text)]
-        if blank:  # hyte's own encode does the same: one blank passage must not abort a corpus (a BEIR or mteb run)
-            warnings.warn(f"encode: {len(blank)} text(s) have nothing to embed (empty, whitespace or invisible "
-                          f"characters; the first is text {blank[0]}, {texts[blank[0]][:20]!r}): each gets the origin, "
-                          "the most general point", stacklevel=2)
-        limit = getattr(getattr(self.model[0], "auto_model", None), "config", None)
-        limit = getattr(limit, "max_position_embeddings", None)
-        if limit is not None and self.model.max_seq_length is not None and self.model.max_seq_length > limit:
-            raise ValueError(f"max_seq_length = {self.model.max_seq_length} is above the model's {limit} positions: "
-                             f"a longer text could not be encoded; set model.max_seq_length to at most {limit}")
-        refuse_euclidean_options(
-            bool(arguments.get("normalize_embeddings", False)),
-            truncate_dim if truncate_dim is not None else getattr(self.model, "truncate_dim", None),
-            arguments.get("precision", "float32"),
-        )
-        out = encode(self.model, *args, **kwargs)
-        return _at_the_origin(out, blank, self._curvature()) if blank else out
-
-    def _curvature(self) -> float:
-        return next(module.curvature for module in self.model.modules() if isinstance(module, HyperbolicPooling))
-
-
 def _at_the_origin(out, rows: list[int], c: float):
     """``out`` (what ``encode`` returned: one vector, a (N, D) array or tensor, or a list of vectors) with ``rows``
     set to the origin (sqrt(c), 0, ..., 0) of H_c, time-flipped where the route flipped them (their time coordinate
@@ -210,22 +154,6 @@ def _at_the_origin(out, rows: list[int], c: float):
     return out
 
 
-class _RouteGuard:
-    """Stands in for ``model.encode_query`` / ``model.encode_document``, which pass ``task`` to ``encode`` themselves:
-    a ``task`` given to them as well failed with Python's "got multiple values for keyword argument 'task'", naming
-    the guard object rather than the method."""
-
-    def __init__(self, model, name: str, task: str) -> None:
-        self.model, self.name, self.task = model, name, task
-
-    def __call__(self, *args, **kwargs):
-        if "task" in kwargs:
-            given = kwargs["task"]
-            raise TypeError(f"{self.name} chooses the route itself (task={self.task!r}); got task={given!r} as well: "
-                            f"drop it, or call model.encode(..., task={given!r}).")
-        return getattr(type(self.model), self.name)(self.model, *args, **kwargs)
-
-
 # Files that make a folder one of hyte's non-model artifacts (an index folder, a training run, vector shards): a model
 # saved into it would mix with them (and ship them on a push). A copy of hyte.artifacts.markers(*NOT_MODELS) (a test
 # keeps them equal): this file travels without hyte.
@@ -240,87 +168,6 @@ def saved_weights_differ(folder: str | os.PathLike, model) -> bool:
     return set(stored) != set(current) or any(
         stored[name].shape != current[name].shape or not torch.equal(stored[name], current[name].detach().cpu())
         for name in stored)
-
-
-class _SaveGuard:
-    """Stands in for ``model.save`` / ``model.save_pretrained``: refuses a folder that holds an index, a training run
-    or vector shards, and the model folder the weights were loaded from, before sentence-transformers writes its first
-    file there.
-
-    The model's own folder (``hyte.sentence_transformer(M).save(M)`` rewrote every file of M in place, config.json
-    changed) is refused rather than given only the sentence-transformers files: every model folder hyte writes already
-    is a sentence-transformers folder (modules.json beside config.json), so there is nothing to add, and a rewrite in
-    place can leave a half-written model or change files (configs, tokenizer) that the model's indexes were built
-    with. Other HyTE model folders stay ordinary targets: a saved pipeline is one, and saving over an earlier save is
-    sentence-transformers' own way."""
-
-    def __init__(self, model, name: str) -> None:
-        self.model, self.name = model, name
-
-    def __call__(self, path, *args, overwrite: bool = False, **kwargs):
-        held = [marker for marker in _NOT_A_MODEL_FOLDER if (Path(path) / marker).is_file()]
-        if held:
-            raise FileExistsError(
-                f"{path} holds {held[0]}: it is an index, training-run or vector folder, not a model folder; saving "
-                "the model there would mix its files with that folder's (and a push of it would upload them). Save "
-                "it to a folder of its own.")
-        source = self._source_folder()
-        if source is not None and Path(path).is_dir() and os.path.samefile(path, source):
-            raise ValueError(
-                f"{path} is the model folder this sentence-transformers pipeline was built from ({source}): saving "
-                "would rewrite its files in place (config.json, the weights, the tokenizer). "
-                + ("It already is a sentence-transformers folder (SentenceTransformer(folder, trust_remote_code=True) "
-                   "loads it). " if (source / "modules.json").is_file() else "")
-                + "Save the pipeline to a new folder instead, e.g. model.save(\"hyte-st\")")
-        if not overwrite and self._holds_other_weights(Path(path)):
-            raise FileExistsError(
-                f"{path} holds another model (its model.safetensors differs from this pipeline's weights): saving "
-                "would replace that model's weights and leave its other files (a model card, hyte_card.json) "
-                "describing weights that are gone. Save to a new folder, or pass overwrite=True to replace it.")
-        return getattr(type(self.model), self.name)(self.model, path, *args, **kwargs)
-
-    def _holds_other_weights(self, folder: Path) -> bool:
-        """Whether ``folder`` holds a saved model whose weights are not this pipeline's (sentence-
-        transformers' save replaced them without a word). Saving the same weights again (a rerun) is harmless."""
-        first = next(iter(self.model._modules.values()), None)
-        model = getattr(first, "model", None)
-        return model is not None and (folder / "model.safetensors").is_file() and saved_weights_differ(folder, model)
-
-    def _source_folder(self) -> Path | None:
-        """The local folder the first module's (the Transformer's) model was loaded from, if any."""
-        first = next(iter(self.model._modules.values()), None)
-        source = getattr(getattr(getattr(first, "model", None), "config", None), "name_or_path", None)
-        return Path(source) if isinstance(source, str) and source and Path(source).is_dir() else None
-
-
-class _SimilarityGuard:
-    """Stands in for ``model.similarity`` / ``model.similarity_pairwise``: the stock "dot" is the Lorentz inner product
-    only for a query vector (time coordinate < 0) against a document vector (> 0), so any other pairing is refused.
-
-    A point's time coordinate is >= sqrt(c) > 0 and a flipped query's <= -sqrt(c), so the sign tells the routes apart
-    exactly. Two documents (or two queries) would give -q_0 d_0 ... with the wrong sign on the time term: a plausible
-    number, not an error, which is why this is checked.
-    """
-
-    def __init__(self, model, name: str) -> None:
-        self.model = model
-        self.name = name
-
-    def __call__(self, embeddings1, embeddings2) -> Tensor:
-        if self.model.similarity_fn_name != "dot":
-            raise ValueError(
-                f"similarity_fn_name was set to {self.model.similarity_fn_name!r}; a HyTE model scores with 'dot' "
-                "only (its query vectors are time-flipped hyperboloid points, so only the dot product gives "
-                "<q, d>_L). Set model.similarity_fn_name = 'dot'.")
-        routes = [_route_of(embeddings1, "first"), _route_of(embeddings2, "second")]
-        if sorted(routes) != ["document", "query"]:
-            raise ValueError(
-                f"model.{self.name}(a, b) takes one side from encode_query and the other from encode_document: only then "
-                f"is its dot product the Lorentz inner product <q, d>_L. Both sides here are {routes[0]} vectors. For "
-                "document-document or query-query scores use hyte.integrations.sentence_transformers."
-                "lorentz_similarity(a, b, c) (or geodesic_similarity), which take vectors of either route."
-            )
-        return getattr(type(self.model), self.name)(self.model, embeddings1, embeddings2)
 
 
 def _route_of(embeddings, which: str) -> str:
@@ -459,8 +306,9 @@ class HyperbolicPooling(_RootFileModule):
         return self.embedding_dimension
 
     def on_model_ready(self, model) -> None:
-        """Make ``model`` hyperbolic-safe: "dot" similarity, ``encode`` refuses Euclidean post-processing, and the
-        card written by ``model.save`` says how to score."""
+        """Give ``model`` "dot" similarity and the card (written by ``model.save``) that says how to score; refuse a
+        ``truncate_dim`` or another similarity given at load. The checks at call time are
+        ``HyperbolicSentenceTransformer``'s."""
         # Read the raw attribute: the public getter turns an unset name into "cosine".
         similarity = getattr(model, "_similarity_fn_name", None)
         if similarity is None:
@@ -472,17 +320,13 @@ class HyperbolicPooling(_RootFileModule):
                 "similarity_fn_name (or with 'dot')."
             )
         refuse_euclidean_options(False, getattr(model, "truncate_dim", None))
-        if not isinstance(model.__dict__.get("encode"), _EncodeGuard):
-            model.encode = _EncodeGuard(model)
-        for name, task in (("encode_query", "query"), ("encode_document", "document")):
-            if not isinstance(model.__dict__.get(name), _RouteGuard):
-                setattr(model, name, _RouteGuard(model, name, task))
-        for name in ("similarity", "similarity_pairwise"):
-            if not isinstance(model.__dict__.get(name), _SimilarityGuard):
-                setattr(model, name, _SimilarityGuard(model, name))
-        for name in ("save", "save_pretrained"):
-            if not isinstance(model.__dict__.get(name), _SaveGuard):
-                setattr(model, name, _SaveGuard(model, name))
+        # By name: a pipeline loaded with trust_remote_code holds this file's root copy, whose classes are not hyte's.
+        if not any(cls.__name__ == "HyperbolicSentenceTransformer" for cls in type(model).__mro__):
+            warnings.warn(
+                "a HyTE pipeline loaded as a plain SentenceTransformer gives the right vectors, but its encode does "
+                "not refuse Euclidean options (normalize_embeddings, truncate_dim), nor its similarity two documents; "
+                "load it as HyperbolicSentenceTransformer (see its docstring, or the model card) for those checks",
+                stacklevel=2)
         _use_hyperbolic_card(model.model_card_data)
 
 
@@ -503,3 +347,146 @@ class TimeFlip(_RootFileModule):
         if self.flip:
             features["sentence_embedding"] = flip_time(features["sentence_embedding"])
         return features
+
+
+class HyperbolicSentenceTransformer(SentenceTransformer):
+    """The stock SentenceTransformer with the checks that hyperboloid points need; the vectors are the same.
+
+    ``hyte.sentence_transformer(...)`` builds one, and ``HyperbolicSentenceTransformer(path_or_id,
+    trust_remote_code=True)`` loads a saved HyTE pipeline as one. Where ``hyte`` is not installed, take the class from
+    the model's own files (it ships at the root, as the modules do)::
+
+        from transformers.dynamic_module_utils import get_class_from_dynamic_module
+        cls = get_class_from_dynamic_module("sentence_transformers_hyte.HyperbolicSentenceTransformer", path_or_id)
+        model = cls(path_or_id, trust_remote_code=True)
+
+    What it adds to the stock model (a plain ``SentenceTransformer`` gives the same vectors without these):
+
+    * ``encode`` (and so ``encode_query``, ``encode_document``, evaluators, mteb's wrapper) refuses the Euclidean
+      post-processing options (``normalize_embeddings``, ``truncate_dim``, quantising ``precision``), token outputs,
+      a prompt that does not choose the route, text pairs and a ``batch_size`` that is not a whole number; a blank
+      text gets the origin (the most general point) and a warning instead of the point of an empty sequence.
+    * ``similarity`` / ``similarity_pairwise`` refuse two sides of one route: "dot" is the Lorentz inner product only
+      between a query vector (time coordinate < 0) and a document vector (> 0).
+    * ``save`` / ``save_pretrained`` refuse a folder that holds an index, a training run or vector shards, the model
+      folder the pipeline was built from, and (unless ``overwrite=True``) a folder holding another model's weights.
+    """
+
+    def encode(self, *args, **kwargs):
+        arguments = inspect.signature(super().encode).bind_partial(*args, **kwargs).arguments
+        task = arguments.get("task", arguments.get("kwargs", {}).get("task"))  # encode_query passes task="query"
+        if arguments.get("prompt_name") is not None and task is None:
+            raise ValueError(
+                f"prompt_name={arguments['prompt_name']!r} adds a prompt but does not choose the route: a query must "
+                "also be time-flipped. Use encode_query(...) / encode_document(...) (or task='query' / 'document').")
+        if arguments.get("output_value", "sentence_embedding") not in ("sentence_embedding", None):
+            raise ValueError(
+                f"output_value={arguments['output_value']!r}: a HyTE model's modules emit one hyperboloid point per "
+                "text ('sentence_embedding'); its token points come from the HyTE model itself: "
+                "model[0].auto_model(**model.tokenizer(texts, return_tensors='pt')).last_hidden_state")
+        batch_size = arguments.get("batch_size", 32)
+        # sentence-transformers checks only batch_size <= 0: a float failed deep in range(), a str in a comparison.
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a whole number > 0; got {batch_size!r}.")
+        inputs = arguments.get("inputs")
+        if isinstance(inputs, (list, tuple)):
+            pairs = [i for i, item in enumerate(inputs) if isinstance(item, (list, tuple))]
+            if pairs:  # sentence-transformers would encode it as a text pair: one vector for two texts
+                raise TypeError(
+                    f"inputs[{pairs[0]}] is a {type(inputs[pairs[0]]).__name__}: a HyTE model embeds single texts, "
+                    "one point each; text pairs are cross-encoder input. Give a flat list of strings.")
+        limit = getattr(getattr(getattr(self[0], "auto_model", None), "config", None), "max_position_embeddings", None)
+        if limit is not None and self.max_seq_length is not None and self.max_seq_length > limit:
+            raise ValueError(f"max_seq_length = {self.max_seq_length} is above the model's {limit} positions: "
+                             f"a longer text could not be encoded; set model.max_seq_length to at most {limit}")
+        truncate_dim = arguments.get("truncate_dim")
+        refuse_euclidean_options(bool(arguments.get("normalize_embeddings", False)),
+                                 truncate_dim if truncate_dim is not None else self.truncate_dim,
+                                 arguments.get("precision", "float32"))
+        texts = [inputs] if isinstance(inputs, str) else list(inputs) if isinstance(inputs, (list, tuple)) else []
+        blank = [i for i, text in enumerate(texts) if isinstance(text, str) and not _has_visible_text(text)]
+        if blank:  # hyte's own encode does the same: one blank passage must not abort a corpus (a BEIR or mteb run)
+            warnings.warn(f"encode: {len(blank)} text(s) have nothing to embed (empty, whitespace or invisible "
+                          f"characters; the first is text {blank[0]}, {texts[blank[0]][:20]!r}): each gets the origin, "
+                          "the most general point", stacklevel=2)
+        out = super().encode(*args, **kwargs)
+        return _at_the_origin(out, blank, self._curvature()) if blank else out
+
+    def encode_query(self, *args, **kwargs):
+        self._refuse_task("encode_query", "query", kwargs)
+        return super().encode_query(*args, **kwargs)
+
+    def encode_document(self, *args, **kwargs):
+        self._refuse_task("encode_document", "document", kwargs)
+        return super().encode_document(*args, **kwargs)
+
+    @staticmethod
+    def _refuse_task(method: str, task: str, kwargs: dict) -> None:
+        # The stock method passes task itself: Python's "got multiple values for keyword argument 'task'" named
+        # encode, which the caller never called.
+        if "task" in kwargs:
+            raise TypeError(f"{method} chooses the route itself (task={task!r}); got task={kwargs['task']!r} as "
+                            f"well: drop it, or call model.encode(..., task={kwargs['task']!r}).")
+
+    def similarity(self, embeddings1, embeddings2) -> Tensor:
+        self._check_sides("similarity", embeddings1, embeddings2)
+        return super().similarity(embeddings1, embeddings2)
+
+    def similarity_pairwise(self, embeddings1, embeddings2) -> Tensor:
+        self._check_sides("similarity_pairwise", embeddings1, embeddings2)
+        return super().similarity_pairwise(embeddings1, embeddings2)
+
+    def _check_sides(self, method: str, embeddings1, embeddings2) -> None:
+        """A point's time coordinate is >= sqrt(c) > 0 and a flipped query's <= -sqrt(c), so the sign tells the
+        routes apart exactly. Two documents (or two queries) would give -q_0 d_0 ... with the wrong sign on the time
+        term: a plausible number, not an error, which is why this is checked."""
+        if self.similarity_fn_name != "dot":
+            raise ValueError(
+                f"similarity_fn_name was set to {self.similarity_fn_name!r}; a HyTE model scores with 'dot' "
+                "only (its query vectors are time-flipped hyperboloid points, so only the dot product gives "
+                "<q, d>_L). Set model.similarity_fn_name = 'dot'.")
+        routes = [_route_of(embeddings1, "first"), _route_of(embeddings2, "second")]
+        if sorted(routes) != ["document", "query"]:
+            raise ValueError(
+                f"model.{method}(a, b) takes one side from encode_query and the other from encode_document: only then "
+                f"is its dot product the Lorentz inner product <q, d>_L. Both sides here are {routes[0]} vectors. For "
+                "document-document or query-query scores use hyte.integrations.sentence_transformers."
+                "lorentz_similarity(a, b, c) (or geodesic_similarity), which take vectors of either route.")
+
+    def save(self, path, *args, overwrite: bool = False, **kwargs) -> None:
+        """The stock save (``save_pretrained`` and ``push_to_hub`` go through it), after the folder checks above.
+
+        The model's own folder (``hyte.sentence_transformer(M).save(M)`` rewrote every file of M in place) is refused
+        rather than given only the sentence-transformers files: every model folder hyte writes already is a
+        sentence-transformers folder, and a rewrite in place can leave a half-written model or change files that
+        the model's indexes were built with. Saving over an earlier save of the same weights is harmless."""
+        held = [marker for marker in _NOT_A_MODEL_FOLDER if (Path(path) / marker).is_file()]
+        if held:
+            raise FileExistsError(
+                f"{path} holds {held[0]}: it is an index, training-run or vector folder, not a model folder; saving "
+                "the model there would mix its files with that folder's (and a push of it would upload them). Save "
+                "it to a folder of its own.")
+        model = getattr(self[0], "model", None)
+        source = getattr(getattr(model, "config", None), "name_or_path", None)
+        source = Path(source) if isinstance(source, str) and source and Path(source).is_dir() else None
+        if source is not None and Path(path).is_dir() and os.path.samefile(path, source):
+            raise ValueError(
+                f"{path} is the model folder this sentence-transformers pipeline was built from ({source}): saving "
+                "would rewrite its files in place (config.json, the weights, the tokenizer). "
+                + ("It already is a sentence-transformers folder (SentenceTransformer(folder, trust_remote_code=True) "
+                   "loads it). " if (source / "modules.json").is_file() else "")
+                + "Save the pipeline to a new folder instead, e.g. model.save(\"hyte-st\")")
+        weights = Path(path) / "model.safetensors"
+        if not overwrite and model is not None and weights.is_file() and saved_weights_differ(path, model):
+            raise FileExistsError(
+                f"{path} holds another model (its model.safetensors differs from this pipeline's weights): saving "
+                "would replace that model's weights and leave its other files (a model card, hyte_card.json) "
+                "describing weights that are gone. Save to a new folder, or pass overwrite=True to replace it.")
+        super().save(path, *args, **kwargs)
+
+    def save_pretrained(self, path, *args, overwrite: bool = False, **kwargs) -> None:
+        self.save(path, *args, overwrite=overwrite, **kwargs)
+
+    def _curvature(self) -> float:
+        # By name, as in on_model_ready: the pooling module may be the root copy of this file's class.
+        return next(module.curvature for module in self.modules() if type(module).__name__ == "HyperbolicPooling")

@@ -18,7 +18,7 @@ any other custom module a user adds.
 Scores that are not query-document (document-document, query-query) need ``lorentz_similarity`` or
 ``geodesic_similarity``: "dot" between two documents is not hyperbolic. ``normalize_embeddings=True`` and
 ``truncate_dim`` are refused by the model's ``encode`` (they are Euclidean operations; see
-``sentence_transformers_hyte.refuse_euclidean_options``).
+``sentence_transformers_hyte.HyperbolicSentenceTransformer``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from ..artifacts import holds
 from ..lorentz import add_time, pairwise_distance, pairwise_inner
 from ..model_kinds import MODEL_KINDS
 from ..retrieval.store import check_positive_int
-from ..sentence_transformers_hyte import HyperbolicPooling, TimeFlip
+from ..sentence_transformers_hyte import HyperbolicPooling, HyperbolicSentenceTransformer, TimeFlip
 
 __all__ = [
     "HYPERBOLIC_MODEL_TYPES",
@@ -90,8 +90,9 @@ def sentence_transformer(
     prompts: dict[str, str] | None = None,
     max_seq_length: int | None = None,
     device: str | None = None,
-) -> SentenceTransformer:
-    """A SentenceTransformer around a HyTE-FH or HyTE-H model.
+) -> HyperbolicSentenceTransformer:
+    """A ``HyperbolicSentenceTransformer`` (the stock model with the checks hyperboloid points need) around a HyTE-FH
+    or HyTE-H model.
 
     Args:
         model: a saved HyTE checkpoint (local directory or hub id), or a HyTE model object. A model object is saved
@@ -129,7 +130,7 @@ def sentence_transformer(
     pooling = HyperbolicPooling(embedding_dimension=hyte_model.config.hidden_size, curvature=curvature, mode="model",
                                 p=hyte_model.config.oem_p)
     router = Router.for_query_document(query_modules=[TimeFlip(True)], document_modules=[TimeFlip(False)])
-    return SentenceTransformer(
+    return HyperbolicSentenceTransformer(
         modules=[transformer, pooling, router], similarity_fn_name="dot", prompts=prompts, device=device
     )
 
