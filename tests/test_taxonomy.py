@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from hyte.data.taxonomy import load_taxonomy
-from hyte.data.taxonomy_splits import ancestors_of, split_taxonomy
+from hyte.data.taxonomy_splits import SplitMismatchError, ancestors_of, split_taxonomy, training_split
 from hyte.evaluation import subsumption
 from hyte.io import DataFormatError
 
@@ -443,6 +443,11 @@ def test_eval_taxonomy_judges_a_model_on_the_split_it_was_trained_on(tmp_path, t
     data = {"source": "taxonomy", "path": str(path), "taxonomy_split": "multi_hop", "taxonomy_seed": 3,
             "concept_text": "name"}
     (model / "hyte_card.json").write_text(json.dumps({"training": {"config": {"data": data}}}))
+    with pytest.raises(SplitMismatchError, match="with taxonomy_seed 3; judged with seed 0, its test edges may"):
+        training_split(model, path, seed=0)
+    assert training_split(model, path) == ({"split": "multi_hop", "seed": 3, "text": "name"},
+                                           [f"split multi_hop, as {model} was trained (taxonomy_split)",
+                                            f"seed 3, as {model} was trained (taxonomy_seed)"])
     evaluate = ["eval", "taxonomy", "--model", str(model), "--data", str(path), "--ranking-questions", "3"]
     assert main([*evaluate, "--split", "mixed_hop"]) == 2
     assert "trained on" in capsys.readouterr().err

@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..artifacts import CARD_FILE, claim_file, claim_folder
+from ..artifacts import claim_file, claim_folder
 from ..identity import data_digest, differences
 from ..results import check_result_output, command_line, machine_info, portable_path, same_path, write_result
 from .common import UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
@@ -153,11 +153,15 @@ def _eval_hierarchy(args: argparse.Namespace) -> int:
 
 def _eval_taxonomy(args: argparse.Namespace) -> int:
     from ..data.taxonomy import load_taxonomy
-    from ..data.taxonomy_splits import split_taxonomy
+    from ..data.taxonomy_splits import split_taxonomy, training_split
     from ..evaluation.subsumption import evaluate_taxonomy
 
     taxonomy = load_taxonomy(args.data, names=args.names, format=args.format)  # format errors before the model
-    _follow_the_training_split(args)
+    # --split, --seed and --text of a model trained on this taxonomy follow its run (said on stderr) or are refused.
+    chosen, notes = training_split(args.model, args.data, split=args.split, seed=args.seed, text=args.text)
+    for note in notes:
+        print(f"note: --{note}", file=sys.stderr)
+    vars(args).update(chosen)
     split = split_taxonomy(taxonomy, args.split, seed=args.seed)
     encoder = load_model_encoder(args)
     geometry = args.geometry if args.geometry != "auto" else "lorentz" if encoder.kind == "hyperbolic" else "cosine"
@@ -188,33 +192,6 @@ def _eval_taxonomy(args: argparse.Namespace) -> int:
                    "meta": {"command": command_line(args, ["eval", "taxonomy"]), **machine_info()}}
         print(f"wrote {write_result(args.output, payload)}")
     return 0
-
-
-# --split, --seed, --text: what each was called in the training config's data section, and its default.
-_SPLIT_OPTIONS = (("split", "taxonomy_split", "mixed_hop"), ("seed", "taxonomy_seed", 0), ("text", "concept_text", "name"))
-
-
-def _follow_the_training_split(args: argparse.Namespace) -> None:
-    """--split, --seed and --text of a model trained on this taxonomy are its training run's (its hyte_card.json):
-    left out, they follow it (said on stderr); given otherwise, UserError, since another split's test edges may be
-    edges the model trained on. A model trained elsewhere (another taxonomy, a Hub model) takes them as given or
-    their defaults."""
-    card = Path(args.model) / CARD_FILE
-    try:
-        data = json.loads(card.read_text(encoding="utf-8"))["training"]["config"]["data"]
-    except (OSError, ValueError, KeyError, TypeError):
-        data = {}
-    trained_here = data.get("source") == "taxonomy" and isinstance(data.get("path"), str) and \
-        same_path(data["path"], args.data)
-    for option, field, default in _SPLIT_OPTIONS:
-        given, recorded = getattr(args, option), data.get(field) if trained_here else None
-        if given is not None and recorded is not None and given != recorded:
-            raise UserError(f"--{option} {given}: {args.model} was trained on {args.data} with {field} {recorded!r}; "
-                            f"its test edges under --{option} {given} may be edges it trained on. Leave --{option} "
-                            "out to judge it on its own split")
-        if given is None and recorded is not None and recorded != default:
-            print(f"note: --{option} {recorded}, as {args.model} was trained ({field})", file=sys.stderr)
-        setattr(args, option, given if given is not None else recorded if recorded is not None else default)
 
 
 def _check_hierarchy_output(output: str) -> None:

@@ -17,13 +17,19 @@ A taxonomy read from HiT's own files keeps their splits (scheme ``given``). Ever
 
 from __future__ import annotations
 
+import json
+import os
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
+from ..artifacts import CARD_FILE
+from ..errors import HyteError
+from ..results import same_path
 from .obo import Ontology, parents_first
 from .taxonomy import Subsumption, Taxonomy
 
-__all__ = ["SCHEMES", "TaxonomySplit", "ancestors_of", "split_taxonomy"]
+__all__ = ["SCHEMES", "SplitMismatchError", "TaxonomySplit", "ancestors_of", "split_taxonomy", "training_split"]
 
 SCHEMES = ("multi_hop", "mixed_hop", "branches", "given")
 
@@ -169,3 +175,40 @@ def _branches(ontology: Ontology, ancestors: dict[str, frozenset[str]], negative
     held_out = frozenset(set(owners) - members["train"])
     return TaxonomySplit("branches", questions("train", True), questions("validation", False),
                          questions("test", False), held_out)
+
+
+# What fixes the questions a model is judged on: the name of each in a training config's data section, its default.
+SPLIT_FIELDS = {"split": ("taxonomy_split", "mixed_hop"), "seed": ("taxonomy_seed", 0),
+                "text": ("concept_text", "name")}
+
+
+class SplitMismatchError(HyteError, ValueError):
+    """A model is to be judged on another split of the taxonomy it trained on: its test edges may be training ones."""
+
+
+def training_split(model: str | os.PathLike, data: str | os.PathLike, **given) -> tuple[dict, list[str]]:
+    """The split, seed and concept text to judge ``model`` on ``data`` with, and a note for each one taken from
+    its training run.
+
+    A model trained on this taxonomy (its ``hyte_card.json`` records the training config) is judged on its own
+    split: a value left out (None in ``given``: ``split``, ``seed``, ``text``) is its run's, and a value given
+    otherwise raises ``SplitMismatchError``, since another split's test edges may be edges it trained on. A model
+    trained elsewhere (another taxonomy, a Hub model) takes the values given, or their defaults.
+    """
+    try:
+        recorded = json.loads((Path(model) / CARD_FILE).read_text(encoding="utf-8"))["training"]["config"]["data"]
+    except (OSError, ValueError, KeyError, TypeError):
+        recorded = {}
+    trained_here = recorded.get("source") == "taxonomy" and isinstance(recorded.get("path"), str) and \
+        same_path(recorded["path"], data)
+    chosen, notes = {}, []
+    for option, (field, default) in SPLIT_FIELDS.items():
+        value, own = given.get(option), recorded.get(field) if trained_here else None
+        if value is not None and own is not None and value != own:
+            raise SplitMismatchError(
+                f"{model} was trained on {data} with {field} {own!r}; judged with {option} {value!r}, its test edges "
+                f"may be edges it trained on: leave the {option} out to judge it on its own split")
+        if value is None and own is not None and own != default:
+            notes.append(f"{option} {own}, as {model} was trained ({field})")
+        chosen[option] = value if value is not None else own if own is not None else default
+    return chosen, notes
