@@ -86,8 +86,8 @@ def test_a_query_without_judgements_and_containers_of_the_wrong_kind_are_refused
 
 def test_eleventh_trial_beir_mistakes_are_named(tmp_path):
     """Found by the eleventh new-user trial: a document without title and text failed in the encoder, after the model
-    loaded, naming neither file nor id (T128); a split given as its file name read qrels/test.tsv.tsv (P47); paths of
-    the wrong kind were "not found" (T129)."""
+    loaded, naming neither file nor id; a split given as its file name read qrels/test.tsv.tsv; paths of
+    the wrong kind were "not found"."""
     from hyte.data.beir import check_split
 
     folder = write_unchecked(tmp_path / "beir", QUERIES, {"d0": "Short fingers.", "d1": " "}, QRELS)

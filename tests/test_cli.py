@@ -81,7 +81,7 @@ def test_index_build_and_search(tmp_path, model_dir, capsys, kind):
                  "--query", "abnormal heart rhythm", "--k", "2"]) == 0
     output = capsys.readouterr().out
     assert "1. d=" in output and "rhythm of the heart" in output.split("1. d=")[1].splitlines()[0]
-    # Trial 14 (C34): --k 1000000000 allocated a padded result and was killed; it shows every document instead.
+    # --k 1000000000 allocated a padded result and was killed; it shows every document instead.
     assert main(["index", "search", "--index", str(index_dir), "--query", "abnormal heart rhythm",
                  "--k", "1000000000"]) == 0
     captured = capsys.readouterr()
@@ -90,7 +90,7 @@ def test_index_build_and_search(tmp_path, model_dir, capsys, kind):
 
 
 def test_a_sentence_transformers_module_folder_names_its_model(tmp_path, model_dir):
-    """Trial 14 (T19): module folders that hold a config.json of their own (1_HyperbolicPooling, the router's
+    """Module folders that hold a config.json of their own (1_HyperbolicPooling, the router's
     query_0_TimeFlip) were refused with "has no tokenizer ... save the tokenizer into the model folder"."""
     from hyte.encoders import load_encoder
 
@@ -106,7 +106,7 @@ def test_a_sentence_transformers_module_folder_names_its_model(tmp_path, model_d
 
 
 def test_hyte_load_which_does_not_exist_names_the_calls_that_do():
-    """P1 (trial 17): `hyte.load(path)`, a new user's first guess, gave a bare AttributeError."""
+    """`hyte.load(path)`, a new user's first guess, gave a bare AttributeError."""
     import hyte
 
     with pytest.raises(AttributeError, match=r"no attribute 'load': load a model with AutoModel.from_pretrained"):
@@ -127,7 +127,7 @@ def test_user_errors_are_one_line_messages(tmp_path, model_dir, capsys):
     good.write_text("a text\n")
     assert main(["encode", "--model", str(model_dir), "--input", str(good), "--output", str(tmp_path / "x.csv")]) == 2
     assert ".npy or .safetensors" in capsys.readouterr().err
-    # Trial 16: an output named only by its suffix (C44) and an empty --input (C40, read as the current folder).
+    # An output named only by its suffix and an empty --input (read as the current folder).
     assert main(["encode", "--model", str(model_dir), "--input", str(good), "--output", str(tmp_path / ".npy")]) == 2
     assert "has no name before its suffix: give e.g. vectors.npy" in capsys.readouterr().err
     assert main(["encode", "--model", str(model_dir), "--input", "", "--output", str(tmp_path / "x.npy")]) == 2
@@ -180,11 +180,11 @@ def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silen
     assert (tmp_path / "index" / "NOTES.md").read_text() == "keep me"
     assert main(["export", "onnx", str(model_dir), "--output", str(tmp_path / "notes")]) == 2
     assert "is a folder" in capsys.readouterr().err
-    # C25/C148 (trial 17): --help offered the bundled MiniLM, which was then refused saying only "not a HyTE model".
+    # --help offered the bundled MiniLM, which was then refused saying only "not a HyTE model".
     assert main(["export", "onnx", "bundled:all-MiniLM-L6-v2", "--output", str(tmp_path / "b.onnx")]) == 2
     assert "is a 'bert' model, not a HyTE model: this takes a model hyte trained" in capsys.readouterr().err
     assert not (tmp_path / "b.onnx").exists()
-    assert main(["export", "onnx", "nope_model", "--output", str(tmp_path / "b.onnx")]) == 2  # C103: nor offered
+    assert main(["export", "onnx", "nope_model", "--output", str(tmp_path / "b.onnx")]) == 2  # Nor offered
     error = capsys.readouterr().err
     assert "is not a local folder or a cached Hub model" in error and "bundled" not in error
     # A model's own files are never the target of vectors or an ONNX graph, not even with --overwrite.
@@ -192,12 +192,12 @@ def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silen
     encode = ["encode", "--model", str(model_dir), "--input", str(docs), "--output"]
     assert main(encode + [str(model_dir / "model.safetensors"), "--overwrite"]) == 2
     assert "inside a model folder" in capsys.readouterr().err
-    assert main(encode + [str(tmp_path / "index" / "vectors.npy")]) == 2  # C57: its rebuild would then be refused
+    assert main(encode + [str(tmp_path / "index" / "vectors.npy")]) == 2  # Its rebuild would then be refused
     assert "lies inside an index folder" in capsys.readouterr().err
     assert main(["export", "onnx", str(model_dir), "--output", str(model_dir / "model.safetensors"),
                  "--overwrite"]) == 2
     assert "give a .onnx file" in capsys.readouterr().err and (model_dir / "model.safetensors").read_bytes() == weights
-    # Trial 19 (C13/C116): nor through a symbolic link named like an output file.
+    # Nor through a symbolic link named like an output file.
     for link, command in (("link.safetensors", encode), ("link.onnx", ["export", "onnx", str(model_dir), "--output"])):
         (tmp_path / link).symlink_to(model_dir / "model.safetensors")
         assert main(command + [str(tmp_path / link), "--overwrite"]) == 2
@@ -338,7 +338,7 @@ def test_seventh_trial_mistakes_are_refused_before_any_work(tmp_path, model_dir,
     assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output",
                  str(inside / "index")]) == 2
     assert "lies inside a model folder" in capsys.readouterr().err and not (inside / "index").exists()
-    # T17: an --output under a file, or a file itself, was refused only once the model had been loaded.
+    # An --output under a file, or a file itself, was refused only once the model had been loaded.
     for output in (docs, docs / "index"):
         assert main(["index", "build", "--model", str(tmp_path / "no-model"), "--input", str(docs), "--output",
                      str(output)]) == 2
@@ -428,7 +428,7 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     built = tmp_path / "hierarchy.jsonl"
     for _ in range(2):
         assert main(["eval", "build-hierarchy", "--hpo", "--max-queries", "5", "--output", str(built)]) == 0
-    # C96 (trial 17): --root with --hpo was ignored (the whole split written); refused, the earlier output kept.
+    # --root with --hpo was ignored (the whole split written); refused, the earlier output kept.
     kept_built = built.read_bytes()
     capsys.readouterr()
     assert main(["eval", "build-hierarchy", "--hpo", "--root", "HP:0000707", "--output", str(built)]) == 2
@@ -507,12 +507,12 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     # Ninth trial: `hyte eval radius --output-dir <index folder>` wrote its PNG there before refusing the JSON.
     assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(index), "--per-depth", "2"]) == 2
     assert "index folder" in capsys.readouterr().err and not list(index.glob("radius_*"))
-    # Trial 14 (C154): a new folder inside a model folder was created and written.
+    # A new folder inside a model folder was created and written.
     assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(model_dir / "radius"),
                  "--per-depth", "2"]) == 2
     assert "lies inside a model folder" in capsys.readouterr().err
     assert not (model_dir / "radius").exists()
-    # Trial 19 (C88): a radius result of another model was replaced, with its plot, without a word.
+    # A radius result of another model was replaced, with its plot, without a word.
     radius = tmp_path / "radius"
     radius.mkdir()
     (radius / "radius_y.json").write_text(json.dumps({"benchmark": "radius", "models": {"a": {"model": "other/m"}}}))
@@ -528,7 +528,7 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(radius), "--name", "z",
                  "--per-depth", "2", "--seed", "1"]) == 2
     assert "holds a radius result on another sample of texts (seed: 0 -> 1)" in capsys.readouterr().err
-    # Trial 20 (S1): a folder given through a symbolic link into a model folder is refused as the folder itself is.
+    # A folder given through a symbolic link into a model folder is refused as the folder itself is.
     (model_dir / "empty").mkdir(exist_ok=True)
     (tmp_path / "linkin").symlink_to(model_dir / "empty")
     assert main(["index", "build", "--model", str(model_dir), "--input", str(docs), "--output",
@@ -591,7 +591,7 @@ def test_training_refuses_rates_and_data_that_cannot_train_and_never_saves_a_div
     config_path = Path(__file__).resolve().parents[1] / "configs" / "finetune_hyte_h_hierarchy.yaml"
     with pytest.raises(ConfigError, match="training.learning_rate = 10000000000.0 is above 1.0"):
         load_config(config_path, {"training.learning_rate": 1e10, "training.output_dir": str(tmp_path / "r")})
-    with pytest.raises(ConfigError, match="data.path docs.txt is for data.source jsonl"):  # ninth trial, T10
+    with pytest.raises(ConfigError, match="data.path docs.txt is for data.source jsonl"):
         load_config(config_path, {"data.path": "docs.txt", "training.output_dir": str(tmp_path / "r")})
     with pytest.raises(ConfigError, match="cannot fill one batch"):
         load_config(config_path, {"data.max_examples": 1, "training.output_dir": str(tmp_path / "r")})
@@ -642,10 +642,10 @@ def test_tenth_trial_mistakes_are_refused(tmp_path, model_dir, capsys):
 
 
 def test_eleventh_trial_input_mistakes_are_named(tmp_path, model_dir, capsys):
-    """Found by the eleventh new-user trial: a blank line of a .jsonl shifted the position ids (T36); an empty BEIR
-    document failed after the model loaded, naming no file or id (T128); /dev/null, a file as --results-dir were "not
-    found" (T35, T139); a damaged config.json was json's bare message (T29); --corpus --output v.npy made a folder named
-    like a file (T62)."""
+    """Found by the eleventh new-user trial: a blank line of a .jsonl shifted the position ids; an empty BEIR
+    document failed after the model loaded, naming no file or id; /dev/null, a file as --results-dir were "not
+    found"; a damaged config.json was json's bare message; --corpus --output v.npy made a folder named
+    like a file."""
     from pathlib import Path
 
     missing_model = str(tmp_path / "no-model")  # the mistakes are named before any model is looked for
@@ -688,9 +688,9 @@ def test_eleventh_trial_input_mistakes_are_named(tmp_path, model_dir, capsys):
 
 
 def test_twelfth_trial_ids_links_and_unchecked_index_folders_are_named(tmp_path, model_dir, capsys):
-    """Found by the twelfth new-user trial: ids "x" and " x" were indexed as two documents (T19); a symbolic link loop
-    given as --input was "not found" although `ls` lists it (T16); an index folder whose index.json was deleted was
-    searched without any check, so a reordered documents.jsonl gave hits the wrong texts (T48)."""
+    """Found by the twelfth new-user trial: ids "x" and " x" were indexed as two documents; a symbolic link loop
+    given as --input was "not found" although `ls` lists it; an index folder whose index.json was deleted was
+    searched without any check, so a reordered documents.jsonl gave hits the wrong texts."""
     import os
 
     from hyte.retrieval.folder import documents_for
@@ -731,7 +731,7 @@ def test_twelfth_trial_ids_links_and_unchecked_index_folders_are_named(tmp_path,
 
 
 def test_texts_longer_than_the_model_reads_are_counted_not_cut_silently(tmp_path, model_dir, capsys):
-    """Trial 21 (C27): a document past the model's token limit was encoded from its start without a word."""
+    """A document past the model's token limit was encoded from its start without a word."""
     docs = tmp_path / "docs.txt"
     from hyte.encoders import load_encoder
 

@@ -605,7 +605,7 @@ def test_eval_compatibility_command_writes_the_matrix(tmp_path, old_model, compa
 
 def test_eval_compatibility_refuses_one_model_as_old_and_new_before_encoding(tmp_path, old_model, compatible_model,
                                                                             capsys, monkeypatch):
-    """T240: --old M --new M encoded for 167 s and printed a matrix whose rows were one model. Refused by path before
+    """--old M --new M encoded for 167 s and printed a matrix whose rows were one model. Refused by path before
     any model loads, and by fingerprint (a copied folder) before anything is encoded."""
     import re
     import shutil

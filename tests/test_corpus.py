@@ -112,9 +112,9 @@ def test_an_index_built_from_vectors_is_the_index_built_from_texts(tmp_path, cor
                  "--output", str(tmp_path / "x")]) == 2
     assert "--input and --corpus both name the texts: give --input FILE" in capsys.readouterr().err
     assert main(["index", "build", "--from-vectors", str(tmp_path / "vectors"), "--input", str(corpus),
-                 "--output", str(tmp_path / "d")]) == 2  # C31 (trial 15): said "give ..." as if neither was given
+                 "--output", str(tmp_path / "d")]) == 2  # Said "give ..." as if neither was given
     assert "--input and --from-vectors both name the documents" in capsys.readouterr().err
-    assert main(["index", "search", "--index", "", "--query", "x"]) == 2  # C39: "no index at ."
+    assert main(["index", "search", "--index", "", "--query", "x"]) == 2  # "no index at ."
     assert "the index folder is an empty path" in capsys.readouterr().err
 
 

@@ -178,7 +178,7 @@ def test_malformed_obo_names_file_and_line(tmp_path, body, line, message):
 
 @pytest.mark.parametrize("body", ["", "format-version: 1.2\n", "[Typedef]\nid: part_of\nname: part of\n"])
 def test_an_obo_file_without_terms_says_so(tmp_path, body):
-    """T138: an empty file was refused with "found 0 terms without parents ... pass root=", as if terms were read."""
+    """An empty file was refused with "found 0 terms without parents ... pass root=", as if terms were read."""
     path = write(tmp_path, body, name="empty.obo")
     with pytest.raises(OBOFormatError, match=r"empty.obo: holds no \[Term\] stanza") as info:
         load_obo(path)
@@ -193,8 +193,8 @@ def test_several_roots_name_the_command_line_option(tmp_path):
 
 
 def test_an_is_a_cycle_and_a_binary_file_are_named_as_such(tmp_path):
-    """Trial 14: a cycle gave "found 0 (); pass the root term's id" and, with --root, "no term qualifies" (C146); a
-    binary file gave a bare 'utf-8' codec error without the file's name (C144)."""
+    """A cycle gave "found 0 (); pass the root term's id" and, with --root, "no term qualifies"; a
+    binary file gave a bare 'utf-8' codec error without the file's name."""
     path = write(tmp_path, "[Term]\nid: X:1\nname: a\nis_a: X:2\n\n[Term]\nid: X:2\nname: b\nis_a: X:1\n",
                  name="cycle.obo")
     for root in (None, "X:1"):

@@ -591,7 +591,7 @@ def test_eval_retrieval_command_writes_json(tmp_path, hyte_h_dir, minilm_path, c
         assert "eval retrieval" in result["meta"]["command"] and result["meta"]["machine"]
     out = capsys.readouterr().out
     assert "ndcg" in out
-    # C102 (trial 16): a cutoff above the corpus size scores recall 1 by construction, and says so.
+    # A cutoff above the corpus size scores recall 1 by construction, and says so.
     assert "note: --k 10 is above the 4 documents" in out and "--k 3 is" not in out
     with pytest.raises(FileNotFoundError):
         run_command(["eval", "retrieval", "--model", str(tmp_path / "nope"), "--data", str(folder)])
@@ -1202,27 +1202,27 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     quickstart = write_result(tmp_path / "results.json", {"heldout": {"hpo": {}}, "steps": 60})
     with pytest.raises(ValueError, match="holds a 'retrieval' result, not a 'rag' one: give another output file"):
         write_result(earlier, {"benchmark": "rag"})
-    # C63 (trial 19): a JSON without a kind is named as such, not as "another kind of result".
+    # A JSON without a kind is named as such, not as "another kind of result".
     with pytest.raises(ValueError, match="holds no result of hyte eval or hyte bench .*quickstart's scores"):
         write_result(quickstart, {"benchmark": "retrieval"})
     assert json.loads(quickstart.read_text())["steps"] == 60
     with pytest.raises(ValueError, match="holds no result of hyte eval or hyte bench"):
         run_command(["eval", "retrieval", "--model", "unused", "--data", "unused", "--output", str(quickstart)])
-    # C158 (trial 14): a rerun replaces its own result, never another model's.
+    # A rerun replaces its own result, never another model's.
     mine = write_result(tmp_path / "mine.json", {"benchmark": "retrieval", "model": "runs/a/final"})
     assert check_result_output(mine, "retrieval", "runs/a/final") == mine
     with pytest.raises(ValueError, match=r"holds the result of another model \(runs/a/final\); this run scores "
                                          r"runs/b/final: give another output file"):
         run_command(["eval", "retrieval", "--model", "runs/b/final", "--data", "unused", "--output", str(mine)])
     assert json.loads(mine.read_text())["model"] == "runs/a/final"
-    # C91 (trial 17): nor the same model's result on another dataset.
+    # Nor the same model's result on another dataset.
     on_beir = write_result(tmp_path / "on_beir.json", {"benchmark": "retrieval", "model": "m", "data": "beir"})
     assert check_result_output(on_beir, "retrieval", "m", "beir") == on_beir
     with pytest.raises(ValueError, match=r"holds the result on another dataset \(beir\); this run scores other: "
                                          r"give another output file"):
         run_command(["eval", "retrieval", "--model", "m", "--data", "other", "--output", str(on_beir)])
     assert json.loads(on_beir.read_text())["data"] == "beir"
-    # C77/C78 (trial 18): nor one on data of the same name whose content changed (a rebuilt benchmark file, a BEIR
+    # Nor one on data of the same name whose content changed (a rebuilt benchmark file, a BEIR
     # folder replaced under the same name): the digest of a file, or of a folder's files, tells them apart.
     from hyte.identity import data_digest
 
@@ -1248,10 +1248,10 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     with pytest.raises(ValueError, match="holds no result JSON"):
         write_benchmarks_md(tmp_path / "empty", report)
     assert report.read_text() == "# HyTE benchmarks\n\nthe recorded ones\n"
-    with pytest.raises(ValueError, match="holds no result JSON .*no report written"):  # T144: nor a new empty one
+    with pytest.raises(ValueError, match="holds no result JSON .*no report written"):  # Nor a new empty one
         write_benchmarks_md(tmp_path / "empty", tmp_path / "NEW.md")
     assert not (tmp_path / "NEW.md").exists()
-    # C99 (trial 16): a folder whose JSON files are no results (a model's config.json, quickstart's scores) is
+    # A folder whose JSON files are no results (a model's config.json, quickstart's scores) is
     # refused too, each file named with what it is; one real result among them makes a report.
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text(json.dumps({"model_type": "hyte_h", "hidden_size": 8}))

@@ -282,7 +282,7 @@ def test_the_readme_own_documents_steps_run_as_written(tmp_path, monkeypatch, ca
         own = float(re.search(r"^query: .*  spec=(\S+)", out, re.MULTILINE).group(1))  # the query's own
     assert sides["--broader"] and sides["--narrower"]
     assert max(sides["--broader"]) < own < min(sides["--narrower"])
-    # Among one candidate, one side is empty, and says so (C149, trial 15: only the query line was printed).
+    # Among one candidate, one side is empty, and says so (only the query line was printed).
     empty = []
     for flag in ("--broader", "--narrower"):
         assert main(["index", "search", "--index", "hpo-index", "--query", "Short fingers", "--k", "1",
@@ -341,7 +341,7 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
     cut = damaged("cut", lambda d: (d / "index.faiss").write_bytes((d / "index.faiss").read_bytes()[:200]))
     with pytest.raises(ValueError, match="index.faiss is damaged .*rebuild the index"):
         open_index_folder(cut)
-    no_metadata = damaged("no-metadata", lambda d: (d / "metadata.json").unlink())  # T33: the API's words, no remedy
+    no_metadata = damaged("no-metadata", lambda d: (d / "metadata.json").unlink())  # The API's words, no remedy
     with pytest.raises(FileNotFoundError, match=r"has no metadata.json, so it holds no complete saved LorentzIndex "
                                                 r"\(a file was deleted.*\): rebuild the index \(hyte index build"):
         open_index_folder(no_metadata)
@@ -350,7 +350,7 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
         open_index_folder(gone)
     with pytest.raises(NotADirectoryError, match="index.json is a file: give the index folder that holds it"):
         open_index_folder(tmp_path / "idx" / "index.json")
-    (tmp_path / "docs.txt").write_text("Short fingers.\n")  # T21: its folder was offered, and is no index either
+    (tmp_path / "docs.txt").write_text("Short fingers.\n")  # Its folder was offered, and is no index either
     with pytest.raises(NotADirectoryError, match=r"docs.txt is a file, not an index folder: build an index from it "
                                                  r"with `hyte index build --model M --input .*docs.txt"):
         open_index_folder(tmp_path / "docs.txt")
@@ -535,7 +535,7 @@ def test_input_files_that_would_be_read_as_something_else_are_refused(tmp_path, 
 
 
 def test_twelfth_trial_a_demo_rerun_with_other_settings_names_its_own_index(tmp_path, capsys):
-    """T223: `hyte demo --num-documents 50` over the folder the demo made with 200 was refused after 9.8 s and
+    """`hyte demo --num-documents 50` over the folder the demo made with 200 was refused after 9.8 s and
     "[1/4] building HyTE-H" as holding "another index than this demo's (one you built there?)". The demo's own
     index (its documents are the first N HPO definitions) is recognised, with the --num-documents it was made with,
     before step [1/4]; an index of other documents is still another index."""

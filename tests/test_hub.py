@@ -491,7 +491,7 @@ def test_dry_run_writes_the_repository_content(local, tmp_path):
     with pytest.raises(ValueError, match="dry-run folder .*a-file.txt is a file; give a new or empty folder"):
         push_to_hub(source, "org/dry", dry_run_dir=tmp_path / "a-file.txt")
     assert (tmp_path / "a-file.txt").read_text() == "mine"
-    # Trial 20 (S2): a dry-run folder inside the model copied the model into itself.
+    # A dry-run folder inside the model copied the model into itself.
     with pytest.raises(ValueError, match="lies inside the model folder .*which it would copy into itself"):
         push_to_hub(source, "org/dry", dry_run_dir=source / "inside")
     assert not (source / "inside").exists()
@@ -499,7 +499,7 @@ def test_dry_run_writes_the_repository_content(local, tmp_path):
 
 
 def test_a_card_names_a_bundled_base_by_its_hub_id_and_no_local_path(local, tmp_path):
-    """C155 (trial 17): a model trained from the bundled MiniLM had ``base_model: bundled:all-MiniLM-L6-v2`` in its
+    """A model trained from the bundled MiniLM had ``base_model: bundled:all-MiniLM-L6-v2`` in its
     card, which is no Hub link. The alias and the bundled folder become the Hub id; a local path is left out."""
     from hyte.bundled import BUNDLED_MINILM, bundled_minilm_path
 
@@ -513,12 +513,12 @@ def test_a_card_names_a_bundled_base_by_its_hub_id_and_no_local_path(local, tmp_
                            (str(tmp_path), None), ("org/encoder", "org/encoder")):
         info_path.write_text(json.dumps({**info, "base_model": base}))
         assert render_model_card(source, "org/dry").data.base_model == expected, base
-    # Trial 21 (C62): the eval_results.json training writes holds the untrained model's scores under
+    # The eval_results.json training writes holds the untrained model's scores under
     # "before_training"; the card refused it. It is kept in the file and left out of the model-index.
     evaluated = json.loads((source / "eval_results.json").read_text())
     (source / "eval_results.json").write_text(json.dumps({**evaluated, "before_training": {"ndcg@10": 0.1}}))
     assert len(render_model_card(source, "org/dry").data.eval_results) == 5
-    # Training records the base in hyte_card.json by the same public name (trial 18: it wrote bundled:...).
+    # Training records the base in hyte_card.json by the same public name (it wrote bundled:...).
     from hyte.results import public_model_name
 
     assert public_model_name(bundled_minilm_path()) == "sentence-transformers/all-MiniLM-L6-v2"
@@ -578,7 +578,7 @@ def test_push_command_dry_run_and_user_errors(local, tmp_path, capsys):
 
 
 def test_twelfth_trial_push_of_a_folder_that_is_no_model_says_what_it_is(tmp_path):
-    """T205: `hyte push INDEX_FOLDER` listed six files a model lacks; it names the folder's kind and its model, as
+    """`hyte push INDEX_FOLDER` listed six files a model lacks; it names the folder's kind and its model, as
     search and export do, before any file check or request."""
     index = tmp_path / "index"
     index.mkdir()

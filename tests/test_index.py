@@ -168,7 +168,7 @@ def test_k_beyond_count_is_padded(kind):
     assert ids.shape == (3, 80) and (ids[:, :60] >= 0).all() and (ids[:, 60:] == -1).all()
     assert np.isneginf(scores[:, 60:]).all() and np.isposinf(index.to_distances(scores)[:, 60:]).all()
     empty = LorentzIndex(DIM, kind=kind)
-    with pytest.warns(UserWarning, match="searching an empty LorentzIndex"):  # C131: a forgotten add() is said
+    with pytest.warns(UserWarning, match="searching an empty LorentzIndex"):  # A forgotten add() is said
         assert (empty.search(flip(documents[:2]), 3)[1] == -1).all()
 
 
@@ -199,7 +199,7 @@ def test_add_rejects_bad_documents_with_clear_errors():
         index.add(flip(good))
     with pytest.raises(ValueError, match="off the hyperboloid.*Euclidean vectors"):
         index.add(np.random.default_rng(0).standard_normal((10, DIM)))
-    # On the hyperboloid of another curvature: named as such (C200, trial 14: it blamed flipped or Euclidean vectors).
+    # On the hyperboloid of another curvature: named as such (it blamed flipped or Euclidean vectors).
     with pytest.raises(ValueError, match=r"lie on the hyperboloid of curvature 2 .* this index holds curvature 1"):
         index.add(random_points(10, c=2.0))
     index.add(good, ids=np.arange(10))
@@ -344,7 +344,7 @@ def test_load_falls_back_to_backup_after_a_crash_between_renames(tmp_path):
 
 
 def test_a_second_save_into_the_same_folder_needs_overwrite(tmp_path):
-    """C206 (trial 14): a 2-document index saved where a 6-document one was replaced it without a word."""
+    """A 2-document index saved where a 6-document one was replaced it without a word."""
     _saved_index(tmp_path / "idx", 6)
     smaller = LorentzIndex(DIM, model_name="m")
     smaller.add(random_points(2, seed=22))
@@ -356,7 +356,7 @@ def test_a_second_save_into_the_same_folder_needs_overwrite(tmp_path):
 
 
 def test_a_k_far_beyond_the_documents_is_refused_instead_of_allocated():
-    """C190 (trial 14): k = 10**9 on five documents padded the result to (1, 10**9) and the process was killed."""
+    """k = 10**9 on five documents padded the result to (1, 10**9) and the process was killed."""
     index = LorentzIndex(DIM)
     index.add(random_points(5, seed=23))
     queries = flip(random_points(1, seed=24))
@@ -424,8 +424,8 @@ def test_searcher_from_a_file_names_the_absolute_folder_that_holds_it(tmp_path, 
 
 
 def test_eleventh_trial_searcher_ids_and_folders_that_are_no_index_are_named(tmp_path):
-    """Found by the eleventh new-user trial: float ids were kept as '1.0' beside '1' (P17); a vector-shard folder or a
-    BEIR folder given as the index got the hint to build an index into that very folder (T42, T76, T43)."""
+    """Found by the eleventh new-user trial: float ids were kept as '1.0' beside '1'; a vector-shard folder or a
+    BEIR folder given as the index got the hint to build an index into that very folder."""
     from hyte.retrieval.folder import documents_for, open_index_folder
     from hyte.retrieval.searcher import HyteSearcher
 
@@ -437,7 +437,7 @@ def test_eleventh_trial_searcher_ids_and_folders_that_are_no_index_are_named(tmp
     with pytest.raises(ValueError, match=r"ids\[0\]: the id must be a string or an integer; got True"):
         documents_for(["a"], [True])
     assert documents_for(["a", "b"], [np.int64(3), "x"])[0]["id"] == 3  # numpy integers are integers
-    with pytest.raises(ValueError, match=r"^text 1 \(id 'y'\) is empty"):  # T128: the id finds it in the user's data
+    with pytest.raises(ValueError, match=r"^text 1 \(id 'y'\) is empty"):  # The id finds it in the user's data
         documents_for(["a", " "], ["x", "y"])
 
     shards, beir = tmp_path / "vectors", tmp_path / "beir"
@@ -453,7 +453,7 @@ def test_eleventh_trial_searcher_ids_and_folders_that_are_no_index_are_named(tmp
 
 
 def test_an_index_is_not_saved_inside_a_model_folder_from_python_either(tmp_path):
-    """Trial 20 (S3): LorentzIndex.save and HyteSearcher.save wrote into a model's folder, which the command line
+    """LorentzIndex.save and HyteSearcher.save wrote into a model's folder, which the command line
     refuses (hyte push would upload the index, documents and all, with the model)."""
     from hyte.retrieval.folder import check_index_folder_free
     from hyte.retrieval.index import LorentzIndex

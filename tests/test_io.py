@@ -95,7 +95,7 @@ def test_jsonl_errors_name_the_file_and_line_and_caches_may_hold_any_value(tmp_p
     ("docs.jsonl", '{"id": 1, "text": "x"}\n{"text": "y"}\n', r"line 2: some lines have an id and others not"),
     ("docs.jsonl", '{"id": "a", "_id": "z", "text": "x"}\n', r"line 1: two ids, \"id\" 'a' and \"_id\" 'z'"),
     ("docs.txt", "HP:1\tSmall head.\nHP:2\tShort fingers.\n", "every line is ID<TAB>TEXT.*jsonl"),
-    # C16 (trial 14): a CSV file renamed .txt had its header indexed as document 0.
+    # A CSV file renamed .txt had its header indexed as document 0.
     ("docs.txt", "id,text\n1,Small head.\n2,Short fingers\n", r"line 1: 'id,text' is a CSV header.*jsonl"),
     ("docs.txt", '"_id";"title";"text"\n', "is a CSV header"),
 ])

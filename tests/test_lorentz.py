@@ -351,7 +351,7 @@ def test_vectors_that_are_not_points_of_this_hyperboloid_are_refused(dtype):
 
 
 def test_pooling_of_no_points_is_refused_not_turned_into_a_non_point():
-    """T183: einstein_midpoint of an empty set returned (0, 0, 0, 0), x_0 = 0, which is no point; tangent_mean of one
+    """einstein_midpoint of an empty set returned (0, 0, 0, 0), x_0 = 0, which is no point; tangent_mean of one
     returned the origin. Empty sets, a point without a set dimension and all-padding mask rows are named."""
     x = random_points(0, 6, 3, 1.0, torch.float32)
     pools = {"einstein_midpoint": L.einstein_midpoint, "outward_einstein_midpoint": L.outward_einstein_midpoint,
@@ -538,7 +538,7 @@ def public_calls(x: torch.Tensor, c: float) -> dict[str, tuple]:
 @PROPERTY
 @given(seed=seeds, dtype=dtypes, c=curvatures)
 def test_every_public_function_names_itself_for_bad_input_not_a_helper(seed, dtype, c):
-    """P53: entailment_violation named "exterior_angle" (a function it calls) for non-points, and a bad curvature was
+    """entailment_violation named "exterior_angle" (a function it calls) for non-points, and a bad curvature was
     named by no function at all. Every bad input to every public function is refused by a message that starts with
     the name of the function the user called."""
     x = random_points(seed, 6, 8, c, dtype, max_distance=5.0)
@@ -568,7 +568,7 @@ def test_every_public_function_names_itself_for_bad_input_not_a_helper(seed, dty
                 function(*bad_args, **bad_kwargs)
                 pytest.fail(f"{name} accepted {bad_args} {bad_kwargs}")
             assert re.match(rf"{name}\b", str(refused.value)), (name, str(refused.value))
-        # NaN or inf in any tensor argument is refused by name, never passed on (T190: project returned NaN).
+        # NaN or inf in any tensor argument is refused by name, never passed on (project returned NaN).
         for position, value in enumerate(args):
             if not isinstance(value, torch.Tensor):
                 continue

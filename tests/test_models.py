@@ -317,7 +317,7 @@ def test_encode_refuses_what_is_not_text_in_one_line(bert_tokenizer, texts, mess
 
 
 def test_from_pretrained_of_a_run_or_an_index_folder_says_where_the_model_is(tmp_path):
-    """P8: HyTEHModel.from_pretrained(<training run folder>) said transformers' "no file named model.safetensors";
+    """HyTEHModel.from_pretrained(<training run folder>) said transformers' "no file named model.safetensors";
     every HyTE model class now says where the model is. Model folders, subfolder= and Hub ids load as before."""
     import re
 
@@ -336,7 +336,7 @@ def test_from_pretrained_of_a_run_or_an_index_folder_says_where_the_model_is(tmp
         with pytest.raises(FileNotFoundError, match=re.escape(f"{index} is an index folder, not a model: give the "
                                                               f"model it was built with: {run / 'final'}")):
             model_class.from_pretrained(str(index))
-        module = run / "final" / "1_HyperbolicPooling"  # T19: a sentence-transformers module folder of a model
+        module = run / "final" / "1_HyperbolicPooling"  # A sentence-transformers module folder of a model
         module.mkdir(exist_ok=True)
         (run / "final" / "modules.json").write_text("[]")
         with pytest.raises(FileNotFoundError, match=re.escape(f"{module} is one module of the sentence-transformers "
@@ -360,7 +360,7 @@ def test_from_pretrained_of_a_run_or_an_index_folder_says_where_the_model_is(tmp
 
 
 def test_a_demo_rerun_through_a_symbolic_link_to_its_folder_changes_nothing(tmp_path, minilm_path):
-    """T143: `hyte demo --output-dir LINK` (LINK -> the first run's folder) rewrote index.json and metadata.json to
+    """`hyte demo --output-dir LINK` (LINK -> the first run's folder) rewrote index.json and metadata.json to
     name the model by the link's path; the demo now records the resolved path, the same on every run."""
     from hyte.demo import run_demo
 

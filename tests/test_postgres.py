@@ -343,7 +343,7 @@ def test_a_local_server_starts_with_the_settings_asked_for_and_refuses_malformed
     with pytest.raises(FileExistsError, match="holds no local PostgreSQL started by hyte: give a new or empty folder"):
         start_local_postgres(tmp_path / "mine")
     assert [entry.name for entry in (tmp_path / "mine").iterdir()] == ["notes.txt"]
-    (tmp_path / "mine" / "config.json").write_text("{}")  # T161: a model folder; the server's files went into it
+    (tmp_path / "mine" / "config.json").write_text("{}")  # A model folder; the server's files went into it
     with pytest.raises(FileExistsError, match=r"lies inside a .* folder \(.* holds"):
         start_local_postgres(tmp_path / "mine" / "pg")
     assert not (tmp_path / "mine" / "pg").exists()
@@ -373,7 +373,7 @@ def test_the_serving_benchmark_runs_and_its_exact_searches_agree_with_float64_fa
 
 
 def test_a_damaged_server_state_file_is_named_with_how_to_stop_the_server_by_hand(tmp_path, capsys):
-    """T145: `hyte postgres stop` (and start) on a folder whose hyte_postgres.json was cut short said only json's
+    """`hyte postgres stop` (and start) on a folder whose hyte_postgres.json was cut short said only json's
     "Expecting ',' delimiter", naming no file. Read before any server is touched, so none is started here."""
     from hyte.cli import main
 
@@ -390,7 +390,7 @@ def test_a_damaged_server_state_file_is_named_with_how_to_stop_the_server_by_han
 
 
 def test_twelfth_trial_max_norm_must_be_a_positive_finite_number(tmp_path, capsys):
-    """T136/T137: --max-norm -2 was recorded (it worked only because M^2 is used) and --max-norm nan failed as a
+    """--max-norm -2 was recorded (it worked only because M^2 is used) and --max-norm nan failed as a
     psycopg JSON error after the model loaded and every document was encoded. Both are refused first: by argparse,
     and in the library before any connection (no server here) or encoding (no encoder here)."""
     from hyte.cli import main

@@ -158,7 +158,7 @@ def test_quickstart_refuses_a_model_run_or_index_folder_before_any_work(tmp_path
         (folder / marker).write_text("{}")
         with pytest.raises(FileExistsError, match=f"is or lies inside an? .* folder \\(.* holds {marker}\\)"):
             run_quickstart(output_dir=folder, steps=1)
-        # T164: nor a new folder inside one (its model/ and training/ would be uploaded with the model)
+        # Nor a new folder inside one (its model/ and training/ would be uploaded with the model)
         with pytest.raises(FileExistsError, match=f"lies inside an? .* folder \\(.*{folder.name} holds"):
             run_quickstart(output_dir=folder / "sub", steps=1)
         assert [entry.name for entry in folder.iterdir()] == [marker]
@@ -171,12 +171,12 @@ def test_demo_refuses_a_file_as_its_output_folder_before_any_work(tmp_path):
     with pytest.raises(NotADirectoryError, match="is a file: give a folder"):
         run_demo(output_dir=tmp_path / "docs.txt", num_documents=5)
     assert (tmp_path / "docs.txt").read_text() == "mine\n"
-    with pytest.raises(ValueError, match="--output-dir is empty"):  # T162: "" was the current folder
+    with pytest.raises(ValueError, match="--output-dir is empty"):  # "" was the current folder
         run_demo(output_dir="", num_documents=5)
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    with pytest.raises(FileExistsError, match="lies inside a model folder"):  # T164
+    with pytest.raises(FileExistsError, match="lies inside a model folder"):
         run_demo(output_dir=model / "sub", num_documents=5)
     assert [entry.name for entry in model.iterdir()] == ["config.json"]
 

@@ -197,7 +197,7 @@ def test_hyte_rag_refuses_bad_input_with_one_line(index_dir, monkeypatch, capsys
     for option in (["--generator", "some/model"], ["--max-new-tokens", "5"]):  # ignored by extraction: refused
         assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--mode", "extract", *option]) == 2
         assert f"{option[0]} is for generated answers" in capsys.readouterr().err
-    # C67 (trial 15): --k 1000000 searched for padding for 31 s and printed "top 1000000".
+    # --k 1000000 searched for padding for 31 s and printed "top 1000000".
     assert main(["rag", "What is scoliosis?", "--index", str(index_dir), "--mode", "extract", "--k", "1000000"]) == 0
     captured = capsys.readouterr()
     documents = len(open_index_folder(index_dir).index)
@@ -415,7 +415,7 @@ def test_searcher_inputs_that_would_index_nonsense_are_refused(encoder):
 
 
 def test_a_generation_longer_than_the_generators_context_is_refused_before_decoding():
-    """C56 (trial 18): `hyte rag --mode generate --max-new-tokens 100000000` decoded for 22 minutes past SmolLM2's
+    """`hyte rag --mode generate --max-new-tokens 100000000` decoded for 22 minutes past SmolLM2's
     8,192-token context. A tiny causal LM with a 64-token context stands in for it."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM

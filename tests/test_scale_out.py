@@ -275,7 +275,7 @@ def test_killing_one_process_stops_the_run_and_resume_continues(tmp_path, bert_t
 
 
 def test_a_damaged_shard_manifest_is_named_with_how_to_encode_again(tmp_path, tiny_hyte_h_dir, capsys):
-    """T57: `hyte index build --from-vectors` on a folder whose manifest.json was cut short said only json's
+    """`hyte index build --from-vectors` on a folder whose manifest.json was cut short said only json's
     "Expecting value: line 2 column 1" (no file); so did re-encoding into it. The rerun the message asks for works."""
     from hyte.cli import main
     from hyte.corpus import encode_corpus

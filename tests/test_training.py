@@ -714,7 +714,7 @@ def test_set_of_a_dict_field_keeps_the_files_other_keys_and_a_model_folder_is_no
         "build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2", "options": {"radius_head": 1.0, "norm_clip": 1.0}})))
     config = load_config(path, {"model.options": {"curvature": 2.0}})
     assert config.model.options == {"radius_head": 1.0, "norm_clip": 1.0, "curvature": 2.0}
-    # T123: one entry of a mapping field, the way a user first writes it (it was refused as an unknown field)
+    # One entry of a mapping field, the way a user first writes it (it was refused as an unknown field)
     config = load_config(path, {"model.options.curvature": 2.0, "model.options.radius_head": 0.5})
     assert config.model.options == {"radius_head": 0.5, "norm_clip": 1.0, "curvature": 2.0}
     with pytest.raises(ConfigError, match=r"--set training.max_steps.x: training.max_steps is not a mapping"):
@@ -842,7 +842,7 @@ def test_warmup_steps_and_scheduler_name_are_checked_before_training(tmp_path):
 
 
 def test_a_run_that_would_be_all_warm_up_is_refused_or_warned_about(tmp_path, caplog):
-    """C124 (trial 14): warmup_steps 1000 with max_steps 2 trained entirely in warm-up without a word."""
+    """warmup_steps 1000 with max_steps 2 trained entirely in warm-up without a word."""
     from hyte.training.loop import training_arguments
 
     with pytest.raises(ConfigError, match=r"training.warmup_steps = 1000 is above training.max_steps = 24: the whole "
@@ -860,8 +860,8 @@ def test_a_run_that_would_be_all_warm_up_is_refused_or_warned_about(tmp_path, ca
 
 
 def test_a_config_without_a_stage_takes_the_commands_and_a_path_must_be_a_path(tmp_path, capsys):
-    """C79 (trial 14): `hyte train contrastive --config F` with no stage in F said "stage must be one of ...; got
-    None"; C225: load_config(123) raised a bare TypeError from pathlib."""
+    """`hyte train contrastive --config F` with no stage in F said "stage must be one of ...; got
+    None"; load_config(123) raised a bare TypeError from pathlib."""
     from hyte.cli import main
 
     values = json.loads(_config_file(tmp_path).read_text())
@@ -873,7 +873,7 @@ def test_a_config_without_a_stage_takes_the_commands_and_a_path_must_be_a_path(t
     assert load_config(path, stage="finetune").stage == "finetune"
     assert main(["train", "finetune", "--config", str(path), "--print-config"]) == 0
     assert "stage: finetune" in capsys.readouterr().out
-    # C130 (trial 17): a file of another stage is named as such before its checks judge it as the command's stage.
+    # A file of another stage is named as such before its checks judge it as the command's stage.
     mlm_on_hyte_h = tmp_path / "mlm.json"
     mlm_on_hyte_h.write_text(json.dumps({**values, "stage": "mlm"}))
     with pytest.raises(ConfigError, match=r"mlm.json is a 'mlm' config; run it with `hyte train mlm`"):
@@ -883,9 +883,9 @@ def test_a_config_without_a_stage_takes_the_commands_and_a_path_must_be_a_path(t
 
 
 def test_mlm_settings_that_train_nothing_or_another_model_are_refused_before_loading(tmp_path, tiny_hyte_h_dir):
-    """Trial 15: mlm_probability 0 trained with loss 0 and wrote final/ (C101), 1.5 failed inside transformers (C100);
-    build hyte_fh with a model.path trained a new random model, ignoring the path (C104); the mlm stage on HyTE-H
-    failed after loading with "the model did not return a loss" (C102)."""
+    """mlm_probability 0 trained with loss 0 and wrote final/, 1.5 failed inside transformers;
+    build hyte_fh with a model.path trained a new random model, ignoring the path; the mlm stage on HyTE-H
+    failed after loading with "the model did not return a loss"."""
     new_fh = {"build": "hyte_fh", "options": {**TINY_FH, "sparse_prediction": True}}
     for probability in (0, 1.5, -0.1):
         with pytest.raises(ConfigError, match=rf"mlm.mlm_probability must lie in \(0, 1\] .*got {probability}"):
@@ -901,7 +901,7 @@ def test_mlm_settings_that_train_nothing_or_another_model_are_refused_before_loa
 
 
 def test_save_total_limit_below_one_is_refused_as_transformers_would_keep_every_checkpoint(tmp_path):
-    for limit in (0, -1):  # T89: 0 trained and kept checkpoint-1 and checkpoint-2 without a word
+    for limit in (0, -1):  # 0 trained and kept checkpoint-1 and checkpoint-2 without a word
         with pytest.raises(ConfigError, match=rf"training.save_total_limit = {limit} would keep every checkpoint "
                                               r"\(transformers reads 0 or less as no limit\); give an integer >= 1"
                                               r".*or null for no limit"):
@@ -987,7 +987,7 @@ def test_resume_skips_an_incomplete_newest_checkpoint_or_names_it(tmp_path, capl
         assert resume_checkpoint(config, resume=True) == str(complete)
     assert "checkpoint-10" in caplog.text and "checkpoint-4" in caplog.text
     assert f"resuming from {complete}" in caplog.text
-    caplog.clear()  # the CLI checks a resume more than once: the warning is printed once (trial 17, C131)
+    caplog.clear()  # the CLI checks a resume more than once: the warning is printed once
     with caplog.at_level("WARNING", logger="hyte.training.run_folder"):
         assert resume_checkpoint(config, resume=True) == str(complete)
     assert "skipping incomplete" not in caplog.text
@@ -997,7 +997,7 @@ def test_resume_skips_an_incomplete_newest_checkpoint_or_names_it(tmp_path, capl
 
 
 def test_ctrl_c_during_training_says_how_to_resume_in_one_line(tmp_path, monkeypatch, capsys):
-    """C131a (trial 17): Ctrl-C while training printed a 30-line KeyboardInterrupt traceback and no word of --resume."""
+    """Ctrl-C while training printed a 30-line KeyboardInterrupt traceback and no word of --resume."""
     import hyte.runner
     from hyte.cli import main
 
@@ -1007,7 +1007,7 @@ def test_ctrl_c_during_training_says_how_to_resume_in_one_line(tmp_path, monkeyp
     monkeypatch.setattr(hyte.runner, "run", interrupted)
     config_file = _config_file(tmp_path)
     assert main(["train", "finetune", "--config", str(config_file)]) == 130
-    # C119 (trial 18): interrupted before the first checkpoint, there is nothing to resume.
+    # Interrupted before the first checkpoint, there is nothing to resume.
     assert capsys.readouterr().err.strip() == (
         "hyte train: interrupted: no checkpoint was written yet, so there is nothing to resume: rerun the same "
         "command (without --resume) to start again")
@@ -1021,8 +1021,8 @@ def test_ctrl_c_during_training_says_how_to_resume_in_one_line(tmp_path, monkeyp
 
 
 def test_a_final_model_of_another_run_is_not_this_runs_and_no_run_goes_into_a_model_through_a_link(tmp_path):
-    """Trial 20 (S4): `--overwrite` with another seed, killed after its first checkpoint, left the earlier run's
-    final/; `--resume` then called that run finished and returned the earlier model. (S1): a training.output_dir
+    """`--overwrite` with another seed, killed after its first checkpoint, left the earlier run's
+    final/; `--resume` then called that run finished and returned the earlier model. A training.output_dir
     that is a symbolic link into a model folder was accepted, as the folder itself is not."""
     from hyte.training.run_folder import claim_output_dir, finished_run, identity_digest
 
@@ -1252,7 +1252,7 @@ def _pairs_config(tmp_path, rows: list[dict]) -> Path:
     [{"query": f"query {i}", "document": "One text."} for i in range(8)],  # every document the same
 ])
 def test_data_that_give_no_query_a_negative_are_refused_before_training(tmp_path, capsys, rows):
-    """T97: a copy of a query's own document is left out of its softmax (the right answer), so data with one document
+    """A copy of a query's own document is left out of its softmax (the right answer), so data with one document
     text trained with loss 0 and gradient 0 and wrote final/ without a word."""
     from hyte.cli import main
 
@@ -1270,7 +1270,7 @@ def test_data_that_give_no_query_a_negative_are_refused_before_training(tmp_path
 
 
 def test_batches_of_one_without_negatives_of_their_own_are_refused_before_training(tmp_path, capsys):
-    """T122: with per_device_train_batch_size 1 a query's batch holds no other document, so pairs without
+    """With per_device_train_batch_size 1 a query's batch holds no other document, so pairs without
     'negatives' trained with loss 0 and wrote final/ as if trained. One example with negatives makes it trainable."""
     from hyte.cli import main
     from hyte.training.config import ConfigError
@@ -1290,7 +1290,7 @@ def test_batches_of_one_without_negatives_of_their_own_are_refused_before_traini
 
 
 def test_a_run_whose_every_logged_loss_is_0_is_warned_in_the_log_and_run_json(tmp_path, caplog):
-    """T97: a run whose loss is exactly 0 at every logged step finished silently; now the log says so at the first
+    """A run whose loss is exactly 0 at every logged step finished silently; now the log says so at the first
     such step and at the end, and run.json records it, without making the run another run for --resume."""
     from types import SimpleNamespace
 
@@ -1324,7 +1324,7 @@ def test_a_run_whose_every_logged_loss_is_0_is_warned_in_the_log_and_run_json(tm
 
 
 def test_resume_without_run_json_or_past_max_steps_is_refused(tmp_path, capsys):
-    """T103 / T115: with run.json deleted, --resume took any checkpoint-N (of another run's settings too) and, from
+    """With run.json deleted, --resume took any checkpoint-N (of another run's settings too) and, from
     one at max_steps, trained past it (the Trainer checks max_steps only after a step) and wrote final/ unchecked."""
     from hyte.cli import main
 
@@ -1352,7 +1352,7 @@ def test_resume_without_run_json_or_past_max_steps_is_refused(tmp_path, capsys):
 
 
 def test_a_finished_run_without_checkpoints_offers_a_way_out_that_works(tmp_path, capsys):
-    """T104: a finished run without a checkpoint: without --resume the user was told to --resume, with it that there
+    """A finished run without a checkpoint: without --resume the user was told to --resume, with it that there
     was nothing to resume. Each message now names a way that works (--overwrite, another output_dir, its final/)."""
     from hyte.cli import main
     from hyte.training.run_folder import claim_output_dir
@@ -1377,7 +1377,7 @@ def test_a_finished_run_without_checkpoints_offers_a_way_out_that_works(tmp_path
 
 
 def test_output_dir_inside_a_model_folder_is_refused(tmp_path, capsys):
-    """T107: training.output_dir inside a model folder (the demo's model, a run's final/) was accepted: checkpoints
+    """training.output_dir inside a model folder (the demo's model, a run's final/) was accepted: checkpoints
     among the model's files, pushed with it. Refused as `hyte index build` refuses its output there."""
     from hyte.cli import main
     from hyte.training.run_folder import claim_output_dir
@@ -1396,7 +1396,7 @@ def test_output_dir_inside_a_model_folder_is_refused(tmp_path, capsys):
     claim_output_dir(load_config(config_file, {"training.output_dir": str(tmp_path / "run" / "other")}), resume=False)
     with pytest.raises(OutputRefused, match="set training.output_dir to the run's folder"):
         claim_output_dir(load_config(config_file, {"training.output_dir": str(tmp_path / "run" / "final")}), False)
-    # T115: a data file as output_dir (or a folder under one) gave "[Errno 17] File exists" after the model loaded.
+    # A data file as output_dir (or a folder under one) gave "[Errno 17] File exists" after the model loaded.
     (tmp_path / "pairs.jsonl").write_text("{}\n")
     with pytest.raises(OutputNotAFolder, match="pairs.jsonl is a file: give a folder"):
         claim_output_dir(load_config(config_file, {"training.output_dir": str(tmp_path / "pairs.jsonl")}), False)
