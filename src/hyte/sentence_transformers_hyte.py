@@ -161,13 +161,18 @@ _NOT_A_MODEL_FOLDER = ("run.json", "index.json", "metadata.json", "phrase_index.
 
 
 def saved_weights_differ(folder: str | os.PathLike, model) -> bool:
-    """Whether ``folder``'s model.safetensors holds other weights than ``model`` (other names, shapes or values)."""
-    from safetensors.torch import load_file
+    """Whether ``folder``'s model.safetensors holds other weights than ``model`` (other names, shapes or values).
+    Names and shapes come from the file's header; values are read one tensor at a time and the first difference
+    ends the comparison (a fine-tuned model's first tensor differs), so a save rarely reads the whole file."""
+    from safetensors import safe_open
 
-    stored, current = load_file(str(Path(folder) / "model.safetensors")), model.state_dict()
-    return set(stored) != set(current) or any(
-        stored[name].shape != current[name].shape or not torch.equal(stored[name], current[name].detach().cpu())
-        for name in stored)
+    current = model.state_dict()
+    with safe_open(str(Path(folder) / "model.safetensors"), framework="pt") as stored:
+        names = list(stored.keys())
+        if set(names) != set(current) or any(stored.get_slice(name).get_shape() != list(current[name].shape)
+                                             for name in names):
+            return True
+        return any(not torch.equal(stored.get_tensor(name), current[name].detach().cpu()) for name in names)
 
 
 def _route_of(embeddings, which: str) -> str:
