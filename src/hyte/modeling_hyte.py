@@ -298,28 +298,6 @@ def model_output(output: ModelOutput, return_dict: bool) -> ModelOutput | tuple:
 # Hyperbolic layers
 # ----------------------------------------------------------------------------------------------------------------
 
-# CPU bfloat16 matrix products run about half as fast when the output width is not a multiple of 16, and a Lorentz
-# layer's widths are D - 1 (767, 2268, 6142 at the base shape; benchmarks/bench_forward.py). Under CPU autocast the
-# weight is cast to bfloat16 on every call anyway, so it is cast into a zero-padded buffer instead, and the output's
-# padding columns are dropped. Any other precision or device takes the plain product.
-_FAST_WIDTH_MULTIPLE = 16
-
-
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    """``F.linear(x, weight, bias)``: (..., K) @ (N, K)^T + (N,) -> (..., N)."""
-    width = weight.shape[0]
-    padding = -width % _FAST_WIDTH_MULTIPLE
-    if padding == 0 or x.device.type != "cpu" or not torch.is_autocast_enabled("cpu") or \
-            torch.get_autocast_dtype("cpu") != torch.bfloat16:
-        return F.linear(x, weight, bias)
-    padded_weight = weight.new_zeros((width + padding, weight.shape[1]), dtype=torch.bfloat16)
-    padded_weight[:width] = weight
-    padded_bias = None
-    if bias is not None:
-        padded_bias = bias.new_zeros(width + padding, dtype=torch.bfloat16)
-        padded_bias[:width] = bias
-    return F.linear(x.to(torch.bfloat16), padded_weight, padded_bias)[..., :width]
-
 
 class LorentzLinear(nn.Module):
     """Hyperbolic linear transformation (HLT): (..., in_features) points -> (..., out_features) points.
@@ -337,7 +315,7 @@ class LorentzLinear(nn.Module):
 
     def space(self, x: Tensor) -> Tensor:
         """The new space coordinates only, (..., in_features) -> (..., out_features - 1)."""
-        space = linear(x, self.linear.weight, self.linear.bias)
+        space = self.linear(x)
         return space * math.sqrt(self.curvature_ratio) if self.curvature_ratio != 1.0 else space
 
     def forward(self, x: Tensor, c: Tensor) -> Tensor:
@@ -345,7 +323,7 @@ class LorentzLinear(nn.Module):
 
     def forward_split(self, time: Tensor, space: Tensor, c: Tensor) -> Tensor:
         """forward of the point [time, space] without concatenating it first (saves a copy of a wide input)."""
-        out = torch.addcmul(linear(space, self.linear.weight[:, 1:], self.linear.bias), time, self.linear.weight[:, 0])
+        out = torch.addcmul(F.linear(space, self.linear.weight[:, 1:], self.linear.bias), time, self.linear.weight[:, 0])
         if self.curvature_ratio != 1.0:
             out = out * math.sqrt(self.curvature_ratio)
         return add_time(out, c * self.curvature_ratio)
@@ -406,8 +384,7 @@ class LorentzSelfAttention(nn.Module):
     def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor, c: Tensor,
                 output_attentions: bool = False) -> tuple[Tensor, Tensor | None]:
         B, T, _ = x.shape
-        space = linear(x, self.qkv.weight, self.qkv.bias)  # (B, T, 3 H (Dh - 1))
-        space = space.view(B, T, 3, self.num_heads, self.head_dim - 1).permute(2, 0, 3, 1, 4)
+        space = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim - 1).permute(2, 0, 3, 1, 4)
         # Time from the unrotated space part: RoPE is a rotation and keeps ||x_s||, hence x_0.
         time = torch.hypot(torch.linalg.vector_norm(space, dim=-1, keepdim=True), c.sqrt())  # (3, B, H, T, 1)
         q_space, k_space, v_space = space.unbind(0)  # each (B, H, T, Dh - 1)
