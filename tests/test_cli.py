@@ -184,7 +184,7 @@ def test_outputs_are_checked_before_anything_is_encoded_and_never_replaced_silen
     assert main(["export", "onnx", "bundled:all-MiniLM-L6-v2", "--output", str(tmp_path / "b.onnx")]) == 2
     assert "is a 'bert' model, not a HyTE model: this takes a model hyte trained" in capsys.readouterr().err
     assert not (tmp_path / "b.onnx").exists()
-    assert main(["export", "onnx", "nope_model", "--output", str(tmp_path / "b.onnx")]) == 2  # Nor offered
+    assert main(["export", "onnx", "nope_model", "--output", str(tmp_path / "b.onnx")]) == 2  # nor offered
     error = capsys.readouterr().err
     assert "is not a local folder or a cached Hub model" in error and "bundled" not in error
     # A model's own files are never the target of vectors or an ONNX graph, not even with --overwrite.

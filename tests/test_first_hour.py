@@ -341,7 +341,8 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
     cut = damaged("cut", lambda d: (d / "index.faiss").write_bytes((d / "index.faiss").read_bytes()[:200]))
     with pytest.raises(ValueError, match="index.faiss is damaged .*rebuild the index"):
         open_index_folder(cut)
-    no_metadata = damaged("no-metadata", lambda d: (d / "metadata.json").unlink())  # The API's words, no remedy
+    # It gave the API's words and no remedy.
+    no_metadata = damaged("no-metadata", lambda d: (d / "metadata.json").unlink())
     with pytest.raises(FileNotFoundError, match=r"has no metadata.json, so it holds no complete saved LorentzIndex "
                                                 r"\(a file was deleted.*\): rebuild the index \(hyte index build"):
         open_index_folder(no_metadata)
@@ -350,7 +351,7 @@ def test_an_index_folder_holds_vectors_texts_and_its_model(tmp_path, minilm_path
         open_index_folder(gone)
     with pytest.raises(NotADirectoryError, match="index.json is a file: give the index folder that holds it"):
         open_index_folder(tmp_path / "idx" / "index.json")
-    (tmp_path / "docs.txt").write_text("Short fingers.\n")  # Its folder was offered, and is no index either
+    (tmp_path / "docs.txt").write_text("Short fingers.\n")  # its folder was offered as an index, which it is not
     with pytest.raises(NotADirectoryError, match=r"docs.txt is a file, not an index folder: build an index from it "
                                                  r"with `hyte index build --model M --input .*docs.txt"):
         open_index_folder(tmp_path / "docs.txt")

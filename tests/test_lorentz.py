@@ -568,7 +568,7 @@ def test_every_public_function_names_itself_for_bad_input_not_a_helper(seed, dty
                 function(*bad_args, **bad_kwargs)
                 pytest.fail(f"{name} accepted {bad_args} {bad_kwargs}")
             assert re.match(rf"{name}\b", str(refused.value)), (name, str(refused.value))
-        # NaN or inf in any tensor argument is refused by name, never passed on (project returned NaN).
+        # NaN or inf in any tensor argument is refused by name, never passed on (`project` returned NaN).
         for position, value in enumerate(args):
             if not isinstance(value, torch.Tensor):
                 continue

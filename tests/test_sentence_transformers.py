@@ -582,7 +582,7 @@ def test_folders_that_are_not_models_are_named(tmp_path):
 
 
 def test_saving_a_pipeline_over_another_models_weights_is_refused_unless_asked(fh, bert_tokenizer, tmp_path):
-    """St.save(folder) over a folder holding another model replaced its weights without a word."""
+    """`st.save(folder)` over a folder holding another model replaced its weights without a word."""
     from hyte.integrations.sentence_transformers import save_model_folder
 
     model, _ = fh
@@ -603,7 +603,7 @@ def test_saving_a_pipeline_over_another_models_weights_is_refused_unless_asked(f
 
 
 def test_saving_a_pipeline_over_the_model_folder_it_was_built_from_is_refused(fh, bert_tokenizer, tmp_path):
-    """St = hyte.sentence_transformer(M); st.save(M) rewrote every file of M in place (config.json changed)."""
+    """With `st = hyte.sentence_transformer(M)`, `st.save(M)` rewrote every file of M in place (config.json changed)."""
     import pickle
 
     from hyte.integrations.sentence_transformers import save_model_folder

@@ -196,8 +196,12 @@ CARD_TAGS = ("hyte", "hyperbolic", "lorentz")
 CARD_SCORING = """## Scoring
 
 The vectors are points of the Lorentz model of hyperbolic space (the hyperboloid ⟨x, x⟩_L = -c, time coordinate
-first; c is the `curvature` of the HyperbolicPooling module above), not directions. Load the model with
-`SentenceTransformer(..., trust_remote_code=True)` (its modules ship as code in the repository).
+first; c is the `curvature` of the HyperbolicPooling module above), not directions. Load the model as
+`HyperbolicSentenceTransformer` (the stock class plus the checks below; it ships as code in the repository with the
+modules: `transformers.dynamic_module_utils.get_class_from_dynamic_module(
+"sentence_transformers_hyte.HyperbolicSentenceTransformer", model_id)(model_id, trust_remote_code=True)`, or
+`hyte.HyperbolicSentenceTransformer`). `SentenceTransformer(model_id, trust_remote_code=True)` gives the same vectors
+without the checks.
 
 - **Query against documents:** `encode_query` returns sign-flipped points (-q0, q1, ...), so the dot product of a
   query vector with an `encode_document` vector is their Lorentz inner product ⟨q, d⟩_L. `model.similarity` ("dot")
@@ -208,8 +212,9 @@ first; c is the `curvature` of the HyperbolicPooling module above), not directio
   exact nearest-neighbour search by geodesic distance. Do not use HNSW with inner product on these vectors (its graph
   is built from document-document dot products, which are not hyperbolic); IVF-Flat with inner product works.
 - **Not Euclidean:** cosine similarity, L2-normalisation (`normalize_embeddings=True`) and Matryoshka truncation
-  (`truncate_dim`) destroy the geometry (`encode` refuses the last two), and the dot product of two documents (or two
-  queries) is not a Lorentz inner product: encode one side with `encode_query`, or use
+  (`truncate_dim`) destroy the geometry (HyperbolicSentenceTransformer's `encode` refuses the last two), and the dot
+  product of two documents (or two queries) is not a Lorentz inner product (its `similarity` refuses it): encode one
+  side with `encode_query`, or use
   `hyte.integrations.sentence_transformers.lorentz_similarity`. Clustering needs geodesic distances, not cosine.
 
 """
@@ -329,7 +334,8 @@ class HyperbolicPooling(_RootFileModule):
         if not any(cls.__name__ == "HyperbolicSentenceTransformer" for cls in type(model).__mro__):
             warnings.warn(
                 "a HyTE pipeline loaded as a plain SentenceTransformer gives the right vectors, but its encode does "
-                "not refuse Euclidean options (normalize_embeddings, truncate_dim), nor its similarity two documents; "
+                "not refuse Euclidean options (normalize_embeddings, truncate_dim) and its similarity does not "
+                "refuse two documents; "
                 "load it as HyperbolicSentenceTransformer (see its docstring, or the model card) for those checks",
                 stacklevel=2)
         _use_hyperbolic_card(model.model_card_data)

@@ -186,12 +186,13 @@ class SplitMismatchError(HyteError, ValueError):
     """A model is to be judged on another split of the taxonomy it trained on: its test edges may be training ones."""
 
 
-def training_split(model: str | os.PathLike, data: str | os.PathLike, **given) -> tuple[dict, list[str]]:
+def training_split(model: str | os.PathLike, data: str | os.PathLike, *, split: str | None = None,
+                   seed: int | None = None, text: str | None = None) -> tuple[dict, list[str]]:
     """The split, seed and concept text to judge ``model`` on ``data`` with, and a note for each one taken from
     its training run.
 
     A model trained on this taxonomy (its ``hyte_card.json`` records the training config) is judged on its own
-    split: a value left out (None in ``given``: ``split``, ``seed``, ``text``) is its run's, and a value given
+    split: a value left out (None) is its run's, and a value given
     otherwise raises ``SplitMismatchError``, since another split's test edges may be edges it trained on. A model
     trained elsewhere (another taxonomy, a Hub model) takes the values given, or their defaults.
     """
@@ -201,7 +202,7 @@ def training_split(model: str | os.PathLike, data: str | os.PathLike, **given) -
         recorded = {}
     trained_here = recorded.get("source") == "taxonomy" and isinstance(recorded.get("path"), str) and \
         same_path(recorded["path"], data)
-    chosen, notes = {}, []
+    given, chosen, notes = {"split": split, "seed": seed, "text": text}, {}, []
     for option, (field, default) in SPLIT_FIELDS.items():
         value, own = given.get(option), recorded.get(field) if trained_here else None
         if value is not None and own is not None and value != own:

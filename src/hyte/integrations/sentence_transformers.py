@@ -195,7 +195,8 @@ def save_sentence_transformer(model: SentenceTransformer, path: str | os.PathLik
     whose code sentence-transformers would not find (upstream: a class from an installed package is written as
     ``package.module.Class``, and a class loaded as remote code has its file put in the module's subfolder instead of
     the root): its source file and the siblings it imports go to the root, and its type in ``modules.json`` /
-    ``router_config.json`` becomes ``file.Class``. Returns the directory.
+    ``router_config.json`` becomes ``file.Class``. Returns the directory. ``save_kwargs`` go to ``model.save``
+    (``overwrite=True`` is ``HyperbolicSentenceTransformer``'s, not the stock class's).
     """
     path = Path(path)
     model.save(str(path), **save_kwargs)
