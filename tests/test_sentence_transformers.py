@@ -224,8 +224,9 @@ def test_euclidean_options_and_similarities_are_refused(fh, tmp_path):
     loaded = hyte.HyperbolicSentenceTransformer(str(tmp_path / "model"), trust_remote_code=True)
     with pytest.raises(ValueError, match="Euclidean length 1"):
         loaded.encode_query(QUERIES, normalize_embeddings=True)
-    with pytest.warns(UserWarning, match="plain SentenceTransformer gives the right vectors.*HyperbolicSentence"):
+    with pytest.warns(UserWarning, match="plain SentenceTransformer gives the right vectors.*Hyperbolic") as caught:
         SentenceTransformer(str(tmp_path / "model"), trust_remote_code=True)
+    assert caught[0].filename == __file__  # the user's line, not sentence-transformers' loader
     # The checks survive pickling (sentence-transformers' multi-process pool pickles the model).
     copy = pickle.loads(pickle.dumps(st))
     np.testing.assert_array_equal(copy.encode_query(QUERIES), st.encode_query(QUERIES))

@@ -32,6 +32,7 @@ import math
 import numbers
 import os
 import shutil
+import sys
 import tempfile
 import unicodedata
 import warnings
@@ -220,6 +221,15 @@ without the checks.
 """
 
 
+def _caller_outside_sentence_transformers() -> int:
+    """The ``stacklevel`` that makes a warning raised in a module's ``on_model_ready`` name the first line outside
+    the sentence-transformers package (the user's ``SentenceTransformer(...)``), not the loader's internals."""
+    frame, level = sys._getframe(2), 2  # the caller of on_model_ready is stacklevel 2
+    while frame.f_back is not None and "sentence_transformers" in Path(frame.f_code.co_filename).parts:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _card_template(base_template: Path) -> Path:
     """sentence-transformers' card template with the Scoring section before "## Usage", written once to a file
     named after its content (``ModelCard.from_template`` reads a path)."""
@@ -337,7 +347,7 @@ class HyperbolicPooling(_RootFileModule):
                 "not refuse Euclidean options (normalize_embeddings, truncate_dim) and its similarity does not "
                 "refuse two documents; "
                 "load it as HyperbolicSentenceTransformer (see its docstring, or the model card) for those checks",
-                stacklevel=2)
+                stacklevel=_caller_outside_sentence_transformers())
         _use_hyperbolic_card(model.model_card_data)
 
 
