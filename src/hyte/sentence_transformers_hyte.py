@@ -345,8 +345,8 @@ class HyperbolicPooling(_RootFileModule):
             warnings.warn(
                 "a HyTE pipeline loaded as a plain SentenceTransformer gives the right vectors, but its encode does "
                 "not refuse Euclidean options (normalize_embeddings, truncate_dim) and its similarity does not "
-                "refuse two documents; "
-                "load it as HyperbolicSentenceTransformer (see its docstring, or the model card) for those checks",
+                "refuse two documents; load it as HyperbolicSentenceTransformer (see its docstring, or the model "
+                "card) for those checks",
                 stacklevel=_caller_outside_sentence_transformers())
         _use_hyperbolic_card(model.model_card_data)
 

@@ -192,9 +192,9 @@ def training_split(model: str | os.PathLike, data: str | os.PathLike, *, split: 
     its training run.
 
     A model trained on this taxonomy (its ``hyte_card.json`` records the training config) is judged on its own
-    split: a value left out (None) is its run's, and a value given
-    otherwise raises ``SplitMismatchError``, since another split's test edges may be edges it trained on. A model
-    trained elsewhere (another taxonomy, a Hub model) takes the values given, or their defaults.
+    split: a value left out (None) is its run's, and a value given otherwise raises ``SplitMismatchError``, since
+    another split's test edges may be edges it trained on. A model trained elsewhere (another taxonomy, a Hub model)
+    takes the values given, or their defaults.
     """
     try:
         recorded = json.loads((Path(model) / CARD_FILE).read_text(encoding="utf-8"))["training"]["config"]["data"]
