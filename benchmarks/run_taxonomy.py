@@ -136,21 +136,28 @@ def train_hyte(arm: str, taxonomy_path: Path, seed: int, steps: int, folder: Pat
 
     final = folder / "final"
     if (final / "config.json").is_file():
-        return final, _step_time(folder)
+        return final, _step_time(folder, steps)
     started = time.perf_counter()
     run(parse_config(train_config(arm, taxonomy_path, seed, steps, folder, learning_rate, margin_scale)), resume=True)
-    return final, _record_step_time(folder, (time.perf_counter() - started) / steps)
+    return final, _record_step_time(folder, (time.perf_counter() - started) / steps, steps)
 
 
-def _record_step_time(folder: Path, seconds: float) -> float:
-    (folder / "step_time.json").write_text(json.dumps({"seconds_per_step": seconds}))
+def _record_step_time(folder: Path, seconds: float, steps: int) -> float:
+    (folder / "step_time.json").write_text(json.dumps({"seconds_per_step": seconds, "steps": steps}))
     return seconds
 
 
-def _step_time(folder: Path) -> float:
-    """The step time measured when the run trained (NaN for a run trained before it was recorded)."""
+def _step_time(folder: Path, steps: int) -> float:
+    """The step time measured when the run trained (NaN for a run trained before it was recorded). A folder is named
+    by arm and knobs, not by budget: a run of another step count is refused rather than reused."""
     path = folder / "step_time.json"
-    return json.loads(path.read_text())["seconds_per_step"] if path.is_file() else float("nan")
+    if not path.is_file():
+        return float("nan")
+    recorded = json.loads(path.read_text())
+    if recorded.get("steps", steps) != steps:
+        raise SystemExit(f"{folder} holds a run of {recorded['steps']} steps, not --steps {steps}: give another "
+                         "--runs-dir, or the same --steps")
+    return recorded["seconds_per_step"]
 
 
 def train_hit(taxonomy, split, seed: int, steps: int, folder: Path,
@@ -164,7 +171,7 @@ def train_hit(taxonomy, split, seed: int, steps: int, folder: Path,
 
     final = folder / "final"
     if (final / "modules.json").is_file():
-        return final, _step_time(folder)
+        return final, _step_time(folder, steps)
 
     class CombinedLoss(HierarchyTransformerLoss):
         """HiT's loss returning the combined tensor the stock trainer expects (0.1.1 returns a dict of parts)."""
@@ -187,7 +194,7 @@ def train_hit(taxonomy, split, seed: int, steps: int, folder: Path,
                                ).train()
     seconds = (time.perf_counter() - started) / steps
     model.save(str(final))
-    return final, _record_step_time(folder, seconds)
+    return final, _record_step_time(folder, seconds, steps)
 
 
 def encoder_of(arm: str, model: Path | str):
