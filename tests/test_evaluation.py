@@ -1211,15 +1211,13 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     # A rerun replaces its own result, never another model's.
     mine = write_result(tmp_path / "mine.json", {"benchmark": "retrieval", "model": "runs/a/final"})
     assert check_result_output(mine, "retrieval", "runs/a/final") == mine
-    with pytest.raises(ValueError, match=r"holds the result of another model \(runs/a/final\); this run scores "
-                                         r"runs/b/final: give another output file"):
+    with pytest.raises(ValueError, match=r"holds the result of another run \(model: 'runs/a/final' -> 'runs/b/final'"):
         run_command(["eval", "retrieval", "--model", "runs/b/final", "--data", "unused", "--output", str(mine)])
     assert json.loads(mine.read_text())["model"] == "runs/a/final"
     # Nor the same model's result on another dataset.
     on_beir = write_result(tmp_path / "on_beir.json", {"benchmark": "retrieval", "model": "m", "data": "beir"})
     assert check_result_output(on_beir, "retrieval", "m", "beir") == on_beir
-    with pytest.raises(ValueError, match=r"holds the result on another dataset \(beir\); this run scores other: "
-                                         r"give another output file"):
+    with pytest.raises(ValueError, match=r"another run \(data: 'beir' -> 'other'\)"):
         run_command(["eval", "retrieval", "--model", "m", "--data", "other", "--output", str(on_beir)])
     assert json.loads(on_beir.read_text())["data"] == "beir"
     # Nor one on data of the same name whose content changed (a rebuilt benchmark file, a BEIR
@@ -1238,8 +1236,7 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
         changed = data / "corpus.jsonl" if data.is_dir() else data
         changed.write_text(changed.read_text() + '{"_id": "d1", "text": "y"}\n')
         kept = result.read_bytes()
-        with pytest.raises(ValueError, match=r"holds a result on .* as it was \(digest [0-9a-f]{12}\); that data "
-                                             r"has changed since \(digest [0-9a-f]{12}\): give another output file"):
+        with pytest.raises(ValueError, match=r"another run \(data_sha256: '[0-9a-f]{12}' -> '[0-9a-f]{12}'\)"):
             run_command(["eval", "hierarchy", "--model", "m", "--data", str(data), "--output", str(result)])
         assert result.read_bytes() == kept
     (tmp_path / "empty").mkdir()

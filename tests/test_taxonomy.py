@@ -634,28 +634,27 @@ def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
     assert "| HyTE-H | 2 | – | 0.6500 ± 0.0141 |" in text
     assert "| HyTE-H − HiT (hierarchy-transformers 0.1.1) | +0.0450 | [+0.0100, +0.0800] | ahead |" in text
     assert "Your own taxonomy (hscodes, neither tuned): is HyTE-H better?" in text
-    # A study whose learning rates were chosen on validation says which, per arm, and is another question.
+    # A newer study whose knobs were chosen on validation says which, per arm; its verdicts replace the older's.
     tuned = json.loads(json.dumps(study))
     hscodes = tuned["taxonomies"]["hscodes"]
-    for seeds, rate in ((hscodes["arms"]["hyte"], 1e-4), (hscodes["arms"]["hit"], 5e-5)):
+    for seeds, rate, scale in ((hscodes["arms"]["hyte"], 1e-4, 5.0), (hscodes["arms"]["hit"], 5e-5, 1.0)):
         for seed in seeds:
-            seed["learning_rate"] = rate
+            seed["learning_rate"], seed["margin_scale"] = rate, scale
     hscodes["selection"] = {"seed": 100, "arms": {"hyte": {"validation_f1": {"5e-05": 0.61, "0.0001": 0.64},
-                                                           "chosen": 1e-4},
+                                                           "chosen": 1e-4, "chosen_margin_scale": 5.0},
                                                   "hit": {"validation_f1": {"5e-05": 0.7, "0.0001": 0.69},
                                                           "chosen": 5e-5}}}
     tuned["meta"]["date"] = "2026-12-07 10:00"  # the newer study: its section and verdicts come first
     (tmp_path / "results" / "taxonomy_hscodes_tuned.json").write_text(json.dumps(tuned))
     text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
-    assert "| HyTE-H | 2 | 0.0001 | 0.6500 ± 0.0141 |" in text and "| HiT (hierarchy-transformers 0.1.1) | 2 | 5e-05 |" in text
-    assert "HyTE-H 5e-05 0.6100, 0.0001 0.6400 (chose 0.0001)" in text
-    assert "Your own taxonomy (hscodes, each arm's learning rate chosen on validation): is HyTE-H better?" in text
-    assert "Your own taxonomy (hscodes, neither tuned): is HyTE-H better?" in text  # the other question stays
-    tuned_first = [("**hscodes, each arm's learning rate chosen on validation** (`taxonomy_hscodes_tuned.json`)",
-                    "**hscodes, neither tuned** (`taxonomy_hscodes.json`)"),
-                   ("(hscodes, each arm's learning rate chosen on validation): is", "(hscodes, neither tuned): is")]
-    for first, second in tuned_first:
-        assert text.index(first) < text.index(second)
+    assert "| HyTE-H | 2 | 0.0001, margin ×5 | 0.6500 ± 0.0141 |" in text
+    assert "| HiT (hierarchy-transformers 0.1.1) | 2 | 5e-05 |" in text
+    assert "HyTE-H 5e-05 0.6100; 0.0001 0.6400 (chose 0.0001, margin ×5)" in text
+    tuned_question = "Your own taxonomy (hscodes, each arm's learning rate and order margin chosen on validation)"
+    assert text.count(tuned_question) == 1  # one verdict row (HyTE-H − HiT) ...
+    assert "Your own taxonomy (hscodes, neither tuned)" not in text  # ... replacing the older study's
+    tuned_first = text.index("**hscodes, each arm's learning rate and order margin chosen on validation**")
+    assert tuned_first < text.index("**hscodes, neither tuned** (`taxonomy_hscodes.json`)")  # kept as history
 
 
 def test_a_hub_export_split_is_judged_on_the_negatives_it_carries(tmp_path, minilm_path):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .artifacts import claim_file
+from .identity import differences
 from .io import write_text_atomically
 
 __all__ = ["command_line", "machine_info", "portable_command", "portable_path", "portable_paths", "public_model_name",
@@ -148,18 +149,27 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
         raise ValueError(f"{path} holds {'a ' + repr(kind) if kind else 'another kind of'} result, not "
                          f"{'a ' + repr(kinds[0]) if kinds[0] else 'this'} one: give another output file (a "
                          "result is replaced only by a rerun of the same kind)")
-    for field, value, what in (("model", model, "of another model"), ("data", data, "on another dataset")):
-        recorded = earlier.get(field) if earlier is not None else None
-        if value is not None and isinstance(recorded, str) and not same_path(recorded, value):
-            raise ValueError(f"{path} holds the result {what} ({recorded}); this run scores "
-                             f"{portable_path(value)}: give another output file (one per model and dataset), or "
-                             "delete that one first")
-    recorded = earlier.get("data_sha256") if earlier is not None else None
-    if data_sha256 is not None and isinstance(recorded, str) and recorded != data_sha256:
-        raise ValueError(f"{path} holds a result on {earlier.get('data', 'data')} as it was (digest {recorded}); "
-                         f"that data has changed since (digest {data_sha256}): give another output file, or delete "
-                         "that one first")
+    changed = differences(*_result_identities(earlier or {}, model, data, data_sha256))
+    if changed:
+        raise ValueError(f"{path} holds the result of another run ({'; '.join(changed)}): give another output file "
+                         "(one per model and dataset; data changed since gets a new one), or delete that one first")
     return path
+
+
+def _result_identities(earlier: dict, model, data, data_sha256) -> tuple[dict, dict]:
+    """(recorded, wanted): what a result's identity fields hold and what this run would write, over the fields both
+    name (an older result may lack one). A recorded path that names the given model or data (``same_path``) counts
+    as the same."""
+    recorded, wanted = {}, {}
+    for key, value in (("model", model), ("data", data), ("data_sha256", data_sha256)):
+        if value is None or not isinstance(earlier.get(key), str):
+            continue  # not given, or an older result without it
+        recorded[key] = earlier[key]
+        if key == "data_sha256":
+            wanted[key] = value
+        else:
+            wanted[key] = earlier[key] if same_path(earlier[key], value) else portable_path(value)
+    return recorded, wanted
 
 
 def same_path(recorded: str, given: str | os.PathLike) -> bool:

@@ -20,7 +20,17 @@ ARM_TITLES = {"hyte": "HyTE-H", "euclidean": "Euclidean control", "hit": "HiT (h
 
 def care(study: dict) -> str:
     """What tuning the arms of a taxonomy study got: the same for each, or none."""
-    return "each arm's learning rate chosen on validation" if study.get("selection") else "neither tuned"
+    if not study.get("selection"):
+        return "neither tuned"
+    margins = any("chosen_margin_scale" in record for record in study["selection"]["arms"].values())
+    return f"each arm's learning rate{' and order margin' if margins else ''} chosen on validation"
+
+
+def _knobs(learning_rate, margin_scale) -> str:
+    """An arm's chosen knobs as the tables show them: the learning rate, and a margin scale other than 1."""
+    if not isinstance(learning_rate, float):
+        return "–"
+    return f"{learning_rate:g}" + (f", margin ×{margin_scale:g}" if margin_scale not in (None, 1.0) else "")
 
 
 def newest_first(studies: list[tuple[Path, dict]]) -> list[tuple[Path, dict]]:
@@ -44,7 +54,7 @@ def _study_lines(path: Path, payload: dict) -> list[str]:
         rows = []
         for arm, seeds in study["arms"].items():
             rate = seeds[0].get("learning_rate", payload.get("learning_rate")) if arm != "base" else None
-            rows.append([ARM_TITLES.get(arm, arm), len(seeds), f"{rate:g}" if isinstance(rate, float) else "–",
+            rows.append([ARM_TITLES.get(arm, arm), len(seeds), _knobs(rate, seeds[0].get("margin_scale")),
                          _mean_sd([s["prediction"]["hard"]["f1"] for s in seeds]),
                          _mean_sd([s["prediction"]["random"]["f1"] for s in seeds]),
                          _mean_sd([s["parent_ranking_distance"]["mrr"] for s in seeds]),
@@ -52,15 +62,16 @@ def _study_lines(path: Path, payload: dict) -> list[str]:
         lines += [(f"**{name}, {care(study)}** (`{path.name}`): {TAXONOMY_TITLES.get(name, name)} "
                    f"({study['concepts']} concepts; {payload['split']} split drawn per seed; {payload['steps']} steps "
                    f"of {payload['batch']}; primary metric: {payload['primary_metric']}):"),
-                  "", *table(["arm", "seeds", "learning rate", "F1, hard negatives", "F1, random negatives",
+                  "", *table(["arm", "seeds", "learning rate (margin)", "F1, hard negatives", "F1, random negatives",
                               "parent MRR (distance)", "s / step"], rows)]
         if study.get("selection"):
             chosen = study["selection"]
-            lines += ["", (f"Learning rates chosen per arm on the validation edges of seed {chosen['seed']}'s split "
+            lines += ["", (f"Knobs chosen per arm on the validation edges of seed {chosen['seed']}'s split "
                            "(no test seed's), validation F1 with hard negatives per candidate: " + "; ".join(
-                               f"{ARM_TITLES.get(arm, arm)} " + ", ".join(f"{rate} {f1:.4f}" for rate, f1 in
+                               f"{ARM_TITLES.get(arm, arm)} " + "; ".join(f"{rate} {f1:.4f}" for rate, f1 in
                                                                           record["validation_f1"].items())
-                               + f" (chose {record['chosen']:g})" for arm, record in chosen["arms"].items()) + ".")]
+                               + f" (chose {_knobs(record['chosen'], record.get('chosen_margin_scale'))})"
+                               for arm, record in chosen["arms"].items()) + ".")]
         verdicts = [[f"HyTE-H − {ARM_TITLES.get(pair.split(' - ')[1], pair)}", f"{c['mean_difference']:+.4f}",
                      f"[{c['interval_95'][0]:+.4f}, {c['interval_95'][1]:+.4f}]", c["verdict"]]
                     for pair, c in study["comparisons"].items()]

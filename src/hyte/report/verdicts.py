@@ -58,14 +58,16 @@ def _specificity(items) -> list[list[str]]:
 
 
 def _taxonomy(items) -> list[list[str]]:
-    rows = []
+    """One row per (taxonomy, other arm): the newest study's answer; earlier rounds are history in BENCHMARKS.md."""
+    rows, answered = [], set()
     studies = [(path, payload) for path, payload in items if payload.get("benchmark") == "taxonomy-study"]
     for path, payload in newest_first(studies):
         for name, study in payload["taxonomies"].items():
             seeds = len(study["arms"]["hyte"])
             for other, title in (("euclidean", "its Euclidean control"), ("hit", "HiT")):
                 result = study["comparisons"].get(f"hyte - {other}")
-                if result:
+                if result and (name, other) not in answered:
+                    answered.add((name, other))
                     low, high = result["interval_95"]
                     rows.append(_row(f"Your own taxonomy ({name}, {care(study)}): is HyTE-H better?",
                                      f"HyTE-H − {title}", "test F1, mixed-hop, hard negatives", result, low, high,
