@@ -186,8 +186,9 @@ def test_bad_input_gets_clear_errors():
         model(torch.tensor([[1, 2, 3]]), torch.ones(1, 4))
     with pytest.raises(ValueError, match="max_position_embeddings"):
         model(torch.ones(1, 129, dtype=torch.long))
-    with pytest.raises(ValueError, match="padding"):
-        model(torch.tensor([[1, 2, 3]]), torch.zeros(1, 3))
+    with torch.no_grad():  # forward reads no values: a sequence that is all padding pools to the origin, finite
+        pooled = model(torch.tensor([[1, 2, 3]]), torch.zeros(1, 3)).pooler_output
+    torch.testing.assert_close(pooled[0], L.origin(pooled.shape[-1] - 1, model.config.curvature))
 
 
 def test_euclidean_twin_has_the_same_shape_and_interface():

@@ -38,7 +38,6 @@ from .lorentz import (
     outward_einstein_midpoint,
     project,
     tangent_mean,
-    values_unchecked,
 )
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -518,17 +517,7 @@ class LorentzMLR(nn.Module):
 # ----------------------------------------------------------------------------------------------------------------
 
 
-class ForwardWithoutValueChecks:
-    """A model whose forward pass runs the geometry without its value checks: the points are the model's own, the
-    checks are for what users hand the geometry, and a float64 pass per call would cost throughput
-    (``lorentz.values_unchecked``; ``lorentz.check_point`` checks any points on request)."""
-
-    def __call__(self, *args, **kwargs):
-        with values_unchecked():
-            return super().__call__(*args, **kwargs)
-
-
-class HyTEPreTrainedModel(ForwardWithoutValueChecks, PreTrainedModel):
+class HyTEPreTrainedModel(PreTrainedModel):
     """Weight initialisation and the encode API shared by the HyTE models."""
 
     base_model_prefix = "hyte"

@@ -42,7 +42,6 @@ from .configuration_hyte import HyTEHConfig
 from .configuration_hyte_phrase import NUM_BIO_TAGS, HyTEPhraseConfig
 from .lorentz import add_time, distance_from_inner, flip_time, project
 from .modeling_hyte import (
-    ForwardWithoutValueChecks,
     HyTEHModel,
     check_encode_arguments,
     check_token_ids,
@@ -398,7 +397,7 @@ class PhraseModelOutput(ModelOutput):
     features: Tensor | None = None
 
 
-class HyTEPhraseModel(ForwardWithoutValueChecks, PreTrainedModel):
+class HyTEPhraseModel(PreTrainedModel):
     """A backbone (HyTE-H or a Euclidean encoder) with the H+ phrase heads: CRF boundaries, importance, units."""
 
     config_class = HyTEPhraseConfig
