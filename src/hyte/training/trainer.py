@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from transformers import Trainer
 
+from ..lorentz import distance_to_origin
 from ..modeling_hyte import HyTEHModel
 from .data import Hierarchy
 from .losses import hierarchy_loss
@@ -183,11 +184,8 @@ class ContrastiveTrainer(Trainer):
             parts["hierarchy_loss"] = float(term.detach())
         parts["nonfinite_values"] = float((~torch.isfinite(queries)).sum() + (~torch.isfinite(documents)).sum())
         if self.hyperbolic:
-            # The geodesic distance to the origin (lorentz.distance_to_origin, without its point check: a log line),
-            # not the time coordinate x_0 = sqrt(||x_s||^2 + c), which reads sqrt(c) at the origin.
-            sqrt_c = torch.as_tensor(curvature, dtype=documents.dtype, device=documents.device).detach().sqrt()
-            radius = sqrt_c * torch.asinh(documents[:, 1:].detach().norm(dim=-1) / sqrt_c)
-            parts["mean_radius"] = float(radius.mean())
+            # The geodesic distance to the origin, not the time coordinate x_0, which reads sqrt(c) at the origin.
+            parts["mean_radius"] = float(distance_to_origin(documents.detach(), curvature).mean())
         for key, value in parts.items():
             self._sums[key] = self._sums.get(key, 0.0) + value
         self._count += 1
