@@ -469,6 +469,7 @@ def public_calls(x: torch.Tensor, c: float) -> dict[str, tuple]:
         "expmap0": (L.expmap0, (x[:, 1:],)), "from_poincare": (L.from_poincare, (0.1 * x[:, 1:] / x[:, :1],)),
         "distance_from_inner": (L.distance_from_inner, (L.inner(x, y),)), "project": (L.project, (x,)),
         "flip_time": (L.flip_time, (x,)), "radius": (L.radius, (x,)), "inner": (L.inner, (x, y)),
+        "projection_factor": (L.projection_factor, (x[:, :1], x[:, 1:].norm(dim=-1, keepdim=True))),
         "pairwise_inner": (L.pairwise_inner, (x, y)), "centroid": (L.centroid, (sets,)),
         "outward_einstein_midpoint": (L.outward_einstein_midpoint, (sets, mask)),
         "einstein_midpoint": (L.einstein_midpoint, (sets, mask)), "tangent_mean": (L.tangent_mean, (sets, mask)),
@@ -571,6 +572,17 @@ def test_float32_scores_of_far_points_can_be_positive(c):
     assert positive.any()
     # They clamp to distance ~0 (rounding as often errs the other way, which no rule could detect either).
     assert (L.distance_from_inner(scores, c)[positive] < 1e-6).all()
+
+
+@PROPERTY
+@given(seed=seeds, dtype=dtypes, c=curvatures)
+def test_projection_factor_is_what_project_multiplies_by(seed, dtype, c):
+    """A combination of points, kept as (time, space) parts (HyTE-FH's residual stream), projects as the whole."""
+    x = random_points(seed, 6, 8, c, dtype, max_distance=4.0)
+    v = x + 0.5 * x.flip(0)  # a positive combination of points: time-like, off the hyperboloid
+    factor = L.projection_factor(v[:, :1], v[:, 1:].norm(dim=-1, keepdim=True), c)
+    torch.testing.assert_close(v * factor, L.project(v, c))
+    assert on_hyperboloid_error(v * factor, c).max() < RTOL[dtype]
 
 
 @pytest.mark.parametrize("c", CURVATURES)

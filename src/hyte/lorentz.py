@@ -61,6 +61,7 @@ __all__ = [
     "pairwise_distance",
     "pairwise_inner",
     "project",
+    "projection_factor",
     "radius",
     "squared_lorentz_distance",
     "tangent_mean",
@@ -440,10 +441,22 @@ def project(v: Tensor, c: float | Tensor = 1.0) -> Tensor:
 
 
 def _project(v: Tensor, c: float | Tensor) -> Tensor:
+    return v * _projection_factor(v[..., :1], torch.linalg.vector_norm(v[..., 1:], dim=-1, keepdim=True), c)
+
+
+@_accepts_numpy
+def projection_factor(time: Tensor, space_norm: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """The factor sqrt(c) / sqrt(|<v, v>_L|) by which ``project`` scales a vector v, from its time coordinate v_0
+    and the norm of its space part ||v_s||, each (..., 1) -> (..., 1): for callers that keep a point's time and
+    space parts apart (HyTE-FH's residual stream)."""
+    _check_pairable(time, space_norm, "projection_factor")
+    return _projection_factor(time, space_norm, c)
+
+
+def _projection_factor(time: Tensor, space_norm: Tensor, c: float | Tensor) -> Tensor:
     # -<v, v>_L = v_0^2 - ||v_s||^2, factored as (v_0 - ||v_s||)(v_0 + ||v_s||), which cancels less.
-    time, space_norm = v[..., :1], torch.linalg.vector_norm(v[..., 1:], dim=-1, keepdim=True)
     norm_sq = ((time - space_norm) * (time + space_norm)).abs().clamp_min(_MIN_LORENTZ_NORM_SQ)
-    return v * (torch.sqrt(_curvature_like(c, v)) * torch.rsqrt(norm_sq))
+    return torch.sqrt(_curvature_like(c, time)) * torch.rsqrt(norm_sq)
 
 
 @_accepts_numpy

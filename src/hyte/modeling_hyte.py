@@ -37,6 +37,7 @@ from .lorentz import (
     logmap0,
     outward_einstein_midpoint,
     project,
+    projection_factor,
     tangent_mean,
 )
 
@@ -260,22 +261,28 @@ def attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, atte
 
 
 def run_layers(layers: nn.ModuleList, x: Tensor, layer_args: tuple, output_hidden_states: bool,
-               output_attentions: bool) -> tuple[Tensor, tuple | None, tuple | None]:
-    """Apply the layers in order -> (x, hidden states, attention weights).
+               output_attentions: bool, parts=lambda x: (x,), join=lambda state: state[0]
+               ) -> tuple[Tensor, tuple | None, tuple | None]:
+    """Apply the layers in order -> (output, hidden states, attention weights).
 
-    Hidden states (on request) are the input followed by every layer's output (L + 1 tensors); attention weights
-    one (B, H, T, T) tensor per layer. Layers are GradientCheckpointingLayers: checkpointing is switched by
+    A layer takes and returns ``parts(x)`` (EucBERT: (x,); HyTE-FH: the points' (time, space) parts) ahead of its
+    attention weights; ``join`` makes one (B, T, D) tensor of them. Hidden states (on request) are the input followed
+    by every layer's output (L + 1 tensors), each one the next layer computes from (so gradients reach it); attention
+    weights one (B, H, T, T) tensor per layer. Layers are GradientCheckpointingLayers: checkpointing is switched by
     ``gradient_checkpointing_enable()`` on the model.
     """
+    state = parts(x)
     hidden_states = (x,) if output_hidden_states else None
     attentions = () if output_attentions else None
     for layer in layers:
-        x, weights = layer(x, *layer_args, output_attentions=output_attentions)
+        *state, weights = layer(*state, *layer_args, output_attentions=output_attentions)
         if output_hidden_states:
+            x = join(state)
             hidden_states += (x,)
+            state = parts(x)
         if output_attentions:
             attentions += (weights,)
-    return x, hidden_states, attentions
+    return (x if output_hidden_states else join(state)), hidden_states, attentions
 
 
 def select_hidden_states(hidden_states: tuple | None, selection: bool | int | list[int]) -> tuple | None:
@@ -296,6 +303,17 @@ def model_output(output: ModelOutput, return_dict: bool) -> ModelOutput | tuple:
 # ----------------------------------------------------------------------------------------------------------------
 # Hyperbolic layers
 # ----------------------------------------------------------------------------------------------------------------
+
+
+def time_of(space: Tensor, c: Tensor) -> Tensor:
+    """The time coordinate (..., 1) of the point with space part (..., d): sqrt(||x_s||^2 + c) as hypot (no overflow
+    of the square)."""
+    return torch.hypot(torch.linalg.vector_norm(space, dim=-1, keepdim=True), c.sqrt())
+
+
+def joined(state: tuple[Tensor, Tensor]) -> Tensor:
+    """Points (..., D) from their (time (..., 1), space (..., D - 1)) parts."""
+    return torch.cat(state, dim=-1)
 
 
 class LorentzLinear(nn.Module):
@@ -320,12 +338,10 @@ class LorentzLinear(nn.Module):
     def forward(self, x: Tensor, c: Tensor) -> Tensor:
         return add_time(self.space(x), c * self.curvature_ratio)
 
-    def forward_split(self, time: Tensor, space: Tensor, c: Tensor) -> Tensor:
-        """forward of the point [time, space] without concatenating it first (saves a copy of a wide input)."""
+    def space_of_parts(self, time: Tensor, space: Tensor) -> Tensor:
+        """``space`` of the point [time, space] without concatenating it first (saves a copy of a wide input)."""
         out = torch.addcmul(F.linear(space, self.linear.weight[:, 1:], self.linear.bias), time, self.linear.weight[:, 0])
-        if self.curvature_ratio != 1.0:
-            out = out * math.sqrt(self.curvature_ratio)
-        return add_time(out, c * self.curvature_ratio)
+        return out * math.sqrt(self.curvature_ratio) if self.curvature_ratio != 1.0 else out
 
 
 class LorentzLayerNorm(nn.Module):
@@ -336,11 +352,16 @@ class LorentzLayerNorm(nn.Module):
         self.norm = nn.LayerNorm(hidden_size - 1, eps=eps)
 
     def forward(self, x: Tensor, c: Tensor) -> Tensor:
-        return add_time(self.norm(x[..., 1:]), c)
+        return self.of_space(x[..., 1:], c)
+
+    def of_space(self, space: Tensor, c: Tensor) -> Tensor:
+        """The normalised point of a space part: (..., D - 1) -> (..., D)."""
+        return add_time(self.norm(space), c)
 
 
 class LorentzResidual(nn.Module):
-    """Hyperbolic residual Pi_c(x + w f(x)) with a learnable w (init 1).
+    """Hyperbolic residual Pi_c(x + w f(x)) with a learnable w (init 1), on points given as (time (..., 1),
+    space (..., D - 1)) parts: the stack keeps them apart between layers, which saves a concatenation per sublayer.
 
     ``space_scale`` (off by default) multiplies the space part afterwards, as the reference code does with
     4 sqrt(hidden_size), then recomputes time.
@@ -351,12 +372,16 @@ class LorentzResidual(nn.Module):
         self.weight = nn.Parameter(torch.ones(()))
         self.space_scale = space_scale
 
-    def forward(self, x: Tensor, fx: Tensor, c: Tensor) -> Tensor:
+    def forward(self, x: tuple[Tensor, Tensor], fx: tuple[Tensor, Tensor], c: Tensor) -> tuple[Tensor, Tensor]:
         # A negative weight could make x + w f(x) space-like (no projection exists); keep it positive.
-        out = project(x + self.weight.clamp_min(1e-4) * fx, c)
-        if self.space_scale is not None:
-            out = add_time(self.space_scale * out[..., 1:], c)
-        return out
+        weight = self.weight.clamp_min(1e-4)
+        time, space = x[0] + weight * fx[0], torch.addcmul(x[1], weight, fx[1])
+        space_norm = torch.linalg.vector_norm(space, dim=-1, keepdim=True)
+        factor = projection_factor(time, space_norm, c)  # Pi_c
+        if self.space_scale is None:
+            return time * factor, space * factor
+        factor = factor * self.space_scale
+        return torch.hypot(space_norm * factor, c.sqrt()), space * factor
 
 
 class LorentzSelfAttention(nn.Module):
@@ -381,11 +406,12 @@ class LorentzSelfAttention(nn.Module):
         self.is_causal = False  # bidirectional encoder (read by transformers' SDPA interface)
 
     def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor, c: Tensor,
-                output_attentions: bool = False) -> tuple[Tensor, Tensor | None]:
+                output_attentions: bool = False) -> tuple[tuple[Tensor, Tensor], Tensor | None]:
+        """Points x (B, T, D) -> the mixed points' (time, space) parts, attention weights."""
         B, T, _ = x.shape
         space = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim - 1).permute(2, 0, 3, 1, 4)
         # Time from the unrotated space part: RoPE is a rotation and keeps ||x_s||, hence x_0.
-        time = torch.hypot(torch.linalg.vector_norm(space, dim=-1, keepdim=True), c.sqrt())  # (3, B, H, T, 1)
+        time = time_of(space, c)  # (3, B, H, T, 1)
         q_space, k_space, v_space = space.unbind(0)  # each (B, H, T, Dh - 1)
         q_time, k_time, v_time = time.unbind(0)
         q = apply_rotary(q_space, cos, sin, prefix=-q_time)  # (B, H, T, Dh), time negated
@@ -393,11 +419,13 @@ class LorentzSelfAttention(nn.Module):
         v = torch.cat([v_time, v_space], dim=-1)
         mixed, weights = attention(self, q, k, v, attend, self.scale, output_attentions)  # (B, T, H, Dh), off the manifold
         heads = project(mixed, c)  # Lorentzian centroid of the values, per head
-        return self.out(heads.reshape(B, T, self.num_heads * self.head_dim), c), weights
+        space = self.out.space(heads.reshape(B, T, self.num_heads * self.head_dim))  # (B, T, D - 1)
+        return (time_of(space, c), space), weights
 
 
 class LorentzFeedForward(nn.Module):
-    """Hyperbolic SwiGLU feed-forward: (..., D) -> (..., D) through an (..., intermediate_size) point."""
+    """Hyperbolic SwiGLU feed-forward: points (..., D) -> (time, space) parts of points (..., D), through an
+    (..., intermediate_size) point."""
 
     def __init__(self, config):
         super().__init__()
@@ -405,15 +433,16 @@ class LorentzFeedForward(nn.Module):
         self.gate_up = LorentzLinear(config.hidden_size, 2 * inner + 1)  # space: [gate | up]
         self.down = LorentzLinear(config.intermediate_size, config.hidden_size)
 
-    def forward(self, x: Tensor, c: Tensor) -> Tensor:
+    def forward(self, x: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
         gate, up = self.gate_up.space(x).chunk(2, dim=-1)
         hidden = F.silu(gate) * up  # space part of the intermediate point
-        time = torch.hypot(torch.linalg.vector_norm(hidden, dim=-1, keepdim=True), c.sqrt())
-        return self.down.forward_split(time, hidden, c)
+        space = self.down.space_of_parts(time_of(hidden, c), hidden)
+        return time_of(space, c), space
 
 
 class HyTEFHLayer(GradientCheckpointingLayer):
-    """Pre-norm block: x <- res(x, attn(norm(x))); x <- res(x, ffn(norm(x))). Returns (x, attention weights)."""
+    """Pre-norm block: x <- res(x, attn(norm(x))); x <- res(x, ffn(norm(x))), on the points' (time, space) parts.
+    Returns (time, space, attention weights)."""
 
     def __init__(self, config):
         super().__init__()
@@ -424,11 +453,12 @@ class HyTEFHLayer(GradientCheckpointingLayer):
         self.ffn = LorentzFeedForward(config)
         self.ffn_residual = LorentzResidual(config.residual_space_scale)
 
-    def forward(self, x: Tensor, attend: Tensor, cos: Tensor, sin: Tensor, c: Tensor,
-                output_attentions: bool = False) -> tuple[Tensor, Tensor | None]:
-        mixed, weights = self.attention(self.attention_norm(x, c), attend, cos, sin, c, output_attentions)
-        x = self.attention_residual(x, mixed, c)
-        return self.ffn_residual(x, self.ffn(self.ffn_norm(x, c), c), c), weights
+    def forward(self, time: Tensor, space: Tensor, attend: Tensor, cos: Tensor, sin: Tensor, c: Tensor,
+                output_attentions: bool = False) -> tuple[Tensor, Tensor, Tensor | None]:
+        mixed, weights = self.attention(self.attention_norm.of_space(space, c), attend, cos, sin, c, output_attentions)
+        time, space = self.attention_residual((time, space), mixed, c)
+        time, space = self.ffn_residual((time, space), self.ffn(self.ffn_norm.of_space(space, c), c), c)
+        return time, space, weights
 
 
 class HyperbolicStack(nn.Module):
@@ -445,7 +475,7 @@ class HyperbolicStack(nn.Module):
         rotary_dim = 2 * ((self.head_dim - 1) // 2)  # RoPE rotates the space coordinates in pairs
         cos, sin = rotary_cos_sin(torch.arange(x.shape[1], device=x.device), rotary_dim, self.rope_theta, x.dtype)
         return run_layers(self.layers, x, (key_padding_mask(mask), cos, sin, c), output_hidden_states,
-                          output_attentions)
+                          output_attentions, parts=lambda x: (x[..., :1], x[..., 1:]), join=joined)
 
 
 class HyperbolicPooler(nn.Module):
