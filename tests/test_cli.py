@@ -519,7 +519,7 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
     (radius / "radius_y.png").write_bytes(b"png")
     assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(radius), "--name", "y",
                  "--per-depth", "2"]) == 2
-    assert "radius_y.json holds the radius result of other/m; this run measures" in capsys.readouterr().err
+    assert "radius_y.json holds the radius result of another run (models: ['other/m'] -> [" in capsys.readouterr().err
     assert (radius / "radius_y.png").read_bytes() == b"png" and "other/m" in (radius / "radius_y.json").read_text()
     # Trial 20 (D1): nor one of the same model on another sample of texts (another --seed).
     sample = {"split": "all", "per_depth": 2, "min_depth": 2, "max_depth": 12, "seed": 0}
@@ -527,7 +527,7 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
                                                       "models": {"m": {"model": str(model_dir)}}}))
     assert main(["eval", "radius", "--model", str(model_dir), "--output-dir", str(radius), "--name", "z",
                  "--per-depth", "2", "--seed", "1"]) == 2
-    assert "holds a radius result on another sample of texts (seed: 0 -> 1)" in capsys.readouterr().err
+    assert "holds the radius result of another run (sample.seed: 0 -> 1)" in capsys.readouterr().err
     # A folder given through a symbolic link into a model folder is refused as the folder itself is.
     (model_dir / "empty").mkdir(exist_ok=True)
     (tmp_path / "linkin").symlink_to(model_dir / "empty")

@@ -258,19 +258,18 @@ def _refuse_radius_of_other_models(path: Path, models: list[str], sample: dict) 
     if not path.is_file():
         return
     earlier = json.loads(path.read_text(encoding="utf-8"))
-    recorded_sample = (earlier.get("texts") or {}).get("sample")
-    changed = ", ".join(differences(recorded_sample, sample)) if recorded_sample is not None else ""
+    recorded, wanted = {}, {}
+    if (earlier.get("texts") or {}).get("sample") is not None:
+        recorded["sample"], wanted["sample"] = earlier["texts"]["sample"], sample
+    if isinstance(earlier.get("models"), dict):
+        before = [str(entry.get("model")) for entry in earlier["models"].values() if isinstance(entry, dict)]
+        # A recorded path that names a given model (same_path) counts as the same.
+        recorded["models"] = sorted(before)
+        wanted["models"] = sorted(next((r for r in before if same_path(r, m)), portable_path(m)) for m in models)
+    changed = differences(recorded, wanted)
     if changed:
-        raise ValueError(f"{path} holds a radius result on another sample of texts ({changed}): give another --name "
-                         "(or --output-dir), or delete that one first")
-    recorded = earlier.get("models")
-    if not isinstance(recorded, dict):
-        return
-    before = [str(entry.get("model")) for entry in recorded.values() if isinstance(entry, dict)]
-    if len(before) != len(models) or not all(any(same_path(r, m) for m in models) for r in before):
-        raise ValueError(f"{path} holds the radius result of {', '.join(before)}; this run measures "
-                         f"{', '.join(map(portable_path, models))}: give another --name (or --output-dir), or delete "
-                         "that one first")
+        raise ValueError(f"{path} holds the radius result of another run ({'; '.join(changed)}): give another "
+                         "--name (or --output-dir), or delete that one first")
 
 
 def _eval_radius(args: argparse.Namespace) -> int:
