@@ -23,10 +23,14 @@ resamples seeds, then the questions (a positive with its negatives) within each 
 chosen threshold; an interval that includes zero is a tie. By default no arm's knobs are tuned (the configs below
 are the README's, and HiT's loss keeps its published margins). With several ``--learning-rates``, each trained arm
 (HyTE-H, the Euclidean control, HiT) gets its own chosen by validation F1 on the split of ``--selection-seed``, a
-seed no test uses: the same candidates, steps and data for each arm, chosen before any test split is scored:
+seed no test uses: the same candidates, steps and data for each arm, chosen before any test split is scored.
+``--margin-scales`` adds a second knob chosen the same way, every pair tried: each arm's own "parent nearer the
+origin" margin (``ORDER_MARGIN``) times the scale:
 
     python benchmarks/run_taxonomy.py --taxonomies hscodes --seeds 0 1 2 3 4 --steps 120 \\
         --learning-rates 5e-5 1e-4 --output benchmarks/results/taxonomy_hscodes_tuned.json
+    python benchmarks/run_taxonomy.py --taxonomies hscodes --seeds 5 6 7 8 9 --steps 120 \\
+        --learning-rates 5e-5 1e-4 --margin-scales 1 5 --output benchmarks/results/taxonomy_hscodes_round2.json
 
 HiT needs ``pip install --no-deps hierarchy-transformers==0.1.1 geoopt`` (an optional extra of the benchmarks, never
 of the package). Taxonomies: ``hpo`` (the installed HPO, OBO), ``icd10`` (ICD-10-CM from simple-icd-10-cm down to
@@ -297,6 +301,7 @@ def arm_folder(runs: Path, name: str, seed: int, arm: str, learning_rate: float,
 
 
 def candidate_name(learning_rate: float, margin_scale: float) -> str:
+    """A candidate's key in the selection record: the learning rate, and the margin scale where it is not 1."""
     return f"{learning_rate:g}" if margin_scale == 1.0 else f"{learning_rate:g}, margin x{margin_scale:g}"
 
 
@@ -317,7 +322,8 @@ def select_knobs(name: str, path: Path, taxonomy, arms, learning_rates, margin_s
             print(f"  select {arm:<9} {candidate_name(learning_rate, scale)}: validation F1 (hard) "
                   f"{scores[candidate_name(learning_rate, scale)]:.4f}", flush=True)
         best = max(candidates, key=lambda c: (scores[candidate_name(*c)], -candidates.index(c)))
-        selection[arm] = {"validation_f1": scores, "chosen": best[0], "chosen_margin_scale": best[1]}
+        selection[arm] = {"validation_f1": scores, "chosen": best[0],
+                          **({"chosen_margin_scale": best[1]} if len(margin_scales) > 1 else {})}
     return selection
 
 
@@ -333,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--margin-scales", nargs="+", type=float, default=[1.0],
                         help="candidates for each trained arm's parent-nearer-origin margin, as multiples of its own "
                              f"default {ORDER_MARGIN}; chosen with the learning rate, every pair tried")
-    parser.add_argument("--selection-seed", type=int, default=100, help="the split the learning rates are chosen on")
+    parser.add_argument("--selection-seed", type=int, default=100,
+                        help="the split the learning rates (and margin scales) are chosen on")
     parser.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -354,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: choosing knobs on seed {args.selection_seed}'s validation edges", flush=True)
             selection = select_knobs(name, path, taxonomy, args.arms, args.learning_rates, args.margin_scales,
                                      args.selection_seed, args.steps, args.runs_dir)
-            chosen.update({arm: (record["chosen"], record["chosen_margin_scale"])
+            chosen.update({arm: (record["chosen"], record.get("chosen_margin_scale", args.margin_scales[0]))
                            for arm, record in selection.items()})
         per_seed: dict[str, list[dict]] = {arm: [] for arm in args.arms}
         kept: dict[str, list[dict]] = {arm: [] for arm in args.arms}

@@ -209,7 +209,11 @@ def test_bad_curvature_is_refused_and_a_set_of_only_padding_pools_to_the_origin(
         L.check_curvature(math.nan)
     x = random_points(0, 3, 4, 1.0, torch.float32)
     for pool in (L.outward_einstein_midpoint, L.einstein_midpoint, L.tangent_mean):
-        torch.testing.assert_close(pool(x, torch.zeros(3)), L.origin(4, 1.0))
+        points = x.clone().requires_grad_()
+        pooled = pool(points, torch.zeros(3))
+        torch.testing.assert_close(pooled, L.origin(4, 1.0))
+        pooled.sum().backward()  # the softmax of a row of -inf gave NaN gradients
+        assert torch.isfinite(points.grad).all()
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ NumPy arrays (e.g. FAISS search scores): given any NumPy array they return NumPy
 
 Checks: the functions check what costs no pass over the data (types, shapes, a curvature given as a number) and
 never read values: no device sync, nothing in the way of torch.compile, the same behaviour on every device. Values
-are checked where users hand them over (``encode``, the indexes, the CLI) and, on request, by ``check_point`` (as
+are checked where users hand them over (the indexes check vectors; ``encode`` texts) and, on request, by
+``check_point`` (as
 geoopt's ``check_point``): points that are not points of H_c (a sign-flipped query, a Euclidean vector, another
 curvature's points) give meaningless numbers here, not errors.
 """
@@ -344,7 +345,7 @@ def _check_number(value: float | Tensor, name: str, what: str, *, positive: bool
 
 def _check_mask(mask: Tensor | None, name: str, x: Tensor) -> None:
     """Refuse masks that do not mark the N points of every set of x (..., N, D): their shape, not their values (a
-    mask holds 0 for padding, 1 per point; it does not weigh points)."""
+    mask holds 0 for padding, 1 per point; other values are not read as such and act as weights)."""
     if mask is not None and not isinstance(mask, Tensor):
         raise TypeError(f"{name}: mask must be None or a tensor (..., N) of 0/1 or booleans; got "
                         f"{type(mask).__name__} {mask!r} (the curvature goes by keyword: c=...)")
@@ -450,6 +451,9 @@ def projection_factor(time: Tensor, space_norm: Tensor, c: float | Tensor = 1.0)
     and the norm of its space part ||v_s||, each (..., 1) -> (..., 1): for callers that keep a point's time and
     space parts apart (HyTE-FH's residual stream)."""
     _check_pairable(time, space_norm, "projection_factor")
+    if time.shape[-1] != 1:
+        raise ValueError(f"projection_factor takes time coordinates and space norms of shape (..., 1); got "
+                         f"{tuple(time.shape)}: pass v[..., :1] and the norm of v[..., 1:] with keepdim=True")
     return _projection_factor(time, space_norm, c)
 
 
@@ -575,12 +579,12 @@ def _outward_einstein_midpoint(x: Tensor, mask: Tensor | None, p: float, c: floa
     x64 = _refresh_time64(x, c, name)
     _check_sets(x64, name)
     w64 = torch.ones_like(x64[..., 0]) if mask is None else _float64(mask)
-    logits = p * torch.log(x64[..., 0]) + torch.log(w64)
-    # softmax over a row of -inf (all padding) is NaN: those rows weigh every point 0, and their sum is replaced by
-    # the origin's direction below.
-    weights = torch.softmax(logits, dim=-1).nan_to_num(0.0)
+    empty = w64.sum(-1, keepdim=True) == 0  # (..., 1): sets of only padding
+    # A row of -inf (all padding) would give the softmax NaN, in value and gradient: it gets finite logits, and its
+    # sum is replaced by the origin's direction below.
+    logits = (p * torch.log(x64[..., 0]) + torch.log(w64)).masked_fill(empty, 0.0)
+    weights = torch.softmax(logits, dim=-1)
     summed = (weights.unsqueeze(-1) * x64).sum(-2)
-    empty = (w64.sum(-1, keepdim=True) == 0)
     time_axis = summed.new_zeros(summed.shape[-1])
     time_axis[0] = 1.0
     summed = torch.where(empty, time_axis, summed)
@@ -604,6 +608,9 @@ def tangent_mean(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0)
     tangent = _logmap0(x, c)
     w = torch.ones_like(tangent[..., 0]) if mask is None else mask.to(tangent.dtype)
     total = w.sum(-1, keepdim=True).clamp_min(1.0)  # all padding: 0 / 1, the origin
+    # Padding's points may be anything (eager attention gives NaN for a sequence of only padding): left out, not
+    # multiplied by 0.
+    tangent = torch.where(w.unsqueeze(-1) > 0, tangent, 0.0)
     return _expmap0((w.unsqueeze(-1) * tangent).sum(-2) / total, c)
 
 

@@ -15,7 +15,7 @@ import math
 import numbers
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -261,8 +261,8 @@ def attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, atte
 
 
 def run_layers(layers: nn.ModuleList, x: Tensor, layer_args: tuple, output_hidden_states: bool,
-               output_attentions: bool, parts=lambda x: (x,), join=lambda state: state[0]
-               ) -> tuple[Tensor, tuple | None, tuple | None]:
+               output_attentions: bool, parts: Callable[[Tensor], tuple] = lambda x: (x,),
+               join: Callable[[tuple], Tensor] = lambda state: state[0]) -> tuple[Tensor, tuple | None, tuple | None]:
     """Apply the layers in order -> (output, hidden states, attention weights).
 
     A layer takes and returns ``parts(x)`` (EucBERT: (x,); HyTE-FH: the points' (time, space) parts) ahead of its
@@ -320,28 +320,25 @@ class LorentzLinear(nn.Module):
     """Hyperbolic linear transformation (HLT): (..., in_features) points -> (..., out_features) points.
 
     A Euclidean linear map of the whole point (time included) gives the new space coordinates; the time is then
-    recomputed. ``curvature_ratio`` = c_out / c_in rescales the space part by sqrt(c_out / c_in), which moves a
-    point from curvature -1/c_in to -1/c_out; the time is computed for c_out.
+    recomputed (``time_of``, or ``add_time`` for a whole point).
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 curvature_ratio: float = 1.0):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True):
         super().__init__()
         self.linear = nn.Linear(in_features, out_features - 1, bias=bias)
-        self.curvature_ratio = curvature_ratio
 
     def space(self, x: Tensor) -> Tensor:
         """The new space coordinates only, (..., in_features) -> (..., out_features - 1)."""
-        space = self.linear(x)
-        return space * math.sqrt(self.curvature_ratio) if self.curvature_ratio != 1.0 else space
+        return self.linear(x)
 
     def forward(self, x: Tensor, c: Tensor) -> Tensor:
-        return add_time(self.space(x), c * self.curvature_ratio)
+        return add_time(self.space(x), c)
 
     def space_of_parts(self, time: Tensor, space: Tensor) -> Tensor:
-        """``space`` of the point [time, space] without concatenating it first (saves a copy of a wide input)."""
-        out = torch.addcmul(F.linear(space, self.linear.weight[:, 1:], self.linear.bias), time, self.linear.weight[:, 0])
-        return out * math.sqrt(self.curvature_ratio) if self.curvature_ratio != 1.0 else out
+        """``space`` of the point [time, space], (..., 1) and (..., in_features - 1) -> (..., out_features - 1),
+        without concatenating it first (saves a copy of a wide input)."""
+        weight = self.linear.weight
+        return torch.addcmul(F.linear(space, weight[:, 1:], self.linear.bias), time, weight[:, 0])
 
 
 class LorentzLayerNorm(nn.Module):
@@ -385,7 +382,7 @@ class LorentzResidual(nn.Module):
 
 
 class LorentzSelfAttention(nn.Module):
-    """Hyperbolic multi-head self-attention: (B, T, D) points -> (B, T, D) points.
+    """Hyperbolic multi-head self-attention: (B, T, D) points -> the (time, space) parts of (B, T, D) points.
 
     Per head, queries/keys/values are points of Dh coordinates (RoPE rotates the space part of q and k). The score
     -d_L^2(q, k) / sqrt(Dh) with d_L^2 = -2c - 2<q, k>_L is softmax-equivalent to 2 <q, k>_L / sqrt(Dh), which is an
