@@ -318,9 +318,9 @@ def select_knobs(name: str, path: Path, taxonomy, arms, learning_rates, margin_s
         for learning_rate, scale in candidates:
             results, _ = trained_arm(arm, path, taxonomy, split, seed, steps,
                                      arm_folder(runs, name, seed, arm, learning_rate, scale), learning_rate, scale)
-            scores[candidate_name(learning_rate, scale)] = results["prediction"]["hard"]["validation_f1"]
-            print(f"  select {arm:<9} {candidate_name(learning_rate, scale)}: validation F1 (hard) "
-                  f"{scores[candidate_name(learning_rate, scale)]:.4f}", flush=True)
+            key = candidate_name(learning_rate, scale)
+            scores[key] = results["prediction"]["hard"]["validation_f1"]
+            print(f"  select {arm:<9} {key}: validation F1 (hard) {scores[key]:.4f}", flush=True)
         best = max(candidates, key=lambda c: (scores[candidate_name(*c)], -candidates.index(c)))
         selection[arm] = {"validation_f1": scores, "chosen": best[0],
                           **({"chosen_margin_scale": best[1]} if len(margin_scales) > 1 else {})}

@@ -24,9 +24,8 @@ NumPy arrays (e.g. FAISS search scores): given any NumPy array they return NumPy
 Checks: the functions check what costs no pass over the data (types, shapes, a curvature given as a number) and
 never read values: no device sync, nothing in the way of torch.compile, the same behaviour on every device. Values
 are checked where users hand them over (the indexes check vectors; ``encode`` texts) and, on request, by
-``check_point`` (as
-geoopt's ``check_point``): points that are not points of H_c (a sign-flipped query, a Euclidean vector, another
-curvature's points) give meaningless numbers here, not errors.
+``check_point`` (as geoopt's ``check_point``): points that are not points of H_c (a sign-flipped query, a Euclidean
+vector, another curvature's points) give meaningless numbers here, not errors.
 """
 
 from __future__ import annotations

@@ -311,6 +311,11 @@ def time_of(space: Tensor, c: Tensor) -> Tensor:
     return torch.hypot(torch.linalg.vector_norm(space, dim=-1, keepdim=True), c.sqrt())
 
 
+def parts_of(x: Tensor) -> tuple[Tensor, Tensor]:
+    """Points (..., D) as their (time (..., 1), space (..., D - 1)) parts; ``joined`` undoes it."""
+    return x[..., :1], x[..., 1:]
+
+
 def joined(state: tuple[Tensor, Tensor]) -> Tensor:
     """Points (..., D) from their (time (..., 1), space (..., D - 1)) parts."""
     return torch.cat(state, dim=-1)
@@ -472,7 +477,7 @@ class HyperbolicStack(nn.Module):
         rotary_dim = 2 * ((self.head_dim - 1) // 2)  # RoPE rotates the space coordinates in pairs
         cos, sin = rotary_cos_sin(torch.arange(x.shape[1], device=x.device), rotary_dim, self.rope_theta, x.dtype)
         return run_layers(self.layers, x, (key_padding_mask(mask), cos, sin, c), output_hidden_states,
-                          output_attentions, parts=lambda x: (x[..., :1], x[..., 1:]), join=joined)
+                          output_attentions, parts=parts_of, join=joined)
 
 
 class HyperbolicPooler(nn.Module):
