@@ -65,6 +65,9 @@ MAX_LENGTH = 48  # tokens of a training name: the 90th percentile of the HS's le
 # Each trained arm's own "parent nearer the origin" margin at scale 1: HyTE-H's and the Euclidean control's
 # loss.radius_margin (geodesic radius / vector norm), HiT's centripetal margin (its published 0.5).
 ORDER_MARGIN = {"hyte": 0.1, "euclidean": 0.1, "hit": 0.5}
+# HyTE-H's specificity head (``--radius-head``): its initial radius and learning rate, part of the arm's recipe (not
+# a knob chosen per run) and of its run folders' names. Empty: no head.
+HYTE_HEAD: dict = {}
 
 
 def taxonomy_file(name: str, folder: Path) -> Path:
@@ -122,11 +125,15 @@ def train_config(arm: str, taxonomy_path: Path, seed: int, steps: int, output_di
                  learning_rate: float = LEARNING_RATE, margin_scale: float = 1.0) -> dict:
     model = ({"build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2"} if arm == "hyte"
              else {"build": "load", "path": "bundled:all-MiniLM-L6-v2"})
+    head = HYTE_HEAD if arm == "hyte" else {}
+    if head:
+        model["options"] = {"radius_head": head["radius"]}
     return {"stage": "contrastive", "model": model,
             "data": {"source": "taxonomy", "path": str(taxonomy_path), "taxonomy_split": SPLIT, "taxonomy_seed": seed},
             "training": {"output_dir": str(output_dir), "max_steps": steps, "per_device_train_batch_size": BATCH,
                          "learning_rate": learning_rate, "head_learning_rate": 1e-3, "warmup_steps": steps // 20,
-                         "logging_steps": 10, "save_steps": max(steps // 2, 1), "seed": seed},
+                         "logging_steps": 10, "save_steps": max(steps // 2, 1), "seed": seed,
+                         **({"radius_head_learning_rate": head["learning_rate"]} if head else {})},
             "loss": {"temperature": 0.05, "hierarchy_weight": 1.0, "hierarchy_term": "radius",
                      "radius_margin": ORDER_MARGIN[arm] * margin_scale,
                      "max_query_length": MAX_LENGTH, "max_document_length": MAX_LENGTH},
@@ -297,6 +304,8 @@ def arm_folder(runs: Path, name: str, seed: int, arm: str, learning_rate: float,
         return runs / name / f"seed{seed}" / arm
     suffix = "" if learning_rate == LEARNING_RATE else f"-lr{learning_rate:g}"
     suffix += "" if margin_scale == 1.0 else f"-m{margin_scale:g}"
+    if arm == "hyte" and HYTE_HEAD:
+        suffix += f"-head{HYTE_HEAD['radius']:g}-hlr{HYTE_HEAD['learning_rate']:g}"
     return runs / name / f"seed{seed}" / f"{arm}{suffix}"
 
 
@@ -341,15 +350,21 @@ def main(argv: list[str] | None = None) -> int:
                              f"default {ORDER_MARGIN}; chosen with the learning rate, every pair tried")
     parser.add_argument("--selection-seed", type=int, default=100,
                         help="the split the learning rates (and margin scales) are chosen on")
+    parser.add_argument("--radius-head", nargs=2, type=float, metavar=("RADIUS", "LEARNING_RATE"),
+                        help="HyTE-H with its specificity head (model option radius_head), every text starting at "
+                             "RADIUS, the head trained at LEARNING_RATE (default: no head)")
     parser.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
     choosing = len(args.learning_rates) > 1 or len(args.margin_scales) > 1
+    if args.radius_head:
+        HYTE_HEAD.update(radius=args.radius_head[0], learning_rate=args.radius_head[1])
     if choosing and args.selection_seed in args.seeds:
         parser.error(f"--selection-seed {args.selection_seed} is one of --seeds: choose on a split no test uses")
     report = {"benchmark": "taxonomy-study", "split": SPLIT, "steps": args.steps, "batch": BATCH,
               "learning_rate": args.learning_rates[0] if not choosing else "chosen per arm, see selection",
               "primary_metric": "test F1, mixed-hop, hard negatives",
+              **({"hyte_radius_head": dict(HYTE_HEAD)} if HYTE_HEAD else {}),
               "taxonomies": {}, "meta": {"command": portable_command("python benchmarks/run_taxonomy.py " + shlex.join(
                   sys.argv[1:] if argv is None else argv)), **machine_info()}}
     for name in args.taxonomies:
