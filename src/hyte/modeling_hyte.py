@@ -100,11 +100,6 @@ def refuse_folder_without_config(name_or_path, options: dict) -> None:
         raise FileNotFoundError(not_a_model_folder(folder))
 
 
-def _tracing() -> bool:
-    """True under torch.compile / torch.export, where a tensor's values are not known."""
-    return torch.compiler.is_compiling() or torch.compiler.is_exporting()
-
-
 def check_token_ids(input_ids: Tensor, vocab_size: int) -> None:
     """ValueError for token ids outside [0, vocab_size), which would fail deep inside the embedding lookup: checked
     where texts come in (``encode``, on the tokenizer's CPU tensors), not in forward (a host sync per call)."""
@@ -135,17 +130,6 @@ def validate_inputs(input_ids: Tensor, attention_mask: Tensor | None, max_length
             f"got {tuple(attention_mask.shape)}."
         )
     return attention_mask.to(torch.float32)
-
-
-def refuse_left_padding(mask: Tensor) -> None:
-    """ValueError for a batch padded on the left (eager mode only, one host sync): for a HyTE-H encoder whose
-    position numbering hyte does not know (it gives BERT its positions), padding before a text's tokens could make
-    its vector depend on the longest text in its batch. (HyTE-FH and EucBERT use rotary positions, which only see
-    distances between tokens: they need no such check.)"""
-    if mask.shape[1] > 1 and not _tracing() and bool((mask[:, 1:] > mask[:, :-1]).any()):
-        raise ValueError("attention_mask has padding before tokens (a left-padding tokenizer?): this HyTE-H "
-                         "encoder numbers positions from the first column, so the vectors would depend on the batch. "
-                         "Tokenize with padding_side='right' (tokenizer.padding_side = 'right').")
 
 
 def first_token(x: Tensor, mask: Tensor) -> Tensor:
@@ -685,7 +669,7 @@ class HyTEPreTrainedModel(PreTrainedModel):
         try:
             for start in starts:
                 index = order[start : start + batch_size]
-                # Right padding whatever the tokenizer's default: some HyTE-H encoders refuse left padding.
+                # Right padding whatever the tokenizer's default: a HyTE-H on a non-BERT backbone needs it.
                 batch = tokenizer([texts[i] for i in index], padding=True, truncation=True, max_length=max_length,
                                   padding_side="right", return_tensors="pt")
                 check_token_ids(batch["input_ids"], self.config.vocab_size)
@@ -1071,7 +1055,9 @@ class HyTEHModel(HyTEPreTrainedModel):
         Euclidean, (B, T, d_base)), followed by each hyperbolic layer's output ((B, T, D) on the hyperboloid); the
         projected points, which are no layer's output, are not among them. Attention weights
         (config.num_hidden_layers): the backbone's layers, then the hyperbolic layers; under SDPA a transformers
-        backbone returns none of its own (load with attn_implementation="eager" for all of them)."""
+        backbone returns none of its own (load with attn_implementation="eager" for all of them). Padding: any side
+        on a BERT backbone (positions are counted from each row's first token); on others, right padding, as the
+        backbone itself expects (``encode`` pads right)."""
         output_attentions, output_hidden_states, return_dict = self._output_options(
             output_attentions, output_hidden_states, return_dict)
         mask = validate_inputs(input_ids, attention_mask, self.config.max_position_embeddings)
@@ -1082,8 +1068,6 @@ class HyTEHModel(HyTEPreTrainedModel):
             # batch), and a right-padded batch exactly BERT's own positions.
             leading_padding = mask.argmax(dim=1, keepdim=True)  # (B, 1): the first 1 of each row
             extra["position_ids"] = (torch.arange(mask.shape[1], device=mask.device) - leading_padding).clamp(min=0)
-        else:
-            refuse_left_padding(mask)
         collect_hidden_states = output_hidden_states is not False
         encoded = self.encoder(input_ids=input_ids, attention_mask=mask.to(torch.long),
                                output_attentions=output_attentions, output_hidden_states=collect_hidden_states,
