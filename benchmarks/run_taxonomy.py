@@ -32,6 +32,13 @@ origin" margin (``ORDER_MARGIN``) times the scale:
     python benchmarks/run_taxonomy.py --taxonomies hscodes --seeds 5 6 7 8 9 --steps 120 \\
         --learning-rates 5e-5 1e-4 --margin-scales 1 5 --output benchmarks/results/taxonomy_hscodes_round2.json
 
+``--radius-head RADIUS LEARNING_RATE`` gives HyTE-H its specificity head (every text starts at RADIUS, the head
+trains at LEARNING_RATE): without it, HyTE-H's radii stay where the projection's scale puts them (~0.3) and move
+little in 120 steps, so its "parent nearer the origin" term barely engages (a validation diagnosis, docs/geometry.md):
+
+    python benchmarks/run_taxonomy.py --taxonomies icd10 --seeds 10 11 12 13 14 --steps 120 --learning-rates 1e-4 \\
+        --margin-scales 1 5 10 20 --radius-head 1 0.01 --output benchmarks/results/taxonomy_icd10_round2.json
+
 HiT needs ``pip install --no-deps hierarchy-transformers==0.1.1 geoopt`` (an optional extra of the benchmarks, never
 of the package). Taxonomies: ``hpo`` (the installed HPO, OBO), ``icd10`` (ICD-10-CM from simple-icd-10-cm down to
 its 4-character subcategories, a concept table written here) and ``hscodes`` (the Harmonized System's customs product

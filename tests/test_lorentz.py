@@ -315,6 +315,7 @@ def test_every_function_refuses_a_curvature_that_is_not_positive(c):
     mask = torch.ones(1, 3)
     calls = {
         "origin": lambda: L.origin(4, c), "add_time": lambda: L.add_time(x[:, 1:], c),
+        "time_coordinate": lambda: L.time_coordinate(x[:, 1:], c),
         "distance_from_inner": lambda: L.distance_from_inner(L.inner(x, x), c), "distance": lambda: L.distance(x, x, c),
         "pairwise_distance": lambda: L.pairwise_distance(x, x, c),
         "squared_lorentz_distance": lambda: L.squared_lorentz_distance(x, x, c),
@@ -470,6 +471,7 @@ def public_calls(x: torch.Tensor, c: float) -> dict[str, tuple]:
     y, sets, mask = x.flip(0), x.view(2, 3, -1), torch.ones(2, 3, dtype=x.dtype)
     calls = {
         "origin": (L.origin, (x.shape[-1] - 1,)), "add_time": (L.add_time, (x[:, 1:],)),
+        "time_coordinate": (L.time_coordinate, (x[:, 1:],)),
         "expmap0": (L.expmap0, (x[:, 1:],)), "from_poincare": (L.from_poincare, (0.1 * x[:, 1:] / x[:, :1],)),
         "distance_from_inner": (L.distance_from_inner, (L.inner(x, y),)), "project": (L.project, (x,)),
         "flip_time": (L.flip_time, (x,)), "radius": (L.radius, (x,)), "inner": (L.inner, (x, y)),
@@ -558,6 +560,8 @@ def test_valid_inputs_up_to_radius_15_are_accepted(seed, dtype, c):
     axis = torch.zeros(2, 9, dtype=dtype).index_fill(1, torch.tensor([0]), math.sqrt(c))
     for v in (x[:, 1:], tangent, axis):
         assert torch.isfinite(L.add_time(v, c)).all() and torch.isfinite(L.expmap0(v, c)).all()
+        # The time coordinate alone is add_time's first column (the same formula, not a second one).
+        assert torch.equal(L.time_coordinate(v, c), L.add_time(v, c)[..., :1])
     assert torch.isfinite(L.pairwise_inner(x, x)).all() and torch.isfinite(L.inner(L.flip_time(x), L.flip_time(x))).all()
     assert torch.isfinite(L.inner(x - x.flip(0), x)).all()  # differences of points pair with anything
 

@@ -65,6 +65,7 @@ __all__ = [
     "radius",
     "squared_lorentz_distance",
     "tangent_mean",
+    "time_coordinate",
     "to_poincare",
 ]
 
@@ -191,9 +192,20 @@ def add_time(space: Tensor, c: float | Tensor = 1.0) -> Tensor:
     return _lift(space, c)
 
 
+@_accepts_numpy
+def time_coordinate(space: Tensor, c: float | Tensor = 1.0) -> Tensor:
+    """The time coordinate alone, (..., d) -> (..., 1): ``add_time`` without the join, for code that keeps a point's
+    time and space parts apart (HyTE-FH's residual stream)."""
+    _check_vectors(space, "time_coordinate", "space coordinates (..., d)")
+    return _time(space, c)
+
+
+def _time(space: Tensor, c: float | Tensor) -> Tensor:
+    return torch.hypot(torch.linalg.vector_norm(space, dim=-1, keepdim=True), torch.sqrt(_curvature_like(c, space)))
+
+
 def _lift(space: Tensor, c: float | Tensor) -> Tensor:
-    time = torch.hypot(torch.linalg.vector_norm(space, dim=-1, keepdim=True), torch.sqrt(_curvature_like(c, space)))
-    return torch.cat([time, space], dim=-1)
+    return torch.cat([_time(space, c), space], dim=-1)
 
 
 @_accepts_numpy

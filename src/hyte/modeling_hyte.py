@@ -39,6 +39,7 @@ from .lorentz import (
     project,
     projection_factor,
     tangent_mean,
+    time_coordinate,
 )
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -289,12 +290,6 @@ def model_output(output: ModelOutput, return_dict: bool) -> ModelOutput | tuple:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def time_of(space: Tensor, c: Tensor) -> Tensor:
-    """The time coordinate (..., 1) of the point with space part (..., d): sqrt(||x_s||^2 + c) as hypot (no overflow
-    of the square)."""
-    return torch.hypot(torch.linalg.vector_norm(space, dim=-1, keepdim=True), c.sqrt())
-
-
 def parts_of(x: Tensor) -> tuple[Tensor, Tensor]:
     """Points (..., D) as their (time (..., 1), space (..., D - 1)) parts; ``joined`` undoes it."""
     return x[..., :1], x[..., 1:]
@@ -309,7 +304,7 @@ class LorentzLinear(nn.Module):
     """Hyperbolic linear transformation (HLT): (..., in_features) points -> (..., out_features) points.
 
     A Euclidean linear map of the whole point (time included) gives the new space coordinates; the time is then
-    recomputed (``time_of``, or ``add_time`` for a whole point).
+    recomputed (``time_coordinate``, or ``add_time`` for a whole point).
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True):
@@ -397,7 +392,7 @@ class LorentzSelfAttention(nn.Module):
         B, T, _ = x.shape
         space = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim - 1).permute(2, 0, 3, 1, 4)
         # Time from the unrotated space part: RoPE is a rotation and keeps ||x_s||, hence x_0.
-        time = time_of(space, c)  # (3, B, H, T, 1)
+        time = time_coordinate(space, c)  # (3, B, H, T, 1)
         q_space, k_space, v_space = space.unbind(0)  # each (B, H, T, Dh - 1)
         q_time, k_time, v_time = time.unbind(0)
         q = apply_rotary(q_space, cos, sin, prefix=-q_time)  # (B, H, T, Dh), time negated
@@ -406,7 +401,7 @@ class LorentzSelfAttention(nn.Module):
         mixed, weights = attention(self, q, k, v, attend, self.scale, output_attentions)  # (B, T, H, Dh), off the manifold
         heads = project(mixed, c)  # Lorentzian centroid of the values, per head
         space = self.out.space(heads.reshape(B, T, self.num_heads * self.head_dim))  # (B, T, D - 1)
-        return (time_of(space, c), space), weights
+        return (time_coordinate(space, c), space), weights
 
 
 class LorentzFeedForward(nn.Module):
@@ -422,8 +417,8 @@ class LorentzFeedForward(nn.Module):
     def forward(self, x: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
         gate, up = self.gate_up.space(x).chunk(2, dim=-1)
         hidden = F.silu(gate) * up  # space part of the intermediate point
-        space = self.down.space_of_parts(time_of(hidden, c), hidden)
-        return time_of(space, c), space
+        space = self.down.space_of_parts(time_coordinate(hidden, c), hidden)
+        return time_coordinate(space, c), space
 
 
 class HyTEFHLayer(GradientCheckpointingLayer):
