@@ -1211,6 +1211,15 @@ def test_lora_modules_to_save_must_be_modules_and_lora_on_new_weights_is_warned(
         apply_lora(BuiltModel(model, bert_tokenizer, True, None), lora)
     assert "LoRA on a new hyte_fh: its frozen weights are a random initialisation" in caplog.text
 
+    # A new specificity head under LoRA would stay frozen at its initial radius: refused unless it is trained whole.
+    from hyte.training import parse_config
+
+    head = {"stage": "contrastive", "training": {"output_dir": str(tmp_path / "run")},
+            "model": {"build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2", "options": {"radius_head": 1.0}}}
+    with pytest.raises(ConfigError, match=r"radius_head.*frozen.*modules_to_save: \[radius_head\]"):
+        parse_config({**head, "lora": {"r": 4}})
+    assert parse_config({**head, "lora": {"r": 4, "modules_to_save": ["radius_head"]}}).lora.r == 4
+
 
 def test_a_beir_training_folder_is_read_by_the_evaluation_reader(tmp_path):
     """Training from a BEIR folder reads it as evaluation does (hyte.data.beir.load_beir): positive judgements become

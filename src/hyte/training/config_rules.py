@@ -203,6 +203,13 @@ def validate(config: RunConfig, source: str) -> None:
     if config.stage == "finetune" and config.mining.num_negatives < 1:
         raise ConfigError(f"{source}: stage finetune needs mining.num_negatives >= 1")
     _validate_lora(config.lora, source)
+    if (config.lora.r > 0 and config.model.build == "hyte_h" and config.model.options.get("radius_head") is not None
+            and "radius_head" not in config.lora.modules_to_save):
+        # LoRA freezes every module it does not adapt: a new specificity head would keep every text at its initial
+        # radius, and the "parent nearer the origin" term could not be met.
+        raise ConfigError(f"{source}: model.options.radius_head builds a new specificity head, which LoRA would "
+                          "leave frozen at its initial radius for every text: add lora.modules_to_save: "
+                          "[radius_head] (trained whole beside the adapters), or set lora.r: 0")
     if config.stage == "phrase":
         _validate_phrase(config, source)
     if config.stage == "compatible":
