@@ -655,6 +655,13 @@ def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
     assert "Your own taxonomy (hscodes, neither tuned)" not in text  # ... replacing the older study's
     tuned_first = text.index("**hscodes, each arm's learning rate and order margin chosen on validation**")
     assert tuned_first < text.index("**hscodes, neither tuned** (`taxonomy_hscodes.json`)")  # kept as history
+    # HyTE-H's recipe with its specificity head is named in the study's heading and its verdicts.
+    tuned["hyte_radius_head"] = {"radius": 1.0, "learning_rate": 0.01}
+    tuned["meta"]["date"] = "2026-12-07 11:00"
+    (tmp_path / "results" / "taxonomy_hscodes_head.json").write_text(json.dumps(tuned))
+    text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
+    headed = "hscodes, HyTE-H with its specificity head (from radius 1, rate 0.01); each arm's learning rate"
+    assert f"**{headed}" in text and f"Your own taxonomy ({headed}" in text
 
 
 def test_a_hub_export_split_is_judged_on_the_negatives_it_carries(tmp_path, minilm_path):

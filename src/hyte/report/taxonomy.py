@@ -18,12 +18,16 @@ ARM_TITLES = {"hyte": "HyTE-H", "euclidean": "Euclidean control", "hit": "HiT (h
               "base": "all-MiniLM-L6-v2 (untrained)"}
 
 
-def care(study: dict) -> str:
-    """What tuning the arms of a taxonomy study got: the same for each, or none."""
+def care(payload: dict, study: dict) -> str:
+    """What tuning the arms of a taxonomy study got (the same for each, or none), and HyTE-H's recipe where it has its
+    specificity head."""
+    head = payload.get("hyte_radius_head")
+    recipe = (f"HyTE-H with its specificity head (from radius {head['radius']:g}, rate {head['learning_rate']:g}); "
+              if head else "")
     if not study.get("selection"):
-        return "neither tuned"
+        return recipe + "neither tuned"
     margins = any("chosen_margin_scale" in record for record in study["selection"]["arms"].values())
-    return f"each arm's learning rate{' and order margin' if margins else ''} chosen on validation"
+    return recipe + f"each arm's learning rate{' and order margin' if margins else ''} chosen on validation"
 
 
 def _knobs(learning_rate, margin_scale) -> str:
@@ -59,7 +63,7 @@ def _study_lines(path: Path, payload: dict) -> list[str]:
                          _mean_sd([s["prediction"]["random"]["f1"] for s in seeds]),
                          _mean_sd([s["parent_ranking_distance"]["mrr"] for s in seeds]),
                          _mean_sd([s["seconds_per_step"] for s in seeds])])
-        lines += [(f"**{name}, {care(study)}** (`{path.name}`): {TAXONOMY_TITLES.get(name, name)} "
+        lines += [(f"**{name}, {care(payload, study)}** (`{path.name}`): {TAXONOMY_TITLES.get(name, name)} "
                    f"({study['concepts']} concepts; {payload['split']} split drawn per seed; {payload['steps']} steps "
                    f"of {payload['batch']}; primary metric: {payload['primary_metric']}):"),
                   "", *table(["arm", "seeds", "learning rate (margin)", "F1, hard negatives", "F1, random negatives",
