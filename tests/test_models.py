@@ -59,6 +59,9 @@ def test_sdpa_fast_path_matches_eager_reference_path():
     reference = model(ids, mask).last_hidden_state
     torch.testing.assert_close(fast[0], reference[0], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(fast[1, :11], reference[1, :11], rtol=1e-5, atol=1e-5)
+    # A row of only padding (an empty text without special tokens) gives finite points on the reference path too.
+    mask[1] = 0
+    assert torch.isfinite(model(ids, mask).last_hidden_state).all()
 
 
 def test_fh_long_sequences_and_large_radii_stay_finite_in_float32():

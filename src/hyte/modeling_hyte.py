@@ -216,7 +216,7 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, prefix: Tensor | None = No
 
 
 def key_padding_mask(mask: Tensor) -> Tensor:
-    """(B, T) float mask -> (B, 1, 1, T) boolean: True = attend. Padding keys get -inf inside the softmax."""
+    """(B, T) float mask -> (B, 1, 1, T) boolean: True = attend. Padding keys get no weight in the softmax."""
     return (mask > 0)[:, None, None, :]
 
 
@@ -228,7 +228,8 @@ def eager_attention_forward(module: nn.Module, query: Tensor, key: Tensor, value
     fused kernel). ``attention_mask`` (B, 1, 1, T) is boolean, True = attend.
     """
     scores = scaling * (query @ key.transpose(-1, -2))  # (B, H, T, T)
-    weights = torch.softmax(scores.masked_fill(~attention_mask, float("-inf")), dim=-1)
+    # The dtype's lowest finite value, not -inf: a row of only padding gets uniform weights instead of 0/0 = NaN.
+    weights = torch.softmax(scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min), dim=-1)
     return (weights @ value).transpose(1, 2), weights
 
 
