@@ -660,7 +660,7 @@ def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
     tuned["meta"]["date"] = "2026-12-07 11:00"
     (tmp_path / "results" / "taxonomy_hscodes_head.json").write_text(json.dumps(tuned))
     text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
-    headed = "hscodes, HyTE-H with its specificity head (from radius 1, rate 0.01); each arm's learning rate"
+    headed = "hscodes, HyTE-H with its specificity head, from radius 1 at rate 0.01; each arm's learning rate"
     assert f"**{headed}" in text and f"Your own taxonomy ({headed}" in text
 
 

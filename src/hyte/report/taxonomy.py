@@ -22,7 +22,7 @@ def care(payload: dict, study: dict) -> str:
     """What tuning the arms of a taxonomy study got (the same for each, or none), and HyTE-H's recipe where it has its
     specificity head."""
     head = payload.get("hyte_radius_head")
-    recipe = (f"HyTE-H with its specificity head (from radius {head['radius']:g}, rate {head['learning_rate']:g}); "
+    recipe = (f"HyTE-H with its specificity head, from radius {head['radius']:g} at rate {head['learning_rate']:g}; "
               if head else "")
     if not study.get("selection"):
         return recipe + "neither tuned"
