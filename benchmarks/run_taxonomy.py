@@ -364,12 +364,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
     choosing = len(args.learning_rates) > 1 or len(args.margin_scales) > 1
-    if args.radius_head:
+    HYTE_HEAD.clear()
+    if args.radius_head and "hyte" in args.arms:
         HYTE_HEAD.update(radius=args.radius_head[0], learning_rate=args.radius_head[1])
     if choosing and args.selection_seed in args.seeds:
         parser.error(f"--selection-seed {args.selection_seed} is one of --seeds: choose on a split no test uses")
     report = {"benchmark": "taxonomy-study", "split": SPLIT, "steps": args.steps, "batch": BATCH,
-              "learning_rate": args.learning_rates[0] if not choosing else "chosen per arm, see selection",
+              "learning_rate": (args.learning_rates[0] if len(args.learning_rates) == 1
+                                else "chosen per arm, see selection"),
               "primary_metric": "test F1, mixed-hop, hard negatives",
               **({"hyte_radius_head": dict(HYTE_HEAD)} if HYTE_HEAD else {}),
               "taxonomies": {}, "meta": {"command": portable_command("python benchmarks/run_taxonomy.py " + shlex.join(

@@ -556,6 +556,9 @@ def test_train_set_lists_lora_targets_and_push_of_a_checkpoint_get_a_clear_error
         assert ("lora.target_modules must be a list; got '" + written + "' (--set values are read as JSON, and kept "
                 """as a string when they are not JSON: write a list as '["query","value"]'""") in capsys.readouterr().err
     assert parse_override('lora.target_modules=["query","value"]') == ("lora.target_modules", ["query", "value"])
+    assert main([*train, "--set", "lora.r=4", "--set", 'lora.target_modules=["query","value"]']) == 2
+    assert "model.options.radius_head builds a new specificity head" in capsys.readouterr().err  # frozen under LoRA
+    train += ["--set", 'lora.modules_to_save=["radius_head"]']
     assert main([*train, "--set", "lora.r=4", "--set", 'lora.target_modules=["query","valeu"]']) == 2
     error = capsys.readouterr().err
     assert (f"{config}: lora.target_modules names 'valeu', which HyTEHModel has no module of: give the names of its "

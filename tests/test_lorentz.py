@@ -403,7 +403,7 @@ def test_a_tensor_curvature_is_one_number_and_numbers_are_not_points():
     for number, named in ((3.0, "the number 3.0"), (torch.tensor(3.0), r"a 0-d tensor \(one number\)"),
                           (np.float64(3.0), "the number np.float64"), (np.array(3.0), "a 0-d tensor")):
         for call, name in ((L.radius, "radius"), (L.flip_time, "flip_time"), (L.half_aperture, "half_aperture"),
-                           (L.add_time, "add_time"), (L.expmap0, "expmap0"),
+                           (L.add_time, "add_time"), (L.time_coordinate, "time_coordinate"), (L.expmap0, "expmap0"),
                            (lambda v: L.squared_lorentz_distance(v, v), "squared_lorentz_distance")):
             with pytest.raises(TypeError, match=rf"^{name} takes a tensor or NumPy array of .*; got {named}"):
                 call(number)

@@ -660,8 +660,16 @@ def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
     tuned["meta"]["date"] = "2026-12-07 11:00"
     (tmp_path / "results" / "taxonomy_hscodes_head.json").write_text(json.dumps(tuned))
     text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
-    headed = "hscodes, HyTE-H with its specificity head, from radius 1 at rate 0.01; each arm's learning rate"
+    headed = ("hscodes, HyTE-H with its specificity head from radius 1, head learning rate 0.01; each arm's "
+              "learning rate")
     assert f"**{headed}" in text and f"Your own taxonomy ({headed}" in text
+    # One learning rate for every candidate: only the margin was chosen, and the label says so.
+    for record in hscodes["selection"]["arms"].values():
+        record["validation_f1"] = {"0.0001": 0.6, "0.0001, margin x5": 0.62}
+    tuned["meta"]["date"] = "2026-12-07 12:00"
+    (tmp_path / "results" / "taxonomy_hscodes_margin.json").write_text(json.dumps(tuned))
+    text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
+    assert "head learning rate 0.01; learning rate 0.0001 for all, each arm's order margin chosen on validation" in text
 
 
 def test_a_hub_export_split_is_judged_on_the_negatives_it_carries(tmp_path, minilm_path):

@@ -1219,6 +1219,7 @@ def test_lora_modules_to_save_must_be_modules_and_lora_on_new_weights_is_warned(
     with pytest.raises(ConfigError, match=r"radius_head.*frozen.*modules_to_save: \[radius_head\]"):
         parse_config({**head, "lora": {"r": 4}})
     assert parse_config({**head, "lora": {"r": 4, "modules_to_save": ["radius_head"]}}).lora.r == 4
+    assert parse_config({**head, "lora": {"r": 4, "target_modules": ["query", "radius_head"]}}).lora.r == 4
 
 
 def test_a_beir_training_folder_is_read_by_the_evaluation_reader(tmp_path):

@@ -216,7 +216,8 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, prefix: Tensor | None = No
 
 
 def key_padding_mask(mask: Tensor) -> Tensor:
-    """(B, T) float mask -> (B, 1, 1, T) boolean: True = attend. Padding keys get no weight in the softmax."""
+    """(B, T) float mask -> (B, 1, 1, T) boolean: True = attend. Padding keys get no weight in the softmax (unless
+    a row is only padding: its output is finite and meaningless, and differs between the eager and SDPA paths)."""
     return (mask > 0)[:, None, None, :]
 
 

@@ -22,12 +22,17 @@ def care(payload: dict, study: dict) -> str:
     """What tuning the arms of a taxonomy study got (the same for each, or none), and HyTE-H's recipe where it has its
     specificity head."""
     head = payload.get("hyte_radius_head")
-    recipe = (f"HyTE-H with its specificity head, from radius {head['radius']:g} at rate {head['learning_rate']:g}; "
-              if head else "")
+    recipe = (f"HyTE-H with its specificity head from radius {head['radius']:g}, head learning rate "
+              f"{head['learning_rate']:g}; " if head else "")
     if not study.get("selection"):
         return recipe + "neither tuned"
-    margins = any("chosen_margin_scale" in record for record in study["selection"]["arms"].values())
-    return recipe + f"each arm's learning rate{' and order margin' if margins else ''} chosen on validation"
+    records = study["selection"]["arms"].values()
+    margins = any("chosen_margin_scale" in record for record in records)
+    # A candidate's key is its learning rate, then ", margin x<scale>" where the scale is not 1.
+    rates = {key.split(",")[0] for record in records for key in record["validation_f1"]}
+    if len(rates) > 1:
+        return recipe + f"each arm's learning rate{' and order margin' if margins else ''} chosen on validation"
+    return recipe + f"learning rate {rates.pop()} for all, each arm's order margin chosen on validation"
 
 
 def _knobs(learning_rate, margin_scale) -> str:

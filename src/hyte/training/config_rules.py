@@ -204,9 +204,9 @@ def validate(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: stage finetune needs mining.num_negatives >= 1")
     _validate_lora(config.lora, source)
     if (config.lora.r > 0 and config.model.build == "hyte_h" and config.model.options.get("radius_head") is not None
-            and "radius_head" not in config.lora.modules_to_save):
-        # LoRA freezes every module it does not adapt: a new specificity head would keep every text at its initial
-        # radius, and the "parent nearer the origin" term could not be met.
+            and "radius_head" not in (*config.lora.modules_to_save, *config.lora.target_modules)):
+        # LoRA freezes every module it neither adapts nor saves: a new specificity head would keep every text at its
+        # initial radius, and the "parent nearer the origin" term could not be met.
         raise ConfigError(f"{source}: model.options.radius_head builds a new specificity head, which LoRA would "
                           "leave frozen at its initial radius for every text: add lora.modules_to_save: "
                           "[radius_head] (trained whole beside the adapters), or set lora.r: 0")

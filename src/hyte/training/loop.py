@@ -291,7 +291,7 @@ def _initial_logit_scale(built: BuiltModel, config: RunConfig, examples: list[di
         model.eval()
         with torch.no_grad():
             tokens = built.tokenizer(texts, padding=True, truncation=True, max_length=loss.max_document_length,
-                                     return_tensors="pt")
+                                     padding_side="right", return_tensors="pt")
             points = embed(model, tokens["input_ids"], tokens["attention_mask"], True)
             radius = float(lorentz.distance_to_origin(points, float(model.curvature)).mean())
         model.train(was_training)

@@ -53,10 +53,11 @@ class ContrastiveCollator:
             parent_rows.append(len(documents) if example.get("parent") else -1)
             if example.get("parent"):
                 documents.append(example["parent"])
+        # Right padding, as encode pads: a HyTE-H on a non-BERT backbone numbers positions from column 0.
         queries = self.tokenizer([e["query"] for e in examples], padding=True, truncation=True,
-                                 max_length=self.max_query_length, return_tensors="pt")
+                                 max_length=self.max_query_length, padding_side="right", return_tensors="pt")
         docs = self.tokenizer(documents, padding=True, truncation=True, max_length=self.max_document_length,
-                              return_tensors="pt")
+                              padding_side="right", return_tensors="pt")
         exclude_mask = torch.tensor([[row != index and self._not_a_negative(example, text)
                                       for row, text in enumerate(documents)]
                                      for index, example in enumerate(examples)], dtype=torch.bool)
