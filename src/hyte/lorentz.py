@@ -619,8 +619,7 @@ def tangent_mean(x: Tensor, mask: Tensor | None = None, c: float | Tensor = 1.0)
     tangent = _logmap0(x, c)
     w = torch.ones_like(tangent[..., 0]) if mask is None else mask.to(tangent.dtype)
     total = w.sum(-1, keepdim=True).clamp_min(1.0)  # all padding: 0 / 1, the origin
-    # Padding's points may be anything (eager attention gives NaN for a sequence of only padding): left out, not
-    # multiplied by 0.
+    # Padding's points may be anything (a NaN there times 0 would still be NaN): left out, not multiplied by 0.
     tangent = torch.where(w.unsqueeze(-1) > 0, tangent, 0.0)
     return _expmap0((w.unsqueeze(-1) * tangent).sum(-2) / total, c)
 
