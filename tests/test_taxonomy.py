@@ -670,6 +670,20 @@ def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
     (tmp_path / "results" / "taxonomy_hscodes_margin.json").write_text(json.dumps(tuned))
     text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
     assert "head learning rate 0.01; learning rate 0.0001 for all, each arm's order margin chosen on validation" in text
+    # A selection that names the knobs it varied (order margin and contrast) is read by those names.
+    hscodes["selection"]["varied"] = ["margin_scale", "contrast_scale"]
+    for record in hscodes["selection"]["arms"].values():
+        record.update(validation_f1={"0.0001, margin x5": 0.6, "0.0001, margin x5, contrast x2.5": 0.63},
+                      chosen=1e-4, chosen_margin_scale=5.0, chosen_contrast_scale=2.5)
+    for seed in hscodes["arms"]["hyte"]:
+        seed.update(learning_rate=1e-4, margin_scale=5.0, contrast_scale=2.5)
+    tuned["meta"]["date"] = "2026-12-07 13:00"
+    (tmp_path / "results" / "taxonomy_hscodes_contrast.json").write_text(json.dumps(tuned))
+    text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
+    assert ("learning rate 0.0001 for all, each arm's order margin and contrast (temperature; HiT: clustering margin) "
+            "chosen on validation") in text
+    assert "| HyTE-H | 2 | 0.0001, margin ×5, contrast ×2.5 |" in text
+    assert "(chose 0.0001, margin ×5, contrast ×2.5)" in text
 
 
 def test_a_hub_export_split_is_judged_on_the_negatives_it_carries(tmp_path, minilm_path):

@@ -26,20 +26,38 @@ def care(payload: dict, study: dict) -> str:
               f"{head['learning_rate']:g}; " if head else "")
     if not study.get("selection"):
         return recipe + "neither tuned"
-    records = study["selection"]["arms"].values()
-    margins = any("chosen_margin_scale" in record for record in records)
-    # A candidate's key is its learning rate, then ", margin x<scale>" where the scale is not 1.
+    varied = study["selection"].get("varied") or _varied_by_keys(study["selection"]["arms"].values())
+    chosen = " and ".join(KNOB_TITLES[knob] for knob in varied)
+    if "learning_rate" in varied:
+        return recipe + f"each arm's {chosen} chosen on validation"
+    rate = next(iter(study["selection"]["arms"].values()))["chosen"]  # the one candidate, chosen by every arm
+    return recipe + f"learning rate {rate:g} for all, each arm's {chosen} chosen on validation"
+
+
+# The knobs run_taxonomy's selection can vary, as the report names them.
+KNOB_TITLES = {"learning_rate": "learning rate", "margin_scale": "order margin",
+               "contrast_scale": "contrast (temperature; HiT: clustering margin)"}
+
+
+def _varied_by_keys(records) -> list[str]:
+    """The knobs a selection recorded before it named them: a candidate's key is its learning rate, then
+    ", margin x<scale>" where the scale is not 1."""
     rates = {key.split(",")[0] for record in records for key in record["validation_f1"]}
-    if len(rates) > 1:
-        return recipe + f"each arm's learning rate{' and order margin' if margins else ''} chosen on validation"
-    return recipe + f"learning rate {rates.pop()} for all, each arm's order margin chosen on validation"
+    margins = any("chosen_margin_scale" in record for record in records)
+    return ["learning_rate"] * (len(rates) > 1) + ["margin_scale"] * margins
 
 
-def _knobs(learning_rate, margin_scale) -> str:
-    """An arm's chosen knobs as the tables show them: the learning rate, and a margin scale other than 1."""
+def _knobs(learning_rate, margin_scale, contrast_scale=None) -> str:
+    """An arm's chosen knobs as the tables show them: the learning rate, and the scales other than 1."""
     if not isinstance(learning_rate, float):
         return "–"
-    return f"{learning_rate:g}" + (f", margin ×{margin_scale:g}" if margin_scale not in (None, 1.0) else "")
+    return f"{learning_rate:g}" + "".join(f", {kind} ×{scale:g}" for kind, scale in (("margin", margin_scale),
+                                                                                    ("contrast", contrast_scale))
+                                          if scale not in (None, 1.0))
+
+
+def _chosen_knobs(record: dict) -> str:
+    return _knobs(record["chosen"], record.get("chosen_margin_scale"), record.get("chosen_contrast_scale"))
 
 
 def newest_first(studies: list[tuple[Path, dict]]) -> list[tuple[Path, dict]]:
@@ -63,7 +81,8 @@ def _study_lines(path: Path, payload: dict) -> list[str]:
         rows = []
         for arm, seeds in study["arms"].items():
             rate = seeds[0].get("learning_rate", payload.get("learning_rate")) if arm != "base" else None
-            rows.append([ARM_TITLES.get(arm, arm), len(seeds), _knobs(rate, seeds[0].get("margin_scale")),
+            rows.append([ARM_TITLES.get(arm, arm), len(seeds), _knobs(rate, seeds[0].get("margin_scale"),
+                                                                    seeds[0].get("contrast_scale")),
                          _mean_sd([s["prediction"]["hard"]["f1"] for s in seeds]),
                          _mean_sd([s["prediction"]["random"]["f1"] for s in seeds]),
                          _mean_sd([s["parent_ranking_distance"]["mrr"] for s in seeds]),
@@ -71,7 +90,7 @@ def _study_lines(path: Path, payload: dict) -> list[str]:
         lines += [(f"**{name}, {care(payload, study)}** (`{path.name}`): {TAXONOMY_TITLES.get(name, name)} "
                    f"({study['concepts']} concepts; {payload['split']} split drawn per seed; {payload['steps']} steps "
                    f"of {payload['batch']}; primary metric: {payload['primary_metric']}):"),
-                  "", *table(["arm", "seeds", "learning rate (margin)", "F1, hard negatives", "F1, random negatives",
+                  "", *table(["arm", "seeds", "learning rate (scales)", "F1, hard negatives", "F1, random negatives",
                               "parent MRR (distance)", "s / step"], rows)]
         if study.get("selection"):
             chosen = study["selection"]
@@ -79,7 +98,7 @@ def _study_lines(path: Path, payload: dict) -> list[str]:
                            "(no test seed's), validation F1 with hard negatives per candidate: " + "; ".join(
                                f"{ARM_TITLES.get(arm, arm)} " + "; ".join(f"{rate} {f1:.4f}" for rate, f1 in
                                                                           record["validation_f1"].items())
-                               + f" (chose {_knobs(record['chosen'], record.get('chosen_margin_scale'))})"
+                               + f" (chose {_chosen_knobs(record)})"
                                for arm, record in chosen["arms"].items()) + ".")]
         verdicts = [[f"HyTE-H − {ARM_TITLES.get(pair.split(' - ')[1], pair)}", f"{c['mean_difference']:+.4f}",
                      f"[{c['interval_95'][0]:+.4f}, {c['interval_95'][1]:+.4f}]", c["verdict"]]
