@@ -37,8 +37,12 @@ temperature 0.05 divided by it, HiT's clustering triplet margin 5 multiplied by 
 knob the others could tune:
 
     python benchmarks/run_taxonomy.py --taxonomies icd10 --seeds 15 16 17 18 19 --steps 120 --learning-rates 1e-4 \
-        --margin-scales 5 10 --contrast-scales 1 2.5 --radius-head 1 0.01 \
+        --margin-scales 5 10 --contrast-scales 1 2.5 --radius-head 1 0.01 --fresh-against 0 1 2 3 4 10 11 12 13 14 \
         --output benchmarks/results/taxonomy_icd10_round3.json
+
+``--fresh-against`` names the earlier rounds' test seeds: a mixed-hop split drawn with a new seed still tests about
+40 % of the edges ten earlier splits tested, so the primary metric and the comparisons count only the test questions
+whose edge no earlier round tested and the knobs were not chosen on (the full test's metrics are kept beside them).
 
 ``--radius-head RADIUS LEARNING_RATE`` gives HyTE-H its specificity head (every text starts at RADIUS, the head
 trains at LEARNING_RATE): without it, HyTE-H's radii stay where the projection's scale puts them (~0.3) and move
@@ -276,6 +280,34 @@ def judged_once(arm: str, model, taxonomy, split, folder: Path, seconds: float) 
     return results, predictions
 
 
+def fresh_questions(split, seen: set[tuple[str, str]]) -> np.ndarray:
+    """Which of the split's test questions ask about a (child, parent) edge outside ``seen`` (edges that earlier
+    rounds tested, or that the knobs were chosen on): (questions,) booleans."""
+    return np.array([(s.child, s.parent) not in seen for s in split.test])
+
+
+def restricted(predictions: dict, keep: np.ndarray) -> dict:
+    """Per-pair predictions of the kept questions only, their questions renumbered 0.. in order (the bootstrap reads
+    them as contiguous rows)."""
+    rows = keep[predictions["question"]]
+    _, question = np.unique(predictions["question"][rows], return_inverse=True)
+    return {"predicted": predictions["predicted"][rows], "labels": predictions["labels"][rows], "question": question}
+
+
+def fresh_metrics(hard: dict, predictions: dict) -> dict:
+    """The hard-negative test metrics recomputed on the fresh questions' predictions (same weight and threshold,
+    chosen on validation); the full test's kept under ``full_test``."""
+    fresh = subsumption.threshold_metrics(predictions["predicted"].astype(float), predictions["labels"], 0.5)
+    full = {key: hard[key] for key in (*fresh, "pairs", "positives") if key != "threshold"}
+    return {**hard, **fresh, "threshold": hard["threshold"], "pairs": int(predictions["labels"].size),
+            "positives": int(predictions["labels"].sum()), "questions": int(predictions["question"].max() + 1),
+            "full_test": full}
+
+
+def edges_of(questions) -> set[tuple[str, str]]:
+    return {(s.child, s.parent) for s in questions}
+
+
 def f1_of(predicted: np.ndarray, labels: np.ndarray) -> float:
     tp = np.sum(predicted & (labels == 1))
     fp = np.sum(predicted & (labels != 1))
@@ -386,6 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--radius-head", nargs=2, type=float, metavar=("RADIUS", "LEARNING_RATE"),
                         help="HyTE-H with its specificity head (model option radius_head), every text starting at "
                              "RADIUS, the head trained at LEARNING_RATE (default: no head)")
+    parser.add_argument("--fresh-against", nargs="+", type=int, default=[], metavar="SEED",
+                        help="earlier rounds' test seeds: the primary metric and the comparisons count only test "
+                             "questions whose edge none of their test splits, nor the selection split's validation, "
+                             "held (a fresh test set for a new round; the full test F1 is kept beside it)")
     parser.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -400,13 +436,18 @@ def main(argv: list[str] | None = None) -> int:
         HYTE_HEAD.update(radius=args.radius_head[0], learning_rate=args.radius_head[1])
     if choosing and args.selection_seed in args.seeds:
         parser.error(f"--selection-seed {args.selection_seed} is one of --seeds: choose on a split no test uses")
+    if set(args.fresh_against) & set(args.seeds):
+        parser.error("--fresh-against names earlier rounds' seeds, not this round's --seeds")
     report = {"benchmark": "taxonomy-study", "split": SPLIT, "steps": args.steps, "batch": BATCH,
               "learning_rate": (args.learning_rates[0] if len(args.learning_rates) == 1
                                 else "chosen per arm, see selection"),
               **({"temperature": TEMPERATURE / args.contrast_scales[0],
                   "hit_clustering_margin": HIT_CLUSTERING_MARGIN * args.contrast_scales[0]}
                  if len(args.contrast_scales) == 1 else {}),
-              "primary_metric": "test F1, mixed-hop, hard negatives",
+              "primary_metric": "test F1, mixed-hop, hard negatives" + (
+                  f", test edges no earlier round tested (seeds {' '.join(map(str, args.fresh_against))})"
+                  + (f" nor seed {args.selection_seed}'s validation held" if choosing else "")
+                  if args.fresh_against else ""),
               **({"hyte_radius_head": dict(HYTE_HEAD)} if HYTE_HEAD else {}),
               "taxonomies": {}, "meta": {"command": portable_command("python benchmarks/run_taxonomy.py " + shlex.join(
                   sys.argv[1:] if argv is None else argv)), **machine_info()}}
@@ -421,15 +462,25 @@ def main(argv: list[str] | None = None) -> int:
                                      args.runs_dir)
             chosen.update({arm: Knobs(record["chosen"], record["chosen_margin_scale"], record["chosen_contrast_scale"])
                            for arm, record in selection.items()})
+        seen = set()
+        for seed in args.fresh_against:
+            seen |= edges_of(split_taxonomy(taxonomy, SPLIT, seed=seed).test)
+        if args.fresh_against and choosing:
+            seen |= edges_of(split_taxonomy(taxonomy, SPLIT, seed=args.selection_seed).validation)
         per_seed: dict[str, list[dict]] = {arm: [] for arm in args.arms}
         kept: dict[str, list[dict]] = {arm: [] for arm in args.arms}
         for seed in args.seeds:
             split = split_taxonomy(taxonomy, SPLIT, seed=seed)
+            keep = fresh_questions(split, seen)
             print(f"{name} seed {seed}: {len(taxonomy.ontology)} concepts, {len(split.train)} training edges, "
-                  f"{len(split.validation)} / {len(split.test)} validation / test questions", flush=True)
+                  f"{len(split.validation)} / {len(split.test)} validation / test questions"
+                  + (f", {keep.sum()} of them fresh" if args.fresh_against else ""), flush=True)
             for arm in args.arms:
                 folder = arm_folder(args.runs_dir, name, seed, arm, chosen[arm])
                 results, predictions = trained_arm(arm, path, taxonomy, split, seed, args.steps, folder, chosen[arm])
+                if args.fresh_against:
+                    predictions = restricted(predictions, keep)
+                    results["prediction"]["hard"] = fresh_metrics(results["prediction"]["hard"], predictions)
                 per_seed[arm].append({"seed": seed, **chosen[arm]._asdict(), **results})
                 kept[arm].append(predictions)
                 hard = results["prediction"]["hard"]

@@ -611,6 +611,34 @@ def test_eval_radius_measures_a_taxonomy_by_depth(tmp_path, tiny_hyte_h_dir, cap
                  "--output-dir", str(tmp_path / "radius2")]) == 2
 
 
+def test_a_taxonomy_round_judges_only_edges_no_earlier_round_tested_or_chose_on(tmp_path):
+    """benchmarks/run_taxonomy.py --fresh-against: the kept test questions share no edge with earlier rounds' test
+    splits or the selection split's validation, and the bootstrap reads them as contiguous questions."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    from run_taxonomy import SPLIT, edges_of, fresh_metrics, fresh_questions, restricted
+
+    taxonomy = load_taxonomy(write_jsonl(tmp_path / "t.jsonl", small_taxonomy()))
+    seen = set().union(*(edges_of(split_taxonomy(taxonomy, SPLIT, seed=s).test) for s in range(6)))
+    seen |= edges_of(split_taxonomy(taxonomy, SPLIT, seed=100).validation)
+    split = split_taxonomy(taxonomy, SPLIT, seed=7)
+    keep = fresh_questions(split, seen)
+    assert 0 < keep.sum() < len(split.test)  # earlier rounds did test some of seed 7's edges
+    assert not edges_of(q for q, kept in zip(split.test, keep) if kept) & seen
+    sizes = [1 + len(q.hard_negatives) for q in split.test]
+    question = np.repeat(np.arange(len(split.test)), sizes)
+    labels = np.concatenate([[1] + [0] * (size - 1) for size in sizes])
+    predictions = {"predicted": labels == 1, "labels": labels, "question": question}
+    fresh = restricted(predictions, keep)
+    assert fresh["question"].max() + 1 == keep.sum() and np.all(np.diff(fresh["question"]) >= 0)
+    assert fresh["labels"].sum() == keep.sum()  # one positive per kept question
+    hard = fresh_metrics({"threshold": 0.1, "f1": 0.5, "precision": 0.5, "recall": 0.5, "accuracy": 0.5,
+                          "accuracy_on_negatives": 0.5, "pairs": labels.size, "positives": len(sizes)}, fresh)
+    assert hard["f1"] == 1.0 and hard["full_test"]["f1"] == 0.5 and hard["threshold"] == 0.1
+    assert hard["questions"] == keep.sum() and hard["pairs"] == fresh["labels"].size
+
+
 def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
     from hyte.report.build import write_benchmarks_md
 
