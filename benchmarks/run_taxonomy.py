@@ -36,8 +36,8 @@ origin" margin (``ORDER_MARGIN``) times the scale:
 temperature 0.05 divided by it, HiT's clustering triplet margin 5 multiplied by it), so that no arm's loss keeps a
 knob the others could tune:
 
-    python benchmarks/run_taxonomy.py --taxonomies icd10 --seeds 15 16 17 18 19 --steps 120 --learning-rates 1e-4 \
-        --margin-scales 5 10 --contrast-scales 1 2.5 --radius-head 1 0.01 --fresh-against 0 1 2 3 4 10 11 12 13 14 \
+    python benchmarks/run_taxonomy.py --taxonomies icd10 --seeds 15 16 17 18 19 --steps 120 --learning-rates 1e-4 \\
+        --margin-scales 5 10 --contrast-scales 1 2.5 --radius-head 1 0.01 --fresh-against 0 1 2 3 4 10 11 12 13 14 \\
         --output benchmarks/results/taxonomy_icd10_round3.json
 
 ``--fresh-against`` names the earlier rounds' test seeds: a mixed-hop split drawn with a new seed still tests about
@@ -86,8 +86,9 @@ MAX_LENGTH = 48  # tokens of a training name: the 90th percentile of the HS's le
 # loss.radius_margin (geodesic radius / vector norm), HiT's centripetal margin (its published 0.5).
 ORDER_MARGIN = {"hyte": 0.1, "euclidean": 0.1, "hit": 0.5}
 # Each trained arm's own contrast knob at scale 1, sharpened by ``--contrast-scales`` s: HyTE-H's and the Euclidean
-# control's InfoNCE temperature is divided by s (logits s times larger), HiT's clustering triplet margin (its
-# published 5) multiplied by s (s times the separation asked of a hard negative).
+# control's initial InfoNCE temperature is divided by s (logits s times larger at the start; the temperature is then
+# learned, as the README's recipe does), HiT's clustering triplet margin (its published 5, fixed) multiplied by s
+# (s times the separation asked of a hard negative).
 TEMPERATURE = 0.05
 HIT_CLUSTERING_MARGIN = 5.0
 # HyTE-H's specificity head (``--radius-head``): its initial radius and learning rate, part of the arm's recipe (not
@@ -289,6 +290,11 @@ def fresh_questions(split, seen: set[tuple[str, str]]) -> np.ndarray:
 def restricted(predictions: dict, keep: np.ndarray) -> dict:
     """Per-pair predictions of the kept questions only, their questions renumbered 0.. in order (the bootstrap reads
     them as contiguous rows)."""
+    if keep.size != predictions["question"].max() + 1:
+        raise SystemExit(f"kept predictions of {predictions['question'].max() + 1} questions, the split has "
+                         f"{keep.size}: a run folder of another split; give another --runs-dir")
+    if not keep.any():
+        raise SystemExit("--fresh-against leaves no test question: every test edge was tested before")
     rows = keep[predictions["question"]]
     _, question = np.unique(predictions["question"][rows], return_inverse=True)
     return {"predicted": predictions["predicted"][rows], "labels": predictions["labels"][rows], "question": question}
@@ -299,6 +305,7 @@ def fresh_metrics(hard: dict, predictions: dict) -> dict:
     chosen on validation); the full test's kept under ``full_test``."""
     fresh = subsumption.threshold_metrics(predictions["predicted"].astype(float), predictions["labels"], 0.5)
     full = {key: hard[key] for key in (*fresh, "pairs", "positives") if key != "threshold"}
+    full["questions"] = full["positives"]  # one positive per question
     return {**hard, **fresh, "threshold": hard["threshold"], "pairs": int(predictions["labels"].size),
             "positives": int(predictions["labels"].sum()), "questions": int(predictions["question"].max() + 1),
             "full_test": full}
@@ -414,14 +421,15 @@ def main(argv: list[str] | None = None) -> int:
                              f"{TEMPERATURE} divided by the scale, HiT's clustering margin {HIT_CLUSTERING_MARGIN} "
                              "multiplied by it; chosen with the other knobs, every combination tried")
     parser.add_argument("--selection-seed", type=int, default=100,
-                        help="the split the learning rates (and margin scales) are chosen on")
+                        help="the split the knobs (learning rate, margin and contrast scales) are chosen on")
     parser.add_argument("--radius-head", nargs=2, type=float, metavar=("RADIUS", "LEARNING_RATE"),
                         help="HyTE-H with its specificity head (model option radius_head), every text starting at "
                              "RADIUS, the head trained at LEARNING_RATE (default: no head)")
     parser.add_argument("--fresh-against", nargs="+", type=int, default=[], metavar="SEED",
                         help="earlier rounds' test seeds: the primary metric and the comparisons count only test "
                              "questions whose edge none of their test splits, nor the selection split's validation, "
-                             "held (a fresh test set for a new round; the full test F1 is kept beside it)")
+                             "held (a fresh test set for a new round; the full test F1 is kept beside it); the same "
+                             "seeds for every taxonomy given")
     parser.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -436,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         HYTE_HEAD.update(radius=args.radius_head[0], learning_rate=args.radius_head[1])
     if choosing and args.selection_seed in args.seeds:
         parser.error(f"--selection-seed {args.selection_seed} is one of --seeds: choose on a split no test uses")
+    if TEMPERATURE / max(args.contrast_scales) < 0.01:  # the config's floor: 1 / loss.max_logit_scale
+        parser.error(f"--contrast-scales above {TEMPERATURE / 0.01:g} give a temperature below 0.01")
     if set(args.fresh_against) & set(args.seeds):
         parser.error("--fresh-against names earlier rounds' seeds, not this round's --seeds")
     report = {"benchmark": "taxonomy-study", "split": SPLIT, "steps": args.steps, "batch": BATCH,

@@ -712,6 +712,17 @@ def test_the_report_shows_a_taxonomy_study_with_its_verdicts(tmp_path):
             "chosen on validation") in text
     assert "| HyTE-H | 2 | 0.0001, margin ×5, contrast ×2.5 |" in text
     assert "(chose 0.0001, margin ×5, contrast ×2.5)" in text
+    # A round judged on fresh test edges shows the full test's F1 beside them, and its verdicts name the metric.
+    tuned["primary_metric"] = "test F1, mixed-hop, hard negatives, test edges no earlier round tested (seeds 0 1)"
+    for seeds in hscodes["arms"].values():
+        for seed in seeds:
+            seed["prediction"]["hard"]["full_test"] = {"f1": 0.5}
+    tuned["meta"]["date"] = "2026-12-07 14:00"
+    (tmp_path / "results" / "taxonomy_hscodes_fresh.json").write_text(json.dumps(tuned))
+    text = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
+    assert "| F1, hard negatives (fresh test edges) | F1, hard negatives (all test edges) |" in text
+    assert "| HyTE-H | 2 | 0.0001, margin ×5, contrast ×2.5 | 0.6500 ± 0.0141 | 0.5000 ± 0.0000 |" in text
+    assert "| test F1, mixed-hop, hard negatives, test edges no earlier round tested (seeds 0 1) |" in text
 
 
 def test_a_hub_export_split_is_judged_on_the_negatives_it_carries(tmp_path, minilm_path):

@@ -16,6 +16,9 @@ TAXONOMY_TITLES = {"hpo": "HPO (the Human Phenotype Ontology)",
                    "hscodes": "the Harmonized System's customs product classification"}
 ARM_TITLES = {"hyte": "HyTE-H", "euclidean": "Euclidean control", "hit": "HiT (hierarchy-transformers 0.1.1)",
               "base": "all-MiniLM-L6-v2 (untrained)"}
+# The knobs run_taxonomy's selection can vary, as the report names them.
+KNOB_TITLES = {"learning_rate": "learning rate", "margin_scale": "order margin",
+               "contrast_scale": "contrast (temperature; HiT: clustering margin)"}
 
 
 def care(payload: dict, study: dict) -> str:
@@ -27,16 +30,13 @@ def care(payload: dict, study: dict) -> str:
     if not study.get("selection"):
         return recipe + "neither tuned"
     varied = study["selection"].get("varied") or _varied_by_keys(study["selection"]["arms"].values())
-    chosen = " and ".join(KNOB_TITLES[knob] for knob in varied)
+    titles = [KNOB_TITLES[knob] for knob in varied]
+    chosen = " and ".join([", ".join(titles[:-1]), titles[-1]] if len(titles) > 1 else titles)
     if "learning_rate" in varied:
         return recipe + f"each arm's {chosen} chosen on validation"
     rate = next(iter(study["selection"]["arms"].values()))["chosen"]  # the one candidate, chosen by every arm
     return recipe + f"learning rate {rate:g} for all, each arm's {chosen} chosen on validation"
 
-
-# The knobs run_taxonomy's selection can vary, as the report names them.
-KNOB_TITLES = {"learning_rate": "learning rate", "margin_scale": "order margin",
-               "contrast_scale": "contrast (temperature; HiT: clustering margin)"}
 
 
 def _varied_by_keys(records) -> list[str]:
@@ -78,20 +78,25 @@ def _mean_sd(values: list[float]) -> str:
 def _study_lines(path: Path, payload: dict) -> list[str]:
     lines = []
     for name, study in payload["taxonomies"].items():
+        # A round judged on fresh test edges (run_taxonomy --fresh-against) keeps the full test's F1 beside them.
+        fresh = any("full_test" in s["prediction"]["hard"] for seeds in study["arms"].values() for s in seeds)
         rows = []
         for arm, seeds in study["arms"].items():
             rate = seeds[0].get("learning_rate", payload.get("learning_rate")) if arm != "base" else None
             rows.append([ARM_TITLES.get(arm, arm), len(seeds), _knobs(rate, seeds[0].get("margin_scale"),
                                                                     seeds[0].get("contrast_scale")),
                          _mean_sd([s["prediction"]["hard"]["f1"] for s in seeds]),
+                         *([_mean_sd([s["prediction"]["hard"]["full_test"]["f1"] for s in seeds])] if fresh else []),
                          _mean_sd([s["prediction"]["random"]["f1"] for s in seeds]),
                          _mean_sd([s["parent_ranking_distance"]["mrr"] for s in seeds]),
                          _mean_sd([s["seconds_per_step"] for s in seeds])])
         lines += [(f"**{name}, {care(payload, study)}** (`{path.name}`): {TAXONOMY_TITLES.get(name, name)} "
                    f"({study['concepts']} concepts; {payload['split']} split drawn per seed; {payload['steps']} steps "
                    f"of {payload['batch']}; primary metric: {payload['primary_metric']}):"),
-                  "", *table(["arm", "seeds", "learning rate (scales)", "F1, hard negatives", "F1, random negatives",
-                              "parent MRR (distance)", "s / step"], rows)]
+                  "", *table(["arm", "seeds", "learning rate (scales)",
+                              "F1, hard negatives" + (" (fresh test edges)" if fresh else ""),
+                              *(["F1, hard negatives (all test edges)"] if fresh else []),
+                              "F1, random negatives", "parent MRR (distance)", "s / step"], rows)]
         if study.get("selection"):
             chosen = study["selection"]
             lines += ["", (f"Knobs chosen per arm on the validation edges of seed {chosen['seed']}'s split "

@@ -70,7 +70,7 @@ def _taxonomy(items) -> list[list[str]]:
                     answered.add((name, other))
                     low, high = result["interval_95"]
                     rows.append(_row(f"Your own taxonomy ({name}, {care(payload, study)}): is HyTE-H better?",
-                                     f"HyTE-H − {title}", "test F1, mixed-hop, hard negatives", result, low, high,
+                                     f"HyTE-H − {title}", payload["primary_metric"], result, low, high,
                                      seeds, path, payload))
     return rows
 
