@@ -491,7 +491,8 @@ def main(argv: list[str] | None = None) -> int:
                 if args.fresh_against:
                     predictions = restricted(predictions, keep)
                     results["prediction"]["hard"] = fresh_metrics(results["prediction"]["hard"], predictions)
-                per_seed[arm].append({"seed": seed, **chosen[arm]._asdict(), **results})
+                knobs = chosen[arm]._asdict() if arm != "base" else {}  # the base trains nothing
+                per_seed[arm].append({"seed": seed, **knobs, **results})
                 kept[arm].append(predictions)
                 hard = results["prediction"]["hard"]
                 print(f"  {arm:<9} hard F1 {hard['f1']:.4f} (weight {hard['weight']}), random F1 "
