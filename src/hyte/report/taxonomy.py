@@ -38,7 +38,6 @@ def care(payload: dict, study: dict) -> str:
     return recipe + f"learning rate {rate:g} for all, each arm's {chosen} chosen on validation"
 
 
-
 def _varied_by_keys(records) -> list[str]:
     """The knobs a selection recorded before it named them: a candidate's key is its learning rate, then
     ", margin x<scale>" where the scale is not 1."""
