@@ -150,6 +150,14 @@ def test_evaluate_hierarchy_on_a_handmade_set():
     assert by_depth[5]["mrr"] == pytest.approx(1 / 6) and by_depth[5]["num_queries"] == 1
 
 
+def test_evaluate_hierarchy_names_a_malformed_record_handed_in_as_an_object():
+    scores: dict[str, float] = {}
+    good = _record("q1", 3, [("t1", "target", 0.9), ("p1", "parent", 0.5)], scores)
+    bad = {**good, "candidates": [{"text": "p1", "type": "parent"}]}  # no target
+    with pytest.raises(HierarchyFormatError, match=r"record 1: .*target"):
+        evaluate_hierarchy(FakeEncoder(scores), [good, bad])
+
+
 OBO = """\
 format-version: 1.2
 data-version: test/1

@@ -108,12 +108,18 @@ def read_hierarchy_jsonl(path: str | os.PathLike) -> list[dict]:
 
 def write_hierarchy_jsonl(path: str | os.PathLike, records: Iterable[dict]) -> Path:
     """Write records as JSON Lines (checked first), atomically."""
+    return write_jsonl(path, _checked(records))
+
+
+def _checked(records: Iterable[dict]) -> list[dict]:
+    """The records as a list, or HierarchyFormatError naming the first malformed one (records handed in as Python
+    objects, not read from a file, meet the same check as a file's lines)."""
     records = list(records)
     for index, record in enumerate(records):
         problem = validate_hierarchy_record(record)
         if problem is not None:
             raise HierarchyFormatError(f"record {index}", None, problem)
-    return write_jsonl(path, records)
+    return records
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -153,13 +159,9 @@ def evaluate_hierarchy(encoder, records: Sequence[dict], batch_size: int = 32) -
     "num_spechr_queries", "by_depth": {depth: {the same keys}}, "spechr_per_query"}`` (``by_depth`` sorted by
     depth; ``spechr_per_query``: 1 / 0 per record, None where it has no parent or grandparent candidate).
     """
-    records = list(records)
+    records = _checked(records)
     if not records:
         raise ValueError("no records to evaluate")
-    for index, record in enumerate(records):
-        problem = validate_hierarchy_record(record)
-        if problem is not None:
-            raise HierarchyFormatError(f"record {index}", problem)
 
     query_texts = list(dict.fromkeys(record["query"] for record in records))
     document_texts = list(dict.fromkeys(c["text"] for record in records for c in record["candidates"]))
@@ -193,20 +195,3 @@ def evaluate_hierarchy(encoder, records: Sequence[dict], batch_size: int = 32) -
     results["spechr_per_query"] = [None if (hit := _specificity_hit(types)) is None else int(hit)
                                    for types in ranked_types]
     return results
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Building the benchmark from an ontology
-# ----------------------------------------------------------------------------------------------------------------
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Radius by depth
-# ----------------------------------------------------------------------------------------------------------------
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Hubness
-# ----------------------------------------------------------------------------------------------------------------
-
-
