@@ -58,6 +58,18 @@ def _output_checked_first(command, benchmark: str | tuple):
     return checked
 
 
+def _model_and_data(args: argparse.Namespace, encoder) -> dict:
+    """What a result records of the model and the data it judged (``check_result_output`` reads them back)."""
+    return {"model": portable_path(args.model), "label": label_of(args.model, args.label), "kind": encoder.kind,
+            "data": portable_path(args.data), "data_sha256": data_digest(args.data)}
+
+
+def _write(args: argparse.Namespace, payload: dict) -> None:
+    """Write ``payload`` to ``--output`` with the command line and the machine that produced it."""
+    meta = {"command": command_line(args, ["eval", args.eval_command]), **machine_info()}
+    print(f"wrote {write_result(args.output, {**payload, 'meta': meta})}")
+
+
 def _eval_retrieval(args: argparse.Namespace) -> int:
     if args.rerank is not None:  # a phrase model reranking the global top K (H+, hyte.phrase)
         args.k_candidates, args.count = args.k_candidates or 100, args.count or "exact"
@@ -95,11 +107,7 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
         print(f"hubness@{h['k']}: skewness {fmt(h['skewness'])}, max occurrence {h['max_occurrence']}, "
               f"never retrieved {fmt(h['never_retrieved_fraction'])}")
     if args.output:
-        payload = {"benchmark": "retrieval", "model": portable_path(args.model),
-                   "label": label_of(args.model, args.label), "kind": encoder.kind, "data": portable_path(args.data),
-                   "data_sha256": data_digest(args.data), "split": args.split, **results,
-                   "meta": {"command": command_line(args, ["eval", "retrieval"]), **machine_info()}}
-        print(f"wrote {write_result(args.output, payload)}")
+        _write(args, {"benchmark": "retrieval", **_model_and_data(args, encoder), "split": args.split, **results})
     return 0
 
 
@@ -140,14 +148,10 @@ def _eval_hierarchy(args: argparse.Namespace) -> int:
     print(f"{label_of(args.model, args.label)} ({encoder.kind}) on {args.data}, {seconds:.0f} s")
     _print_hierarchy(results)
     if args.output:
-        digest = data_digest(args.data)
-        build = _read_build_info(args.data, digest)
-        payload = {"benchmark": "hierarchy", "model": portable_path(args.model),
-                   "label": label_of(args.model, args.label), "kind": encoder.kind, "data": portable_path(args.data),
-                   "data_sha256": digest,
-                   **({"data_build": build} if build else {}), **results, "seconds": seconds,
-                   "meta": {"command": command_line(args, ["eval", "hierarchy"]), **machine_info()}}
-        print(f"wrote {write_result(args.output, payload)}")
+        fields = _model_and_data(args, encoder)
+        build = _read_build_info(args.data, fields["data_sha256"])
+        _write(args, {"benchmark": "hierarchy", **fields, **({"data_build": build} if build else {}), **results,
+                      "seconds": seconds})
     return 0
 
 
@@ -186,11 +190,8 @@ def _eval_taxonomy(args: argparse.Namespace) -> int:
         print(f"parent ranking among all concepts ({ranking['questions']} test positives, {scored}): MRR "
               f"{ranking['mrr']:.4f}, Hits@1 {ranking['hits@1']:.4f}, Hits@10 {ranking['hits@10']:.4f}")
     if args.output:
-        payload = {"benchmark": "taxonomy", "model": portable_path(args.model), "label": label_of(args.model, args.label),
-                   "kind": encoder.kind, "data": portable_path(args.data), "data_sha256": data_digest(args.data),
-                   "seed": args.seed, "text": args.text, **results, "seconds": seconds,
-                   "meta": {"command": command_line(args, ["eval", "taxonomy"]), **machine_info()}}
-        print(f"wrote {write_result(args.output, payload)}")
+        _write(args, {"benchmark": "taxonomy", **_model_and_data(args, encoder), "seed": args.seed, "text": args.text,
+                      **results, "seconds": seconds})
     return 0
 
 
@@ -389,10 +390,8 @@ def _eval_mteb(args: argparse.Namespace) -> int:
                       f"{fmt(main)}   nDCG@10 {fmt(subset.get('ndcg_at_10'))}   "
                       f"R@10 {fmt(subset.get('recall_at_10'))}   MRR@10 {fmt(subset.get('mrr_at_10'))}")
     if args.output:
-        payload = {"benchmark": "mteb", "model": portable_path(model_path), "label": label, "kind": kind,
-                   "tasks": scores,
-                   "meta": {"command": command_line(args, ["eval", "mteb"]), **machine_info()}}
-        print(f"wrote {write_result(args.output, payload)}")
+        _write(args, {"benchmark": "mteb", "model": portable_path(model_path), "label": label, "kind": kind,
+                      "tasks": scores})
     return 0
 
 
@@ -427,14 +426,13 @@ def _eval_rag(args: argparse.Namespace) -> int:
     if args.output:
         from ..data.hpo import HPO_DATA_VERSION
 
-        payload = {"benchmark": "rag", "k": args.k, "generator": portable_path(generator.source),
-                   "max_new_tokens": args.max_new_tokens,
-                   "data": {"source": f"HPO {HPO_DATA_VERSION}, held-out branches", "questions": len(questions),
-                            "documents": len(corpus), "seed": args.seed},
-                   "retrievers": {name: {**result, "model": portable_path(str(result["model"]))}
-                                  for name, result in results.items()},
-                   "seconds": seconds, "meta": {"command": command_line(args, ["eval", "rag"]), **machine_info()}}
-        print(f"wrote {write_result(args.output, payload)}")
+        _write(args, {"benchmark": "rag", "k": args.k, "generator": portable_path(generator.source),
+                      "max_new_tokens": args.max_new_tokens,
+                      "data": {"source": f"HPO {HPO_DATA_VERSION}, held-out branches", "questions": len(questions),
+                               "documents": len(corpus), "seed": args.seed},
+                      "retrievers": {name: {**result, "model": portable_path(str(result["model"]))}
+                                     for name, result in results.items()},
+                      "seconds": seconds})
     return 0
 
 
@@ -477,13 +475,11 @@ def _eval_compatibility(args: argparse.Namespace) -> int:
         for name in ("p_com", "p_up"):
             print(f"  {name:16}" + "".join(f"{fmt(gains[ontology][m][name]):>20}" for m in metrics))
     if args.output:
-        payload = {"benchmark": "compatibility", "models": {k: portable_path(str(v)) for k, v in models.items()},
-                   "matrix": matrix, "reference": reference, "gains": gains,
-                   "data": {"ontologies": list(args.data), "queries": args.queries, "documents": args.documents,
-                            "hierarchy_queries": args.hierarchy_queries, "test_fraction": args.test_fraction,
-                            "split_seed": args.split_seed, "seed": args.seed},
-                   "meta": {"command": command_line(args, ["eval", "compatibility"]), **machine_info()}}
-        print(f"wrote {write_result(args.output, payload)}")
+        _write(args, {"benchmark": "compatibility", "models": {k: portable_path(str(v)) for k, v in models.items()},
+                      "matrix": matrix, "reference": reference, "gains": gains,
+                      "data": {"ontologies": list(args.data), "queries": args.queries, "documents": args.documents,
+                               "hierarchy_queries": args.hierarchy_queries, "test_fraction": args.test_fraction,
+                               "split_seed": args.split_seed, "seed": args.seed}})
     return 0
 
 
@@ -694,13 +690,11 @@ def _eval_rerank(args: argparse.Namespace) -> int:
         print(f"  {name:8} nDCG@10 {metrics['ndcg@10']:.4f}  R@10 {metrics['recall@10']:.4f}")
     if args.output:
         kind = "crf" if system == "hybrid" else system
-        payload = {"benchmark": "retrieval-rerank", "model": portable_path(args.model),
-                   "label": label_of(args.model, args.label), "geometry": model.config.geometry,
-                   "data": portable_path(args.data), "data_sha256": data_digest(args.data), "split": args.split,
-                   "rerank": args.rerank, "budget": budget,
-                   "k_candidates": args.k_candidates, "count": args.count, "results": results,
-                   "candidate_recall": result["candidate_recall"][args.k_candidates],
-                   "vectors_per_document": result["vectors_per_document"][kind][budget],
-                   "meta": {"command": command_line(args, ["eval", "retrieval"]), **machine_info()}}
-        print(f"wrote {write_result(args.output, payload)}")
+        _write(args, {"benchmark": "retrieval-rerank", "model": portable_path(args.model),
+                      "label": label_of(args.model, args.label), "geometry": model.config.geometry,
+                      "data": portable_path(args.data), "data_sha256": data_digest(args.data), "split": args.split,
+                      "rerank": args.rerank, "budget": budget,
+                      "k_candidates": args.k_candidates, "count": args.count, "results": results,
+                      "candidate_recall": result["candidate_recall"][args.k_candidates],
+                      "vectors_per_document": result["vectors_per_document"][kind][budget]})
     return 0
