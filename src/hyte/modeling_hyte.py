@@ -177,24 +177,6 @@ def refuse_blank_texts(texts: list[str]) -> None:
         raise ValueError(f"encode: text {blank[0]} is empty (or only whitespace); drop it or give it some text")
 
 
-def select_predicted_positions(hidden: Tensor, labels: Tensor | None, sparse: bool) -> tuple[Tensor, Tensor | None]:
-    """With ``sparse`` and labels, keep only the positions that carry a label (!= -100): (B, T, D) -> (M, D).
-
-    The vocabulary head dominates the cost of masked-language modelling; ~85% of positions have no label.
-    """
-    if not sparse or labels is None:
-        return hidden, labels
-    keep = labels != -100
-    return hidden[keep], labels[keep]
-
-
-def masked_lm_loss(logits: Tensor, labels: Tensor | None) -> Tensor | None:
-    """Mean cross-entropy over labelled positions (ignore index -100); None without labels."""
-    if labels is None:
-        return None
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
-
-
 def rotary_cos_sin(positions: Tensor, rotary_dim: int, theta: float, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
     """cos/sin tables for RoPE, (T,) -> 2 x (T, rotary_dim / 2). Computed per call: no buffer to re-initialise."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, rotary_dim, 2, device=positions.device, dtype=torch.float32) / rotary_dim))
@@ -746,10 +728,16 @@ class MaskedLMMixin:
             output_attentions, output_hidden_states, return_dict)
         encoded = self.hyte(input_ids, attention_mask, output_attentions=output_attentions,
                             output_hidden_states=output_hidden_states, return_dict=True)
-        hidden, labels = select_predicted_positions(encoded.last_hidden_state, labels, self.config.sparse_prediction)
+        hidden = encoded.last_hidden_state
+        if self.config.sparse_prediction and labels is not None:
+            # The vocabulary head dominates the cost of masked-LM; ~85% of positions carry no label (-100).
+            keep = labels != -100
+            hidden, labels = hidden[keep], labels[keep]  # (B, T, D) -> (M, D)
         logits = self.prediction_logits(hidden)  # (B, T, V), or (M, V) with sparse_prediction
-        output = MaskedLMOutput(loss=masked_lm_loss(logits, labels), logits=logits,
-                                hidden_states=encoded.hidden_states, attentions=encoded.attentions)
+        loss = None if labels is None else F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                                           ignore_index=-100)
+        output = MaskedLMOutput(loss=loss, logits=logits, hidden_states=encoded.hidden_states,
+                                attentions=encoded.attentions)
         return model_output(output, return_dict)
 
 
