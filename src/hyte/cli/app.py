@@ -1,22 +1,9 @@
-"""The ``hyte`` command line.
-
-    hyte quickstart                             build, fine-tune, evaluate, save, index, search (the main job)
-    hyte demo                                   build HyTE-H on the bundled MiniLM, index HPO definitions, search
-    hyte encode --model M --input F --output O  texts (.txt one per line, or .jsonl with "text") -> .npy/.safetensors
-    hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw] [--phrase]
-    hyte index search --index DIR --model M --query TEXT [--k 10] [--rerank phrase|hybrid|lexical]
-    hyte rag "QUESTION" --index DIR [--model M] [--k 4] [--generator PATH_OR_ID]   answer with citations, offline
-    hyte train mlm|contrastive|finetune|phrase --config FILE [--resume]
-    hyte train compatible --old OLD_MODEL --config FILE    a new model whose queries search OLD_MODEL's index
-    hyte eval retrieval|hierarchy|build-hierarchy|radius|report|mteb ...
-    hyte bench [--quick]                        speed and ANN benchmarks -> benchmarks/results, BENCHMARKS.md
-    hyte push MODEL_DIR --repo-id ORG/NAME [--private] [--revision R] [--dry-run DIR] [--adapter]
-    hyte export onnx MODEL_DIR [--output FILE]    one ONNX graph: token ids -> documents and flipped queries
+"""The ``hyte`` command line (``hyte --help`` lists the commands; each command group is a module of this package).
 
 Errors a user can fix (bad files, bad options) are printed as one line and exit with status 2; any other error is
 a bug, named as one (status 1); ``hyte --debug COMMAND`` shows the traceback of either. Heavy libraries
 (torch, transformers, FAISS, numpy) are imported by the commands that run, so ``--help`` and option errors are quick.
-Each command group is a module of this package; library code never imports it.
+Library code never imports this package.
 """
 
 from __future__ import annotations

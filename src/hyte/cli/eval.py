@@ -1,18 +1,7 @@
-"""``hyte eval ...``: evaluation commands.
+"""``hyte eval ...``: evaluation commands (``hyte eval --help`` lists them).
 
-    hyte eval retrieval --model M --data BEIR_DIR [--split test] [--k 1 3 5 10 100] [--output FILE.json]
-    hyte eval hierarchy --model M --data FILE.jsonl [--output FILE.json]
-    hyte eval build-hierarchy (--obo FILE | --hpo [--split test|all]) --output FILE.jsonl [--max-queries N] ...
-    hyte eval radius --model M [--model M2 ...] --output-dir DIR [--name NAME]
-    hyte eval mteb --model M (--task NAME ... | --data BEIR_DIR) [--output FILE.json]
-    hyte eval compatibility --old OLD --new NEW [--reference REF] [--data hpo icd10] [--output FILE.json]
-    hyte eval rag --model HYTE_M [--baseline M] [--questions 50] [--k 4] [--generator G] [--output FILE.json]
-    hyte eval report [--results-dir benchmarks/results] [--output BENCHMARKS.md]
-
-``--kind auto|hyte|euclidean`` chooses how a model folder is loaded (``hyte.encoders.load_encoder``): HyTE models
-score with the Lorentz inner product, any other encoder with mean pooling and cosine similarity. Every JSON written
-carries ``"benchmark"`` (its kind) and ``"meta"`` (command, date, machine), which ``hyte eval report`` turns into
-``BENCHMARKS.md`` sections. User errors raise ValueError / FileNotFoundError (the CLI prints them as one line).
+Every JSON written carries ``"benchmark"`` (its kind) and ``"meta"`` (command, date, machine), which ``hyte eval
+report`` turns into ``BENCHMARKS.md`` sections.
 """
 
 from __future__ import annotations

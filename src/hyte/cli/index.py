@@ -1,13 +1,5 @@
 """``hyte encode`` and ``hyte index build | search``: vectors to files, index folders (``hyte.retrieval.folder``).
 
-    hyte encode --model M --input F --output O  texts (.txt one per line, or .jsonl with "text") -> .npy/.safetensors
-    hyte encode --model M --corpus F --output DIR [--ray ADDRESS]  documents -> resumable Parquet vector shards
-    hyte index build --model M --input F --output DIR [--kind flat|ivf|hnsw] [--phrase]
-    hyte index build --model M --input F --backend pgvector --dsn DSN --table T [--kind exact|hnsw]
-    hyte index build --from-vectors DIR (--output DIR | --backend pgvector ...)  shards in, no encoding
-    hyte index search --index DIR [--model M] --query TEXT [--k 10] [--rerank phrase|hybrid|lexical]
-    hyte index search --dsn DSN --table T --query TEXT
-
 Plain and phrase index folders are one format: search opens either, checks the query model's lineage against the
 folder's model the same way, and prints the documents' texts stored beside the vectors.
 """

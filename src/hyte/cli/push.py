@@ -1,10 +1,4 @@
-"""``hyte push``: the command line of ``hyte.hub``.
-
-    hyte push MODEL_DIR --repo-id ORG/NAME [--private] [--revision R] [--dry-run DIR]
-    hyte push ADAPTER_DIR --repo-id ORG/NAME --adapter [--base-model ORG/BASE]
-
-User errors surface as ValueError / FileNotFoundError, which ``hyte.cli.app.main`` prints as one line.
-"""
+"""``hyte push``: the command line of ``hyte.hub`` (a model folder, or a LoRA adapter with ``--adapter``)."""
 
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from safetensors import safe_open
 
 from ..artifacts import CARD_FILE
+from ..io import read_json_file
 from ..model_kinds import MODEL_KINDS
 from ..results import public_model_name
 
@@ -171,24 +172,16 @@ def render_adapter_card(adapter_dir: str | os.PathLike, repo_id: str | None = No
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist.")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON ({error.msg}, line {error.lineno}).") from None
+    return read_json_file(path, "save the model or adapter again to rewrite it")
 
 
 def _read_card_info(model_dir: Path) -> dict[str, Any]:
     """hyte_card.json, or {} when training did not write one."""
     path = model_dir / CARD_FILE
-    if not path.is_file():
-        return {}
-    info = _read_json(path)
-    if not isinstance(info, dict):
-        raise ValueError(f"{path} must hold a JSON object; got {type(info).__name__}.")
-    return info
+    return _read_json(path) if path.is_file() else {}
 
 
 # Keys of eval_results.json that are records, not results of this model (training writes the untrained model's
@@ -202,7 +195,7 @@ def _read_eval_results(model_dir: Path) -> list[EvalResult]:
     if not path.is_file():
         return []
     sections = _read_json(path)
-    if not isinstance(sections, dict) or set(sections) - set(_EVAL_TASKS) - set(_EVAL_RECORDS):
+    if set(sections) - set(_EVAL_TASKS) - set(_EVAL_RECORDS):
         raise ValueError(f"{path} must be an object with the keys {tuple(_EVAL_TASKS)}; got {sections!r:.200}.")
     results = []
     for section, entries in sections.items():
