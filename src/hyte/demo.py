@@ -30,8 +30,7 @@ def _index_in_the_way(index_dir: Path, ids: list[str], all_ids: list[str]) -> st
     """What ``index_dir`` holds that a demo of the document ``ids`` (the first of the demo's ``all_ids``) would
     replace, or None: nothing, or the demo's index of these documents. The demo records its documents' HPO ids, the
     first N of ``all_ids`` for --num-documents N: an index of another prefix is its own, from another N."""
-    from .retrieval.documents import read_documents
-    from .retrieval.folder import is_index_folder
+    from .retrieval.folder import is_index_folder, read_documents
 
     if not index_dir.exists():
         return None

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 
 from ..artifacts import DOCUMENTS_FILE, FOLDER_FILE, KINDS, PHRASE_INDEX_FILE, claim_folder, holds
 from ..identity import file_digest
-from ..io import atomic_directory, check_only_owned, id_problem, read_json_file, saved_directory
-from .documents import read_documents, write_documents
+from ..io import (atomic_directory, check_only_owned, id_problem, read_json_file, read_jsonl, saved_directory,
+                  write_jsonl)
 from .index import LorentzIndex
 
 if TYPE_CHECKING:
@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FOLDER_FILE", "INDEX_FOLDER_ENTRIES", "IndexFolder", "build_index_folder", "build_phrase_index_folder",
            "check_index_folder_free", "check_replaceable_index_folder", "documents_for", "index_texts",
-           "is_index_folder", "model_reference", "open_index_folder", "resolve_index_model", "write_index_folder"]
+           "is_index_folder", "model_reference", "open_index_folder", "read_documents", "resolve_index_model",
+           "write_index_folder"]
 
 FOLDER_FORMAT_VERSION = 1
 # Any one of these marks a folder that an index save may replace (see hyte.io.atomic_directory).
@@ -168,7 +169,7 @@ def write_index_folder(directory: str | os.PathLike, index: LorentzIndex | Phras
 
     def write(staging: Path) -> None:
         index.write_files(staging)
-        write_documents(staging, documents)
+        write_jsonl(staging / DOCUMENTS_FILE, documents)
         # Rows are matched to vectors by position: a sorted or edited documents.jsonl must not go unnoticed.
         manifest["documents_sha256"] = file_digest(staging / DOCUMENTS_FILE)
         # Vectors are matched to texts by position too: an index file copied in from another index must not go
@@ -216,6 +217,15 @@ def _not_an_index(directory: Path) -> str:
             return f"{directory} is {what}: `hyte index build {source} --output NEW_FOLDER`"
     output = "NEW_FOLDER" if directory.is_dir() and any(directory.iterdir()) else directory  # no user's files replaced
     return f"no index at {directory}: build one with `hyte index build --model M --input F --output {output}`"
+
+
+def read_documents(directory: str | os.PathLike) -> list[dict]:
+    """The ``documents.jsonl`` that ``hyte index build`` stores beside the index: row i holds index id i."""
+    path = Path(directory) / DOCUMENTS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: build the index with `hyte index build` (it stores the texts) "
+                                "or use HyteSearcher.from_texts")
+    return read_jsonl(path, "documents file")
 
 
 def open_index_folder(directory: str | os.PathLike) -> IndexFolder:

@@ -1,24 +1,13 @@
-"""Phrase-level reranking beside the global index: ``PhraseStore`` and ``PhraseIndex`` (H+, seed 001 section 3.6).
+"""Phrase-level reranking beside the global index: ``PhraseStore`` and ``PhraseIndex`` (H+, seed 001 section 3.6;
+docs/training.md, "Serving"). The global index returns the top ``k_candidates``, which ``rerank`` rescores:
+"phrase" (importance-weighted MaxSim over the top-B units), "lexical" (sum_t w_q(t) w_d(t)) or "hybrid" (a weighted
+sum of the three, each z-normalised over the query's candidates first: a cosine, a sum of importance-weighted
+cosines or distances and a sum of products of importances live on unrelated scales). Global scores are reported on
+the phrase scale (cosines, or minus geodesic distances), so a bigger score is always better.
 
-Serving follows the paper's candidate-constrained protocol: the global vector of each document sits in a global
-index (a ``LorentzIndex`` for a lorentz model, exact or approximate; a FAISS inner-product index for a euclidean
-one) that returns the top ``k_candidates``; the candidates are then rescored by
-
-* ``rerank="phrase"``: importance-weighted MaxSim over the query's and the documents' top-B units;
-* ``rerank="lexical"``: the lexical view, sum_t w_q(t) w_d(t);
-* ``rerank="hybrid"``: a weighted sum of the global, phrase and lexical scores, each z-normalised over the query's
-  candidates first (the three views live on unrelated scales: a cosine, a sum of importance-weighted cosines or
-  distances, a sum of products of importances). Weights default to the model config's ``fusion_*`` fields.
-
-Global scores are reported on the phrase scale: cosines (euclidean) or minus geodesic distances (lorentz), so a
-bigger score is always better.
-
-``PhraseStore`` keeps each document's unit vectors and lexical entries in contiguous arrays (float32 or float16),
-keyed by the same int64 ids as the global index. For a lorentz model it keeps the **space coordinates only** and
-re-derives the time coordinate x_0 = sqrt(||x_s||^2 + c) when scoring: in float16 the stored time coordinate and
-the space part would disagree (the Lorentz norm is a difference of large numbers), while re-deriving keeps every
-point exactly on the hyperboloid. ``PhraseIndex.save`` writes the global index and the store together into one
-directory, atomically (``hyte.io.atomic_directory``).
+For a lorentz model ``PhraseStore`` keeps the **space coordinates only** and re-derives x_0 = sqrt(||x_s||^2 + c)
+when scoring: in float16 a stored time coordinate and the space part would disagree (the Lorentz norm is a
+difference of large numbers).
 """
 
 from __future__ import annotations
@@ -38,6 +27,7 @@ from .. import lorentz
 from ..artifacts import INDEX_FILE, METADATA_FILE, PHRASE_INDEX_FILE
 from ..io import atomic_directory, saved_directory
 from .index import LorentzIndex, read_faiss_file
+from .store import HyperboloidStore
 
 __all__ = ["RERANK_MODES", "EuclideanFlatIndex", "PhraseIndex", "PhraseStore", "fuse", "segment_maxsim"]
 
@@ -460,10 +450,4 @@ class PhraseIndex:
         # model_fingerprint is absent from phrase indexes saved before lineage was recorded (names compared then).
         return cls(global_index, store, metadata["fusion"], metadata["model_name"], metadata.get("model_fingerprint"))
 
-    def check_query_model(self, model_name: str | None, fingerprint: str | None,
-                          compatible_with: list[dict] | None = None, *, allow_incompatible: bool = False) -> str:
-        """The lineage check of ``LorentzIndex.check_query_model`` (``hyte.lineage.check_lineage``)."""
-        from ..lineage import check_lineage
-
-        return check_lineage(self.model_name, self.model_fingerprint, model_name, fingerprint, compatible_with,
-                             allow_incompatible=allow_incompatible)
+    check_query_model = HyperboloidStore.check_query_model  # the stores' lineage check, on this index's model

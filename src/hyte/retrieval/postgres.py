@@ -1,28 +1,12 @@
-"""HyTE document points in PostgreSQL with pgvector: ``PgVectorIndex``, a ``LorentzIndex`` that lives in a table.
+"""HyTE document points in PostgreSQL with pgvector: ``PgVectorIndex``, a ``LorentzIndex`` that lives in a table, so
+an index can live in the PostgreSQL users already run. docs/serving.md ("Beyond one machine") describes the table,
+the two kinds and what was measured.
 
-One table per index, a row per document::
-
-    id bigint primary key | doc_id text | text text | embedding vector(D) | augmented vector(D + 1) (kind "hnsw")
-
-and one row of ``hyte_indexes`` (name, metadata jsonb) saying what the table holds: the model's name and weights
-fingerprint, curvature, dimension, kind, options, the format version. ``HyteSearcher``, ``hyte rag`` and the
-LangChain / LlamaIndex retrievers take a ``PgVectorIndex`` where they take a ``LorentzIndex``; its texts come
-from the same table.
-
-Search (queries sign-flipped, as everywhere in HyTE, so that q~ . x = <q, x>_L):
-
-* exact: ``ORDER BY embedding <#> q~`` (pgvector's ``<#>`` is the *negative* inner product, hence ascending),
-  a float32 scan. Its shortlist is re-scored in float64 and widened until certified
-  (``hyte.retrieval.store.certified_top_k``), so the top k equals float64 geodesic search at any radius.
-* "hnsw": pgvector HNSW with L2 over augmented vectors x^ = [x, sqrt(M^2 - |x|^2)], queried with [q~, 0]:
-  |q^ - x^|^2 = |q~|^2 + M^2 - 2 <q, x>_L, so the nearest in L2 is the nearest geodesically. HNSW with inner
-  product (``vector_ip_ops``) is never used: its graph is built from Euclidean document-document products (recall@10
-  0.000 measured on Lorentz vectors). M is fixed when the first documents arrive (``max_norm``, recorded); a later
-  document beyond it is refused, since the augmentation needs |x| <= M. ``candidates`` rows come back from the graph
-  and are re-scored in float64.
-
-Sharding across machines: ``hyte.retrieval.sharded.ShardedIndex`` over several of these (scatter-gather with an
-exact merge), or Citus (README: the same table made a distributed table).
+One table per index (id, doc_id, text, embedding, and for kind "hnsw" the augmented vector) and one ``hyte_indexes``
+row of what it holds. Kind "exact" certifies its float32 ``<#>`` scan in float64
+(``hyte.retrieval.store.certified_top_k``); kind "hnsw" is L2 over x^ = [x, sqrt(M^2 - |x|^2)], queried with
+[q~, 0] (inner-product HNSW builds its graph from Euclidean document-document products: never used). M is fixed
+when the first documents arrive and recorded; a later document beyond it is refused, since x^ needs |x| <= M.
 """
 
 from __future__ import annotations
@@ -38,8 +22,7 @@ import numpy as np
 from .. import __version__ as _hyte_version
 from ..errors import HyteError
 from .store import (
-    HyperboloidStore,
-    StoredDocuments,
+    TextStore,
     certified_top_k,
     check_index_curvature,
     check_positive_int,
@@ -132,7 +115,7 @@ def _check_table_name(table: str) -> str:
     return table
 
 
-class PgVectorIndex(HyperboloidStore):
+class PgVectorIndex(TextStore):
     """HyTE document points in a PostgreSQL table (module docstring). Make one with ``create``, open one with
     ``open``; ``close`` (or a ``with`` block) releases the connection."""
 
@@ -312,11 +295,6 @@ class PgVectorIndex(HyperboloidStore):
                 result[position] = found[identifier]
         return result.reshape(*np.shape(ids), self.dim)
 
-    @property
-    def documents(self) -> StoredDocuments:
-        """The texts beside the vectors: ``documents[i]`` is {"id": ..., "text": ...} of index id i."""
-        return StoredDocuments(self)
-
     def document(self, index_id: int) -> dict[str, str]:
         """Index id ``index_id``'s {"id": its own id (the index id if it has none), "text": ...}."""
         row = self._connection.execute(f"SELECT doc_id, text FROM {self.table} WHERE id = %s",
@@ -332,23 +310,6 @@ class PgVectorIndex(HyperboloidStore):
         return sorted(row[0] for row in rows)
 
     # ------------------------------------------------------------------ add / upsert / remove
-
-    def add(self, vectors: Any, ids: Any = None, documents: Sequence[dict] | None = None) -> np.ndarray:
-        """Add documents: hyperboloid points (N, D), ids (N,) or None (numbered on), and optionally their
-        ``documents`` ({"id": own id, "text": ...}, one per point). Bulk-loaded with COPY in one transaction.
-        Returns the ids. Points carry no trace of their model: ``HyteSearcher.add_texts`` encodes with the table's
-        own model (another model's points of the same dimension would be accepted here)."""
-        points = self._check_points(vectors, "documents")
-        new_ids = self._check_ids(ids, len(points))
-        self._write(points, new_ids, self._check_documents(documents, len(points)), upsert=False)
-        return new_ids
-
-    def upsert(self, vectors: Any, ids: Any, documents: Sequence[dict] | None = None) -> np.ndarray:
-        """Insert or replace documents by id (the ids are required). Returns the ids."""
-        points = self._check_points(vectors, "documents")
-        new_ids = self._check_id_values(ids, len(points))
-        self._write(points, new_ids, self._check_documents(documents, len(points)), upsert=True)
-        return new_ids
 
     def remove(self, ids: Any) -> int:
         """Delete documents by id; absent ids are ignored. Returns how many were removed."""
@@ -370,7 +331,9 @@ class PgVectorIndex(HyperboloidStore):
             rows.append((None if document.get("id") is None else str(document["id"]), document["text"]))
         return rows
 
-    def _write(self, points: np.ndarray, ids: np.ndarray, documents: list, *, upsert: bool) -> None:
+    def _write(self, points: np.ndarray, ids: np.ndarray, documents: Sequence[dict] | None, *, upsert: bool) -> None:
+        """``add`` / ``upsert``: bulk-loaded with COPY in one transaction."""
+        documents = self._check_documents(documents, len(points))
         if len(points) == 0:
             return
         from pgvector import Vector

@@ -17,7 +17,6 @@ import numpy as np
 import torch
 
 from .. import lorentz
-from .documents import read_documents
 
 if TYPE_CHECKING:
     from ..encoders import HyteEncoder
@@ -108,7 +107,7 @@ class HyteSearcher:
     def from_folder(cls, directory: str | os.PathLike, model=None, *, check_model: bool = True) -> HyteSearcher:
         """Load an index folder; ``model`` (folder, Hub id or ``HyteEncoder``) defaults to the one it was built
         with; another model must be declared compatible with it (see the class)."""
-        from .folder import open_index_folder, resolve_index_model
+        from .folder import open_index_folder, read_documents, resolve_index_model
         from .index import LorentzIndex
 
         folder = open_index_folder(directory)

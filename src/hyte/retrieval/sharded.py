@@ -1,17 +1,11 @@
-"""``ShardedIndex``: one index over several stores (e.g. ``PgVectorIndex`` tables on several PostgreSQL servers).
+"""``ShardedIndex``: one index over several stores (e.g. ``PgVectorIndex`` tables on several PostgreSQL servers),
+searched in parallel and merged (docs/serving.md, "Shards on several servers").
 
-Scatter-gather: every shard returns its own top k, searched in parallel threads (the stores wait on the network);
-the merge keeps the k best of all. With exact shards the merged top k is exact, since the global top k is the top k
-of the union of per-shard top-k lists; shards compare in float64 (``exact_search64``), so a near-tie across two
-shards is broken as one float64 search would break it. Documents are placed by id: shard = id mod the number of
-shards, so an id always finds its shard again (``remove``, ``upsert``).
-
-A shard that cannot answer fails the whole search with ``ShardUnavailableError`` naming it: a partial answer is
-never returned silently. ``allow_partial=True`` returns what the other shards found, and the result says which
-shards are missing (``result.missing_shards``).
-
-This is the stock-PostgreSQL way to spread an index over machines. Citus does the same inside the database (a
-distributed table, each worker orders its shard by ``<#>``, the coordinator merges): README shows that setup.
+With exact shards the merged top k is exact, since the global top k is the top k of the union of per-shard top-k
+lists; shards compare in float64 (``exact_search64``), so a near-tie across two shards is broken as one float64
+search would break it. Id i lives on shard i mod n, so an id always finds its shard again (``remove``, ``upsert``).
+A shard that cannot answer fails the search (``ShardUnavailableError``): never a silently partial answer, unless
+``allow_partial=True``, whose results name the missing shards (``result.missing_shards``).
 """
 
 from __future__ import annotations
@@ -23,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import HyteError
-from .store import HyperboloidStore, StoredDocuments, check_positive_int, integer_ids
+from .store import HyperboloidStore, TextStore, check_positive_int, integer_ids
 
 __all__ = ["ShardUnavailableError", "ShardedIndex", "ShardedResult"]
 
@@ -54,7 +48,7 @@ class ShardedResult(tuple):
         return bool(self.missing_shards)
 
 
-class ShardedIndex(HyperboloidStore):
+class ShardedIndex(TextStore):
     """Several stores of the same model, searched as one (module docstring).
 
     ``shards``: stores holding points of one model (same name, fingerprint, dimension and curvature).
@@ -173,10 +167,6 @@ class ShardedIndex(HyperboloidStore):
                 result[mine] = shard.points_of(flat[mine])
         return result.reshape(*np.shape(ids), self.dim)
 
-    @property
-    def documents(self) -> StoredDocuments:
-        return StoredDocuments(self)
-
     def document(self, index_id: int) -> dict[str, str]:
         """From the shard that holds ``index_id``."""
         return self.shards[index_id % len(self.shards)].document(index_id)
@@ -186,24 +176,13 @@ class ShardedIndex(HyperboloidStore):
         found = self._each(lambda shard: shard.stored_own_ids(own_ids))
         return sorted({identifier for ids in found.values() for identifier in ids})
 
-    # ------------------------------------------------------------------ add / remove
+    # ------------------------------------------------------------------ add / upsert / remove
 
-    def add(self, vectors: Any, ids: Any = None, documents: Sequence[dict] | None = None) -> np.ndarray:
-        """Add documents; each goes to shard id mod the shard count (``documents`` as the shards take them)."""
-        points = self._check_points(vectors, "documents")
-        new_ids = self._check_ids(ids, len(points))
-        self._route(points, new_ids, documents, lambda shard, *part: shard.add(*part))
-        return new_ids
-
-    def upsert(self, vectors: Any, ids: Any, documents: Sequence[dict] | None = None) -> np.ndarray:
-        points = self._check_points(vectors, "documents")
-        new_ids = self._check_id_values(ids, len(points))
-        self._route(points, new_ids, documents, lambda shard, *part: shard.upsert(*part))
-        return new_ids
-
-    def _route(self, points, ids, documents, write) -> None:
-        """Each shard's part of a write, in parallel; a shard that fails is named (the others' parts are written:
-        ``upsert`` the same documents once it is back, which replaces rather than doubles them)."""
+    def _write(self, points, ids, documents, *, upsert: bool) -> None:
+        """``add`` / ``upsert``: each document goes to shard id mod the shard count (``documents`` as the shards take
+        them), each shard's part in parallel; a shard that fails is named (the others' parts are written: ``upsert``
+        the same documents once it is back, which replaces rather than doubles them)."""
+        method = "upsert" if upsert else "add"
         targets = self._shard_of(ids)
         documents = None if documents is None else list(documents)
         parts = []
@@ -211,8 +190,8 @@ class ShardedIndex(HyperboloidStore):
             mine = np.flatnonzero(targets == position)
             parts.append((self.shards[position], mine,
                           None if documents is None else [documents[i] for i in mine]))
-        self._each(lambda part: write(part[0], points[part[1]], ids[part[1]], part[2]) if len(part[1]) else None,
-                   arguments=parts, remedy=_WRITE_REMEDY)
+        self._each(lambda part: getattr(part[0], method)(points[part[1]], ids[part[1]], part[2]) if len(part[1])
+                   else None, arguments=parts, remedy=_WRITE_REMEDY)
 
     def remove(self, ids: Any) -> int:
         flat = integer_ids(ids).ravel()

@@ -11,7 +11,7 @@ written here once.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ import torch
 from .. import lorentz
 from ..lineage import IncompatibleIndexError, check_lineage
 
-__all__ = ["HyperboloidStore", "StoredDocuments", "certified_top_k"]
+__all__ = ["HyperboloidStore", "StoredDocuments", "TextStore", "certified_top_k"]
 
 # A document x is accepted when x_0 > 0 and |<x,x>_L + c| / x_0^2 <= this: a valid point stored in float32 is
 # ~1e-7 off, a Euclidean vector is off by O(1). (A sign-flipped query has the right Lorentz norm but x_0 < 0.)
@@ -105,6 +105,21 @@ def _top_k_columns(scores: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(candidates, order, axis=1)
 
 
+def _scan64(q64: np.ndarray, ids: np.ndarray, stored: np.ndarray, c: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The exact top k of float64 flipped queries (time recomputed) over every stored float32 point, its time
+    recomputed in float64: (scores float64, ids), both (len(q64), min(k, N)), largest first."""
+    documents = stored.astype(np.float64)
+    documents[:, 0] = refreshed_time(stored, c)
+    rows = max(1, 2 ** 24 // max(len(ids), 1))  # query rows per block: at most 128 MB of scores
+    scores, labels = [], []
+    for start in range(0, len(q64), rows):
+        exact = q64[start:start + rows] @ documents.T  # (B, N)
+        top = _top_k_columns(exact, k)
+        scores.append(np.take_along_axis(exact, top, axis=1))
+        labels.append(ids[top])
+    return np.vstack(scores), np.vstack(labels)
+
+
 # A store's float32 search of a shortlist: (queries (P, D), size) -> (float32 scores (P, size), ids (P, size) with
 # -1 padding, the stored float32 points of those ids (P, size, D), any values where the id is -1).
 Shortlist = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -142,16 +157,8 @@ def certified_top_k(q: np.ndarray, k: int, count: int, shortlist: Shortlist, bou
     pending, size = np.arange(len(q)), min(count, max(2 * k, k + 16))
     while len(pending) and size > 0:
         if size >= count > 2 * max(2 * k, k + 16):  # every document: one float64 pass over them all
-            ids, stored = everything()
-            documents = stored.astype(np.float64)
-            documents[:, 0] = refreshed_time(stored, c)
-            rows = max(1, 2 ** 24 // max(len(ids), 1))  # query rows per block: at most 128 MB of scores
-            for start in range(0, len(pending), rows):
-                block = pending[start:start + rows]
-                exact = q64[block] @ documents.T  # (B, N)
-                top = _top_k_columns(exact, k)
-                scores[block, :top.shape[1]] = np.take_along_axis(exact, top, axis=1)
-                labels[block, :top.shape[1]] = ids[top]
+            top_scores, top_ids = _scan64(q64[pending], *everything(), c, k)
+            scores[pending, :top_ids.shape[1]], labels[pending, :top_ids.shape[1]] = top_scores, top_ids
             break
         shortlist_scores, found, points = shortlist(q[pending], size)
         documents = points.astype(np.float64)  # (P, size, D)
@@ -358,18 +365,11 @@ class HyperboloidStore:
         return result.reshape(*np.shape(ids), self.dim)
 
     def _exact_search(self, queries: np.ndarray, k: int) -> np.ndarray:
-        """Ids (N, k) of the exact float64 top k over ``stored()`` (a set per row, in no order): the reference
-        ``measure_recall`` compares with."""
-        ids, points = self.stored()
-        documents = points.astype(np.float64)
-        documents[:, 0] = refreshed_time(points, self.curvature)
+        """Ids (N, k) of the exact float64 top k over ``stored()``: the reference ``measure_recall`` compares
+        with."""
         q64 = queries.astype(np.float64)
         q64[:, 0] = -refreshed_time(queries, self.curvature)
-        rows = max(1, 2 ** 24 // max(len(ids), 1))  # query rows per block: at most 128 MB of float64 scores
-        blocks = [np.argpartition(-(q64[i:i + rows] @ documents.T), k - 1, axis=1)[:, :k] if k < len(ids)
-                  else np.broadcast_to(np.arange(len(ids)), (len(q64[i:i + rows]), len(ids)))
-                  for i in range(0, len(q64), rows)]
-        return ids[np.vstack(blocks)]  # (N, k), unordered: a set per row
+        return _scan64(q64, *self.stored(), self.curvature, k)[1]
 
     def measure_recall(self, k: int = 10, sample: int = 1000, seed: int = 0, **search_options) -> float:
         """Recall@k of this store's ``search`` against exact search over its own documents.
@@ -389,3 +389,33 @@ class HyperboloidStore:
         exact = self._exact_search(queries, min(k, len(ids)))
         hits = [len(np.intersect1d(f[f >= 0], e)) for f, e in zip(found, exact)]
         return float(np.mean(hits) / exact.shape[1])
+
+
+class TextStore(HyperboloidStore):
+    """A store that keeps each document's text beside its vector (``PgVectorIndex``, ``ShardedIndex``): its
+    ``documents``, and ``add`` / ``upsert`` that check the points and ids, then ``_write`` them."""
+
+    @property
+    def documents(self) -> StoredDocuments:
+        """The texts beside the vectors: ``documents[i]`` is {"id": ..., "text": ...} of index id i."""
+        return StoredDocuments(self)
+
+    def add(self, vectors: Any, ids: Any = None, documents: Sequence[dict] | None = None) -> np.ndarray:
+        """Add documents: hyperboloid points (N, D), ids (N,) or None (numbered on), and optionally their
+        ``documents`` ({"id": own id, "text": ...}, one per point). Returns the ids. Points carry no trace of their
+        model: ``HyteSearcher.add_texts`` encodes with the store's own model (another model's points of the same
+        dimension would be accepted here)."""
+        points = self._check_points(vectors, "documents")
+        new_ids = self._check_ids(ids, len(points))
+        self._write(points, new_ids, documents, upsert=False)
+        return new_ids
+
+    def upsert(self, vectors: Any, ids: Any, documents: Sequence[dict] | None = None) -> np.ndarray:
+        """Insert or replace documents by id (the ids are required). Returns the ids."""
+        points = self._check_points(vectors, "documents")
+        new_ids = self._check_id_values(ids, len(points))
+        self._write(points, new_ids, documents, upsert=True)
+        return new_ids
+
+    def _write(self, points: np.ndarray, ids: np.ndarray, documents: Sequence[dict] | None, *, upsert: bool) -> None:
+        raise NotImplementedError
