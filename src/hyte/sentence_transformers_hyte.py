@@ -1,27 +1,20 @@
 """sentence-transformers modules for HyTE: hyperbolic pooling and the query time flip (shipped as remote code).
 
 A HyTE SentenceTransformer is ``[Transformer (HyTE model) -> HyperbolicPooling -> Router(query: TimeFlip(True),
-document: TimeFlip(False))]`` with the stock ``similarity_fn_name="dot"``:
-
-* ``HyperbolicPooling`` pools the model's token points (B, T, D) on the hyperboloid <x, x>_L = -c (time coordinate
-  first, see ``lorentz.py``) into one point per text (B, D). Padding weighs 0.
-* ``encode_document`` returns those points unchanged; ``encode_query`` returns them sign-flipped, q~ = (-q_0, q_s).
-  Then ``q~ . d = <q, d>_L``: ``model.similarity(encode_query(q), encode_document(d))``, the stock evaluators, mteb's
-  wrapper and FAISS ``IndexFlatIP`` all rank by the Lorentz inner product, i.e. by geodesic distance.
-  Document-document scores need the hyperbolic helpers (``hyte.integrations.sentence_transformers``), not "dot".
+document: TimeFlip(False))]`` with the stock ``similarity_fn_name="dot"``. ``HyperbolicPooling`` gives one point per
+text on the hyperboloid <x, x>_L = -c (time coordinate first); ``encode_query`` flips its sign, q~ = (-q_0, q_s), so
+``q~ . d = <q, d>_L`` and every stock consumer of "dot" ranks by geodesic distance (not document-document scores:
+those need ``hyte.integrations.sentence_transformers``).
 
 This file is copied next to ``modules.json`` when the model is saved and imports only torch, sentence_transformers
 and its sibling ``lorentz``, so ``SentenceTransformer(path, trust_remote_code=True)`` works where ``hyte`` is not
 installed. Ordinary ``model.save`` / ``save_pretrained`` / ``push_to_hub`` / trainer checkpoints produce such a
 self-contained directory (see ``_RootFileModule``).
 
-``normalize_embeddings=True`` and ``truncate_dim`` are Euclidean post-processing steps that sentence-transformers
-applies after the last module, where no module can see them: ``HyperbolicSentenceTransformer``, a subclass of the
-stock model that ships in this file too, refuses them at ``encode`` (with the other checks its docstring lists);
-``hyte.sentence_transformer`` builds one. A plain ``SentenceTransformer`` load gives the same vectors and a warning
-that those checks are off. ``HyperbolicPooling.on_model_ready`` sets "dot" similarity and gives the model the card
-that ``model.save`` writes as README.md: sentence-transformers' own template with a "Scoring" section (Lorentz inner
-products, geodesic distance, FAISS) instead of the Euclidean uses it advertises.
+``HyperbolicSentenceTransformer``, a subclass of the stock model that ships here too, refuses Euclidean
+post-processing (``normalize_embeddings=True``, ``truncate_dim``) that sentence-transformers applies after the last
+module, where no module can see it. ``HyperbolicPooling.on_model_ready`` sets "dot" similarity and a model card whose
+"Scoring" section replaces the Euclidean uses the stock template advertises.
 """
 
 from __future__ import annotations

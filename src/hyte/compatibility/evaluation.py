@@ -1,30 +1,13 @@
 """Compatibility of an upgraded model with an old one: ``hyte eval compatibility``.
 
-Notation (Shen et al. 2020, "Towards backward-compatible representation learning"): M(phi_q, phi_g) is a retrieval
-metric when the **queries** are embedded by model phi_q and the **documents** (the gallery, i.e. the index) by
-phi_g. For an old model phi_old and a new model phi_new the compatibility matrix is
-
-    old->old = M(phi_old, phi_old)   the system before the upgrade
-    new->old = M(phi_new, phi_old)   after the upgrade, before the corpus is re-encoded (cross-model search)
-    new->new = M(phi_new, phi_new)   after re-encoding
-
-The new model is *compatible* when new->old > old->old (searching the old index with it already helps) and the
-upgrade is *worth having* when new->new > old->old. The derived numbers, with phi_ref the reference new model
-trained **without** any compatibility objective (same recipe and seed; "the upper bound" of the BCT literature):
-
-    P_com = (M(new, old) - M(old, old)) / (M(ref, ref) - M(old, old))
-            the share of the independent upgrade's gain that cross-model search already delivers; > 0 compatible,
-            1 = as good as re-encoding with the unconstrained new model.
-    P_up  = M(new, new) / M(ref, ref) - 1
-            what compatibility costs (< 0) or gives (> 0) the new model on its own index.
-
-Without a reference model, ``ref = new`` (P_up = 0 by construction). As the reviewers of HBCT point out, P_com
-depends on the old model through M(old, old) in both terms: compare methods only with the **same** old model, and
-read the raw matrix beside it.
-
-Metrics: retrieval on held-out branches / chapters (nDCG@10, R@1 = recall@1) and the hierarchy benchmark (SpecHR,
-R@1, MRR), for each of the three pairs. Encodings are memoised, so the old documents are embedded once for old->old
-and new->old.
+M(phi_q, phi_g) is a retrieval metric with queries embedded by phi_q and documents (the index) by phi_g (Shen et al.
+2020). The matrix: old->old (before the upgrade), new->old (cross-model search before re-encoding: the new model is
+compatible when it beats old->old), new->new (after re-encoding: the upgrade is worth having when it beats old->old).
+P_com = (M(new, old) - M(old, old)) / (M(ref, ref) - M(old, old)) and P_up = M(new, new) / M(ref, ref) - 1, with ref
+the new model trained without the compatibility objective (default: new itself, so P_up = 0); docs/training.md
+explains them. P_com depends on the old model through M(old, old) in both terms: compare methods only with the same
+old model, beside the raw matrix. Metrics: held-out retrieval (nDCG@10, R@1) and the hierarchy benchmark (SpecHR,
+R@1, MRR); encodings are memoised, so the old documents are embedded once for old->old and new->old.
 """
 
 from __future__ import annotations
@@ -289,10 +272,3 @@ def calibration_verdict(by_seed: Mapping[str, dict], alpha: float = 0.05) -> dic
                                                   for r in results),
                           "rho_mean": float(rhos.mean()), "rho_sd": float(rhos.std(ddof=1)) if len(rhos) > 1 else 0.0}
     return verdict
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# BENCHMARKS.md section (registered in ``report.py``)
-# ----------------------------------------------------------------------------------------------------------------
-
-

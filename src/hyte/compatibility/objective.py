@@ -19,8 +19,9 @@ MIN_Q = 0.01
 def uncertainty(points: Tensor, c: float = 1.0) -> Tensor:
     """HBCT's uncertainty of hyperboloid points, (..., D) -> (...,) in (0, 1]: 1 - tanh(d(o, x) / sqrt(c)).
 
-    Decreasing in the distance to the origin; depends only on d(o, x) / sqrt(c), so a point and its rescaling to
-    another curvature (x sqrt(c'/c)) have the same uncertainty."""
+    HBCT's Eq. (10) in the reviewers' corrected form (no extra 1/sqrt(K) factor). Decreasing in the distance to the
+    origin; depends only on d(o, x) / sqrt(c), so a point and its rescaling to another curvature (x sqrt(c'/c)) have
+    the same uncertainty."""
     return 1.0 - torch.tanh(lorentz.distance_to_origin(points, c) / c ** 0.5)
 
 

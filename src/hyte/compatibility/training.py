@@ -1,45 +1,12 @@
 """Backward-compatible training (HBCT, arXiv 2506.05826, adapted to text retrieval): ``hyte train compatible``.
 
-A new model is trained so that its **query** vectors can search an index of documents embedded by a frozen **old**
-model, until the corpus is re-encoded. The loss is
-
-    L = L_task + weight * (L_cone + L_align)
-
-* ``L_task``: the fine-tuning loss of stage 3 (geodesic InfoNCE over in-batch and mined negatives, plus the
-  hierarchy term if configured), unchanged (``ContrastiveTrainer``).
-* ``L_cone``: each new document embedding must lie in the entailment cone of the old embedding of the same text,
-  ``lorentz.entailment_violation(old, new, c, K_i)`` with K_i = K (1 + q_i) (``cone_widening``): the new model may
-  move a text further out along its old direction (refine) but not sideways (contradict); uncertain old embeddings
-  (large q) get wider cones. The widening is this package's addition, not the HBCT seed's (which uses q in the
-  alignment term only); ``cone_widening: false`` gives the seed's fixed aperture.
-* ``L_align``: anchors are the batch's new query vectors and new positive-document vectors (2B rows); each anchor's
-  positive is the **old** embedding of its positive document, its negatives the old embeddings of every other
-  document in the batch (positives, mined negatives, parents). Logits are the task similarity (-geodesic distance)
-  divided by ``compatible.temperature``, or times the task's logit scale (detached: the alignment does not move the
-  temperature) when that is null. ``alignment`` chooses
-  ``rince_loss`` (q per anchor), plain InfoNCE, or the Euclidean BCT baseline ``l2_influence_loss``.
-
-The old model is run once, before training, over every distinct document text of the training data
-(``OldEmbeddingCache``, saved in ``output_dir/old_embeddings.safetensors``; a resumed run loads it); training steps
-only index into it.
-
-**Uncertainty.** q(h) = 1 - tanh(d(o, h) / sqrt(c)), d(o, h) = sqrt(c) asinh(||h_s|| / sqrt(c)) the distance to the
-origin, i.e. HBCT's Eq. (10) 1 - tanh(sqrt(|K|) ||z||) with z = logmap0(h), ||z|| = d(o, h), |K| = 1/c (the
-reviewers' corrected form, without the extra 1/sqrt(K) factor). q is in (0, 1]: 1 at the origin (a text the old
-model placed as generic / uncertain), -> 0 far out. It is clamped below at ``MIN_Q`` (RINCE divides by q).
-
-**How the old space is reached when the models differ.** The new model must emit points of the old model's
-hyperboloid: the same ambient dimension and curvature. A new HyTE-H built on any base encoder (``model.build:
-hyte_h``) gets ``hidden_size`` and ``curvature`` from the old model unless its options set them, so its learned
-projection Linear(d_base -> d_old) maps the new encoder's hidden size into the old space; other models must match
-already (checked, ``ConfigError``).
-
-**The Euclidean pair.** A Euclidean old model (a cosine index) takes a Euclidean new model of the same dimension,
-trained with ``alignment: l2`` (unit vectors compared directly) and no cone: the L2-BCT baseline in its own geometry,
-so that HBCT can be compared with what a Euclidean stack would do for the same upgrade.
-
-The final model's config records its lineage (``hyte.lineage``): ``compatible_with`` names the old model and the
-fingerprint of its weights, which ``LorentzIndex.check_query_model`` checks.
+A new model learns query vectors that search an index embedded by a frozen old model, until the corpus is
+re-encoded: L = L_task + weight * (L_cone + L_align), as docs/training.md ("Backward-compatible upgrades") describes
+(the terms are in ``objective``). The cone lets the new model move a text further out along its old direction
+(refine) but not sideways (contradict); widening it by the old point's uncertainty is this package's addition, not
+HBCT's. The old model runs once, before training (``OldEmbeddingCache``), so steps only index into it; a new HyTE-H
+takes the old hidden size and curvature, so its projection maps into the old space. The lineage recorded
+(``hyte.lineage``) is what ``LorentzIndex.check_query_model`` checks.
 """
 
 from __future__ import annotations
@@ -65,11 +32,6 @@ logger = logging.getLogger(__name__)
 
 
 CACHE_FILE = "old_embeddings.safetensors"
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Pure functions: uncertainty and the alignment losses
-# ----------------------------------------------------------------------------------------------------------------
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -195,7 +157,7 @@ class CompatibleTrainer(ContrastiveTrainer):
                 term = l2_influence_loss(anchors, old[positives], curvature)
             else:
                 scale = (1.0 / spec.temperature if spec.temperature is not None
-                         else logit_scale(model, self.max_logit_scale).detach())
+                         else logit_scale(model, self.max_logit_scale).detach())  # the alignment does not move it
                 logits = scale * similarity_matrix(anchors, old, hyperbolic=True, similarity=self.similarity,
                                                    curvature=curvature)  # (2B, M)
                 exclude = inputs.get("exclude_mask")

@@ -9,7 +9,10 @@ pair, drop ambiguous pairs and sample a BEIR-shaped set from the rest; this modu
 from __future__ import annotations
 
 import random
+import re
 import subprocess
+from collections.abc import Callable
+from pathlib import Path
 
 from ..errors import HyteError
 
@@ -35,6 +38,20 @@ def dpkg_listing(packages, error: type[DebianPackageMissingError] = DebianPackag
         raise error(f"Debian package(s) not installed: {', '.join(missing)}; install them with "
                     f"`apt-get install -y {' '.join(packages)}`")
     return paths
+
+
+def installed_files(packages, pattern: re.Pattern, error: type[DebianPackageMissingError], what: str, folder: str,
+                    read: Callable[[Path], object] = lambda path: path if path.is_file() else None) -> list:
+    """``read(path)`` of each file of the installed ``packages`` whose path matches ``pattern``, in path order, left
+    out where it returns None (by default: the paths of the files on disk). ``error`` when nothing is left, naming
+    ``what`` and the ``folder`` a dpkg path-exclude may have kept from the disk."""
+    found = [item for path in sorted(set(dpkg_listing(packages, error))) if pattern.match(path)
+             for item in [read(Path(path))] if item is not None]
+    if not found:
+        raise error(f"the package(s) {', '.join(packages)} are installed but none of {what} is on disk (a dpkg "
+                    f"path-exclude for {folder}, as in slim container images?); remove it and reinstall with "
+                    f"`apt-get install -y --reinstall {' '.join(packages)}`")
+    return found
 
 
 def truncate(text: str, limit: int) -> str:

@@ -17,15 +17,10 @@ The result depends only on ``seed`` and the installed package version.
 A long-document set for the phrase (H+) comparison comes from the same pages
 (:func:`handbook_long_retrieval_set`): one document per outermost section (``8.9. Logging``) holding its own and
 its subsections' paragraphs, cut to 2,500 characters; a section with two or more subsections also gives a query of
-several phrases, its title and its subsections' titles. Measured on 11.20220922: 116 documents (median 2,490
-characters, 384 words), 71 queries (median 4 phrases).
+several phrases, its title and its subsections' titles.
 
 Licence: the book is under GPL-2.0-or-later or CC-BY-SA-3.0 (Raphaël Hertzog and Roland Mas; Debian main).
 HyTE ships none of its text: it reads the files installed on the machine and keeps the set in memory.
-
-Size, measured with debian-handbook 11.20220922 (Debian 12 bookworm): 538 sections in 127 English HTML pages, 489
-usable (query, document) pairs after the filters (documents: 329 of 500-600 characters, 47 cut at 600, the rest
-shorter). The default set is 300 queries over the 489-document corpus. Building it takes about two seconds.
 """
 
 from __future__ import annotations
@@ -36,7 +31,7 @@ from pathlib import Path
 
 from .debian_docs import (
     DebianPackageMissingError,
-    dpkg_listing,
+    installed_files,
     sampled_retrieval_set,
     truncate,
     unambiguous_pairs,
@@ -174,14 +169,8 @@ def page_long_sections(page_html: str) -> list[tuple[str, str, str, int]]:
 
 def handbook_files(packages=DEFAULT_PACKAGES) -> list[Path]:
     """The handbook's English HTML pages, sorted; :class:`HandbookNotInstalledError` names the install command."""
-    paths = [Path(p) for p in sorted(set(dpkg_listing(packages, HandbookNotInstalledError))) if _HTML_PATH.match(p)]
-    paths = [path for path in paths if path.is_file()]
-    if not paths:
-        raise HandbookNotInstalledError(
-            f"the package(s) {', '.join(packages)} are installed but none of the handbook's English HTML pages is on "
-            f"disk (a dpkg path-exclude for /usr/share/doc, as in slim container images?); remove it and reinstall "
-            f"with `apt-get install -y --reinstall {' '.join(packages)}`")
-    return paths
+    return installed_files(packages, _HTML_PATH, HandbookNotInstalledError, "the handbook's English HTML pages",
+                           "/usr/share/doc")
 
 
 def handbook_pairs(packages=DEFAULT_PACKAGES) -> dict[str, tuple[str, str]]:

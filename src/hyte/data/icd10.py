@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 
@@ -87,10 +87,15 @@ def mlm_corpus(test_fraction: float = 0.2, seed: int = 0, split: str = "train") 
     chapter; ``split="test"``: the same text of the held-out chapters (to measure a model's held-out MLM loss)."""
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test'; got {split!r}")
-    chapters = split_chapters(test_fraction, seed)[0 if split == "train" else 1]
-    titles = [title(code) for code in all_codes() if chapter_of(code) in chapters]
-    terms = [pair["query"] for pair in inclusion_pairs() if pair["chapter"] in chapters]
-    return list(dict.fromkeys(titles + terms))
+    return list(dict.fromkeys(chapter_texts(split_chapters(test_fraction, seed)[0 if split == "train" else 1])))
+
+
+def chapter_texts(chapters: Iterable[str] | None = None) -> list[str]:
+    """The titles of every code, block and chapter (of ``chapters``, or all), in tabular order, then their inclusion
+    terms; duplicates kept."""
+    chapters = None if chapters is None else set(chapters)
+    titles = [title(code) for code in all_codes() if chapters is None or chapter_of(code) in chapters]
+    return titles + [pair["query"] for pair in inclusion_pairs() if chapters is None or pair["chapter"] in chapters]
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -21,12 +21,6 @@ the top of each page (in 6.03: Linux-man-pages-copyleft for about 60% of them, t
 BSD-4-Clause-UC, BSD-3-Clause, MIT and a few others; Debian ships both packages in main). HyTE ships none of
 their text: it reads the files installed on the machine at run time and keeps the set in memory (or in a BEIR folder
 the user writes locally), so nothing is redistributed.
-
-Size, measured with manpages / manpages-dev 6.03-2 (Debian 12 bookworm): the packages list 2549 page files, of
-which 1433 are alias links and 16 ``.so`` redirects, leaving 1100 pages; 15 have a too-short first paragraph and 114
-share their query or document with another page, leaving 971 usable (query, document) pairs (sections 3: 500,
-2: 241, 7: 115, 5: 30, 3type: 30, 4: 28, 1: 11, 8: 8, others: 8). The default set is 500 queries over a 971-document
-corpus (``max_documents=2000`` is not reached). Building it takes under a second.
 """
 
 from __future__ import annotations
@@ -37,7 +31,7 @@ from pathlib import Path
 
 from .debian_docs import (
     DebianPackageMissingError,
-    dpkg_listing,
+    installed_files,
     sampled_retrieval_set,
     truncate,
     unambiguous_pairs,
@@ -61,23 +55,16 @@ def _is_redirect(text: str) -> bool:
     return bool(lines) and all(line.startswith(".so ") for line in lines)
 
 
+def _read_page(path: Path) -> tuple[Path, str] | None:
+    if path.is_symlink() or not path.is_file():  # Debian's form of an alias (.so) page, or a filtered-out file
+        return None
+    text = gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace")
+    return None if _is_redirect(text) else (path, text)
+
+
 def _read_pages(packages) -> list[tuple[Path, str]]:
-    pages = []
-    for path_text in sorted(set(dpkg_listing(packages, ManpagesNotInstalledError))):
-        if not _PAGE_PATH.match(path_text):
-            continue
-        path = Path(path_text)
-        if path.is_symlink() or not path.is_file():  # Debian's form of an alias (.so) page, or a filtered-out file
-            continue
-        text = gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace")
-        if not _is_redirect(text):
-            pages.append((path, text))
-    if not pages:
-        raise ManpagesNotInstalledError(
-            f"the packages {', '.join(packages)} are installed but none of their man page files is on disk (a "
-            f"dpkg path-exclude for /usr/share/man, as in slim container images?); remove it and reinstall with "
-            f"`apt-get install -y --reinstall {' '.join(packages)}`")
-    return pages
+    return installed_files(packages, _PAGE_PATH, ManpagesNotInstalledError, "their man page files", "/usr/share/man",
+                           _read_page)
 
 
 def manpage_files(packages=DEFAULT_PACKAGES) -> list[Path]:
@@ -355,8 +342,6 @@ def manpages_retrieval_set(max_queries: int | None = 500, max_documents: int | N
     """(queries, corpus, qrels) in BEIR's in-memory shape from the installed Linux man pages (see the module doc).
 
     ``queries`` and ``corpus`` map page ids (``"fork(2)"``) to text; ``qrels`` maps each query id to
-    ``{same id: 1}``. ``max_queries`` pages are sampled with ``random.Random(seed)`` (all with None); the corpus keeps
-    every sampled query's document and fills up with other pages' documents (seeded) to ``max_documents``, as
-    :func:`hyte.evaluation.heldout.heldout_retrieval_set` does.
+    ``{same id: 1}``; sampling as :func:`hyte.data.debian_docs.sampled_retrieval_set`.
     """
     return sampled_retrieval_set(manpage_pairs(packages), max_queries, max_documents, seed)

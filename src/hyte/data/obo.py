@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import HyteError
 from ..io import DataFormatError
 
-__all__ = ["IsACycleError", "OBOFormatError", "Ontology", "Term", "load_obo", "parents_first"]
+__all__ = ["IsACycleError", "OBOFormatError", "Ontology", "Term", "ancestors_of", "load_obo", "parents_first"]
 
 # The four synonym scopes of the OBO format; anything else in that position means the line is malformed.
 _SYNONYM_SCOPES = frozenset({"EXACT", "BROAD", "NARROW", "RELATED"})
@@ -45,6 +45,17 @@ def parents_first(parents: dict[str, Sequence[str]]) -> tuple[str, ...]:
         return tuple(TopologicalSorter(parents).static_order())
     except CycleError as error:
         raise IsACycleError(error.args[1]) from None
+
+
+def ancestors_of(ontology: Ontology, edges=None) -> dict[str, frozenset[str]]:
+    """Concept id -> all its ancestors, through ``edges`` ((child, parent) pairs; default: every is-a link)."""
+    parents: dict[str, set[str]] = {concept: set() for concept in ontology.terms}
+    for child, parent in ontology.edges() if edges is None else edges:
+        parents[child].add(parent)
+    ancestors: dict[str, frozenset[str]] = {}
+    for concept in parents_first(parents):
+        ancestors[concept] = frozenset().union(*({p} | ancestors[p] for p in parents[concept]))
+    return ancestors
 
 
 class OBOFormatError(DataFormatError):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..io import DataFormatError, iter_jsonl
-from .obo import IsACycleError, Ontology, Term, load_obo, parents_first
+from .obo import IsACycleError, Ontology, Term, ancestors_of, load_obo
 
 __all__ = ["FORMATS", "Subsumption", "Taxonomy", "load_taxonomy"]
 
@@ -356,15 +356,11 @@ def _from_hit_edges(path: Path, terms: dict[str, Term], edges: dict[tuple[str, s
     for child, parent in edges:
         parents.setdefault(child, set()).add(parent)
     try:
-        order = parents_first(parents)
+        ancestors = ancestors_of(Ontology(terms, several_roots=True), edges)  # the terms have no parents yet
     except IsACycleError as error:  # named at the row of its first link
         file, number = edges[(error.cycle[1], error.cycle[0])]
         raise DataFormatError(file, number, f"the positive edges form a cycle ({' -> '.join(error.cycle)}): a "
                                             "taxonomy has none; fix these rows") from None
-    ancestors: dict[str, set[str]] = {}
-    for concept in order:  # parents before children
-        ancestors[concept] = set().union(*({p} | ancestors[p] for p in parents.get(concept, ()))) \
-            if parents.get(concept) else set()
     direct = {child: sorted(p for p in ps if not any(p in ancestors[q] for q in ps if q != p))
               for child, ps in parents.items()}
     built = {concept: Term(term.id, term.name, parents=direct.get(concept, [])) for concept, term in terms.items()}

@@ -26,7 +26,7 @@ from pathlib import Path
 from ..artifacts import CARD_FILE
 from ..errors import HyteError
 from ..results import same_path
-from .obo import Ontology, parents_first
+from .obo import Ontology, ancestors_of
 from .taxonomy import Subsumption, Taxonomy
 
 __all__ = ["SCHEMES", "SplitMismatchError", "TaxonomySplit", "ancestors_of", "split_taxonomy", "training_split"]
@@ -44,23 +44,6 @@ class TaxonomySplit:
     validation: list[Subsumption]
     test: list[Subsumption]
     held_out: frozenset[str] = frozenset()
-
-    def side(self, name: str) -> list[Subsumption]:
-        """"train", "validation" or "test"."""
-        if name not in ("train", "validation", "test"):
-            raise ValueError(f"a split has train, validation and test; got {name!r}")
-        return getattr(self, name)
-
-
-def ancestors_of(ontology: Ontology, edges=None) -> dict[str, frozenset[str]]:
-    """Concept id -> all its ancestors, through ``edges`` ((child, parent) pairs; default: every is-a link)."""
-    parents: dict[str, set[str]] = {concept: set() for concept in ontology.terms}
-    for child, parent in ontology.edges() if edges is None else edges:
-        parents[child].add(parent)
-    ancestors: dict[str, frozenset[str]] = {}
-    for concept in parents_first(parents):
-        ancestors[concept] = frozenset().union(*({p} | ancestors[p] for p in parents[concept]))
-    return ancestors
 
 
 def split_taxonomy(taxonomy: Taxonomy, scheme: str, seed: int = 0, num_negatives: int = 10,

@@ -1,13 +1,9 @@
-"""HyTE as a LangChain retriever: ``HyTERetriever``, a ``langchain_core`` ``BaseRetriever``.
-
-    retriever = HyTERetriever.from_folder("my-index", k=4)     # a `hyte index build` folder
-    documents = retriever.invoke("What is macrocephaly?")      # or ainvoke / batch, or in a chain
+"""HyTE as a LangChain retriever: ``HyTERetriever``, a ``langchain_core`` ``BaseRetriever`` (docs/rag.md).
 
 Each ``Document`` carries the document's own id as ``id`` and, in ``metadata``, ``score`` (the Lorentz inner
 product, larger is nearer), ``distance`` (geodesic), ``radius`` (x0; larger is more specific) and ``index_id``.
-The search is ``LorentzIndex.search`` with sign-flipped queries. HyTE is deliberately not offered as a LangChain
-vector store: their cosine / L2 scoring ranks hyperboloid points wrongly. ``ainvoke`` runs the search in a worker
-thread (LangChain's default for retrievers). Needs ``pip install 'hyte-embeddings[langchain]'``.
+Not a LangChain vector store, whose cosine / L2 scoring would rank hyperboloid points wrongly. ``ainvoke`` runs the
+search in a worker thread (LangChain's default for retrievers).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""HyTE as a LlamaIndex retriever: ``HyTERetriever``, a ``llama_index.core`` ``BaseRetriever``.
-
-    retriever = HyTERetriever.from_folder("my-index", k=4)     # a `hyte index build` folder
-    nodes = retriever.retrieve("What is macrocephaly?")        # or aretrieve, or RetrieverQueryEngine
+"""HyTE as a LlamaIndex retriever: ``HyTERetriever``, a ``llama_index.core`` ``BaseRetriever`` (docs/rag.md).
 
 Each ``NodeWithScore`` has ``score`` = the Lorentz inner product (larger is nearer) and a ``TextNode`` whose
 ``id_`` is the document's own id and whose metadata holds ``distance`` (geodesic), ``radius`` (x0; larger is more
-specific), ``score`` and ``index_id``. The search is ``LorentzIndex.search`` with sign-flipped queries. HyTE is
-deliberately not offered as a LlamaIndex vector store: their cosine / L2 scoring ranks hyperboloid points wrongly.
-Needs ``pip install 'hyte-embeddings[llamaindex]'``.
+specific), ``score`` and ``index_id``. Not a LlamaIndex vector store, whose cosine / L2 scoring would rank
+hyperboloid points wrongly.
 """
 
 from __future__ import annotations

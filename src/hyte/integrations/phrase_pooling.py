@@ -6,15 +6,10 @@
     encoder = MultiVectorEncoder(modules=[Transformer(backbone_folder), pooling])
     scores = encoder.similarity(encoder.encode_query(q), encoder.encode_document(d))   # = S_P(q, d)
 
-The module holds the phrase heads (boundary, CRF, importance) and turns a text's token embeddings into its top-B
-unit vectors: normalised means of CRF spans. Query units come out **scaled by their importance** a(s); because
-a(s) > 0 factors out of the max, ST's dot-product MaxSim sum_s max_t (a(s) p_s) . p_t is exactly the paper's
-weighted MaxSim S_P. ST masks padded document units with the dtype's minimum before the max, so padding never wins.
-
-Not for lorentz models: ST's MaxSim sums raw inner products, and a sum of Lorentz inner products is not the sum of
-minus geodesic distances HyTE scores with (the winners are the same, the totals are not). Use
-``hyte.retrieval.PhraseIndex`` there. Special tokens are recognised from ``input_ids`` (``special_token_ids``).
-Saved modules name this class, so loading needs ``hyte`` installed and ``trust_remote_code=True`` (ST >= 6.0).
+Query units come out **scaled by their importance** a(s) > 0, which factors out of the max, so ST's dot-product
+MaxSim is exactly the paper's weighted MaxSim S_P (ST masks padded document units before the max). Lorentz models
+need ``hyte.retrieval.PhraseIndex``: a sum of Lorentz inner products is not the sum of minus geodesic distances HyTE
+scores with. Saved modules name this class, so loading needs ``hyte`` and ``trust_remote_code=True`` (ST >= 6.0).
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """HyTE models as sentence-transformers models: build, save self-contained, score, train and evaluate.
 
 ``sentence_transformer(...)`` builds ``[Transformer (HyTE-FH or HyTE-H) -> HyperbolicPooling ->
-Router(query: TimeFlip(True), document: TimeFlip(False))]`` with ``similarity_fn_name="dot"`` (the modules live in
-``hyte/sentence_transformers_hyte.py``, which is remote code). Query vectors come out sign-flipped, so the stock
-dot product between ``encode_query`` and ``encode_document`` outputs is the Lorentz inner product <q, d>_L, and
-everything that scores with ``model.similarity`` ranks by geodesic distance: the stock
-``InformationRetrievalEvaluator`` (verified in the tests: it gives the same numbers as
-``hyte_information_retrieval_evaluator``, whose only differences are the metric names "lorentz_*" and graded qrels),
-mteb's sentence-transformers wrapper, FAISS ``IndexFlatIP``.
-
-Saving: ordinary ``model.save`` / ``save_pretrained`` / ``push_to_hub`` and trainer checkpoints already write a
-self-contained directory (the module code is copied next to ``modules.json`` and referenced as ``file.Class``), so
-``SentenceTransformer(path, trust_remote_code=True)`` loads where ``hyte`` is not installed, also after re-saving a
-model that was itself loaded as remote code. ``save_sentence_transformer`` additionally repairs the same problem for
-any other custom module a user adds.
-
-Scores that are not query-document (document-document, query-query) need ``lorentz_similarity`` or
-``geodesic_similarity``: "dot" between two documents is not hyperbolic. ``normalize_embeddings=True`` and
-``truncate_dim`` are refused by the model's ``encode`` (they are Euclidean operations; see
-``sentence_transformers_hyte.HyperbolicSentenceTransformer``).
+Router(query: TimeFlip(True), document: TimeFlip(False))]`` with ``similarity_fn_name="dot"`` (the modules are the
+remote code ``hyte/sentence_transformers_hyte.py``). Query vectors come out sign-flipped, so the stock dot product of
+a query and a document is their Lorentz inner product: everything that scores with ``model.similarity`` (the stock
+``InformationRetrievalEvaluator``, mteb, FAISS ``IndexFlatIP``) ranks by geodesic distance. Document-document and
+query-query scores need ``lorentz_similarity`` or ``geodesic_similarity``. docs/hf-and-export.md has the rest.
 """
 
 from __future__ import annotations
@@ -335,23 +322,18 @@ def _result_dtype(x: Tensor | np.ndarray) -> torch.dtype:
 
 
 class LorentzContrastiveLoss(MultipleNegativesRankingLoss):
-    """In-batch-negatives contrastive loss (InfoNCE) on Lorentz similarities, for ``SentenceTransformerTrainer``.
-
-    Columns: (anchor, positive) or (anchor, positive, negative_1, ..., negative_k). Each anchor is scored against
-    every positive and every hard negative in the batch; cross-entropy pushes its own positive to the top:
-    loss = mean_i CE(s(a_i, candidates) / temperature, i), where s is
+    """In-batch-negatives InfoNCE on Lorentz similarities, for ``SentenceTransformerTrainer``: sentence-transformers'
+    ``MultipleNegativesRankingLoss`` with ``scale = 1 / temperature`` (the HyTE paper's 0.02) and the similarity
 
     * ``"geodesic"``: -d(a, x), the negative geodesic distance (the paper's choice, fine-tuning); or
     * ``"lorentz_inner"``: <a, x>_L (the reference code's contrastive pre-training).
 
-    The HyTE paper trains with temperature 0.02 (logit scale 50). The similarities are computed from the time
-    coordinates recomputed from the space parts (``lorentz_similarity``), so they are true Lorentz quantities whichever
+    Columns: (anchor, positive, negative_1, ..., negative_k), the negatives optional. The similarities recompute the
+    time coordinates from the space parts (``lorentz_similarity``), so they are true Lorentz quantities whichever
     route a column took: the trainer requires a ``router_mapping``, and the natural one,
-    ``{"anchor": "query", "positive": "document", "negative": "document"}``, flips the anchors.
-
-    This is sentence-transformers' ``MultipleNegativesRankingLoss`` with a Lorentz ``similarity_fct`` and
-    ``scale = 1 / temperature``; its other options (``directions``, ``partition_mode``, ``gather_across_devices``, ...)
-    pass through ``mnrl_kwargs``. No GradCache: large effective batches need ``gather_across_devices`` or more memory.
+    ``{"anchor": "query", "positive": "document", "negative": "document"}``, flips the anchors. The other MNRL options
+    (``directions``, ``partition_mode``, ``gather_across_devices``, ...) pass through ``mnrl_kwargs``. No GradCache:
+    large effective batches need ``gather_across_devices`` or more memory.
     """
 
     def __init__(

@@ -1,18 +1,12 @@
-"""Evaluation of phrase-level reranking at matched unit budgets (the H+ paper's Table 6 protocol).
+"""Evaluation of phrase-level reranking at matched unit budgets (the H+ paper's Table 6 protocol; docs/training.md).
 
-Every system reranks the **same** candidates: each query's global top-K over the whole corpus (exact search with
-the model's own global view). Unit kinds share the model's token states, its importance head and top-B selection,
-and differ only in where unit boundaries fall:
-
-* ``crf``: the learned CRF's BIO units (the phrase view); ``token``: every sub-word token (ColBERT's unit);
-  ``bigram``: fixed pairs of tokens; ``random``: random spans of 1-3 tokens (seeded).
-
-Budgets. ``count="exact"`` (default, the paper's exact-count control): a text keeps
-C_x(B) = min(B, min over the four kinds of their natural unit count) units under **every** kind, so the kinds are
-compared at identical vector counts per text; ``count="cap"``: each kind keeps min(B, its own natural count).
-
-Scores: ``global`` ranks by the global view; a unit kind by importance-weighted MaxSim; ``hybrid`` fuses global,
-CRF phrase and lexical scores, each z-normalised over the query's candidates (``hyte.retrieval.phrase.fuse``).
+Every system reranks the **same** candidates, each query's exact global top-K. Unit kinds share the model's token
+states, importance head and top-B selection and differ only in where unit boundaries fall: ``crf`` (the learned
+units), ``token`` (every sub-word, ColBERT's unit), ``bigram`` (fixed pairs), ``random`` (seeded spans of 1-3 tokens).
+``count="exact"`` (the paper's exact-count control) keeps C_x(B) = min(B, the least natural unit count of the four
+kinds) units of a text under every kind, so the kinds are compared at identical vector counts; ``count="cap"``: each
+kind keeps min(B, its own natural count). ``hybrid`` fuses global, CRF phrase and lexical scores, each z-normalised
+over the query's candidates (``hyte.retrieval.phrase.fuse``).
 """
 
 from __future__ import annotations

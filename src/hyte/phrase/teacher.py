@@ -1,20 +1,10 @@
-"""Offline BIO teacher for the phrase CRF: a terminology trie over HPO and ICD-10-CM, no LLM.
+"""Offline BIO teacher for the phrase CRF: a terminology trie over HPO and ICD-10-CM, no LLM (docs/training.md).
 
-The H+ paper (seed 001, section 3.2 and "Segmentation supervision") labels retrieval units with an LLM told to keep
-domain terms, abbreviations, compounds and numbers whole. Offline, this module builds the same kind of labels
-deterministically, in priority order (a later rule never cuts a span chosen by an earlier one):
-
-1. **Terminology**: a trie of multi-word terms (HPO names and synonyms, ICD-10-CM titles and inclusion terms, 2 to
-   ``max_term_words`` words) matched leftmost-longest, case-insensitively, on word boundaries.
-2. **Numbers**: "7.5", "3,000", "20 %", "1.5-2" stay one unit.
-3. **Words split into sub-words**: "nephropathy" -> ne ##ph ##rop ##athy is one unit (the tokenizer's split is not
-   a meaningful boundary).
-
-A span of two or more tokens is tagged B I I ...; every other token is O (a singleton unit, as in the paper);
-special tokens and padding are O. Alignment uses the fast tokenizer's character offsets.
-
-The trie doubles as the paper's optional inference-time override (:func:`override_tags`): inside a trie match
-its tags win over the CRF's.
+The H+ paper labels units with an LLM told to keep domain terms, abbreviations, compounds and numbers whole; this
+module does it deterministically, in priority order (a later rule never cuts an earlier span): 1. multi-word terms
+of the trie, leftmost-longest, case-insensitive, on word boundaries; 2. numbers ("7.5", "3,000", "20 %", "1.5-2");
+3. words split into sub-words ("nephropathy" -> ne ##ph ##rop ##athy: the tokenizer's split is no boundary). A span
+of two or more tokens is tagged B I I ...; every other token is O (a singleton unit, as in the paper).
 """
 
 from __future__ import annotations
@@ -23,6 +13,8 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from ..data.icd10 import chapter_texts as icd10_terms  # ICD-10-CM titles and inclusion terms (of some chapters)
 
 TAG_O, TAG_B, TAG_I = 0, 1, 2  # the same values as hyte.modeling_hyte_phrase
 
@@ -98,16 +90,6 @@ def hpo_terms(term_ids: Iterable[str] | None = None) -> list[str]:
         out.append(term.name)
         out.extend(text for text, _ in term.synonyms)
     return out
-
-
-def icd10_terms(chapters: Iterable[str] | None = None) -> list[str]:
-    """ICD-10-CM titles and inclusion terms (all chapters, or ``chapters``), from simple-icd-10-cm."""
-    from ..data.icd10 import all_codes, chapter_of, inclusion_pairs, title
-
-    chapters = None if chapters is None else set(chapters)
-    titles = [title(code) for code in all_codes() if chapters is None or chapter_of(code) in chapters]
-    inclusions = [p["query"] for p in inclusion_pairs() if chapters is None or p["chapter"] in chapters]
-    return titles + inclusions
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,22 +1,14 @@
-"""Stage ``phrase``: H+ phrase heads trained with the seed's stage-2 joint loss on ``transformers.Trainer``.
+"""Stage ``phrase``: H+ phrase heads trained with the seed's stage-2 joint loss on ``transformers.Trainer``
+(docs/training.md, "Phrase-level multi-vector retrieval"):
 
     L = lambda_G L_G + lambda_T L_T + lambda_L L_L + lambda_seg L_seg (+ lambda_P L_P)
 
-* L_G: InfoNCE on the global vectors (cosine / tau, or -geodesic distance / tau on HyTE-H).
-* L_T: InfoNCE on token-level MaxSim (mean over query tokens): euclidean through the training-only projection
-  z_i = norm(W_T h_i + b_T) (seed section 3.5); lorentz on the token points themselves (-geodesic distance).
-* L_L: InfoNCE on the lexical score with summed importances w~(t) = sum_{i: id_i = t} u_i (trains the importance
-  head), temperature ``phrase.lexical_temperature``.
-* L_seg: CRF negative log-likelihood of the trie teacher's BIO labels (hyte.phrase.teacher) of the query and its
-  positive document.
-* L_P (extension, weight 0 by default): InfoNCE on importance-weighted MaxSim over the teacher's units, top-B.
-
-Weighted MaxSim in the losses divides by the query's total importance: a per-query constant, so rankings are the
-paper's, while the logits stay in the range of the global view's. The paper's KL term to a teacher scorer is left
-out: no teacher scorer exists offline.
-
-Checkpoints and ``resume`` are Trainer's; ``lora.r > 0`` trains LoRA adapters on the backbone with the new heads
-fully trained (peft ``modules_to_save``), merged into ``final``.
+InfoNCE on the global vectors (G), on mean-over-query-tokens MaxSim (T; euclidean through the training-only
+projection of seed section 3.5), on the lexical score with summed importances (L, which trains the importance head)
+and, an extension off by default, on importance-weighted MaxSim over the teacher's top-B units (P); L_seg is the CRF
+negative log-likelihood of the trie teacher's BIO labels. Weighted MaxSim is divided by the query's total importance,
+a per-query constant: the paper's rankings, with logits in the global view's range. No KL term: no teacher scorer
+exists offline.
 """
 
 from __future__ import annotations
