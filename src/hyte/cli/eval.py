@@ -71,8 +71,6 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
     from ..data.beir import load_beir
     from ..evaluation.retrieval import evaluate_beir
 
-    if any(k < 1 for k in args.k):
-        raise ValueError(f"--k values must be >= 1; got {args.k}")
     _, corpus, _ = load_beir(args.data, args.split)  # format errors before the model is loaded
     too_large = sorted(k for k in set(args.k) if k > len(corpus))
     encoder = load_model_encoder(args)
@@ -388,8 +386,6 @@ def _eval_rag(args: argparse.Namespace) -> int:
     from ..evaluation.rag import evaluate_rag, hpo_rag_questions
     from ..generation import load_generator, smollm2_gguf
 
-    if args.k < 1 or args.questions < 1:
-        raise ValueError(f"--k and --questions must be >= 1; got {args.k} and {args.questions}")
     if args.generator is None:
         smollm2_gguf()  # a missing package fails here, before the models load
     questions, corpus = hpo_rag_questions(args.questions, args.documents, seed=args.seed)

@@ -289,8 +289,6 @@ def _index_search(args: argparse.Namespace) -> int:
     args.k_candidates = args.k_candidates or 100
 
     if args.dsn is not None or args.table is not None:
-        if args.index is not None:
-            raise UserError("--index and --dsn/--table both name an index: give one of them")
         if args.rerank is not None or args.trie:
             raise UserError("--rerank and --trie need a phrase index folder (--index); a pgvector index is plain")
         queries = queries_of(args)

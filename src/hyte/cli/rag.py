@@ -15,8 +15,6 @@ __all__ = ["add_commands"]
 def _rag(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise UserError("the question is empty")
-    if args.k < 1:
-        raise UserError(f"--k must be >= 1; got {args.k}")
     from ..generation import SMOLLM2_NAME, SMOLLM2_SUPPORTED_ANSWERS, load_generator, smollm2_gguf
     from ..rag import EXTRACT_BELOW, answer_question
 

@@ -1,20 +1,11 @@
-"""``BENCHMARKS.md`` from every JSON in a results folder: evaluation results and speed benchmarks, one generator;
-each section is rendered by the module of its subject (``report.evaluation``, ``report.finetune``, ``report.speed``,
-``hyte.phrase.report``, ``hyte.compatibility.report``), after a table of the current verdicts (``report.verdicts``).
+"""``BENCHMARKS.md`` from every JSON in a results folder, after a table of the current verdicts
+(``report.verdicts``); each section is rendered by the module of its subject.
 
-Each JSON is recognised by its ``"benchmark"`` key (``hierarchy``, ``retrieval``, ``radius``, ``mteb`` from
-``hyte eval ...``; ``rag`` from ``hyte eval rag``; ``hierarchy_finetune`` / ``hierarchy_sweep`` from ``benchmarks/run_hierarchy_finetune.py``;
-``specificity_selection`` / ``specificity`` from ``benchmarks/run_specificity.py``; ``curvature`` from
-``benchmarks/run_curvature.py``; ``taxonomy-study`` from
-``benchmarks/run_taxonomy.py`` and ``taxonomy`` from ``hyte eval taxonomy``; ``forward``, ``encode``, ``index`` from
-``hyte bench`` / the ``benchmarks/bench_*.py`` scripts; ``serving_radius`` / ``serving_scale`` from
-``benchmarks/bench_serving.py``; an index JSON without the key is recognised by its
-``"indexes"``). Sections come in that order (a result whose ``"superseded_by"`` names a later one goes to an
-archive section at the end); inside a section
-results measured on the same data share a table, one row per file, and a "Runs" list gives each file's command,
-date and machine (from its ``"meta"``). Adding a model is adding a JSON (``hyte eval hierarchy ... --output
-benchmarks/results/hierarchy_NAME.json``) and regenerating (``hyte eval report``). For index results a
-recall-vs-queries/s PNG is (re)drawn next to the JSON.
+Each JSON is recognised by its ``"benchmark"`` key (an index JSON without one by its ``"indexes"``); sections come in
+``SECTION_ORDER``, and a result whose ``"superseded_by"`` names a later one goes to an archive section at the end.
+Inside a section, results measured on the same data share a table, one row per file, and a "Runs" list gives each
+file's command, date and machine (from its ``"meta"``). Adding a model is adding a JSON and regenerating (``hyte eval
+report``). For index results a recall-vs-queries/s PNG is (re)drawn next to the JSON.
 """
 
 from __future__ import annotations
