@@ -339,6 +339,17 @@ def unit_inner(queries: Tensor, documents: Tensor, geometry: str) -> Tensor:
     return torch.einsum("qad,ncd->qnac", queries.float(), documents.float())
 
 
+def similarity_of_best(best: Tensor, geometry: str, curvature: float | Tensor = 1.0) -> Tensor:
+    """Each query unit's best raw inner product (``unit_inner``'s values after the max over document units) as the
+    unit similarity s: the cosine as it is (euclidean) or minus the geodesic distance (lorentz; -arccosh is
+    monotone, so it runs after the max, on the few best values only). -inf (no document unit) stays -inf."""
+    if geometry != "lorentz":
+        return best
+    finite = torch.isfinite(best)
+    distance = distance_from_inner(torch.where(finite, best, torch.full_like(best, -1e30)), curvature)
+    return torch.where(finite, -distance, best)
+
+
 def weighted_maxsim(queries: Units, documents: Units, geometry: str, curvature: float | Tensor = 1.0,
                     normalize_weights: bool = False) -> Tensor:
     """S_P(q, d) = sum_s a_q(s) max_t s(p_s, p_t) for every query-document pair: (Q, A), (N, C) units -> (Q, N).
@@ -350,12 +361,7 @@ def weighted_maxsim(queries: Units, documents: Units, geometry: str, curvature: 
     """
     raw = unit_inner(queries.vectors, documents.vectors, geometry)  # (Q, N, A, C)
     raw = raw.masked_fill(~documents.mask[None, :, None, :], -math.inf)
-    best = raw.max(dim=-1).values  # (Q, N, A)
-    if geometry == "lorentz":
-        # Monotone map after the max: only Q N A arccosh evaluations. -inf (no document unit) stays -inf.
-        finite = torch.isfinite(best)
-        distance = distance_from_inner(torch.where(finite, best, torch.full_like(best, -1e30)), curvature)
-        best = torch.where(finite, -distance, best)
+    best = similarity_of_best(raw.max(dim=-1).values, geometry, curvature)  # (Q, N, A)
     weights = queries.weights.float()
     if normalize_weights:
         weights = weights / weights.sum(-1, keepdim=True).clamp_min(1e-12)
@@ -625,6 +631,7 @@ __all__ = [
     "select_top",
     "token_units",
     "unit_counts",
+    "similarity_of_best",
     "unit_inner",
     "units_from_tags",
     "weighted_maxsim",

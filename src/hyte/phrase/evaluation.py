@@ -11,7 +11,6 @@ over the query's candidates (``hyte.retrieval.phrase.fuse``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -21,6 +20,7 @@ import torch
 from .. import lorentz
 from ..evaluation.metrics import ndcg_at_k, recall_at_k
 from ..modeling_hyte_phrase import pool_units, segment, unit_counts, units_from_tags
+from ..retrieval.phrase import ragged_rows, segment_maxsim
 
 UNIT_KINDS = ("crf", "token", "bigram", "random")
 SYSTEMS = ("global", *UNIT_KINDS, "hybrid")
@@ -97,44 +97,23 @@ def global_scores(queries: EncodedTexts, documents: EncodedTexts, geometry: str,
     return (torch.nn.functional.normalize(q, dim=-1) @ torch.nn.functional.normalize(d, dim=-1).T).numpy()
 
 
-def _ragged_rows(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Flat indices of the units of ``rows``, their position among ``rows`` and their rank within their text."""
-    starts, ends = offsets[rows], offsets[rows + 1]
-    lengths = ends - starts
-    flat = np.repeat(ends - lengths.cumsum(), lengths) + np.arange(lengths.sum())
-    return flat, np.repeat(np.arange(len(rows)), lengths), flat - np.repeat(starts, lengths)
-
-
 def unit_scores(queries: EncodedTexts, documents: EncodedTexts, query: int, candidates: np.ndarray, kind: str,
                 budgets: Sequence[int], count: str, geometry: str, curvature: float) -> dict[int, np.ndarray]:
     """{B: (K,) weighted MaxSim of query ``query`` against documents ``candidates`` with ``kind`` units at B}.
 
-    One matmul over every unit of the query and the candidates; each budget then masks what it does not keep
-    (documents: -inf before the max; queries: rows left out of the sum), so budgets share the work.
+    Each budget keeps the first B units of the query and of every candidate (their top-B by importance).
     """
     q_start, q_end = queries.offsets[kind][query], queries.offsets[kind][query + 1]
     q_vectors = torch.as_tensor(queries.units[kind][q_start:q_end])
     q_weights = torch.as_tensor(queries.weights[kind][q_start:q_end])
-    flat, segment_of, rank = _ragged_rows(documents.offsets[kind], candidates)
-    d_vectors = torch.as_tensor(documents.units[kind][flat])
-    if geometry == "lorentz":
-        q_vectors = lorentz.flip_time(q_vectors)
-    raw = q_vectors @ d_vectors.T  # (A, M)
-    segment_index = torch.as_tensor(segment_of).unsqueeze(0).expand(len(q_vectors), -1)
-    rank = torch.as_tensor(rank)
+    flat, segment_of, rank = ragged_rows(documents.offsets[kind], candidates)
+    d_vectors, segment_of, rank = (torch.as_tensor(a) for a in (documents.units[kind][flat], segment_of, rank))
     out = {}
     for budget in budgets:
         q_count = int(queries.counts(budget, kind, count)[query])
-        d_counts = torch.as_tensor(documents.counts(budget, kind, count)[candidates])
-        kept = rank < d_counts[torch.as_tensor(segment_of)]
-        masked = raw[:q_count].masked_fill(~kept.unsqueeze(0), -math.inf)
-        best = torch.full((q_count, len(candidates)), -math.inf).scatter_reduce(
-            1, segment_index[:q_count], masked, "amax")
-        if geometry == "lorentz":
-            finite = torch.isfinite(best)
-            best = torch.where(finite, -lorentz.distance_from_inner(torch.where(finite, best, -1e30), curvature),
-                               best)
-        out[budget] = (q_weights[:q_count].unsqueeze(1) * best).sum(0).numpy()
+        kept = rank < torch.as_tensor(documents.counts(budget, kind, count)[candidates])[segment_of]
+        out[budget] = segment_maxsim(q_vectors[:q_count], q_weights[:q_count], d_vectors[kept], segment_of[kept],
+                                     len(candidates), geometry, curvature).numpy()
     return out
 
 

@@ -26,10 +26,11 @@ import torch
 from .. import lorentz
 from ..artifacts import INDEX_FILE, METADATA_FILE, PHRASE_INDEX_FILE
 from ..io import atomic_directory, saved_directory
+from ..modeling_hyte_phrase import similarity_of_best
 from .index import LorentzIndex, read_faiss_file
 from .store import HyperboloidStore
 
-__all__ = ["RERANK_MODES", "EuclideanFlatIndex", "PhraseIndex", "PhraseStore", "fuse", "segment_maxsim"]
+__all__ = ["RERANK_MODES", "EuclideanFlatIndex", "PhraseIndex", "PhraseStore", "fuse", "ragged_rows", "segment_maxsim"]
 
 RERANK_MODES = ("phrase", "lexical", "hybrid")
 STORE_FORMAT_VERSION = 1
@@ -140,28 +141,21 @@ class PhraseStore:
     def gather_units(self, ids: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """Unit vectors of documents ``ids`` (N,): flat (M, D) float32 points/vectors and their document (M,) in
         0..N-1. Lorentz points get their time coordinate re-derived from the stored space part."""
-        rows = self._rows(ids)
-        starts, ends = self._unit_offsets[rows], self._unit_offsets[rows + 1]
-        lengths = ends - starts
-        flat_index = np.repeat(ends - lengths.cumsum(), lengths) + np.arange(lengths.sum())
+        flat_index, segment, _ = ragged_rows(self._unit_offsets, self._rows(ids))
         vectors = torch.from_numpy(self._units[flat_index].astype(np.float32))
         if self.geometry == "lorentz":
             vectors = lorentz.add_time(vectors, self.curvature)
-        return vectors, torch.from_numpy(np.repeat(np.arange(len(ids)), lengths))
+        return vectors, torch.from_numpy(segment)
 
     def lexical_scores(self, query: dict, ids: np.ndarray) -> np.ndarray:
         """S_L(q, d) = sum_t w_q(t) w_d(t) for documents ``ids``: (N,) float32."""
-        rows = self._rows(ids)
-        starts, ends = self._lexical_offsets[rows], self._lexical_offsets[rows + 1]
-        lengths = ends - starts
-        flat_index = np.repeat(ends - lengths.cumsum(), lengths) + np.arange(lengths.sum())
+        flat_index, segment, _ = ragged_rows(self._lexical_offsets, self._rows(ids))
         query_ids = np.asarray(query["lexical_ids"], dtype=np.int64)
         dense = np.zeros(max(int(query_ids.max(initial=-1)) + 1, int(self._lexical_ids.max(initial=-1)) + 1),
                          np.float32)
         dense[query_ids] = query["lexical_weights"]
         products = dense[self._lexical_ids[flat_index]] * self._lexical_weights[flat_index].astype(np.float32)
-        return np.bincount(np.repeat(np.arange(len(ids)), lengths), weights=products, minlength=len(ids)
-                           ).astype(np.float32)
+        return np.bincount(segment, weights=products, minlength=len(ids)).astype(np.float32)
 
     def phrase_scores(self, query: dict, ids: np.ndarray) -> np.ndarray:
         """S_P(q, d) = sum_s a_q(s) max_t s(p_s, p_t) for documents ``ids``: (N,) float32 (-inf: no units).
@@ -202,6 +196,15 @@ class PhraseStore:
         return store
 
 
+def ragged_rows(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of a ragged array (row r holds values offsets[r]:offsets[r + 1]), the values of ``rows``: their flat indices
+    (M,), the position of their row among ``rows`` (M,) and their rank within their row (M,)."""
+    starts, ends = offsets[rows], offsets[rows + 1]
+    lengths = ends - starts
+    flat = np.repeat(ends - lengths.cumsum(), lengths) + np.arange(lengths.sum())
+    return flat, np.repeat(np.arange(len(rows)), lengths), flat - np.repeat(starts, lengths)
+
+
 def _keep_rows(values: np.ndarray, offsets: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Drop the rows of a ragged array (values + offsets) where ``keep`` is False."""
     lengths = np.diff(offsets)
@@ -221,10 +224,7 @@ def segment_maxsim(query_units: torch.Tensor, query_weights: torch.Tensor, flat:
     raw = queries.float() @ flat.float().T  # (A, M)
     best = torch.full((len(query_units), count), -math.inf)
     best = best.scatter_reduce(1, segment.unsqueeze(0).expand(len(query_units), -1), raw, "amax")
-    if geometry == "lorentz":
-        finite = torch.isfinite(best)
-        best = torch.where(finite, -lorentz.distance_from_inner(torch.where(finite, best, -1e30), curvature), best)
-    return (query_weights.float().unsqueeze(1) * best).sum(0)
+    return (query_weights.float().unsqueeze(1) * similarity_of_best(best, geometry, curvature)).sum(0)
 
 
 def fuse(views: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
