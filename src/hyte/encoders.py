@@ -28,6 +28,7 @@ from .io import read_json_file
 from .model_kinds import MODEL_KINDS, model_type_of
 from .modeling_hyte import (
     HyTEPreTrainedModel,
+    batches_by_length,
     module_folder_message,
     not_a_model_folder,
     sentence_transformers_model_above,
@@ -214,14 +215,7 @@ class EuclideanEncoder:
         hyperbolic model, and HiT reads them as points of a Poincaré ball."""
         texts = [text.lower() for text in texts] if self.lowercase else list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        starts = range(0, len(texts), batch_size)
-        if show_progress_bar or (show_progress_bar is None and len(texts) >= 20 * batch_size):
-            from tqdm.auto import tqdm
-
-            starts = tqdm(starts, desc="encode", unit="batch", disable=None)  # None: no bar when not a terminal
-        for start in starts:
-            index = order[start : start + batch_size]
+        for index in batches_by_length(texts, batch_size, show_progress_bar, "encode"):
             # Right padding whatever the tokenizer's default: the base model's positions count from the first column.
             batch = self.tokenizer([texts[i] for i in index], padding=True, truncation=True,
                                    max_length=self.max_length, padding_side="right", return_tensors="pt")

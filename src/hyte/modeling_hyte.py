@@ -138,6 +138,21 @@ def first_token(x: Tensor, mask: Tensor) -> Tensor:
     return x[torch.arange(x.shape[0], device=x.device), mask.argmax(dim=1)]  # argmax: the first 1 of the row
 
 
+def batches_by_length(texts: Sequence[str], batch_size: int, show_progress_bar: bool | None, description: str):
+    """Yield lists of indices into ``texts``, ``batch_size`` at a time, longest texts first: similar lengths share a
+    batch (little padding), and a memory problem shows at once. A progress bar with ``show_progress_bar``, or by
+    default from 20 batches on."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    starts = range(0, len(texts), batch_size)
+    if show_progress_bar or (show_progress_bar is None and len(texts) >= 20 * batch_size):
+        from tqdm.auto import tqdm
+
+        # disable=None: no bar when the output is not a terminal (a log file would get one line per update).
+        starts = tqdm(starts, desc=description, unit="batch", disable=None)
+    for start in starts:
+        yield order[start : start + batch_size]
+
+
 def check_encode_arguments(texts, tokenizer, role: str, batch_size, max_length, limit: int) -> tuple[list[str], int]:
     """The texts of an encode call as a list, and its max_length (None: ``limit``, the model's positions); a clear
     one-line error for anything else, before any work. Shared by ``encode`` and ``encode_phrases``."""
@@ -625,16 +640,6 @@ class HyTEPreTrainedModel(PreTrainedModel):
         if not texts:
             empty = torch.zeros(0, dim)
             return empty.numpy() if convert_to_numpy else empty
-        # Longest first: similar lengths share a batch (little padding), and a memory problem shows at once.
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        if show_progress_bar is None:
-            show_progress_bar = len(texts) >= 20 * batch_size
-        starts = range(0, len(texts), batch_size)
-        if show_progress_bar:
-            from tqdm.auto import tqdm
-
-            # disable=None: no bar when the output is not a terminal (a log file would get one line per update).
-            starts = tqdm(starts, desc=f"encode {role} texts", unit="batch", disable=None)
         was_training = self.training
         self.eval()
         device = next(self.parameters()).device
@@ -646,8 +651,7 @@ class HyTEPreTrainedModel(PreTrainedModel):
         specials = len(tokenizer("")["input_ids"])
         blank: list[int] = []
         try:
-            for start in starts:
-                index = order[start : start + batch_size]
+            for index in batches_by_length(texts, batch_size, show_progress_bar, f"encode {role} texts"):
                 # Right padding whatever the tokenizer's default: a HyTE-H on a non-BERT backbone needs it.
                 batch = tokenizer([texts[i] for i in index], padding=True, truncation=True, max_length=max_length,
                                   padding_side="right", return_tensors="pt")
