@@ -17,14 +17,16 @@ judgement with a score > 0.
 
 from __future__ import annotations
 
-import os
 import numbers
-from collections.abc import Callable, Iterable
+import os
+import random
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from ..io import DataFormatError, check_path_kind, iter_jsonl
 
-__all__ = ["BEIRFormatError", "check_sample_sizes", "distractor_count", "load_beir"]
+__all__ = ["BEIRFormatError", "check_sample_sizes", "corpus_with_distractors", "distractor_count", "load_beir",
+           "seeded_subset"]
 
 
 # Malformed BEIR files raise the one data-file error of hyte.io (a ValueError naming the file and line).
@@ -47,6 +49,23 @@ def distractor_count(max_documents: int, relevant: int) -> int:
         raise ValueError(f"max_documents={max_documents} is below the {relevant} documents the sampled queries need "
                          "(each query's relevant ones stay in the corpus): give at least that many, or fewer queries")
     return max_documents - relevant
+
+
+def seeded_subset(items: Sequence, size: int | None, seed) -> list:
+    """At most ``size`` of ``items``: all of them (no ``size``, or not more), else a ``seed``-ed choice, sorted."""
+    if size is None or len(items) <= size:
+        return list(items)
+    return sorted(random.Random(seed).sample(items, size))
+
+
+def corpus_with_distractors(corpus_ids: Iterable[str], needed: set[str], max_documents: int | None, seed) -> set[str]:
+    """The ids a corpus of at most ``max_documents`` keeps: every ``needed`` one (the sampled queries' relevant
+    documents), filled up with a ``seed``-ed choice of the others, so smaller sets stay comparable in difficulty."""
+    corpus_ids = set(corpus_ids)
+    if max_documents is None or len(corpus_ids) <= max_documents:
+        return corpus_ids
+    fill = random.Random(seed).sample(sorted(corpus_ids - needed), distractor_count(max_documents, len(needed)))
+    return needed | set(fill)
 
 
 def _require(path: Path) -> Path:

@@ -8,7 +8,6 @@ pair, drop ambiguous pairs and sample a BEIR-shaped set from the rest; this modu
 
 from __future__ import annotations
 
-import random
 import re
 import subprocess
 from collections.abc import Callable
@@ -82,19 +81,11 @@ def sampled_retrieval_set(pairs: dict[str, tuple[str, str]], max_queries: int | 
     only; the corpus keeps every sampled query's document and fills up with other pairs' documents (seeded) to
     ``max_documents``, as :func:`hyte.evaluation.heldout.heldout_retrieval_set` does.
     """
-    from .beir import check_sample_sizes, distractor_count
+    from .beir import check_sample_sizes, corpus_with_distractors, seeded_subset
 
     check_sample_sizes(max_queries=max_queries, max_documents=max_documents)
-    query_ids = sorted(pairs)
-    if max_queries is not None and max_queries < len(query_ids):
-        query_ids = sorted(random.Random(seed).sample(query_ids, max_queries))
+    query_ids = seeded_subset(sorted(pairs), max_queries, seed)
     queries = {key: pairs[key][0] for key in query_ids}
     qrels = {key: {key: 1} for key in query_ids}
-    corpus_ids = set(pairs)
-    if max_documents is not None and len(corpus_ids) > max_documents:
-        needed = set(query_ids)
-        others = sorted(corpus_ids - needed)
-        fill = random.Random(seed).sample(others, distractor_count(max_documents, len(needed)))
-        corpus_ids = needed | set(fill)
-    corpus = {key: pairs[key][1] for key in sorted(corpus_ids)}
+    corpus = {key: pairs[key][1] for key in sorted(corpus_with_distractors(pairs, set(query_ids), max_documents, seed))}
     return queries, corpus, qrels

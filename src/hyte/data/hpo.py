@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..io import refuse_file_above, write_lines_atomically
 from .beir import (CORPUS_FIELDS, EMPTY_CORPUS, QUERY_FIELDS, add_judgement, check_judged, check_records,
-                   check_sample_sizes, check_split, record_id)
+                   check_sample_sizes, check_split, record_id, seeded_subset)
 from .obo import Ontology, load_obo
 
 __all__ = [
@@ -237,9 +237,7 @@ def retrieval_split(ontology: Ontology, term_ids: Iterable[str], max_queries: in
     check_sample_sizes(max_queries=max_queries)
     term_ids = set(term_ids)
     corpus = {term_id: ontology.terms[term_id].definition for term_id in _defined_terms(ontology, term_ids, 0)}
-    query_ids = _defined_terms(ontology, term_ids, min_depth)
-    if max_queries is not None and max_queries < len(query_ids):
-        query_ids = sorted(random.Random(seed).sample(query_ids, max_queries))
+    query_ids = seeded_subset(_defined_terms(ontology, term_ids, min_depth), max_queries, seed)
     queries = {term_id: _queries_for(ontology, term_id, "synonym")[0] for term_id in query_ids}
     qrels = {term_id: {term_id: 1} for term_id in query_ids}
     return queries, corpus, qrels

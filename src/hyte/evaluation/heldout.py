@@ -20,6 +20,8 @@ import random
 import statistics
 from collections.abc import Mapping
 
+from ..data.beir import seeded_subset
+
 RETRIEVAL_KEYS = ("ndcg@10", "recall@10", "mrr@10")
 HIERARCHY_KEYS = ("spechr", "recall@1", "mrr")
 # The general-domain controls (retrieval only; a fine-tune should not fall below its base on them), by key.
@@ -217,7 +219,7 @@ def heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | No
     The corpus keeps every sampled query's relevant definition and fills up with other held-out definitions
     (seeded) to ``max_documents``, so smaller sets stay comparable in difficulty.
     """
-    from ..data.beir import check_sample_sizes, distractor_count
+    from ..data.beir import check_sample_sizes, corpus_with_distractors
     from ..data.hpo import load_hpo, retrieval_split, split_by_branches
 
     check_sample_sizes(max_queries=max_queries, max_documents=max_documents)  # before the ontology is loaded
@@ -225,11 +227,8 @@ def heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | No
     _, test_ids = split_by_branches(ontology, test_fraction=test_fraction, seed=split_seed)
     queries, corpus, qrels = retrieval_split(ontology, test_ids, max_queries=max_queries, seed=seed,
                                              min_depth=min_depth)
-    if max_documents is not None and len(corpus) > max_documents:
-        needed = {doc for relevant in qrels.values() for doc in relevant}
-        others = sorted(set(corpus) - needed)
-        fill = random.Random(seed).sample(others, distractor_count(max_documents, len(needed)))
-        corpus = {doc: corpus[doc] for doc in sorted(needed | set(fill))}
+    needed = {doc for relevant in qrels.values() for doc in relevant}
+    corpus = {doc: corpus[doc] for doc in sorted(corpus_with_distractors(corpus, needed, max_documents, seed))}
     return queries, corpus, qrels
 
 
@@ -256,7 +255,8 @@ def hpo_edges(term_ids, max_edges: int | None = 300, seed: int = 0) -> list[tupl
     edges = sorted((parent, child) for child in term_ids for parent in ontology.parents(child)
                    if parent in term_ids and ontology.terms[child].definition
                    and ontology.terms[parent].definition not in (None, ontology.terms[child].definition))
-    return [(ontology.terms[p].definition, ontology.terms[c].definition) for p, c in _sample(edges, max_edges, seed)]
+    definition = {term_id: ontology.terms[term_id].definition for pair in edges for term_id in pair}
+    return [(definition[p], definition[c]) for p, c in seeded_subset(edges, max_edges, seed)]
 
 
 def icd10_edges(split: str = "test", max_edges: int | None = 300, seed: int = 0, test_fraction: float = 0.2,
@@ -269,14 +269,7 @@ def icd10_edges(split: str = "test", max_edges: int | None = 300, seed: int = 0,
     edges = sorted((above, code) for code in all_codes()
                    if (above := parent(code)) is not None and above not in chapters and chapter_of(code) in chapters
                    and title(above) != title(code))
-    return [(title(p), title(c)) for p, c in _sample(edges, max_edges, seed)]
-
-
-def _sample(items: list, size: int | None, seed: int) -> list:
-    """At most ``size`` of ``items`` (a ``seed``-ed choice), in their original order."""
-    if size is None or len(items) <= size:
-        return items
-    return sorted(random.Random(seed).sample(items, size))
+    return [(title(p), title(c)) for p, c in seeded_subset(edges, max_edges, seed)]
 
 
 def icd10_heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | None = 2000, seed: int = 0,
@@ -293,7 +286,7 @@ def icd10_heldout_retrieval_set(max_queries: int | None = 300, max_documents: in
     answer). With ``max_documents``, the corpus keeps every relevant code and fills up with other held-out codes
     (seeded) to that size, as :func:`~heldout_retrieval_set` does.
     """
-    from ..data.beir import check_sample_sizes, distractor_count
+    from ..data.beir import check_sample_sizes, corpus_with_distractors
     from ..data.icd10 import all_codes, chapter_of, inclusion_pairs, title
 
     check_sample_sizes(max_queries=max_queries, max_documents=max_documents)
@@ -304,9 +297,7 @@ def icd10_heldout_retrieval_set(max_queries: int | None = 300, max_documents: in
     for pair in pairs:  # a code's pairs all sit in its chapter, so k is the same as over all pairs
         ids.append(f"{pair['code']}:{seen.get(pair['code'], 0)}")
         seen[pair["code"]] = seen.get(pair["code"], 0) + 1
-    chosen = range(len(pairs))
-    if max_queries is not None and max_queries < len(pairs):
-        chosen = sorted(random.Random(seed).sample(chosen, max_queries))
+    chosen = seeded_subset(range(len(pairs)), max_queries, seed)
     queries = {ids[i]: pairs[i]["query"] for i in chosen}
     qrels = {ids[i]: {pairs[i]["code"]: 1} for i in chosen}
 
@@ -314,11 +305,8 @@ def icd10_heldout_retrieval_set(max_queries: int | None = 300, max_documents: in
     needed = {code for relevant in qrels.values() for code in relevant}
     needed_texts = {corpus[code] for code in needed}
     corpus = {code: text for code, text in corpus.items() if code in needed or text not in needed_texts}
-    if max_documents is not None and len(corpus) > max_documents:
-        others = sorted(set(corpus) - needed)
-        fill = random.Random(seed).sample(others, distractor_count(max_documents, len(needed)))
-        kept = needed | set(fill)
-        corpus = {code: text for code, text in corpus.items() if code in kept}
+    kept = corpus_with_distractors(corpus, needed, max_documents, seed)
+    corpus = {code: text for code, text in corpus.items() if code in kept}
     return queries, corpus, qrels
 
 
@@ -365,9 +353,7 @@ def icd10_hierarchy_benchmark(split: str = "test", *, max_queries: int | None = 
         if len({title(s) for s in siblings}) < min_siblings:
             continue
         plans[code] = (above, siblings)
-    chosen = sorted(plans)
-    if max_queries is not None and max_queries < len(chosen):
-        chosen = sorted(random.Random(seed).sample(chosen, max_queries))
+    chosen = seeded_subset(sorted(plans), max_queries, seed)
 
     records = []
     for code in chosen:

@@ -7,6 +7,7 @@ import os
 import random
 from collections.abc import Iterable
 
+from ..data.beir import seeded_subset
 from ..data.hpo import hpo_terms
 
 __all__ = ["Candidates", "build_hierarchy_benchmark", "build_obo_hierarchy_benchmark", "hpo_hierarchy_benchmark"]
@@ -138,9 +139,7 @@ def build_hierarchy_benchmark(ontology, term_ids: Iterable[str] | None = None, *
         found = plan(term_id)
         if found is not None:
             plans[term_id] = found
-    chosen = sorted(plans)
-    if max_queries is not None and max_queries < len(chosen):
-        chosen = sorted(random.Random(seed).sample(chosen, max_queries))
+    chosen = seeded_subset(sorted(plans), max_queries, seed)
     random_pool = sorted(t for t in pool if terms[t].definition is not None) if num_random else []
 
     records = []
