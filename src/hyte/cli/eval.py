@@ -47,16 +47,18 @@ def _output_checked_first(command, benchmark: str | tuple):
     return checked
 
 
-def _model_and_data(args: argparse.Namespace, encoder) -> dict:
-    """What a result records of the model and the data it judged (``check_result_output`` reads them back)."""
-    return {"model": portable_path(args.model), "label": label_of(args.model, args.label), "kind": encoder.kind,
+def _model_and_data(args: argparse.Namespace, **described) -> dict:
+    """What a result records of the model (``described``: its kind or geometry) and the data it judged
+    (``check_result_output`` reads them back)."""
+    return {"model": portable_path(args.model), "label": label_of(args.model, args.label), **described,
             "data": portable_path(args.data), "data_sha256": data_digest(args.data)}
 
 
-def _write(args: argparse.Namespace, payload: dict) -> None:
-    """Write ``payload`` to ``--output`` with the command line and the machine that produced it."""
+def _write(args: argparse.Namespace, payload: dict, output: Path | None = None, also: str = "") -> None:
+    """Write ``payload`` to ``output`` (default ``--output``) with the command line and the machine that produced
+    it; ``also``: what else the command wrote, for the message."""
     meta = {"command": command_line(args, ["eval", args.eval_command]), **machine_info()}
-    print(f"wrote {write_result(args.output, {**payload, 'meta': meta})}")
+    print(f"wrote {write_result(output or args.output, {**payload, 'meta': meta})}{also}")
 
 
 def _eval_retrieval(args: argparse.Namespace) -> int:
@@ -94,7 +96,8 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
         print(f"hubness@{h['k']}: skewness {fmt(h['skewness'])}, max occurrence {h['max_occurrence']}, "
               f"never retrieved {fmt(h['never_retrieved_fraction'])}")
     if args.output:
-        _write(args, {"benchmark": "retrieval", **_model_and_data(args, encoder), "split": args.split, **results})
+        _write(args, {"benchmark": "retrieval", **_model_and_data(args, kind=encoder.kind), "split": args.split,
+                      **results})
     return 0
 
 
@@ -135,7 +138,7 @@ def _eval_hierarchy(args: argparse.Namespace) -> int:
     print(f"{label_of(args.model, args.label)} ({encoder.kind}) on {args.data}, {seconds:.0f} s")
     _print_hierarchy(results)
     if args.output:
-        fields = _model_and_data(args, encoder)
+        fields = _model_and_data(args, kind=encoder.kind)
         build = _read_build_info(args.data, fields["data_sha256"])
         _write(args, {"benchmark": "hierarchy", **fields, **({"data_build": build} if build else {}), **results,
                       "seconds": seconds})
@@ -177,8 +180,8 @@ def _eval_taxonomy(args: argparse.Namespace) -> int:
         print(f"parent ranking among all concepts ({ranking['questions']} test positives, {scored}): MRR "
               f"{ranking['mrr']:.4f}, Hits@1 {ranking['hits@1']:.4f}, Hits@10 {ranking['hits@10']:.4f}")
     if args.output:
-        _write(args, {"benchmark": "taxonomy", **_model_and_data(args, encoder), "seed": args.seed, "text": args.text,
-                      **results, "seconds": seconds})
+        _write(args, {"benchmark": "taxonomy", **_model_and_data(args, kind=encoder.kind), "seed": args.seed,
+                      "text": args.text, **results, "seconds": seconds})
     return 0
 
 
@@ -322,14 +325,11 @@ def _eval_radius(args: argparse.Namespace) -> int:
     png = plot_radius_by_depth(results, output_dir / f"{stem}.png")
     from ..data.hpo import HPO_DATA_VERSION
 
-    payload = {"benchmark": "radius", "models": results, "plot": png.name,
-               "texts": {"source": source if args.taxonomy else f"HPO {HPO_DATA_VERSION} definitions",
-                         "split": args.split,
-                         "per_depth": args.per_depth, "counts": {d: len(texts[d]) for d in depths},
-                         "sample": sample},
-               "meta": {"command": command_line(args, ["eval", "radius"]), **machine_info()}}
-    path = write_result(output_dir / f"{stem}.json", payload)
-    print(f"wrote {path} and {png}")
+    _write(args, {"benchmark": "radius", "models": results, "plot": png.name,
+                  "texts": {"source": source if args.taxonomy else f"HPO {HPO_DATA_VERSION} definitions",
+                            "split": args.split, "per_depth": args.per_depth,
+                            "counts": {d: len(texts[d]) for d in depths}, "sample": sample}},
+           output_dir / f"{stem}.json", f" and {png}")
     return 0
 
 
@@ -675,10 +675,8 @@ def _eval_rerank(args: argparse.Namespace) -> int:
         print(f"  {name:8} nDCG@10 {metrics['ndcg@10']:.4f}  R@10 {metrics['recall@10']:.4f}")
     if args.output:
         kind = "crf" if system == "hybrid" else system
-        _write(args, {"benchmark": "retrieval-rerank", "model": portable_path(args.model),
-                      "label": label_of(args.model, args.label), "geometry": model.config.geometry,
-                      "data": portable_path(args.data), "data_sha256": data_digest(args.data), "split": args.split,
-                      "rerank": args.rerank, "budget": budget,
+        _write(args, {"benchmark": "retrieval-rerank", **_model_and_data(args, geometry=model.config.geometry),
+                      "split": args.split, "rerank": args.rerank, "budget": budget,
                       "k_candidates": args.k_candidates, "count": args.count, "results": results,
                       "candidate_recall": result["candidate_recall"][args.k_candidates],
                       "vectors_per_document": result["vectors_per_document"][kind][budget]})

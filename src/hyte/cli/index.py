@@ -84,20 +84,26 @@ def _trie_override(args: argparse.Namespace, texts: list[str], tokenizer, max_le
     return {"override": list(zip(tags, covered))}
 
 
-def _check_output_folder(output: str, overwrite: bool) -> None:
-    """Before anything is encoded: an existing index folder is replaced only with --overwrite, anything else never."""
+def _check_destination(args: argparse.Namespace) -> None:
+    """Before anything is read or encoded: the pgvector table is free (or --overwrite), or --output can take the index
+    folder: an existing index folder is replaced only with --overwrite, anything else never."""
+    if args.backend == "pgvector":
+        from ..retrieval.postgres import PgVectorIndex
+
+        PgVectorIndex.check_table_free(args.dsn, args.table, args.overwrite)
+        return
     from ..retrieval.folder import check_replaceable_index_folder, is_index_folder
 
     # An index in a model folder would be uploaded with it by hyte push, documents and all.
-    path = claim_folder(output, option="--output", replaces="index",
+    path = claim_folder(args.output, option="--output", replaces="index",
                         remedy="the index's own folder: new, empty, or an earlier index; e.g. beside the model")
     if not path.exists() or path.is_dir() and not any(path.iterdir()):
         return
     if not is_index_folder(path):
-        raise UserError(f"--output {output} exists and is not an index folder: choose a new or empty folder")
-    if not overwrite:
-        raise UserError(f"--output {output} already holds an index: pass --overwrite to replace it (atomically, once "
-                        "the new one is complete) or choose another folder")
+        raise UserError(f"--output {args.output} exists and is not an index folder: choose a new or empty folder")
+    if not args.overwrite:
+        raise UserError(f"--output {args.output} already holds an index: pass --overwrite to replace it (atomically, "
+                        "once the new one is complete) or choose another folder")
     try:
         check_replaceable_index_folder(path)
     except FileExistsError as error:
@@ -143,9 +149,7 @@ def _index_build(args: argparse.Namespace) -> int:
         return _index_build_from_vectors(args)
     if args.model is None:
         raise UserError("--model is required with --input: the HyTE model that encodes the documents")
-    if args.backend == "pgvector":
-        return _index_build_pgvector(args)
-    _check_output_folder(args.output, args.overwrite)
+    _check_destination(args)
     texts, ids = read_texts(args.input)
     if args.phrase:  # global index + phrase store (H+)
         from ..encoders import PhraseEncoder
@@ -164,15 +168,24 @@ def _index_build(args: argparse.Namespace) -> int:
               f"document, {args.phrase_dtype})")
         return 0
     from ..encoders import load_encoder
-    from ..retrieval.folder import build_index_folder
 
     encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
-    folder = build_index_folder(encoder, texts, args.output, ids=ids, kind=args.kind, batch_size=args.batch_size,
-                                show_progress_bar=True, overwrite=args.overwrite)
-    note_truncated(encoder, texts, KEPT)
-    message = f"indexed {len(folder.index)} documents ({args.kind}) in {args.output}"
-    message += _recall_note(folder.index)
-    print(message)
+    if args.backend == "pgvector":
+        from ..retrieval.postgres import build_pgvector_index, redacted
+
+        with build_pgvector_index(encoder, texts, args.dsn, args.table, ids=ids, kind=args.kind,
+                                  max_norm=args.max_norm, overwrite=args.overwrite, batch_size=args.batch_size,
+                                  show_progress_bar=True) as index:
+            count, where = len(index), f"table {args.table} of {redacted(index.dsn)}" + _recall_note(index)
+        kept = " (the table keeps the full text)"
+    else:
+        from ..retrieval.folder import build_index_folder
+
+        index = build_index_folder(encoder, texts, args.output, ids=ids, kind=args.kind, batch_size=args.batch_size,
+                                   show_progress_bar=True, overwrite=args.overwrite).index
+        count, where, kept = len(index), args.output + _recall_note(index), KEPT
+    note_truncated(encoder, texts, kept)
+    print(f"indexed {count} documents ({args.kind}) in {where}")
     return 0
 
 
@@ -183,15 +196,12 @@ def _index_build_from_vectors(args: argparse.Namespace) -> int:
         raise UserError("--from-vectors holds one vector per document; a phrase index is built with --input")
     if args.model is not None:
         raise UserError("--from-vectors records the model the shards were encoded with; leave out --model")
-    if args.backend == "pgvector":
-        from ..retrieval.postgres import PgVectorIndex, redacted
-
-        PgVectorIndex.check_table_free(args.dsn, args.table, args.overwrite)
-    else:
-        _check_output_folder(args.output, args.overwrite)
+    _check_destination(args)
     manifest, _, documents, vectors = read_vector_shards(args.from_vectors)
     options = {"model_name": manifest["model"], "model_fingerprint": manifest["model_fingerprint"]}
     if args.backend == "pgvector":
+        from ..retrieval.postgres import PgVectorIndex, redacted
+
         with PgVectorIndex.create(args.dsn, args.table, manifest["dim"], manifest["curvature"], args.kind,
                                   max_norm=args.max_norm, overwrite=args.overwrite, points=vectors,
                                   documents=documents, **options) as index:
@@ -214,22 +224,6 @@ def _recall_note(index) -> str:
     if index.is_exact:
         return ""
     return f"; measured recall@10 against exact search: {index.measure_recall(k=10, sample=200):.3f}"
-
-
-def _index_build_pgvector(args: argparse.Namespace) -> int:
-    from ..encoders import load_encoder
-    from ..retrieval.postgres import PgVectorIndex, build_pgvector_index, redacted
-
-    PgVectorIndex.check_table_free(args.dsn, args.table, args.overwrite)  # before the texts are read or encoded
-    texts, ids = read_texts(args.input)
-    encoder = load_encoder(args.model, kind="hyte", max_length=args.max_length)
-    with build_pgvector_index(encoder, texts, args.dsn, args.table, ids=ids, kind=args.kind, overwrite=args.overwrite,
-                              max_norm=args.max_norm, batch_size=args.batch_size, show_progress_bar=True) as index:
-        message = f"indexed {len(index)} documents ({args.kind}) in table {args.table} of {redacted(index.dsn)}"
-        message += _recall_note(index)
-    note_truncated(encoder, texts, " (the table keeps the full text)")
-    print(message)
-    return 0
 
 
 def open_searcher(args: argparse.Namespace):

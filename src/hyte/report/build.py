@@ -32,6 +32,10 @@ __all__ = ["by_section", "load_results", "write_benchmarks_md"]
 SECTION_ORDER = ("curvature", "taxonomy", "from_scratch", "specificity", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade",
                  "compatibility_uncertainty", "compatibility", "hierarchy", "phrase", "retrieval", "radius", "mteb",
                  "rag", "forward", "encode", "index", "serving_radius", "serving_scale")
+# Result kinds shown in another kind's section (before its own files).
+JOINED = {"specificity_selection": "specificity",  # benchmarks/run_specificity.py's validation selection, then test
+          "geometry-in-play": "curvature",  # benchmarks/run_geometry_in_play.py: the curvature study's item 2
+          "taxonomy-study": "taxonomy"}  # benchmarks/run_taxonomy.py's study beside hyte eval taxonomy's results
 
 
 def load_results(results_dir: str | os.PathLike) -> tuple[dict[str, list[tuple[Path, dict]]], list[tuple[Path, str]]]:
@@ -70,13 +74,9 @@ def by_section(results: dict[str, list[tuple[Path, dict]]], problems: list[tuple
     the folder moved to the archive at the end of the report (one naming no such file stays current and is listed
     among the ``problems``). The current verdicts come from ``current``."""
     results = dict(results)
-    # benchmarks/run_specificity.py writes two files (its validation selection, its test); one section shows both.
-    if "specificity_selection" in results:
-        results["specificity"] = results.pop("specificity_selection") + results.get("specificity", [])
-    if "geometry-in-play" in results:  # benchmarks/run_geometry_in_play.py: the curvature study's item 2
-        results["curvature"] = results.pop("geometry-in-play") + results.get("curvature", [])
-    if "taxonomy-study" in results:  # benchmarks/run_taxonomy.py's study and hyte eval taxonomy share a section
-        results["taxonomy"] = results.pop("taxonomy-study") + results.get("taxonomy", [])
+    for kind, section in JOINED.items():
+        if kind in results:
+            results[section] = results.pop(kind) + results.get(section, [])
     names = {path.name for items in results.values() for path, _ in items}
     current: dict[str, list[tuple[Path, dict]]] = defaultdict(list)
     archived: dict[str, list[tuple[Path, dict]]] = defaultdict(list)
@@ -118,19 +118,17 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
     check_path_kind(results_dir, "folder", "results folder",
                     "give the folder that holds the result JSON files (e.g. benchmarks/results)")
     results, problems = load_results(results_dir)
-    kept = f"{path} is left as it is" if path.is_file() else "no report written"
+    outcome = (f"{path} is left as it is" if path.is_file() else "no report written") + (
+        ". Give the folder the results were written to (e.g. benchmarks/results, or the --output folder of hyte eval "
+        "/ hyte bench)")
     if not results and not problems:  # an empty report would read as if the runs had found nothing
-        raise ValueError(f"{results_dir} holds no result JSON (*.json): {kept}. Give the folder the results were "
-                         "written to (e.g. benchmarks/results, or the --output folder of hyte eval / hyte bench)")
-    if not any(kind in SECTION_ORDER or kind in ("specificity_selection", "taxonomy-study", "geometry-in-play")
-               for kind in results):
+        raise ValueError(f"{results_dir} holds no result JSON (*.json): {outcome}")
+    if not any(kind in SECTION_ORDER or kind in JOINED for kind in results):
         # Files without a section (a model's config.json, quickstart's results.json) are only listed; a report of
         # nothing but that list would read like a finished report with no results.
         found = "; ".join([f"{p.name}: {_not_a_result(payload)}" for items in results.values() for p, payload in items]
                           + [f"{p.name}: {problem}" for p, problem in problems])
-        raise ValueError(f"{results_dir} holds no result hyte eval / hyte bench wrote ({found}): {kept}. Give the "
-                         "folder the results were written to (e.g. benchmarks/results, or the --output folder of "
-                         "hyte eval / hyte bench)")
+        raise ValueError(f"{results_dir} holds no result hyte eval / hyte bench wrote ({found}): {outcome}")
     markdown_dir = path.parent.resolve()
     shown_dir = os.path.relpath(results_dir.resolve(), markdown_dir)
     lines = [REPORT_HEADER, "",
@@ -154,16 +152,16 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
                 "radius": lambda items: radius_section(items, markdown_dir),
                 "index": lambda items: index_section(items, markdown_dir),
                 "serving_radius": serving_radius_section, "serving_scale": lambda items: serving_scale_section(items, markdown_dir)}
-    for kind in SECTION_ORDER:
-        if kind in results:
-            lines += sections[kind](results[kind])
-    if archived:
+
+    def rendered(grouped: dict[str, list[tuple[Path, dict]]]) -> list[str]:
+        return [line for kind in SECTION_ORDER if kind in grouped for line in sections[kind](grouped[kind])]
+
+    lines += rendered(results)
+    if archived:  # its sections one heading level down, under its own
         lines += ["## Archive: superseded runs", "",
                   ("Runs a later one replaced (each file's \"superseded_by\" names it), kept as they were measured; "
-                   "their verdicts are not current."), ""]
-        for kind in SECTION_ORDER:
-            if kind in archived:  # one heading level down, under the archive's
-                lines += ["#" + line if line.startswith("#") else line for line in sections[kind](archived[kind])]
+                   "their verdicts are not current."), "",
+                  *("#" + line if line.startswith("#") else line for line in rendered(archived))]
     others = [(p, payload) for kind, items in results.items() if kind not in SECTION_ORDER for p, payload in items]
     if others or problems:
         lines += ["## Other files", ""]

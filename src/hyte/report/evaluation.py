@@ -33,18 +33,13 @@ def hierarchy_section(items: list[tuple[Path, dict]]) -> list[str]:
                          number(p.get("recall@5")), number(p.get("mrr")), *(percent(top1.get(t)) for t in CANDIDATE_TYPES)])
         lines += table(["model", "kind", "SpecHR", "R@1", "R@5", "MRR",
                          *(f"top-1 {t}" for t in CANDIDATE_TYPES)], rows)
-        depths = sorted({int(d) for _, p in members for d in p.get("by_depth", {})})
+        by_depth = [{int(d): row for d, row in p.get("by_depth", {}).items()} for _, p in members]
+        depths = sorted({d for found in by_depth for d in found})
         if depths:
-            counts = {}
-            for _, p in members:
-                for d, row in p.get("by_depth", {}).items():
-                    counts.setdefault(int(d), row.get("num_queries"))
+            counts = {d: next(found[d].get("num_queries") for found in by_depth if d in found) for d in depths}
             lines += ["R@1 by target depth (queries per depth in the header):", ""]
-            rows = []
-            for path, p in members:
-                by_depth = {int(d): row for d, row in p.get("by_depth", {}).items()}
-                rows.append([label(p, path), *(number(by_depth[d]["recall@1"], 3) if d in by_depth else "–"
-                                                 for d in depths)])
+            rows = [[label(p, path), *(number(found[d]["recall@1"], 3) if d in found else "–" for d in depths)]
+                    for (path, p), found in zip(members, by_depth)]
             lines += table(["model", *(f"d{d} ({counts.get(d)})" for d in depths)], rows)
         lines += runs(members)
     return lines

@@ -17,21 +17,24 @@ def _date(payload: dict) -> str:
     return str((payload.get("meta") or {}).get("date") or payload.get("date") or "–")[:10]
 
 
-def _row(question: str, compared: str, metric: str, result: dict, low: float, high: float, seeds: int, path: Path,
-         payload: dict) -> list[str]:
+def _row(question: str, compared: str, metric: str, result: dict, seeds: int, path: Path, payload: dict,
+         interval: tuple[float, float] | None = None) -> list[str]:
+    """One verdict row; ``interval`` defaults to ``result``'s bootstrap interval."""
+    low, high = interval or (result["bootstrap_low"], result["bootstrap_high"])
     return [question, compared, metric, f"{result['mean_difference']:+.4f}", number(result.get("t_test_p"), 3),
             f"[{low:+.4f}, {high:+.4f}]", str(seeds), f"**{result['verdict']}**", f"`{path.name}`, {_date(payload)}"]
 
 
-def _newest(items: list[tuple[Path, dict]], key=None) -> tuple[Path, dict] | None:
-    return max(items, key=key or (lambda item: _date(item[1])), default=None)
+def _newest(items: list[tuple[Path, dict]], wanted, key=None) -> tuple[Path, dict] | tuple[None, None]:
+    """The newest of the ``items`` whose payload ``wanted`` accepts (by date, or by ``key``), else (None, None)."""
+    return max(((path, payload) for path, payload in items if wanted(payload)),
+               key=key or (lambda item: _date(item[1])), default=(None, None))
 
 
 def _curvature(items) -> list[list[str]]:
-    newest = _newest([(p, payload) for p, payload in items if payload.get("benchmark") == "curvature"])
-    if newest is None:
+    path, payload = _newest(items, lambda payload: payload.get("benchmark") == "curvature")
+    if payload is None:
         return []
-    path, payload = newest
     steps, block = next(iter(payload["by_steps"].items()))  # the first budget holds the primary contrast
     seeds = len(next(iter(block["runs"].values())))
     rows = []
@@ -40,21 +43,20 @@ def _curvature(items) -> list[list[str]]:
                                    "HyTE-H c = 1 − the Euclidean control")):
         result = block["comparisons"].get(name, {}).get("ndcg@10")
         if result:
-            rows.append(_row(question, f"{compared} ({steps} steps)", "HPO held-out nDCG@10", result,
-                             result["bootstrap_low"], result["bootstrap_high"], seeds, path, payload))
+            rows.append(_row(question, f"{compared} ({steps} steps)", "HPO held-out nDCG@10", result, seeds, path,
+                             payload))
     return rows
 
 
 def _specificity(items) -> list[list[str]]:
-    tests = [(p, payload) for p, payload in items if payload.get("benchmark") == "specificity"]
-    newest = _newest(tests, key=lambda item: item[1].get("round", 1))
-    if newest is None:
+    path, payload = _newest(items, lambda payload: payload.get("benchmark") == "specificity",
+                            key=lambda item: item[1].get("round", 1))
+    if payload is None:
         return []
-    path, payload = newest
     result = payload["comparison"]["hpo"]["ndcg@10"]
     return [_row("Is HyTE-H better than Euclidean, each tuned on validation?",
                  f"fine-tuned HyTE-H − Euclidean control (round {payload.get('round', 1)})", "HPO held-out nDCG@10",
-                 result, result["bootstrap_low"], result["bootstrap_high"], len(payload["seeds"]), path, payload)]
+                 result, len(payload["seeds"]), path, payload)]
 
 
 def _taxonomy(items) -> list[list[str]]:
@@ -68,23 +70,18 @@ def _taxonomy(items) -> list[list[str]]:
                 result = study["comparisons"].get(f"hyte - {other}")
                 if result and (name, other) not in answered:
                     answered.add((name, other))
-                    low, high = result["interval_95"]
                     rows.append(_row(f"Your own taxonomy ({name}, {care(payload, study)}): is HyTE-H better?",
-                                     f"HyTE-H − {title}", payload["primary_metric"], result, low, high,
-                                     seeds, path, payload))
+                                     f"HyTE-H − {title}", payload["primary_metric"], result, seeds, path, payload,
+                                     result["interval_95"]))
     return rows
 
 
 def _from_scratch(items) -> list[list[str]]:
-    gated = [(p, payload) for p, payload in items if payload.get("comparison_gated")]
-    newest = _newest(gated)
-    if newest is None:
+    path, payload = _newest(items, lambda payload: payload.get("comparison_gated"))
+    if payload is None:
         return []
-    path, payload = newest
-    result = payload["comparison_gated"]["hpo"]["ndcg@10"]
     return [_row("From scratch (tiny size; only HyTE-FH got the residual rescale): is HyTE-FH better?",
-                 "HyTE-FH − EucBERT",
-                 "HPO held-out nDCG@10", result, result["bootstrap_low"], result["bootstrap_high"],
+                 "HyTE-FH − EucBERT", "HPO held-out nDCG@10", payload["comparison_gated"]["hpo"]["ndcg@10"],
                  len(payload["gated_seeds"]), path, payload)]
 
 
