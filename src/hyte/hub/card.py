@@ -72,7 +72,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
         raise ValueError(
             f"{model_dir / 'config.json'} has model_type {model_type!r}; a HyTE card needs one of {tuple(MODEL_KINDS)}."
         )
-    info = _read_card_info(model_dir)
+    info = _read_json(model_dir / CARD_FILE, {})  # written by training, if at all
     datasets = _as_list(info.get("datasets"))
     is_hyperbolic = MODEL_KINDS[model_type].is_hyperbolic(config)
     has_st = (model_dir / "modules.json").is_file()
@@ -137,7 +137,7 @@ def render_adapter_card(adapter_dir: str | os.PathLike, repo_id: str | None = No
     adapter_dir = Path(adapter_dir)
     adapter_config = _read_json(adapter_dir / "adapter_config.json")
     base = base_model or adapter_config.get("base_model_name_or_path")
-    info = _read_card_info(adapter_dir)
+    info = _read_json(adapter_dir / CARD_FILE, {})
     model_name = repo_id.split("/")[-1] if repo_id else adapter_dir.resolve().name
     card_data = ModelCardData(
         model_name=model_name,
@@ -172,16 +172,13 @@ def render_adapter_card(adapter_dir: str | os.PathLike, repo_id: str | None = No
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path, missing: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON object in ``path``; ``missing`` for an optional file that is absent."""
     if not path.is_file():
+        if missing is not None:
+            return missing
         raise FileNotFoundError(f"{path} does not exist.")
     return read_json_file(path, "save the model or adapter again to rewrite it")
-
-
-def _read_card_info(model_dir: Path) -> dict[str, Any]:
-    """hyte_card.json, or {} when training did not write one."""
-    path = model_dir / CARD_FILE
-    return _read_json(path) if path.is_file() else {}
 
 
 # Keys of eval_results.json that are records, not results of this model (training writes the untrained model's
@@ -192,9 +189,7 @@ _EVAL_RECORDS = ("before_training",)
 def _read_eval_results(model_dir: Path) -> list[EvalResult]:
     """eval_results.json -> one EvalResult per (task, dataset, metric); [] without the file."""
     path = model_dir / EVAL_RESULTS_FILE
-    if not path.is_file():
-        return []
-    sections = _read_json(path)
+    sections = _read_json(path, {})
     if set(sections) - set(_EVAL_TASKS) - set(_EVAL_RECORDS):
         raise ValueError(f"{path} must be an object with the keys {tuple(_EVAL_TASKS)}; got {sections!r:.200}.")
     results = []
@@ -234,8 +229,7 @@ def _curvature(model_dir: Path, config: dict[str, Any]) -> float:
 
 
 def _prompts(model_dir: Path) -> dict[str, str]:
-    path = model_dir / "config_sentence_transformers.json"
-    prompts = _read_json(path).get("prompts") if path.is_file() else None
+    prompts = _read_json(model_dir / "config_sentence_transformers.json", {}).get("prompts")
     return {role: prompt for role, prompt in (prompts or {}).items() if prompt}
 
 

@@ -283,12 +283,9 @@ def _json_or_none(path: Path):
 
 def _uploaded_files(folder: Path) -> list[Path]:
     """The files of ``folder`` that would be uploaded (relative paths): all but those ``_NOT_UPLOADED`` excludes."""
-    files = []
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder)
-        if path.is_file() and not any(fnmatch(part, pattern) for part in relative.parts for pattern in _NOT_UPLOADED):
-            files.append(relative)
-    return files
+    files = (path.relative_to(folder) for path in sorted(folder.rglob("*")) if path.is_file())
+    return [path for path in files
+            if not any(fnmatch(part, pattern) for part in path.parts for pattern in _NOT_UPLOADED)]
 
 
 def _weight_problems(folder: Path, stem: str) -> list[str]:

@@ -48,6 +48,7 @@ from ..io import atomic_directory, read_json_file, saved_directory
 from ..lineage import IncompatibleIndexError
 from .store import (
     HyperboloidStore,
+    augment,
     certified_top_k,
     check_index_curvature,
     check_positive_int,
@@ -77,20 +78,6 @@ DEFAULT_EF_CONSTRUCTION = 100
 DEFAULT_EF_SEARCH = 64
 
 
-
-def _augment(points: np.ndarray) -> np.ndarray:
-    """MIPS -> L2 augmentation of documents: (N, D) -> (N, D + 1), x^ = [x, sqrt(M^2 - |x|^2)], M = max |x|.
-
-    Every x^ has norm M, so for q^ = [q~, 0]: |q^ - x^|^2 = |q~|^2 + M^2 - 2 q~ . x, the same constant for all
-    documents minus 2 <q, x>_L: nearest in L2 is largest Lorentz inner product. M is recomputed from all stored
-    documents on every add (the whole column is rewritten, see ``_add_hnsw``), so no headroom is needed.
-    """
-    x64 = np.asarray(points, dtype=np.float64)
-    norm_sq = np.einsum("ij,ij->i", x64, x64)
-    extra = np.sqrt(np.maximum(norm_sq.max(initial=0.0) - norm_sq, 0.0))  # >= 0 up to rounding
-    return np.hstack([x64, extra[:, None]]).astype(np.float32)
-
-
 def _graph_coordinates(points: np.ndarray, c: float) -> np.ndarray:
     """Coordinates the HNSW graph is built on: Poincare ball, zero-padded to the augmented width, (N, D) -> (N, D + 1).
 
@@ -117,7 +104,8 @@ def _default_nlist(n: int) -> int:
 
 def _check_metric(kind: str, metric: str | None) -> str:
     """The metric FAISS uses for ``kind``; raises for a metric that cannot give hyperbolic neighbours."""
-    metric = metric or ("l2" if kind == "hnsw" else "inner_product")
+    expected = "l2" if kind == "hnsw" else "inner_product"
+    metric = metric or expected
     if kind == "hnsw" and metric == "inner_product":
         # HNSW builds its graph from document-document inner products x . y, which are Euclidean, not hyperbolic:
         # a document's graph neighbours are not its geodesic neighbours, and greedy search with flipped queries
@@ -128,7 +116,6 @@ def _check_metric(kind: str, metric: str | None) -> str:
             "Use kind='hnsw' with metric='l2' (the MIPS->L2 augmentation, the default), kind='ivf', or the exact "
             "kind='flat'."
         )
-    expected = "l2" if kind == "hnsw" else "inner_product"
     if metric != expected:
         raise ValueError(f"kind={kind!r} supports metric={expected!r} only; got metric={metric!r}")
     return metric
@@ -302,7 +289,7 @@ class LorentzIndex(HyperboloidStore):
         return faiss.downcast_index(faiss.downcast_index(self._index.index).storage)
 
     def _add_hnsw(self, points: np.ndarray, ids: np.ndarray) -> None:
-        # The graph is built on Poincare coordinates but searched with the augmented vectors (``_augment``,
+        # The graph is built on Poincare coordinates but searched with the augmented vectors (``augment``,
         # ``_graph_coordinates``). FAISS HNSW uses one storage for both, so the stored vectors are swapped in place:
         # Poincare coordinates of all rows while the new rows are linked, augmented vectors for searching.
         storage = self._hnsw_storage()
@@ -311,10 +298,10 @@ class LorentzIndex(HyperboloidStore):
         try:
             self._index.add_with_ids(_graph_coordinates(points, self.curvature), ids)
         finally:
-            # Rewritten whole: the new documents may raise M (``_augment``). Also restores search vectors if the
-            # add failed part-way.
+            # Rewritten whole: the new documents may raise M (``augment``), so no headroom is needed. Also restores
+            # search vectors if the add failed part-way.
             rows = np.vstack([stored, points])[: storage.ntotal]
-            _write_codes(storage, _augment(rows))
+            _write_codes(storage, augment(rows))
 
     def remove(self, ids: Any) -> int:
         """Remove documents by id, (M,) ints. Ids not in the index are ignored. Returns how many were removed."""
@@ -413,8 +400,7 @@ class LorentzIndex(HyperboloidStore):
             points = np.concatenate([codes.view(np.float32).reshape(-1, self.dim) for _, codes in lists])
             return ids, points
         ids = faiss.vector_to_array(self._index.id_map)
-        inner = faiss.downcast_index(self._index.index)
-        storage = inner if self.kind == "flat" else faiss.downcast_index(inner.storage)
+        storage = faiss.downcast_index(self._index.index) if self.kind == "flat" else self._hnsw_storage()
         points = get_flat_data(storage)[:, : self.dim]  # hnsw: drop the augmentation coordinate
         live = ids >= 0  # hnsw tombstones
         return ids[live], np.ascontiguousarray(points[live])

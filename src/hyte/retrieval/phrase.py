@@ -80,12 +80,10 @@ class PhraseStore:
     def stats(self) -> dict[str, float]:
         """Stored unit vectors per document (mean) and bytes per document (units + lexical entries + offsets)."""
         count = max(len(self), 1)
-        arrays = (self._units, self._lexical_ids, self._lexical_weights, self._unit_offsets, self._lexical_offsets,
-                  self._ids)
         return {"documents": len(self), "vectors_per_document": len(self._units) / count,
                 "lexical_entries_per_document": len(self._lexical_ids) / count,
                 "unit_bytes_per_document": self._units.nbytes / count,
-                "bytes_per_document": sum(a.nbytes for a in arrays) / count}
+                "bytes_per_document": sum(getattr(self, f"_{name}").nbytes for name in STORE_ARRAYS) / count}
 
     def add(self, ids: Sequence[int], encoded: Sequence[dict]) -> None:
         """Add documents: ids (N,) and their ``HyTEPhraseModel.encode_phrases(role="document")`` dicts."""
@@ -124,9 +122,8 @@ class PhraseStore:
         keep = np.ones(len(self._ids), bool)
         keep[rows] = False
         self._units, self._unit_offsets = _keep_rows(self._units, self._unit_offsets, keep)
-        lexical_offsets = self._lexical_offsets
-        self._lexical_ids, self._lexical_offsets = _keep_rows(self._lexical_ids, lexical_offsets, keep)
-        self._lexical_weights, _ = _keep_rows(self._lexical_weights, lexical_offsets, keep)
+        self._lexical_weights, _ = _keep_rows(self._lexical_weights, self._lexical_offsets, keep)
+        self._lexical_ids, self._lexical_offsets = _keep_rows(self._lexical_ids, self._lexical_offsets, keep)
         self._ids = self._ids[keep]
         self._row_of = {int(doc_id): row for row, doc_id in enumerate(self._ids)}
         return len(rows)
@@ -172,10 +169,8 @@ class PhraseStore:
 
     def write(self, directory: Path) -> None:
         """Write the arrays (``.npy``) and ``store.json`` into an existing directory (not atomic by itself)."""
-        arrays = dict(zip(STORE_ARRAYS, (self._ids, self._unit_offsets, self._units, self._lexical_offsets,
-                                         self._lexical_ids, self._lexical_weights)))
-        for name, array in arrays.items():
-            np.save(directory / f"{name}.npy", array)
+        for name in STORE_ARRAYS:
+            np.save(directory / f"{name}.npy", getattr(self, f"_{name}"))
         metadata = {"format_version": STORE_FORMAT_VERSION, "dim": self.dim, "geometry": self.geometry,
                     "curvature": self.curvature, "dtype": self.dtype, "count": len(self)}
         (directory / "store.json").write_text(json.dumps(metadata, indent=2) + "\n")
@@ -186,9 +181,8 @@ class PhraseStore:
         if metadata.get("format_version") != STORE_FORMAT_VERSION:
             raise ValueError(f"{directory}: phrase store format {metadata.get('format_version')!r} is not supported")
         store = cls(metadata["dim"], metadata["geometry"], metadata["curvature"], metadata["dtype"])
-        arrays = {name: np.load(directory / f"{name}.npy") for name in STORE_ARRAYS}
-        (store._ids, store._unit_offsets, store._units, store._lexical_offsets, store._lexical_ids,
-         store._lexical_weights) = (arrays[name] for name in STORE_ARRAYS)
+        for name in STORE_ARRAYS:
+            setattr(store, f"_{name}", np.load(directory / f"{name}.npy"))
         if len(store._ids) != metadata["count"] or len(store._unit_offsets) != len(store._ids) + 1:
             raise ValueError(f"{directory}: the phrase store's arrays do not match its metadata (count "
                              f"{metadata['count']}); the store is damaged, rebuild it")
@@ -439,10 +433,8 @@ class PhraseIndex:
         target = saved_directory(directory, PHRASE_INDEX_FILE, "PhraseIndex",
                                  "rebuild the index (hyte index build --phrase ... --overwrite)")
         metadata = json.loads((target / PHRASE_INDEX_FILE).read_text())
-        if metadata["global_kind"] == "lorentz":
-            global_index = LorentzIndex.load(target / "global")
-        else:
-            global_index = EuclideanFlatIndex.load(target / "global")
+        global_class = LorentzIndex if metadata["global_kind"] == "lorentz" else EuclideanFlatIndex
+        global_index = global_class.load(target / "global")
         store = PhraseStore.read(target / "phrase")
         if len(global_index) != len(store) or len(store) != metadata["count"]:
             raise ValueError(f"{target}: the global index holds {len(global_index)} documents and the phrase store "

@@ -23,11 +23,12 @@ from .. import __version__ as _hyte_version
 from ..errors import HyteError
 from .store import (
     TextStore,
+    augment,
     certified_top_k,
     check_index_curvature,
     check_positive_int,
     integer_ids,
-    refreshed_time,
+    scan64,
     time_bounds,
 )
 
@@ -279,10 +280,8 @@ class PgVectorIndex(TextStore):
 
     def stored(self) -> tuple[np.ndarray, np.ndarray]:
         rows = self._connection.execute(f"SELECT id, embedding FROM {self.table} ORDER BY id", binary=True).fetchall()
-        if not rows:
-            return np.empty(0, dtype=np.int64), np.empty((0, self.dim), dtype=np.float32)
         return (np.array([row[0] for row in rows], dtype=np.int64),
-                np.stack([row[1].to_numpy() for row in rows]).astype(np.float32))
+                np.array([row[1].to_numpy() for row in rows], dtype=np.float32).reshape(-1, self.dim))
 
     def points_of(self, ids: np.ndarray) -> np.ndarray:
         flat = np.asarray(ids, dtype=np.int64).ravel()
@@ -365,7 +364,7 @@ class PgVectorIndex(TextStore):
                     f"WITH (m = {self.options['hnsw_m']}, ef_construction = {self.options['ef_construction']})")
 
     def _augmented(self, points: np.ndarray) -> np.ndarray:
-        """[x, sqrt(M^2 - |x|^2)], (N, D) -> (N, D + 1); fixes M at the first documents (module docstring)."""
+        """``augment``ed points, (N, D) -> (N, D + 1); fixes M at the first documents (module docstring)."""
         x64 = points.astype(np.float64)
         norm_sq = np.einsum("ij,ij->i", x64, x64)
         bound = self.options.get("max_norm")
@@ -380,7 +379,7 @@ class PgVectorIndex(TextStore):
                 f"(first: row {first}, |x| = {float(np.sqrt(norm_sq[first])):.6g}, x_0 = {float(points[first, 0]):.6g}),"
                 f" fixed when its first documents arrived. Rebuild the index with a larger bound: "
                 f"PgVectorIndex.create(..., max_norm=M, overwrite=True) (hyte index build --max-norm M --overwrite)")
-        return np.hstack([x64, np.sqrt(np.maximum(bound ** 2 - norm_sq, 0.0))[:, None]]).astype(np.float32)
+        return augment(x64, bound)
 
     def _save_metadata(self, **changes) -> None:
         self._metadata.update(changes, options=self.options)
@@ -447,16 +446,11 @@ class PgVectorIndex(TextStore):
                 found = self._connection.execute(
                     f"SELECT id, embedding FROM {self.table} ORDER BY augmented <-> %s LIMIT %s",
                     (query, width), binary=True).fetchall()
-                if not found:
-                    continue
-                points = np.stack([embedding.to_numpy() for _, embedding in found]).astype(np.float64)
-                points[:, 0] = refreshed_time(points, self.curvature)
-                q64 = q[row].astype(np.float64)
-                q64[0] = -refreshed_time(q[row:row + 1], self.curvature)[0]
-                exact = points @ q64
-                order = np.argsort(-exact, kind="stable")[:k]
-                scores[row, :len(order)] = exact[order]
-                ids[row, :len(order)] = np.array([found[i][0] for i in order])
+                if found:  # re-scored in float64 (``scan64``)
+                    top_scores, top_ids = scan64(q[row:row + 1], np.array([identifier for identifier, _ in found]),
+                                                 np.stack([embedding.to_numpy() for _, embedding in found]),
+                                                 self.curvature, k)
+                    scores[row, :top_ids.shape[1]], ids[row, :top_ids.shape[1]] = top_scores[0], top_ids[0]
         return scores, ids
 
     def _exact_search(self, queries: np.ndarray, k: int) -> np.ndarray:

@@ -85,14 +85,13 @@ class ShardedIndex(TextStore):
                                  f"({self.names[position]}): give each shard once")
         count = len(self.shards)
 
-        def misplaced(shard_and_position):
-            shard, position = shard_and_position
+        def misplaced(position_and_shard):
+            position, shard = position_and_shard
             ids = shard.ids
             wrong = ids[ids % count != position]
             return int(wrong[0]) if len(wrong) else None
 
-        answers = self._each(misplaced, arguments=[(shard, position) for position, shard in enumerate(self.shards)],
-                             partial=self.allow_partial)
+        answers = self._each(misplaced, arguments=list(enumerate(self.shards)), partial=self.allow_partial)
         for position, wrong in sorted(answers.items()):
             if wrong is not None:
                 raise ValueError(f"shard {position} ({self.names[position]}) holds id {wrong}, which belongs on shard "
@@ -103,13 +102,12 @@ class ShardedIndex(TextStore):
 
     def _each(self, call, *, arguments: Sequence | None = None, partial: bool = False,
               remedy: str = _SEARCH_REMEDY) -> dict[int, Any]:
-        """``call(shard)`` (or ``call(arguments[position])``) for every shard, in threads; {position: result}. A
-        failure raises ``ShardUnavailableError`` naming the shard and the ``remedy``, unless ``partial`` (then the
+        """``call(arguments[position])`` (default: ``call(shard)``) for every shard, in threads; {position: result}.
+        A failure raises ``ShardUnavailableError`` naming the shard and the ``remedy``, unless ``partial`` (then the
         shard is left out)."""
-        positions = list(range(len(self.shards)))
-        with ThreadPoolExecutor(max_workers=len(positions)) as pool:
-            futures = {position: pool.submit(call, self.shards[position] if arguments is None else arguments[position])
-                       for position in positions}
+        arguments = self.shards if arguments is None else arguments
+        with ThreadPoolExecutor(max_workers=len(arguments)) as pool:
+            futures = {position: pool.submit(call, argument) for position, argument in enumerate(arguments)}
         results = {}
         for position, future in futures.items():
             error = future.exception()
@@ -185,20 +183,20 @@ class ShardedIndex(TextStore):
         method = "upsert" if upsert else "add"
         targets = self._shard_of(ids)
         documents = None if documents is None else list(documents)
-        parts = []
-        for position in range(len(self.shards)):
+
+        def write(position_and_shard):
+            position, shard = position_and_shard
             mine = np.flatnonzero(targets == position)
-            parts.append((self.shards[position], mine,
-                          None if documents is None else [documents[i] for i in mine]))
-        self._each(lambda part: getattr(part[0], method)(points[part[1]], ids[part[1]], part[2]) if len(part[1])
-                   else None, arguments=parts, remedy=_WRITE_REMEDY)
+            part = None if documents is None else [documents[i] for i in mine]
+            return getattr(shard, method)(points[mine], ids[mine], part) if len(mine) else None
+
+        self._each(write, arguments=list(enumerate(self.shards)), remedy=_WRITE_REMEDY)
 
     def remove(self, ids: Any) -> int:
         flat = integer_ids(ids).ravel()
-        removed = self._each(lambda shard_and_position: shard_and_position[0].remove(
-            flat[self._shard_of(flat) == shard_and_position[1]]),
-            arguments=[(shard, position) for position, shard in enumerate(self.shards)],
-            remedy="The other shards removed their documents; once it is back, remove the same ids again")
+        removed = self._each(lambda part: part[1].remove(flat[self._shard_of(flat) == part[0]]),
+                             arguments=list(enumerate(self.shards)), remedy="The other shards removed their "
+                             "documents; once it is back, remove the same ids again")
         return sum(removed.values())
 
     # ------------------------------------------------------------------ search
@@ -218,8 +216,8 @@ class ShardedIndex(TextStore):
         missing = [self.names[position] for position in range(len(self.shards)) if position not in answers]
         if not answers:
             raise ShardUnavailableError(f"no shard answered ({', '.join(missing)})")
-        scores = np.hstack([answers[position][0] for position in sorted(answers)])  # (N, shards x k)
-        ids = np.hstack([answers[position][1] for position in sorted(answers)])
+        # (N, shards x k) each
+        scores, ids = (np.hstack(parts) for parts in zip(*(answers[position] for position in sorted(answers))))
         scores = np.where(ids >= 0, scores, -np.inf)
         order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
         top_ids = np.take_along_axis(ids, order, axis=1)

@@ -86,6 +86,19 @@ def check_positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def augment(points: np.ndarray, bound: float | None = None) -> np.ndarray:
+    """MIPS -> L2 augmentation of documents: (N, D) -> (N, D + 1), x^ = [x, sqrt(M^2 - |x|^2)], M = ``bound``
+    (default: max |x|; |x| > M gives 0).
+
+    Every x^ has norm M, so for q^ = [q~, 0]: |q^ - x^|^2 = |q~|^2 + M^2 - 2 q~ . x, the same constant for all
+    documents minus 2 <q, x>_L: nearest in L2 is largest Lorentz inner product.
+    """
+    x64 = np.asarray(points, dtype=np.float64)
+    norm_sq = np.einsum("ij,ij->i", x64, x64)
+    bound_sq = norm_sq.max(initial=0.0) if bound is None else bound ** 2
+    return np.hstack([x64, np.sqrt(np.maximum(bound_sq - norm_sq, 0.0))[:, None]]).astype(np.float32)
+
+
 def time_bounds(points: np.ndarray, c: float) -> tuple[float, float]:
     """(largest x_0, largest |x_0 - x_0 recomputed in float64 from the space part|) of float32 points: what
     ``certified_top_k`` needs to bound the float32 error of a store's inner products."""
@@ -105,9 +118,11 @@ def _top_k_columns(scores: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(candidates, order, axis=1)
 
 
-def _scan64(q64: np.ndarray, ids: np.ndarray, stored: np.ndarray, c: float, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The exact top k of float64 flipped queries (time recomputed) over every stored float32 point, its time
-    recomputed in float64: (scores float64, ids), both (len(q64), min(k, N)), largest first."""
+def scan64(q: np.ndarray, ids: np.ndarray, stored: np.ndarray, c: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The exact top k of float32 flipped queries (M, D) over stored float32 points (N, D), both with their time
+    recomputed in float64: (scores float64, ids), both (M, min(k, N)), largest first."""
+    q64 = q.astype(np.float64)
+    q64[:, 0] = -refreshed_time(q, c)
     documents = stored.astype(np.float64)
     documents[:, 0] = refreshed_time(stored, c)
     rows = max(1, 2 ** 24 // max(len(ids), 1))  # query rows per block: at most 128 MB of scores
@@ -157,7 +172,7 @@ def certified_top_k(q: np.ndarray, k: int, count: int, shortlist: Shortlist, bou
     pending, size = np.arange(len(q)), min(count, max(2 * k, k + 16))
     while len(pending) and size > 0:
         if size >= count > 2 * max(2 * k, k + 16):  # every document: one float64 pass over them all
-            top_scores, top_ids = _scan64(q64[pending], *everything(), c, k)
+            top_scores, top_ids = scan64(q[pending], *everything(), c, k)
             scores[pending, :top_ids.shape[1]], labels[pending, :top_ids.shape[1]] = top_scores, top_ids
             break
         shortlist_scores, found, points = shortlist(q[pending], size)
@@ -358,18 +373,15 @@ class HyperboloidStore:
         stored_ids, points = self.stored()
         order = np.argsort(stored_ids)
         flat = np.asarray(ids, dtype=np.int64).ravel()
-        position = np.searchsorted(stored_ids[order], flat).clip(0, max(len(order) - 1, 0))
-        found = (len(order) > 0) & (stored_ids[order][position] == flat) if len(order) else np.zeros(len(flat), bool)
+        found = np.isin(flat, stored_ids)
         result = np.full((len(flat), self.dim), np.nan, dtype=np.float32)
-        result[found] = points[order][position[found]]
+        result[found] = points[order[np.searchsorted(stored_ids, flat[found], sorter=order)]]
         return result.reshape(*np.shape(ids), self.dim)
 
     def _exact_search(self, queries: np.ndarray, k: int) -> np.ndarray:
         """Ids (N, k) of the exact float64 top k over ``stored()``: the reference ``measure_recall`` compares
         with."""
-        q64 = queries.astype(np.float64)
-        q64[:, 0] = -refreshed_time(queries, self.curvature)
-        return _scan64(q64, *self.stored(), self.curvature, k)[1]
+        return scan64(queries, *self.stored(), self.curvature, k)[1]
 
     def measure_recall(self, k: int = 10, sample: int = 1000, seed: int = 0, **search_options) -> float:
         """Recall@k of this store's ``search`` against exact search over its own documents.
