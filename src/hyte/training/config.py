@@ -210,17 +210,9 @@ class LoraSpec:
                            "refused")
     alpha: int = documented(16, "LoRA scaling: the adapter's update is multiplied by alpha / r")
     dropout: float = documented(0.0, "dropout on the adapters' input")
-    target_modules: list[str] = documented(factory=lambda: ["query", "value", "projection"], help="Each must name "
-                                                                                                  "modules of the "
-                                                                                                  "model (checked "
-                                                                                                  "once it is "
-                                                                                                  "built); the "
-                                                                                                  "default's "
-                                                                                                  "projection is "
-                                                                                                  "HyTE-H's, "
-                                                                                                  "skipped on "
-                                                                                                  "models without "
-                                                                                                  "one.")
+    target_modules: list[str] = documented(factory=lambda: ["query", "value", "projection"],
+                                           help="Each must name modules of the model (checked once it is built); "
+                                                "the default's projection is HyTE-H's, skipped on models without one.")
     modules_to_save: list[str] = documented(factory=list, help="whole modules trained beside the adapters "
                                                                "(projection)")
 
@@ -320,6 +312,4 @@ class RunConfig:
         return dataclasses.asdict(self)
 
 
-SECTIONS = {"model": ModelSpec, "data": DataSpec, "training": TrainingSpec, "mlm": MLMSpec, "loss": LossSpec,
-            "mining": MiningSpec, "lora": LoraSpec, "evaluation": EvaluationSpec,
-            "phrase": PhraseSpec, "compatible": CompatibleSpec}
+SECTIONS = {f.name: f.default_factory for f in dataclasses.fields(RunConfig) if f.name != "stage"}

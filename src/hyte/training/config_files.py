@@ -115,11 +115,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, stage
                                   f"write --set {section}.{name}=VALUE")
             value = {key: value}
         value = _checked(section, name, value, "--set")
-        if isinstance(values, dict) and isinstance(values.get(section) or {}, dict):
-            earlier = (values.get(section) or {}).get(name)
-            if isinstance(earlier, dict) and isinstance(value, dict):
-                value = {**earlier, **value}  # model.options={...} changes those options, keeps the file's others
-            values[section] = {**(values.get(section) or {}), name: value}
+        fields = (values.get(section) or {}) if isinstance(values, dict) else None
+        if isinstance(fields, dict):
+            if isinstance(fields.get(name), dict) and isinstance(value, dict):
+                value = {**fields[name], **value}  # model.options={...} changes those options, keeps the file's others
+            values[section] = {**fields, name: value}
     return parse_config(values, f"{path} (with --set {', '.join(overrides)})")
 
 

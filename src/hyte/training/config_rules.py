@@ -10,7 +10,7 @@ import inspect
 import math
 from pathlib import Path
 
-from ..bundled import BUNDLED, BUNDLED_MINILM
+from ..bundled import BUNDLED
 from ..model_kinds import model_type_of
 from .config import (
     MAX_LEARNING_RATE,
@@ -65,7 +65,7 @@ def validate(config: RunConfig, source: str) -> None:
     model, data, training = config.model, config.data, config.training
     if model.build not in ("load", "hyte_h", "hyte_fh", "eucbert"):
         raise ConfigError(f"{source}: model.build must be load, hyte_h, hyte_fh or eucbert; got {model.build!r}")
-    if model.build != "load" and model.build in ("hyte_fh", "eucbert") and config.stage != "mlm" and not model.options:
+    if model.build in ("hyte_fh", "eucbert") and config.stage != "mlm" and not model.options:
         raise ConfigError(f"{source}: a new {model.build} model needs model.options (its shape)")
     if model.path.startswith("bundled:") and model.path not in BUNDLED:
         raise ConfigError(f"{source}: model.path {model.path} is not a bundled model ({', '.join(BUNDLED)})")
@@ -83,7 +83,7 @@ def validate(config: RunConfig, source: str) -> None:
                               "or load a saved one")
     if model.build in ("load", "hyte_h") and not model.path.startswith("bundled:"):
         local = Path(model.path)
-        if (local.is_absolute() or model.path.startswith(".") or local.exists()) and not local.exists():
+        if (local.is_absolute() or model.path.startswith(".")) and not local.exists():
             raise ConfigError(f"{source}: model.path {model.path} does not exist")
     ontologies = ("hpo", "icd10", "hpo+icd10")
     if data.source not in (*ontologies, "taxonomy", "jsonl", "beir", "hf_dataset"):
@@ -155,8 +155,8 @@ def validate(config: RunConfig, source: str) -> None:
     if training.dataloader_num_workers < 0:
         raise ConfigError(f"{source}: training.dataloader_num_workers must be an integer >= 0 (0 = load batches in "
                           f"the training process); got {training.dataloader_num_workers}")
-    if not 0 < training.max_grad_norm < math.inf:  # NaN would switch clipping off without a word
-        raise ConfigError(f"{source}: training.max_grad_norm must be a finite number > 0; got {training.max_grad_norm}")
+    # NaN would switch clipping off without a word
+    _check_number(source, "training.max_grad_norm", training.max_grad_norm, 0, strict=True)
     mining = config.mining
     if mining.num_negatives < 0 or mining.candidates < mining.num_negatives or mining.skip_top < 0:
         raise ConfigError(f"{source}: mining needs num_negatives >= 0, candidates >= num_negatives and skip_top >= 0"
@@ -169,8 +169,6 @@ def validate(config: RunConfig, source: str) -> None:
                           f"got {mining.miner!r}")
     if training.mini_batch_size is not None and training.mini_batch_size <= 0:
         raise ConfigError(f"{source}: training.mini_batch_size must be > 0 (or null: no gradient caching)")
-    if config.stage == "mlm" and model.build in ("hyte_h", "load") and model.path == BUNDLED_MINILM:
-        raise ConfigError(f"{source}: stage mlm trains HyTE-FH or EucBERT (model.build hyte_fh / eucbert)")
     if config.loss.similarity not in ("geodesic", "lorentz_inner"):
         raise ConfigError(f"{source}: loss.similarity must be geodesic or lorentz_inner")
     loss = config.loss

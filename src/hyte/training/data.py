@@ -148,6 +148,12 @@ def _subsample(examples: list, spec: DataSpec, seed: int) -> list:
     return examples
 
 
+def _from_ontologies(spec: DataSpec, seed: int, read) -> list:
+    """``read(name)`` of each ontology of ``spec.source`` (hpo, icd10): one subsampled, or both mixed (``_mixed``)."""
+    parts = [read(name) for name in spec.source.split("+")]
+    return _mixed(parts, spec, seed) if len(parts) > 1 else _subsample(parts[0], spec, seed)
+
+
 @dataclass(frozen=True)
 class Hierarchy:
     """Is-a relations between training documents, looked up by their text.
@@ -257,12 +263,8 @@ def hierarchy_for(config: RunConfig) -> Hierarchy | None:
 def contrastive_examples(spec: DataSpec, seed: int = 0, batch_size: int | None = None) -> list[dict]:
     """The examples a contrastive stage trains on; raises ConfigError when there are none, or fewer than one
     ``batch_size`` (a batch's other examples are each query's negatives: a smaller set trains on almost none)."""
-    if spec.source == "hpo":
-        examples = hpo_pairs(spec)
-    elif spec.source == "icd10":
-        examples = icd10_pairs(spec)
-    elif spec.source == "hpo+icd10":
-        examples = _mixed([hpo_pairs(spec), icd10_pairs(spec)], spec, seed)
+    if spec.source in ("hpo", "icd10", "hpo+icd10"):
+        examples = _from_ontologies(spec, seed, lambda name: {"hpo": hpo_pairs, "icd10": icd10_pairs}[name](spec))
     elif spec.source == "taxonomy":
         examples = taxonomy_pairs(spec)
     elif spec.source == "jsonl":
@@ -281,9 +283,7 @@ def contrastive_examples(spec: DataSpec, seed: int = 0, batch_size: int | None =
                                                    "name the columns to read)" if missing else problem)
         examples = [{"query": r[spec.query_field], "document": r[spec.document_field],
                      "negatives": list(r.get("negatives") or [])} for r in rows]
-    examples = _subsample(examples, spec, seed)
-    if not examples:
-        raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) holds no examples")
+    examples = _nonempty(_subsample(examples, spec, seed), spec, "examples")
     if batch_size is not None and len(examples) < batch_size:
         raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) holds {len(examples)} examples, fewer "
                           f"than one batch of {batch_size}: give more examples or a smaller "
@@ -322,8 +322,7 @@ def _refuse_no_negatives(examples: list[dict], spec: DataSpec) -> None:
 def mlm_texts(spec: DataSpec, seed: int = 0) -> list[str]:
     """Texts for masked-language modelling; raises ConfigError when there are none."""
     if spec.source in ("hpo", "icd10", "hpo+icd10"):
-        parts = [_ontology_mlm_texts(spec, name) for name in spec.source.split("+")]
-        return _nonempty(_mixed(parts, spec, seed) if len(parts) > 1 else _subsample(parts[0], spec, seed), spec)
+        return _nonempty(_from_ontologies(spec, seed, lambda name: _ontology_mlm_texts(spec, name)), spec)
     if spec.source == "jsonl":
         path = Path(spec.path)
         texts = [string_field(path, number, record, spec.text_field) for number, record in iter_jsonl(path)]
@@ -358,7 +357,7 @@ def _ontology_mlm_texts(spec: DataSpec, ontology: str, split: str = "train") -> 
     return mlm_corpus(hpo, train_ids if split == "train" else test_ids, names=spec.mlm_names)
 
 
-def _nonempty(texts: list[str], spec: DataSpec) -> list[str]:
-    if not texts:
-        raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) holds no texts")
-    return texts
+def _nonempty(items: list, spec: DataSpec, what: str = "texts") -> list:
+    if not items:
+        raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) holds no {what}")
+    return items

@@ -57,6 +57,12 @@ ONTOLOGY_DATASETS = {"hpo": ["HPO (Human Phenotype Ontology)"], "icd10": ["ICD-1
                      "hpo+icd10": ["HPO (Human Phenotype Ontology)", "ICD-10-CM"]}
 
 
+# The TrainingSpec fields that are TrainingArguments of the same name.
+_TRAINING_ARGUMENTS = ("output_dir", "max_steps", "per_device_train_batch_size", "gradient_accumulation_steps",
+                       "learning_rate", "weight_decay", "warmup_steps", "lr_scheduler_type", "max_grad_norm",
+                       "logging_steps", "save_steps", "save_total_limit", "seed", "bf16", "dataloader_num_workers")
+
+
 def training_arguments(config: RunConfig, **extra: Any) -> TrainingArguments:
     spec = config.training
     if spec.warmup_steps >= spec.max_steps > 0:  # larger explicit values are refused by the config's validation
@@ -64,13 +70,8 @@ def training_arguments(config: RunConfig, **extra: Any) -> TrainingArguments:
                        "the learning rate never reaches %g; lower warmup_steps for a run this short",
                        spec.warmup_steps, spec.max_steps, spec.learning_rate)
     return TrainingArguments(
-        output_dir=spec.output_dir, max_steps=spec.max_steps, per_device_train_batch_size=spec.per_device_train_batch_size,
-        gradient_accumulation_steps=spec.gradient_accumulation_steps, learning_rate=spec.learning_rate,
-        weight_decay=spec.weight_decay, warmup_steps=spec.warmup_steps, lr_scheduler_type=spec.lr_scheduler_type,
-        max_grad_norm=spec.max_grad_norm, logging_steps=spec.logging_steps, save_strategy="steps",
-        save_steps=spec.save_steps, save_total_limit=spec.save_total_limit, seed=spec.seed, data_seed=spec.seed,
-        bf16=spec.bf16, activation_checkpointing=spec.gradient_checkpointing,
-        dataloader_num_workers=spec.dataloader_num_workers, dataloader_pin_memory=False, report_to="none",
+        **{name: getattr(spec, name) for name in _TRAINING_ARGUMENTS}, save_strategy="steps", data_seed=spec.seed,
+        activation_checkpointing=spec.gradient_checkpointing, dataloader_pin_memory=False, report_to="none",
         remove_unused_columns=False, disable_tqdm=not sys.stderr.isatty(),  # no progress bars in a log file
         # Several processes: every parameter takes part in each step (HyTE-H drops its backbone's unused pooler; the
         # logit scale is averaged by ContrastiveTrainer), so DDP need not search the graph for unused ones.
@@ -318,6 +319,12 @@ def _set_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict],
         model_config.max_logit_scale = config.loss.max_logit_scale
 
 
+# ContrastiveTrainer's options, read from the config section that has a field of the same name.
+_LOSS_OPTIONS = ("similarity", "max_logit_scale", "logit_scale_learning_rate", "hierarchy_weight", "hierarchy_term",
+                 "cone_min_radius", "radius_margin")
+_TRAINING_OPTIONS = ("head_learning_rate", "radius_head_learning_rate", "gather_negatives", "mini_batch_size")
+
+
 def train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, resume: bool,
                  callbacks: list | None, trainer_class: type = ContrastiveTrainer,
                  collator: ContrastiveCollator | None = None, trainer_options: dict | None = None) -> Path:
@@ -334,20 +341,11 @@ def train_pairs(config: RunConfig, examples: list[dict], built: BuiltModel, resu
     log_logit_scale_parameter(built.model).requires_grad_(config.loss.learn_temperature)
     collator = collator or ContrastiveCollator(built.tokenizer, config.loss.max_query_length,
                                                config.loss.max_document_length, hierarchy_for(config))
+    options = {**{name: getattr(config.loss, name) for name in _LOSS_OPTIONS},
+               **{name: getattr(config.training, name) for name in _TRAINING_OPTIONS}, **(trainer_options or {})}
     trainer = trainer_class(model=built.model, args=training_arguments(config), train_dataset=examples,
-                                 data_collator=collator, hyperbolic=built.hyperbolic,
-                                 similarity=config.loss.similarity, max_logit_scale=config.loss.max_logit_scale,
-                                 head_learning_rate=config.training.head_learning_rate,
-                                 radius_head_learning_rate=config.training.radius_head_learning_rate,
-                                 logit_scale_learning_rate=config.loss.logit_scale_learning_rate,
-                                 hierarchy_weight=config.loss.hierarchy_weight,
-                                 hierarchy_term=config.loss.hierarchy_term,
-                                 cone_min_radius=config.loss.cone_min_radius,
-                                 radius_margin=config.loss.radius_margin,
-                                 gather_negatives=config.training.gather_negatives,
-                                 mini_batch_size=config.training.mini_batch_size,
-                                 callbacks=[*(callbacks or []), SentenceTransformerCheckpoints(built.tokenizer)],
-                                 **(trainer_options or {}))
+                            data_collator=collator, hyperbolic=built.hyperbolic,
+                            callbacks=[*(callbacks or []), SentenceTransformerCheckpoints(built.tokenizer)], **options)
     trainer.train(resume_from_checkpoint=checkpoint)
     after = heldout_metrics(built, config)
     evaluation = {"before": before, "after": after} if after is not None else None

@@ -44,11 +44,16 @@ def _from_options(build, *args, **options):
         raise ConfigError(f"model.options: {' '.join(str(error.__cause__ or error).split())}") from error
 
 
+# The models a run builds new from model.options: config class, masked-LM class (stage mlm), embedding class.
+_NEW_MODELS = {"hyte_fh": (HyTEFHConfig, HyTEFHForMaskedLM, HyTEFHModel),
+               "eucbert": (EucBERTConfig, EucBERTForMaskedLM, EucBERTModel)}
+
+
 def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
     """The model named by a ModelSpec, with its tokenizer."""
     path = resolve_model(spec.path)
-    for role, folder in (("model.path", path), ("model.tokenizer", resolve_model(spec.tokenizer) if spec.tokenizer
-                                                 else None)):
+    tokenizer_folder = resolve_model(spec.tokenizer) if spec.tokenizer else None
+    for role, folder in (("model.path", path), ("model.tokenizer", tokenizer_folder)):
         # A local folder without config.json (an index or run folder) would fail deep inside the tokenizer loader;
         # a tokenizer may also come from a tokenizer-only folder (hyte.training.vocabulary writes one).
         if folder is None or not Path(folder).is_dir():
@@ -57,18 +62,13 @@ def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
             (Path(folder) / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json"))
         if not holds(Path(folder), "model") and not tokenizer_only:
             raise ConfigError(f"{role}: {not_a_model_folder(folder)}")
-    tokenizer_path = resolve_model(spec.tokenizer) if spec.tokenizer else (
-        resolve_model(BUNDLED_MINILM) if spec.build in ("hyte_fh", "eucbert") else path)
+    tokenizer_path = tokenizer_folder or (resolve_model(BUNDLED_MINILM) if spec.build in _NEW_MODELS else path)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path, trust_remote_code=True)
-    if spec.build in ("hyte_fh", "eucbert"):
-        options = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, **spec.options}
-        if spec.build == "hyte_fh":
-            config = _from_options(HyTEFHConfig, **options)
-            model = (HyTEFHForMaskedLM if for_mlm else HyTEFHModel)(config)
-        else:
-            config = _from_options(EucBERTConfig, **options)
-            model = (EucBERTForMaskedLM if for_mlm else EucBERTModel)(config)
-        return BuiltModel(model, tokenizer, spec.build == "hyte_fh", None)
+    if spec.build in _NEW_MODELS:
+        config_class, mlm_class, model_class = _NEW_MODELS[spec.build]
+        config = _from_options(config_class, **{"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
+                                                **spec.options})
+        return BuiltModel((mlm_class if for_mlm else model_class)(config), tokenizer, spec.build == "hyte_fh", None)
     if spec.build == "hyte_h":
         model = _from_options(HyTEHModel.from_base, path, **spec.options)
         # Record the base by its public name, not a local path (the bundled package holds all-MiniLM-L6-v2).

@@ -26,8 +26,6 @@ from .run_folder import resume_checkpoint
 __all__ = ["train_contrastive", "train_finetune", "train_mlm"]
 
 
-
-
 def train_mlm(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
     """Stage 1: masked-language modelling with DataCollatorForLanguageModeling."""
     from datasets import Dataset
@@ -67,5 +65,3 @@ def train_finetune(config: RunConfig, resume: bool = False, callbacks: list | No
     built = build_model(config.model)
     check_lora_targets(built.model, config)  # before mining, which takes minutes
     return train_pairs(config, examples_with_mined_negatives(built, config, resume), built, resume, callbacks)
-
-
