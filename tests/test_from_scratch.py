@@ -210,6 +210,39 @@ def test_quick_from_scratch_benchmark_runs_end_to_end_and_resumes(tmp_path):
                                       and line.endswith("**tie**.") for line in verdicts)
 
 
+@pytest.mark.slow
+def test_quick_from_scratch_with_equal_care_chooses_each_temperature_on_validation(tmp_path):
+    """--temperatures (issue 45): both models pick their starting temperature among the same candidates on
+    validation branches held out of the later stages, train at it with no start from HyTE-FH's radius, and the
+    report shows the choice and every contrastive stage's final logit scale."""
+    candidates = [0.05, 0.1]
+    command = [sys.executable, str(ROOT / "benchmarks" / "run_from_scratch.py"), "--quick", "--temperatures",
+               *map(str, candidates), "--runs-dir", str(tmp_path / "runs"),
+               "--output", str(tmp_path / "results" / "out.json")]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                          cwd=tmp_path, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    payload = json.loads((tmp_path / "results" / "out.json").read_text())
+    runs = tmp_path / "runs" / "quick-trained-vocabulary"
+    for model in ("hyte-fh", "eucbert"):
+        selection = payload["temperature_selection"][model]
+        assert selection["chosen"] in candidates and set(selection["validation_ndcg@10"]) == {"0.05", "0.1"}
+        scores = selection["validation_ndcg@10"]
+        assert scores[f"{selection['chosen']:g}"] == max(scores.values())
+        for stage in ("contrastive", "finetune"):
+            loss = json.loads((runs / f"{model}-t{selection['chosen']:g}-s0" / stage / "run.json").read_text())["loss"]
+            assert loss["temperature"] == selection["chosen"] and loss["temperature_from_radius"] is False
+            assert payload["runs"][model]["s0"]["training"][stage]["final_logit_scale"] > 0
+        selected = json.loads((runs / f"{model}-select-t0.05-s0" / "contrastive" / "run.json").read_text())
+        assert selected["data"]["hpo_test_fraction"] == 0.35  # the validation branches stay out of the selection runs
+    from hyte.report import write_benchmarks_md
+
+    markdown = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
+    assert "Equal care: each model's starting temperature chosen" in markdown
+    assert "| model | τ 0.05 | τ 0.1 | chosen |" in markdown and "final logit scale, contrastive" in markdown
+    assert "Not equal care" not in markdown
+
+
 def test_indexing_eucbert_is_refused_before_encoding_with_what_to_do(tmp_path, capsys):
     """EucBERT's vectors are Euclidean (curvature 0): a Lorentz index of them would be meaningless, and the bare
     geometry check ("c must be > 0") did not say that the model was the problem."""

@@ -128,6 +128,30 @@ def _gate_lines(payload: dict) -> list[str]:
             *table(["seed", "model", "held-out MLM loss (nats)", "unigram (nats)", "gate"], sorted(rows)), ""]
 
 
+def _care_lines(payload: dict) -> list[str]:
+    """Which tuning each model got (issue 45's equal care) and every contrastive stage's final logit scale."""
+    selection = payload.get("temperature_selection")
+    if not selection and "gated_seeds" not in payload:  # recorded before the residual rescale
+        return []
+    if not selection:
+        return ["Not equal care: HyTE-FH got the 4√d residual rescale, found by a probe of HyTE-FH alone, and its "
+                "starting logit scale from its mean document radius; EucBERT neither.", ""]
+    candidates = list(next(iter(selection.values()))["validation_ndcg@10"])
+    rows = [[model, *(number(chosen["validation_ndcg@10"][t]) for t in candidates), f"{chosen['chosen']:g}"]
+            for model, chosen in selection.items()]
+    scales = [[seed, model, *(number(run["training"].get(stage, {}).get("final_logit_scale"), 1)
+                              for stage in ("contrastive", "finetune"))]
+              for model, by_seed in payload["runs"].items() for seed, run in by_seed.items()]
+    return ["Equal care: each model's starting temperature chosen among the same candidates by HPO validation "
+            f"nDCG@10 (seed {next(iter(selection.values()))['seed']}, validation branches held out of every "
+            "stage after MLM), one rule for both (no start from HyTE-FH's radius). HyTE-FH keeps the reference "
+            "code's 4√d residual rescale; the same probe applied to EucBERT finds its residual healthy (nothing "
+            "to rescale).", "",
+            *table(["model", *(f"τ {t}" for t in candidates), "chosen"], rows),
+            *table(["seed", "model", "final logit scale, contrastive", "final logit scale, fine-tuning"],
+                   sorted(scales))]
+
+
 POOLING_ABLATIONS = {
     "retrained": "HyTE-FH retrained per pooling (contrastive and fine-tuning stages from the seed's MLM stage, which "
                  "reads no pooled point).",
@@ -142,11 +166,8 @@ def from_scratch_section(items: list[tuple[Path, dict]]) -> list[str]:
              "at the same shape, with the same vocabulary, through the paper's three stages — "
              "MLM on HPO definitions/names/synonyms + ICD-10-CM titles/inclusion terms, contrastive pairs, "
              "fine-tuning with one hard negative per query from one fixed miner (the bundled MiniLM, so both see "
-             "identical triples) — with the same data and order, steps, batch, learning rates and schedule. Not "
-             "equal care (issue 45): HyTE-FH got the 4√d residual rescale, found by a probe of HyTE-FH alone, and "
-             "EucBERT no such diagnosis; a run with --temperatures chooses each side's starting temperature on "
-             "validation branches from the same candidates. Scored only on HPO branches and ICD-10-CM chapters "
-             "that no stage saw. HyTE-FH trains with OEM p = 1; the other HyTE-FH rows are Table 7's poolings. "
+             "identical triples) — with the same data and order, steps, batch, learning rates and schedule. "
+             "Scored only on HPO branches and ICD-10-CM chapters that no stage saw. HyTE-FH trains with OEM p = 1; the other HyTE-FH rows are Table 7's poolings. "
              "Mean ± standard deviation over seeds.",
              ""]
     for path, payload in items:
@@ -156,7 +177,7 @@ def from_scratch_section(items: list[tuple[Path, dict]]) -> list[str]:
                   f"{recipe.get('steps')}, MLM steps {payload.get('mlm_steps', recipe.get('steps', {}).get('mlm'))}, "
                   f"batch {recipe.get('batch')}; vocabulary: {vocabulary['kind']}, {vocabulary['size']} entries), "
                   f"seeds {payload.get('seeds')}, {payload.get('evaluation', {}).get('queries')} queries per set", ""]
-        lines += _gate_lines(payload)
+        lines += _care_lines(payload) + _gate_lines(payload)
         if payload.get("pooling_ablation_seeds"):
             lines += [f"Pooling rows: {POOLING_ABLATIONS[payload.get('pooling_ablation', 'swapped')]}", ""]
         summary = payload["summary_gated"] if "gated_seeds" in payload else payload.get("summary", {})

@@ -80,7 +80,9 @@ def _from_scratch(items) -> list[list[str]]:
     path, payload = _newest(items, lambda payload: payload.get("comparison_gated"))
     if payload is None:
         return []
-    return [_row("From scratch (tiny size; only HyTE-FH got the residual rescale): is HyTE-FH better?",
+    care = ("each model's starting temperature chosen on validation, same candidates"
+            if payload.get("temperature_selection") else "only HyTE-FH got the residual rescale")
+    return [_row(f"From scratch (tiny size; {care}): is HyTE-FH better?",
                  "HyTE-FH − EucBERT", "HPO held-out nDCG@10", payload["comparison_gated"]["hpo"]["ndcg@10"],
                  len(payload["gated_seeds"]), path, payload)]
 
