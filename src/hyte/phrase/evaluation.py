@@ -182,9 +182,7 @@ def evaluate_reranking(model, tokenizer, queries: Mapping[str, str], corpus: Map
             candidate_recall[k].append(any(doc_ids[i] in relevant for i in top))
             if "global" in systems:  # full-corpus global retrieval: its top 10 does not depend on K
                 record(k, "global", 0, np.argsort(-glob[row], kind="stable")[:10], relevant)
-            for kind in kinds:
-                if kind not in systems:
-                    continue
+            for kind in (kind for kind in kinds if kind in systems):
                 for budget in budgets:
                     record(k, kind, budget, top[np.argsort(-scores[kind][budget][: len(top)], kind="stable")],
                            relevant)

@@ -7,6 +7,7 @@ each held-out set, geometry and candidate pool; paired-bootstrap contrasts; a ve
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from ..markdown import table
@@ -36,20 +37,12 @@ def _list(budgets: list) -> str:
 
 def _from(chosen: list, budgets: list) -> int | None:
     """The smallest B from which every larger budget is in ``chosen`` (None if the largest is not)."""
-    start = None
-    for b in reversed(budgets):
-        if b not in chosen:
-            break
-        start = b
-    return start
+    return next((b for i, b in enumerate(budgets) if set(budgets[i:]) <= set(chosen)), None)
 
 
 def _seeds(payload: dict) -> str:
     """"one training seed", or the seeds of each GROUP@SEED group of models."""
-    groups: dict[str, int] = {}
-    for name in payload["models"]:
-        group = name.partition("@")[0]
-        groups[group] = groups.get(group, 0) + 1
+    groups = Counter(name.partition("@")[0] for name in payload["models"])
     if all(count == 1 for count in groups.values()):
         return "one training seed"
     return ", ".join(f"{group}: {count} training seed{'s' if count > 1 else ''}" for group, count in groups.items())
@@ -113,24 +106,19 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                                                         run["natural_units_per_query"].items()) + ")", ""]
                 for k in ks:
                     summary = run["summary"][k]
-                    rows = []
-                    for key, label in ROWS:
-                        if key == "global":
-                            cell = summary["global"]["0"]
-                            rows.append([label, *[f"{cell['ndcg@10']:.4f} / {cell['recall@10']:.3f}"] * len(budgets)])
-                        else:
-                            rows.append([label, *(f"{summary[key][b]['ndcg@10']:.4f} / {summary[key][b]['recall@10']:.3f}"
-                                                  for b in budgets)])
+                    # global has one cell (B = 0), repeated under every budget
+                    cells = {key: [summary[key]["0"]] * len(budgets) if key == "global"
+                             else [summary[key][b] for b in budgets] for key, _ in ROWS}
+                    rows = [[label, *(f"{c['ndcg@10']:.4f} / {c['recall@10']:.3f}" for c in cells[key])]
+                            for key, label in ROWS]
                     vectors = run["vectors_per_document"]["crf"]
                     rows.append(["vectors per document (every kind)", *(f"{vectors[b]:.1f}" for b in budgets)])
                     lines += [f"K = {k} (global recall@{k}: {run['candidate_recall'][k]:.3f}); cells nDCG@10 / R@10:",
                               ""]
                     lines += table(["system", *(f"B = {b}" for b in budgets)], rows, rule="---")
-                contrast_rows = []
-                for k in ks:
-                    for pair in ("crf-global", "crf-token", "crf-bigram", "crf-random", "hybrid-global", "hybrid-crf"):
-                        contrast_rows.append([f"K={k} {pair}", *(_ci(run["intervals"][f"{k}/{b}/{pair}"])
-                                                                for b in budgets)])
+                contrast_rows = [[f"K={k} {pair}", *(_ci(run["intervals"][f"{k}/{b}/{pair}"]) for b in budgets)]
+                                 for k in ks for pair in ("crf-global", "crf-token", "crf-bigram", "crf-random",
+                                                          "hybrid-global", "hybrid-crf")]
                 lines += ["nDCG@10 differences, mean [95 % interval]:", ""]
                 lines += table(["contrast", *(f"B = {b}" for b in budgets)], contrast_rows, rule="---")
                 lines += [multiplicity_note(len(contrast_rows) * len(budgets)), ""]

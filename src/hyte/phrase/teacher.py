@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..data.icd10 import chapter_texts as icd10_terms  # ICD-10-CM titles and inclusion terms (of some chapters)
+from ..data.icd10 import split_chapters
 
 TAG_O, TAG_B, TAG_I = 0, 1, 2  # the same values as hyte.modeling_hyte_phrase
 
@@ -83,13 +84,8 @@ def hpo_terms(term_ids: Iterable[str] | None = None) -> list[str]:
     from ..data.hpo import load_hpo
 
     ontology = load_hpo()
-    ids = ontology.terms if term_ids is None else term_ids
-    out = []
-    for term_id in ids:
-        term = ontology.terms[term_id]
-        out.append(term.name)
-        out.extend(text for text, _ in term.synonyms)
-    return out
+    terms = [ontology.terms[term_id] for term_id in (ontology.terms if term_ids is None else term_ids)]
+    return [text for term in terms for text in (term.name, *(synonym for synonym, _ in term.synonyms))]
 
 
 @functools.lru_cache(maxsize=4)
@@ -106,12 +102,7 @@ def build_trie(sources: Sequence[str] = ("hpo", "icd10"), max_words: int = 5,
         if source == "hpo":
             trie.update(hpo_terms(None if training_split is None else _training_hpo_terms(*training_split)))
         elif source == "icd10":
-            chapters = None
-            if training_split is not None:
-                from ..data.icd10 import split_chapters
-
-                chapters = split_chapters(*training_split)[0]
-            trie.update(icd10_terms(chapters))
+            trie.update(icd10_terms(None if training_split is None else split_chapters(*training_split)[0]))
         else:
             raise ValueError(f"unknown vocabulary {source!r}; known: hpo, icd10")
     return trie
@@ -174,12 +165,9 @@ def teacher_tags(texts: Sequence[str], tokenizer, trie: TermTrie | None, max_len
         raise ValueError("teacher_tags needs a fast tokenizer (offset mapping); load it with use_fast=True.")
     encoded = tokenizer(list(texts), truncation=True, max_length=max_length, return_offsets_mapping=True,
                         return_special_tokens_mask=True)
-    tags, covered = [], []
-    for text, offsets, special in zip(texts, encoded["offset_mapping"], encoded["special_tokens_mask"]):
-        row_tags, row_covered = tags_for_offsets(offsets, teacher_spans(text, trie), [bool(s) for s in special])
-        tags.append(row_tags)
-        covered.append(row_covered)
-    return tags, covered
+    rows = [tags_for_offsets(offsets, teacher_spans(text, trie), [bool(s) for s in special])
+            for text, offsets, special in zip(texts, encoded["offset_mapping"], encoded["special_tokens_mask"])]
+    return [tags for tags, _ in rows], [covered for _, covered in rows]
 
 
 def override_tags(model_tags: Sequence[int], trie_tags: Sequence[int], covered: Sequence[bool]) -> list[int]:
@@ -215,25 +203,22 @@ def boundary_f1(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]
     A boundary is a unit start other than a text's first unit token (that one is a boundary in every
     segmentation and would inflate the score). Also reports exact-match F1 of multi-token units ("span_f1").
     """
-    tp = fp = fn = 0
-    span_tp = span_fp = span_fn = 0
+    boundaries, spans = [0, 0, 0], [0, 0, 0]  # true positives, false positives, false negatives
     for pred, ref, usable in zip(predicted, gold, unit_positions):
         first = next((i for i, u in enumerate(usable) if u), None)
-        p = unit_boundaries(pred, usable) - {first}
-        g = unit_boundaries(ref, usable) - {first}
-        tp, fp, fn = tp + len(p & g), fp + len(p - g), fn + len(g - p)
-        p_spans, g_spans = _multi_spans(pred, usable), _multi_spans(ref, usable)
-        span_tp += len(p_spans & g_spans)
-        span_fp += len(p_spans - g_spans)
-        span_fn += len(g_spans - p_spans)
+        for totals, (p, g) in ((boundaries, (unit_boundaries(tags, usable) - {first} for tags in (pred, ref))),
+                               (spans, (_multi_spans(tags, usable) for tags in (pred, ref)))):
+            for i, n in enumerate((len(p & g), len(p - g), len(g - p))):
+                totals[i] += n
 
     def f1(t, f_p, f_n):
         precision = t / (t + f_p) if t + f_p else 0.0
         recall = t / (t + f_n) if t + f_n else 0.0
         return precision, recall, (2 * precision * recall / (precision + recall) if precision + recall else 0.0)
 
-    precision, recall, score = f1(tp, fp, fn)
-    return {"precision": precision, "recall": recall, "f1": score, "span_f1": f1(span_tp, span_fp, span_fn)[2],
+    precision, recall, score = f1(*boundaries)
+    tp, fp, fn = boundaries
+    return {"precision": precision, "recall": recall, "f1": score, "span_f1": f1(*spans)[2],
             "gold_boundaries": tp + fn, "predicted_boundaries": tp + fp}
 
 
@@ -242,8 +227,7 @@ def _multi_spans(tags: Sequence[int], usable: Sequence[bool]) -> set[tuple[int, 
     starts = sorted(unit_boundaries(tags, usable))
     positions = [i for i, u in enumerate(usable) if u]
     spans = set()
-    for k, start in enumerate(starts):
-        nxt = starts[k + 1] if k + 1 < len(starts) else None
+    for start, nxt in zip(starts, [*starts[1:], None]):
         members = [i for i in positions if i >= start and (nxt is None or i < nxt)]
         if len(members) >= 2:
             spans.add((members[0], members[-1]))
@@ -255,20 +239,17 @@ def coverage(texts: Sequence[str], tokenizer, trie: TermTrie | None, max_length:
     the mean length of multi-token units (tokens)."""
     tags, covered = teacher_tags(texts, tokenizer, trie, max_length)
     encoded = tokenizer(list(texts), truncation=True, max_length=max_length, return_special_tokens_mask=True)
-    tokens = in_term = in_multi = 0
-    lengths: list[int] = []
-    with_term = 0
+    tokens = in_term = with_term = 0
+    lengths: list[int] = []  # tokens of each multi-token unit
     for row_tags, row_covered, special in zip(tags, covered, encoded["special_tokens_mask"]):
         usable = [not s for s in special]
         tokens += sum(usable)
         in_term += sum(row_covered)
         with_term += any(row_covered)
-        spans = _multi_spans(row_tags, usable)
-        lengths.extend(sum(1 for i in range(s, e + 1) if usable[i]) for s, e in spans)
-        in_multi += sum(lengths[-len(spans):]) if spans else 0
+        lengths.extend(sum(usable[s:e + 1]) for s, e in _multi_spans(row_tags, usable))
     return {"texts": len(texts), "texts_with_term_match": with_term / max(len(texts), 1),
             "tokens": tokens, "token_share_in_terms": in_term / max(tokens, 1),
-            "token_share_in_multi_token_units": in_multi / max(tokens, 1),
+            "token_share_in_multi_token_units": sum(lengths) / max(tokens, 1),
             "mean_multi_token_unit_length": sum(lengths) / max(len(lengths), 1)}
 
 

@@ -137,9 +137,7 @@ class PhraseTrainer(Trainer):
                                      self._teacher_units(core, d, inputs["document_tags"], spec.document_budget),
                                      geometry, curvature, normalize_weights=True)
             parts["phrase"] = F.cross_entropy(scores / spec.temperature, labels)
-        weights = {"global": spec.global_weight, "token": spec.token_weight, "lexical": spec.lexical_weight,
-                   "segmentation": spec.segmentation_weight, "phrase": spec.phrase_weight}
-        loss = sum(weights[name] * value for name, value in parts.items())
+        loss = sum(getattr(spec, f"{name}_weight") * value for name, value in parts.items())
         for name, value in parts.items():
             self._sums[f"{name}_loss"] = self._sums.get(f"{name}_loss", 0.0) + float(value.detach())
         self._count += 1
