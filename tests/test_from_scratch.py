@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_mlm_text_of_both_ontologies_never_shows_held_out_text():
     pytest.importorskip("simple_icd_10_cm")
     from hyte.data import icd10
-    from hyte.data.hpo import _queries_for, load_hpo, split_by_branches
+    from hyte.data.hpo import queries_for, load_hpo, split_by_branches
     from hyte.training.config import DataSpec
     from hyte.training.data import mlm_texts
 
@@ -30,7 +30,7 @@ def test_mlm_text_of_both_ontologies_never_shows_held_out_text():
     train_ids, test_ids = split_by_branches(hpo, test_fraction=0.2, seed=0)
 
     def hpo_texts(ids):
-        return {text for i in ids for text in [hpo.terms[i].definition, *_queries_for(hpo, i, "all")] if text}
+        return {text for i in ids for text in [hpo.terms[i].definition, *queries_for(hpo, i, "all")] if text}
 
     train_chapters, _ = icd10.split_chapters(0.2, 0)
     icd_train = {icd10.title(c) for c in icd10.all_codes() if icd10.chapter_of(c) in train_chapters}

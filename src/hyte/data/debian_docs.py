@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -64,11 +65,8 @@ def truncate(text: str, limit: int) -> str:
 def unambiguous_pairs(pairs: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
     """``pairs`` (id -> (query, document)) sorted by id, without every pair that shares its query (case-folded) or
     its document with another: such a query would have two right answers but qrels naming one."""
-    query_counts: dict[str, int] = {}
-    document_counts: dict[str, int] = {}
-    for query, document in pairs.values():
-        query_counts[query.casefold()] = query_counts.get(query.casefold(), 0) + 1
-        document_counts[document] = document_counts.get(document, 0) + 1
+    query_counts = Counter(query.casefold() for query, _ in pairs.values())
+    document_counts = Counter(document for _, document in pairs.values())
     return {key: (query, document) for key, (query, document) in sorted(pairs.items())
             if query_counts[query.casefold()] == 1 and document_counts[document] == 1}
 

@@ -119,20 +119,23 @@ def _one_line(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def page_sections(page_html: str) -> list[tuple[str, str, str]]:
-    """``(anchor id, query, document)`` of every numbered section of one handbook HTML page, in page order."""
+def _page_sections(page_html: str) -> list[dict]:
+    """The sections of one page (``_SectionParser``) in page order, each with its ``query`` (the title on one line
+    without its number) and whether it is ``numbered`` (an anchor and a numbered title)."""
     parser = _SectionParser()
     parser.feed(page_html)
     parser.close()
-    out = []
     for section in parser.sections:
         title = _one_line("".join(section["title"]))
-        if section["id"] is None or not _SECTION_NUMBER.match(title):
-            continue
-        query = _SECTION_NUMBER.sub("", title)
-        document = truncate(_one_line(" ".join(section["paragraphs"])), MAX_DOCUMENT_CHARS)
-        out.append((section["id"], query, document))
-    return out
+        section.update(query=_SECTION_NUMBER.sub("", title),
+                       numbered=section["id"] is not None and bool(_SECTION_NUMBER.match(title)))
+    return parser.sections
+
+
+def page_sections(page_html: str) -> list[tuple[str, str, str]]:
+    """``(anchor id, query, document)`` of every numbered section of one handbook HTML page, in page order."""
+    return [(section["id"], section["query"], truncate(_one_line(" ".join(section["paragraphs"])), MAX_DOCUMENT_CHARS))
+            for section in _page_sections(page_html) if section["numbered"]]
 
 
 def page_long_sections(page_html: str) -> list[tuple[str, str, str, int]]:
@@ -140,28 +143,21 @@ def page_long_sections(page_html: str) -> list[tuple[str, str, str, int]]:
     "8.9." level), for the long-document set: the document is the section's own paragraphs followed by those of all
     its subsections in reading order (their titles left out, so that the query's words are not copied into it);
     the query is the section's title and its direct subsections' titles joined by "; "."""
-    parser = _SectionParser()
-    parser.feed(page_html)
-    parser.close()
+    sections = _page_sections(page_html)
     children: dict[int, list[dict]] = {}
-    for section in parser.sections:
+    for section in sections:
         if section["parent"] is not None:
             children.setdefault(id(section["parent"]), []).append(section)
-
-    def title(section: dict) -> str:
-        return _SECTION_NUMBER.sub("", _one_line("".join(section["title"])))
 
     def paragraphs(section: dict) -> list[str]:
         return section["paragraphs"] + [text for child in children.get(id(section), []) for text in paragraphs(child)]
 
     out = []
-    for section in parser.sections:
-        if section["parent"] is not None or section["id"] is None:
+    for section in sections:
+        if section["parent"] is not None or not section["numbered"]:
             continue
-        if not _SECTION_NUMBER.match(_one_line("".join(section["title"]))):
-            continue
-        direct = [title(child) for child in children.get(id(section), [])]
-        query = "; ".join([title(section), *filter(None, direct)])
+        direct = [child["query"] for child in children.get(id(section), [])]
+        query = "; ".join([section["query"], *filter(None, direct)])
         document = truncate(_one_line(" ".join(paragraphs(section))), MAX_LONG_DOCUMENT_CHARS)
         out.append((section["id"], query, document, len(direct)))
     return out

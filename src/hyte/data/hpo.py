@@ -30,6 +30,7 @@ __all__ = [
     "hpo_obo_path",
     "load_hpo",
     "mlm_corpus",
+    "queries_for",
     "retrieval_split",
     "split_by_branches",
     "write_beir_folder",
@@ -114,10 +115,9 @@ def split_by_branches(ontology: Ontology, test_fraction: float = 0.2, seed: int 
     if len(branches) < 2:
         raise ValueError(f"{branch_root} has {len(branches)} child branch(es); at least 2 are needed to split")
 
-    subtrees = {branch: _subtree(ontology, branch) for branch in branches}
     branches_of: dict[str, set[str]] = {}
-    for branch, members in subtrees.items():
-        for term_id in members:
+    for branch in branches:
+        for term_id in _subtree(ontology, branch):
             branches_of.setdefault(term_id, set()).add(branch)
 
     order = list(branches)
@@ -159,7 +159,7 @@ def _exact_synonyms(ontology: Ontology, term_id: str) -> list[str]:
     return [text for text, scope in ontology.terms[term_id].synonyms if scope.split()[0] == "EXACT"]
 
 
-def _queries_for(ontology: Ontology, term_id: str, query: str) -> list[str]:
+def queries_for(ontology: Ontology, term_id: str, query: str) -> list[str]:
     name = ontology.terms[term_id].name
     if query == "name":
         return [name]
@@ -196,7 +196,7 @@ def definition_pairs(ontology: Ontology, term_ids: Iterable[str], query: str = "
     for term_id in _defined_terms(ontology, term_ids, min_depth):
         document = ontology.terms[term_id].definition
         depth = ontology.depth(term_id)
-        for text in _queries_for(ontology, term_id, query):
+        for text in queries_for(ontology, term_id, query):
             pairs.append({"term_id": term_id, "query": text, "document": document, "depth": depth})
     return pairs
 
@@ -238,7 +238,7 @@ def retrieval_split(ontology: Ontology, term_ids: Iterable[str], max_queries: in
     term_ids = set(term_ids)
     corpus = {term_id: ontology.terms[term_id].definition for term_id in _defined_terms(ontology, term_ids, 0)}
     query_ids = seeded_subset(_defined_terms(ontology, term_ids, min_depth), max_queries, seed)
-    queries = {term_id: _queries_for(ontology, term_id, "synonym")[0] for term_id in query_ids}
+    queries = {term_id: queries_for(ontology, term_id, "synonym")[0] for term_id in query_ids}
     qrels = {term_id: {term_id: 1} for term_id in query_ids}
     return queries, corpus, qrels
 
@@ -320,7 +320,7 @@ def mlm_corpus(ontology: Ontology, term_ids: Iterable[str] | None = None, names:
     selected = ontology.terms if term_ids is None else term_ids
     texts = [ontology.terms[term_id].definition for term_id in _defined_terms(ontology, selected, 0)]
     if names:
-        texts += [text for term_id in sorted(set(selected)) for text in _queries_for(ontology, term_id, "all")]
+        texts += [text for term_id in sorted(set(selected)) for text in queries_for(ontology, term_id, "all")]
     return list(dict.fromkeys(texts))
 
 

@@ -255,19 +255,10 @@ def _join(pieces: list[str]) -> str:
 
 def _query(name_lines: list[str]) -> str:
     """The text after the first ``\\-`` of the NAME section ("fork \\- create a child process"), else after " - "."""
-    pieces: list[str] = []
-    found = False
-    for line in name_lines:
-        if not found:
-            if "\\-" not in line:
-                continue
-            found = True
-            line = line.split("\\-", 1)[1]
-            pieces.append(_plain(line))
-            continue
-        pieces.append(_text_of(_request(line), line) or "")
-    if found:
-        return _join(pieces)
+    start = next((i for i, line in enumerate(name_lines) if "\\-" in line), None)
+    if start is not None:
+        return _join([_plain(name_lines[start].split("\\-", 1)[1]),
+                      *(_text_of(_request(line), line) or "" for line in name_lines[start + 1:])])
     whole = _join([_text_of(_request(line), line) or "" for line in name_lines])
     _, dash, description = whole.partition(" - ")
     return description.strip() if dash else ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from graphlib import CycleError, TopologicalSorter
@@ -47,9 +47,10 @@ def parents_first(parents: dict[str, Sequence[str]]) -> tuple[str, ...]:
         raise IsACycleError(error.args[1]) from None
 
 
-def ancestors_of(ontology: Ontology, edges=None) -> dict[str, frozenset[str]]:
-    """Concept id -> all its ancestors, through ``edges`` ((child, parent) pairs; default: every is-a link)."""
-    parents: dict[str, set[str]] = {concept: set() for concept in ontology.terms}
+def ancestors_of(ontology: Ontology | Iterable[str], edges=None) -> dict[str, frozenset[str]]:
+    """Concept id -> all its ancestors, through ``edges`` ((child, parent) pairs; default: every is-a link of the
+    ontology); with ``edges``, the concept ids alone do instead of an Ontology."""
+    parents: dict[str, set[str]] = {c: set() for c in (ontology.terms if isinstance(ontology, Ontology) else ontology)}
     for child, parent in ontology.edges() if edges is None else edges:
         parents[child].add(parent)
     ancestors: dict[str, frozenset[str]] = {}
@@ -98,11 +99,16 @@ class Ontology:
         # A cycle leaves no root and no depths; say so instead of "found 0 terms without parents".
         parents_first({term.id: term.parents for term in terms.values()})
         self.terms = terms
+        parentless = tuple(sorted(term_id for term_id, term in terms.items() if not term.parents))
         if several_roots and root is None:
-            self.roots = tuple(sorted(term_id for term_id, term in terms.items() if not term.parents))
-            self.root = self.roots[0] if len(self.roots) == 1 else None
+            self.roots = parentless
+            self.root = parentless[0] if len(parentless) == 1 else None
         else:
-            self.root = root if root is not None else self._unique_root()
+            if root is None and len(parentless) != 1:
+                shown = ", ".join(parentless[:5]) + (", ..." if len(parentless) > 5 else "")
+                raise ValueError(f"expected exactly one term without parents, found {len(parentless)} ({shown}); "
+                                 "pass the root term's id to choose one (root=..., on the command line --root ID)")
+            self.root = parentless[0] if root is None else root
             if self.root not in terms:
                 raise ValueError(f"root {self.root!r} is not a term of this ontology")
             self.roots = (self.root,)
@@ -112,14 +118,6 @@ class Ontology:
                 children[parent].append(term.id)
         # Sorted so that every traversal, and everything built on one, is deterministic.
         self._children = {term_id: sorted(kids) for term_id, kids in children.items()}
-
-    def _unique_root(self) -> str:
-        roots = sorted(term_id for term_id, term in self.terms.items() if not term.parents)
-        if len(roots) != 1:
-            shown = ", ".join(roots[:5]) + (", ..." if len(roots) > 5 else "")
-            raise ValueError(f"expected exactly one term without parents, found {len(roots)} ({shown}); "
-                             "pass the root term's id to choose one (root=..., on the command line --root ID)")
-        return roots[0]
 
     def __len__(self) -> int:
         return len(self.terms)

@@ -246,8 +246,8 @@ def _hit(path: Path) -> Taxonomy:
     files = sorted(f for f in path.iterdir() if f.suffix in (".jsonl", ".parquet")) if path.is_dir() else [path]
     split_files: dict[str, list[Path]] = {}
     for file in files:  # a Hub export may shard a split: train-00000-of-00002.parquet, train-00001-of-00002...
-        if _split_of(file):
-            split_files.setdefault(_split_of(file), []).append(file)
+        if split := _split_of(file):
+            split_files.setdefault(split, []).append(file)
     if not split_files:
         raise DataFormatError(path, None, "holds no HiT split file (train / val / test, .jsonl or .parquet)")
     splits: dict[str, list[Subsumption]] = {}
@@ -334,14 +334,12 @@ def _hit_zenodo(folder: Path) -> Taxonomy:
             if unknown or not {"child", "parent"} <= set(record):
                 raise DataFormatError(file, number, "a HiT example has child, parent, random_negatives and "
                                                     f"hard_negatives; got {', '.join(sorted(record))}")
-            ids = [record["child"], record["parent"], *record.get("random_negatives", []),
-                   *record.get("hard_negatives", [])]
-            missing = [i for i in ids if i not in terms]
+            randoms, hards = (tuple(record.get(f"{kind}_negatives", [])) for kind in ("random", "hard"))
+            missing = [i for i in (record["child"], record["parent"], *randoms, *hards) if i not in terms]
             if missing:
                 raise DataFormatError(file, number, f"{missing[0]!r} is not in {lexicon_path.name}")
             edges.setdefault((record["child"], record["parent"]), (file, number))
-            rows.append(Subsumption(record["child"], record["parent"], tuple(record.get("random_negatives", [])),
-                                    tuple(record.get("hard_negatives", []))))
+            rows.append(Subsumption(record["child"], record["parent"], randoms, hards))
         splits[split] = rows
     if "train" not in splits:
         raise DataFormatError(folder, None, "a HiT folder needs train.jsonl (and val.jsonl, test.jsonl)")
@@ -356,7 +354,7 @@ def _from_hit_edges(path: Path, terms: dict[str, Term], edges: dict[tuple[str, s
     for child, parent in edges:
         parents.setdefault(child, set()).add(parent)
     try:
-        ancestors = ancestors_of(Ontology(terms, several_roots=True), edges)  # the terms have no parents yet
+        ancestors = ancestors_of(terms, edges)
     except IsACycleError as error:  # named at the row of its first link
         file, number = edges[(error.cycle[1], error.cycle[0])]
         raise DataFormatError(file, number, f"the positive edges form a cycle ({' -> '.join(error.cycle)}): a "

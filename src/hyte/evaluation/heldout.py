@@ -37,13 +37,11 @@ def _hpo_sets(split: str, sizes: Mapping[str, int], test_fraction: float, valida
     ontology = load_hpo()
     _, test_ids = split_by_branches(ontology, test_fraction=test_fraction, seed=split_seed)
     if split == "test":
-        return {"retrieval": heldout_retrieval_set(sizes["queries"], sizes["documents"], seed=seed,
-                                                   test_fraction=test_fraction, split_seed=split_seed),
-                "hierarchy": hpo_hierarchy_benchmark("test", test_fraction=test_fraction, split_seed=split_seed,
-                                                     max_queries=sizes["hierarchy_queries"], seed=seed),
-                "depth_texts": hpo_texts_by_depth(per_depth=sizes["per_depth"], split="test", seed=seed,
-                                                  test_fraction=test_fraction, split_seed=split_seed),
-                **_edges(hpo_edges, test_ids, sizes, seed)}
+        held_out = {"seed": seed, "test_fraction": test_fraction, "split_seed": split_seed}
+        return {"retrieval": heldout_retrieval_set(sizes["queries"], sizes["documents"], **held_out),
+                "hierarchy": hpo_hierarchy_benchmark("test", max_queries=sizes["hierarchy_queries"], **held_out),
+                "depth_texts": hpo_texts_by_depth(per_depth=sizes["per_depth"], split="test", **held_out),
+                **_edges(hpo_edges, test_ids, sizes, seed=seed)}
     _, wider = split_by_branches(ontology, test_fraction=validation_fraction, seed=split_seed)
     validation_ids = wider - test_ids
     if not validation_ids:
@@ -52,25 +50,21 @@ def _hpo_sets(split: str, sizes: Mapping[str, int], test_fraction: float, valida
     return {"retrieval": retrieval_split(ontology, validation_ids, max_queries=sizes["queries"], seed=seed),
             "hierarchy": build_hierarchy_benchmark(ontology, validation_ids, max_queries=sizes["hierarchy_queries"],
                                                    seed=seed),
-            **_edges(hpo_edges, validation_ids, sizes, seed)}
+            **_edges(hpo_edges, validation_ids, sizes, seed=seed)}
 
 
-def _edges(build, term_ids, sizes: Mapping[str, int], seed: int) -> dict:
-    """{"edges": ...} where the sizes ask for edge diagnostics (the compatibility evaluation reuses these sets
-    without them), else {}."""
-    return {"edges": build(term_ids, sizes["edges"], seed=seed)} if sizes.get("edges") else {}
+def _edges(build, selection, sizes: Mapping[str, int], **options) -> dict:
+    """{"edges": build(selection, sizes["edges"], **options)} where the sizes ask for edge diagnostics (the
+    compatibility evaluation reuses these sets without them), else {}."""
+    return {"edges": build(selection, sizes["edges"], **options)} if sizes.get("edges") else {}
 
 
 def _icd10_sets(sizes: Mapping[str, int], test_fraction: float, split_seed: int, seed: int) -> dict:
-
-    return {"retrieval": icd10_heldout_retrieval_set(sizes["queries"], sizes["documents"], seed=seed,
-                                                     test_fraction=test_fraction, split_seed=split_seed),
-            "hierarchy": icd10_hierarchy_benchmark("test", max_queries=sizes["hierarchy_queries"], seed=seed,
-                                                   test_fraction=test_fraction, split_seed=split_seed),
-            "depth_texts": icd10_texts_by_depth(per_depth=sizes["per_depth"], split="test", seed=seed,
-                                                test_fraction=test_fraction, split_seed=split_seed),
-            **({"edges": icd10_edges("test", sizes["edges"], seed=seed, test_fraction=test_fraction,
-                                     split_seed=split_seed)} if sizes.get("edges") else {})}
+    held_out = {"seed": seed, "test_fraction": test_fraction, "split_seed": split_seed}
+    return {"retrieval": icd10_heldout_retrieval_set(sizes["queries"], sizes["documents"], **held_out),
+            "hierarchy": icd10_hierarchy_benchmark("test", max_queries=sizes["hierarchy_queries"], **held_out),
+            "depth_texts": icd10_texts_by_depth(per_depth=sizes["per_depth"], split="test", **held_out),
+            **_edges(icd10_edges, "test", sizes, **held_out)}
 
 
 def _general_domain_sets(name: str, sizes: Mapping[str, int], seed: int) -> dict:
@@ -373,14 +367,8 @@ def icd10_texts_by_depth(per_depth: int = 200, split: str = "test", seed: int = 
     (default 1: blocks; chapters are 0) to ``max_depth`` (None: the deepest), from the chapters of ``split``
     ("test": held out, "train", "all"), for :func:`~hyte.evaluation.radius.radius_by_depth`."""
     from ..data.icd10 import all_codes, chapter_of, depth, title
-    from .radius import sample_by_depth
+    from .radius import texts_by_depth
 
     chapters = _chapters(split, test_fraction, split_seed)
-    by_depth: dict[int, list[tuple[str, str]]] = {}
-    for code in sorted(all_codes()):
-        if chapter_of(code) not in chapters:
-            continue
-        level = depth(code)
-        if level >= min_depth and (max_depth is None or level <= max_depth):
-            by_depth.setdefault(level, []).append((code, title(code)))
-    return sample_by_depth(by_depth, per_depth, seed)
+    codes = [code for code in sorted(all_codes()) if chapter_of(code) in chapters]
+    return texts_by_depth(codes, depth, title, per_depth, seed, min_depth, max_depth)

@@ -3,12 +3,13 @@ any OBO file, or the HPO branches that training never sees."""
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 from collections.abc import Iterable
 
 from ..data.beir import seeded_subset
-from ..data.hpo import hpo_terms
+from ..data.hpo import queries_for, hpo_terms
 
 __all__ = ["Candidates", "build_hierarchy_benchmark", "build_obo_hierarchy_benchmark", "hpo_hierarchy_benchmark"]
 
@@ -49,15 +50,6 @@ class Candidates:
         return self.items
 
 
-def _query_text(term, query: str) -> str:
-    """The first EXACT synonym (any synonym type, e.g. "EXACT layperson"), else the name; or always the name."""
-    if query == "synonym":
-        for text, scope in term.synonyms:
-            if scope.split()[0] == "EXACT":
-                return text
-    return term.name
-
-
 def build_hierarchy_benchmark(ontology, term_ids: Iterable[str] | None = None, *,
                               candidate_ids: Iterable[str] | None = None, min_depth: int = 3,
                               max_siblings: int = 3, min_siblings: int = 1, num_random: int = 0,
@@ -96,12 +88,7 @@ def build_hierarchy_benchmark(ontology, term_ids: Iterable[str] | None = None, *
         if term_id not in terms:
             raise KeyError(f"unknown term id {term_id!r}")
 
-    ancestor_cache: dict[str, set[str]] = {}
-
-    def ancestors(term_id: str) -> set[str]:
-        if term_id not in ancestor_cache:
-            ancestor_cache[term_id] = ontology.ancestors(term_id)
-        return ancestor_cache[term_id]
+    ancestors = functools.cache(ontology.ancestors)
 
     def usable(term_id: str) -> bool:
         return term_id in pool and terms[term_id].definition is not None
@@ -134,11 +121,7 @@ def build_hierarchy_benchmark(ontology, term_ids: Iterable[str] | None = None, *
             return None
         return parent, grandparent, siblings
 
-    plans = {}
-    for term_id in sorted(targets):
-        found = plan(term_id)
-        if found is not None:
-            plans[term_id] = found
+    plans = {term_id: found for term_id in sorted(targets) if (found := plan(term_id)) is not None}
     chosen = seeded_subset(sorted(plans), max_queries, seed)
     random_pool = sorted(t for t in pool if terms[t].definition is not None) if num_random else []
 
@@ -147,7 +130,6 @@ def build_hierarchy_benchmark(ontology, term_ids: Iterable[str] | None = None, *
         parent, grandparent, siblings = plans[term_id]
         rng = random.Random(f"{seed}:{term_id}")
         candidates = Candidates(lambda candidate_id: terms[candidate_id].definition)
-        add = candidates.add
         candidates.add_family(term_id, parent, grandparent, siblings, max_siblings, rng)
         if num_random:
             related = {term_id, *ancestors(term_id)}
@@ -158,9 +140,9 @@ def build_hierarchy_benchmark(ontology, term_ids: Iterable[str] | None = None, *
                 other = rng.choice(random_pool)
                 if other in related or other == anchor or anchor in ancestors(other):
                     continue
-                picked += add(other, "random")
-        records.append({"query": _query_text(terms[term_id], query), "depth": depth_of(term_id), "term_id": term_id,
-                        "candidates": candidates.shuffled(rng)})
+                picked += candidates.add(other, "random")
+        records.append({"query": queries_for(ontology, term_id, query)[0], "depth": depth_of(term_id),
+                        "term_id": term_id, "candidates": candidates.shuffled(rng)})
     return records
 
 

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..data.hpo import hpo_terms
 
-__all__ = ["depth_correlation", "edge_diagnostics", "format_depth_correlation", "hpo_texts_by_depth", "plot_radius_by_depth",
-           "radius_by_depth", "sample_by_depth"]
+__all__ = ["depth_correlation", "edge_diagnostics", "format_depth_correlation", "hpo_texts_by_depth",
+           "plot_radius_by_depth", "radius_by_depth", "sample_by_depth", "texts_by_depth"]
 
 
 def _per_depth(values: np.ndarray, depths: list[int], sizes: list[int]) -> tuple[dict, bool]:
@@ -215,37 +215,38 @@ def sample_by_depth(by_depth: Mapping[int, list[tuple[str, str]]], per_depth: in
     return sampled
 
 
+def texts_by_depth(ids, depth_of, text_of, per_depth: int, seed: int, min_depth: int,
+                    max_depth: int | None) -> dict[int, list[str]]:
+    """:func:`sample_by_depth` of ``text_of(id)`` over the ``ids`` whose ``depth_of(id)`` lies in ``min_depth`` to
+    ``max_depth`` (None: the deepest); an id ``depth_of`` refuses (ValueError: not below the root) is left out."""
+    by_depth: dict[int, list[tuple[str, str]]] = {}
+    for key in ids:
+        try:
+            depth = depth_of(key)
+        except ValueError:
+            continue
+        if depth >= min_depth and (max_depth is None or depth <= max_depth):
+            by_depth.setdefault(depth, []).append((key, text_of(key)))
+    return sample_by_depth(by_depth, per_depth, seed)
+
+
 def hpo_texts_by_depth(per_depth: int = 200, min_depth: int = 2, max_depth: int | None = 12, split: str = "all",
                        seed: int = 0, test_fraction: float = 0.2, split_seed: int = 0) -> dict[int, list[str]]:
     """Up to ``per_depth`` HPO definitions per depth (a ``seed``-ed sample, in term-id order), depths ``min_depth`` to
     ``max_depth`` (None: the deepest). ``split="test"`` samples only the held-out branches."""
     ontology, term_ids = hpo_terms(split, test_fraction, split_seed)
-    selected = ontology.terms if term_ids is None else term_ids
-    by_depth: dict[int, list[str]] = {}
-    for term_id in sorted(selected):
-        definition = ontology.terms[term_id].definition
-        if definition is None:
-            continue
-        try:
-            depth = ontology.depth(term_id)
-        except ValueError:
-            continue
-        if depth >= min_depth and (max_depth is None or depth <= max_depth):
-            by_depth.setdefault(depth, []).append((term_id, definition))
-    return sample_by_depth(by_depth, per_depth, seed)
+    defined = [t for t in sorted(ontology.terms if term_ids is None else term_ids)
+               if ontology.terms[t].definition is not None]
+    return texts_by_depth(defined, ontology.depth, lambda t: ontology.terms[t].definition, per_depth, seed,
+                           min_depth, max_depth)
 
 
 def taxonomy_texts_by_depth(taxonomy, per_depth: int = 200, min_depth: int = 2, max_depth: int | None = 12,
                             seed: int = 0, described: bool = False) -> dict[int, list[str]]:
     """As :func:`hpo_texts_by_depth` for a user's taxonomy (:mod:`hyte.data.taxonomy`): up to ``per_depth`` concept
     texts (names, or "name: description" with ``described``) per depth, counted from the nearest root."""
-    ontology = taxonomy.ontology
-    by_depth: dict[int, list[str]] = {}
-    for concept in sorted(ontology.terms):
-        depth = ontology.depth(concept)
-        if depth >= min_depth and (max_depth is None or depth <= max_depth):
-            by_depth.setdefault(depth, []).append((concept, taxonomy.text(concept, described)))
-    return sample_by_depth(by_depth, per_depth, seed)
+    return texts_by_depth(sorted(taxonomy.ontology.terms), taxonomy.ontology.depth,
+                           lambda concept: taxonomy.text(concept, described), per_depth, seed, min_depth, max_depth)
 
 
 def plot_radius_by_depth(results_by_model: Mapping[str, dict], path_png: str | os.PathLike,

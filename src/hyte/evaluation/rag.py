@@ -74,7 +74,7 @@ def evaluate_rag(retrievers: Mapping[str, object], generator, questions: Mapping
         supports = [a["support"] for a in answers if a["support"] is not None]
         count = len(answers)
         metrics = {f"context_recall@{k}": sum(a["id"] in a["retrieved"] for a in answers) / count,
-                   "support": sum(supports) / len(supports) if supports else None,
+                   "support": _mean(supports),
                    "supported_answers": sum(s >= 0.5 for s in supports) / count,
                    "cites_gold": sum(a["cites_gold"] for a in answers) / count,
                    "supported_sentences": _mean(a["supported_sentences"] for a in answers),
