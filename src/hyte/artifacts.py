@@ -147,10 +147,7 @@ def claim_file(path: str | os.PathLike, suffixes: Sequence[str], *, what: str, e
     Returns it as a Path; OutputRefused otherwise."""
     path = Path(path)
     shown = f"{option} {path}".strip()
-    try:
-        refuse_file_above(path)
-    except NotADirectoryError as error:
-        raise OutputNotAFolder(f"{option} {error}".strip()) from None
+    refuse_file_above(path, option, OutputNotAFolder)
     if path.is_dir():
         raise OutputRefused(f"{shown} is a folder: give the path of {what}'s file, e.g. {path / Path(example).name}")
     if path.name in suffixes:  # ".npy" is a hidden file without a suffix, so the check below misread it
@@ -181,10 +178,7 @@ def claim_folder(folder: str | os.PathLike, *, option: str, remedy: str, refuse_
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise OutputNotAFolder(f"{option} {folder} is a file: give a folder ({remedy})")
-    try:
-        refuse_file_above(folder)
-    except NotADirectoryError as error:
-        raise OutputNotAFolder(f"{option} {error}") from None
+    refuse_file_above(folder, option, OutputNotAFolder)
     why = _inside(folder, refuse_inside, itself=[kind for kind in refuse_inside if kind != replaces])
     if why:
         raise OutputRefused(f"{option} {folder} {why}: give a folder outside it ({remedy})")

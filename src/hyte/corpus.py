@@ -30,7 +30,7 @@ import numpy as np
 
 from .artifacts import MANIFEST, holds
 from .identity import differences, file_digest
-from .io import read_json_file
+from .io import read_json_file, read_texts, write_text_atomically
 
 __all__ = ["CorpusEncoding", "encode_corpus", "is_vector_shard_folder", "read_vector_shards"]
 
@@ -87,10 +87,7 @@ def _prepare_output(output: Path, manifest: dict[str, Any], overwrite: bool) -> 
         if changed:
             for stale in output.glob("shard-*.parquet"):
                 stale.unlink()
-    output.mkdir(parents=True, exist_ok=True)
-    temporary = output / f".{MANIFEST}.tmp"
-    temporary.write_text(json.dumps(manifest, indent=2) + "\n")
-    os.replace(temporary, previous)
+    write_text_atomically(previous, json.dumps(manifest, indent=2) + "\n")  # creates ``output`` too
 
 
 def _what_decides_the_vectors(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -167,7 +164,6 @@ def encode_corpus(model: str | os.PathLike, corpus: str | os.PathLike, output: s
     slot for Ray Data's own tasks; one torch thread per actor).
     """
     from .encoders import load_encoder
-    from .io import read_texts
     from .lineage import model_fingerprint
     from .retrieval.folder import model_reference
 
@@ -212,7 +208,6 @@ class _ShardEncoder:
         import torch
 
         from .encoders import load_encoder
-        from .io import read_texts
 
         torch.set_num_threads(1)  # actors share the node's cores; more threads per actor only contend
         texts, ids = read_texts(corpus)

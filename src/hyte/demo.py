@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .artifacts import holds
+from .artifacts import claim_folder, holds
 from .bundled import bundled_minilm_path
 
 EXAMPLE_QUERIES = ["unusually short fingers", "abnormal heart rhythm"]
@@ -56,7 +56,6 @@ def run_demo(output_dir: str | Path = "hyte-output/demo", num_documents: int = 2
     from .encoders import HyteEncoder
     from .integrations.sentence_transformers import save_model_folder
     from .modeling_hyte import HyTEHModel
-    from .artifacts import claim_folder
     from .retrieval.folder import build_index_folder
 
     output_dir = claim_folder(output_dir, option="--output-dir", remedy="a new folder, or an earlier demo's")

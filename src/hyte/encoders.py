@@ -98,7 +98,7 @@ class HyteEncoder:
         """(Q, D) encoded queries x (N, D) encoded documents -> (Q, N) similarities: Lorentz inner products, or for
         the Euclidean twin (EucBERT) cosines, the similarity it trains with (its vectors keep their norms, which
         ``radii`` reads)."""
-        if not self.model.is_hyperbolic:
+        if self.kind == "euclidean":
             queries, documents = _unit_rows(queries), _unit_rows(documents)
         return queries @ documents.T
 
@@ -135,11 +135,6 @@ class PhraseEncoder(HyteEncoder):
         encoded = self.model.encode_phrases(list(texts), self.tokenizer, role=role, batch_size=batch_size,
                                             max_length=self.max_length)
         return np.stack([e["global"] for e in encoded]).astype(np.float32)
-
-    def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
-        if self.model.config.geometry != "lorentz":
-            return _unit_rows(queries) @ _unit_rows(documents).T
-        return queries @ documents.T
 
     def radii(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         documents = self.encode(texts, batch_size=batch_size)
@@ -228,9 +223,7 @@ class EuclideanEncoder:
         if role not in ("document", "query"):
             raise ValueError(f"role must be 'document' or 'query'; got {role!r}.")
         vectors = self.pooled(texts, batch_size, show_progress_bar)
-        if not self.normalize:
-            return vectors
-        return _unit_rows(vectors)
+        return _unit_rows(vectors) if self.normalize else vectors
 
     def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
         return queries @ documents.T

@@ -58,7 +58,6 @@ def export_onnx(model: str | Path, output: str | Path | None = None) -> Path:
     if not isinstance(encoder, HyteEncoder):
         raise ValueError(f"{model} is not a HyTE model; only HyTE models are exported here.")
     output = Path(output) if output is not None else Path(model) / "onnx" / "model.onnx"
-    output.parent.mkdir(parents=True, exist_ok=True)
     sample = encoder.tokenizer(["an example text", "a second, somewhat longer example text"], padding=True,
                                return_tensors="pt")
     batch, tokens = torch.export.Dim("batch"), torch.export.Dim("tokens", max=encoder.model.config.max_position_embeddings)
@@ -85,6 +84,5 @@ def onnx_matches_pytorch(model: str | Path, onnx_file: str | Path, texts: list[s
     batch = encoder.tokenizer(texts, padding=True, truncation=True, return_tensors="np")
     session = onnxruntime.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
     documents, queries = session.run(OUTPUT_NAMES, {name: batch[name].astype(np.int64) for name in INPUT_NAMES})
-    expected_documents = encoder.encode(texts, role="document")
-    expected_queries = encoder.encode(texts, role="query")
-    return float(max(np.abs(documents - expected_documents).max(), np.abs(queries - expected_queries).max()))
+    return max(float(np.abs(got - encoder.encode(texts, role=role)).max())
+               for got, role in ((documents, "document"), (queries, "query")))

@@ -54,14 +54,16 @@ def fsync(path: Path) -> None:
         os.close(fd)
 
 
-def refuse_file_above(path: str | os.PathLike) -> None:
-    """NotADirectoryError when a folder ``path`` would be written in is an existing file (``notes.txt/out.npy``):
-    said plainly, before any work, instead of the OS's "[Errno 17] File exists" from creating the folder."""
+def refuse_file_above(path: str | os.PathLike, option: str = "",
+                      error: type[NotADirectoryError] = NotADirectoryError) -> None:
+    """NotADirectoryError (or its subclass ``error``; the message starts with ``option``, how the user gave
+    ``path``) when a folder ``path`` would be written in is an existing file (``notes.txt/out.npy``): said plainly,
+    before any work, instead of the OS's "[Errno 17] File exists" from creating the folder."""
     for folder in Path(path).absolute().parents:
         if folder.exists():
             if not folder.is_dir():
-                raise NotADirectoryError(f"{folder} is a file, not a folder: {path} cannot be written under it; give "
-                                         "a path in a folder")
+                raise error(f"{option} {folder} is a file, not a folder: {path} cannot be written under it; give "
+                            "a path in a folder".lstrip())
             return
 
 
@@ -348,11 +350,11 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
         with_ids = None  # whether the first record has an id: then all must, else none may
         previous = 0  # the line of the previous record
         for number, record in iter_jsonl(path):
+            identifier = record.get("id", record.get("_id", len(ids)))  # without ids, the position is the id
             try:
                 text = string_field(path, number, record, "text")
             except DataFormatError as error:  # named by its id too, which finds the document in the user's own data
-                given = record.get("id", record.get("_id", len(texts)))  # without ids, the position is the id
-                raise DataFormatError(path, number, f"{error.problem} (id {given!r})") from None
+                raise DataFormatError(path, number, f"{error.problem} (id {identifier!r})") from None
             title = record.get("title")
             # A BEIR corpus line: title and text, joined as BEIR's readers (and hyte eval retrieval) join them.
             texts.append(f"{title} {text}".strip() if isinstance(title, str) and title.strip() else text)
@@ -370,7 +372,6 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
                                                           "the blank line would shift for every line after it; remove "
                                                           "blank lines (or give every line an \"id\")")
             previous = number
-            identifier = record.get("id", record.get("_id", len(ids)))
             problem = id_problem(identifier)
             if problem:
                 raise DataFormatError(path, number, problem)

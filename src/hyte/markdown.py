@@ -53,10 +53,8 @@ def table(header: list[str], rows: list[list], rule: str = " --- ") -> list[str]
 def run_line(path: Path, payload: dict) -> str:
     """One "Runs:" entry: the result file, its command, date and machine (from its ``"meta"``)."""
     meta = payload.get("meta", {})
-    command = meta.get("command") or payload.get("command")
-    date = meta.get("date") or payload.get("date")
-    machine = meta.get("machine") or payload.get("machine")
-    processor = meta.get("processor") or payload.get("processor")
+    command, date, machine, processor = (meta.get(key) or payload.get(key)
+                                         for key in ("command", "date", "machine", "processor"))
     cpus = meta.get("cpus")
     threads = payload.get("threads") or meta.get("torch_threads")
     where = ", ".join(str(part) for part in (machine, processor, f"{cpus} CPUs" if cpus else None,

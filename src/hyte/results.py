@@ -219,12 +219,8 @@ def command_line(args: argparse.Namespace, words: list[str]) -> str:
         flag = "--" + key.replace("_", "-")
         if value is True:
             parts.append(flag)
-        elif isinstance(value, (list, tuple)):
-            if key in _REPEATED_OPTIONS:
-                for item in value:
-                    parts += [flag, shlex.quote(portable_path(str(item)))]
-            else:
-                parts += [flag, *(shlex.quote(portable_path(str(item))) for item in value)]
         else:
-            parts += [flag, shlex.quote(portable_path(str(value)))]
+            quoted = [shlex.quote(portable_path(str(item)))
+                      for item in (value if isinstance(value, (list, tuple)) else [value])]
+            parts += [part for word in quoted for part in (flag, word)] if key in _REPEATED_OPTIONS else [flag, *quoted]
     return " ".join(parts)

@@ -51,6 +51,7 @@ def _train(args: argparse.Namespace) -> int:
     from ..runner import run
     from ..training.config import ConfigError
     from ..training.config_files import load_config
+    from ..training.run_folder import claim_output_dir, finished_run, resume_checkpoint
 
     if args.print_config:
         return _print_config(args)
@@ -62,8 +63,6 @@ def _train(args: argparse.Namespace) -> int:
     if args.resume and args.overwrite:
         raise ConfigError("--resume continues the run in output_dir and --overwrite replaces it: give one")
     if args.resume:  # the command line asks for a checkpoint; the library starts fresh when there is none
-        from ..training.run_folder import claim_output_dir, finished_run, resume_checkpoint
-
         claim_output_dir(config, resume=True)  # a model folder, another run, no run.json: before anything slow
         if finished_run(config) is None:  # else run() returns the finished model as it is
             checkpoint = resume_checkpoint(config, resume=True)
@@ -71,8 +70,6 @@ def _train(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--resume: {config.training.output_dir} holds no checkpoint to resume from; drop "
                                   "--resume to start this run")
             print(f"resuming from {checkpoint}")
-    from ..training.run_folder import finished_run
-
     trains = args.overwrite or finished_run(config) is None  # else run() returns the finished model untouched
     started = time.perf_counter()
     try:
