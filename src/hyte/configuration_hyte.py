@@ -63,8 +63,29 @@ def _check_positive(**values) -> None:
             raise ValueError(f"{name} must be > 0; got {value!r}.")
 
 
+def _check_encoder(config, pooling_modes: tuple[str, ...], *, hyperbolic: bool) -> None:
+    """What HyTE-FH and EucBERT check alike (HyTE-FH also its curvature)."""
+    _check_heads(config.hidden_size, config.num_attention_heads, hyperbolic=hyperbolic)
+    if hyperbolic:
+        _check_curvature(config.curvature)
+    _check_choice("pooling", config.pooling, pooling_modes)
+    _check_logit_scale(config.logit_scale_init, config.max_logit_scale)
+    _check_positive(vocab_size=config.vocab_size, num_hidden_layers=config.num_hidden_layers,
+                    max_position_embeddings=config.max_position_embeddings)
+
+
+class _HyTEConfig(PreTrainedConfig):
+    """The fields every HyTE model's config has (before its own)."""
+
+    # Contrastive training's learnable logit scale (1 / temperature; CLIP/MERU style), stored with the model so a
+    # resumed or continued run starts from the learned value. Not used at inference: rankings do not depend on it.
+    logit_scale_init: float = 20.0  # 1 / 0.05; hyte's trainer can re-initialise it from the document radius
+    max_logit_scale: float = 100.0  # upper clamp (CLIP's): keeps the softmax from collapsing onto one candidate
+    initializer_range: float = 0.02
+
+
 @strict
-class HyTEFHConfig(PreTrainedConfig):
+class HyTEFHConfig(_HyTEConfig):
     """Configuration of HyTE-FH, the fully hyperbolic encoder (defaults: the paper's base shape)."""
 
     model_type = "hyte_fh"
@@ -83,24 +104,11 @@ class HyTEFHConfig(PreTrainedConfig):
     rope_theta: float = 10000.0  # RoPE base, applied to the space coordinates of queries and keys
     layer_norm_eps: float = 1e-5
     residual_space_scale: float | None = None  # reference code: 4*sqrt(hidden_size) rescale after each residual
-    # Contrastive training's learnable logit scale (1 / temperature; CLIP/MERU style), stored with the model so a
-    # resumed or continued run starts from the learned value. Not used at inference: rankings do not depend on it.
-    logit_scale_init: float = 20.0  # 1 / 0.05; hyte's trainer can re-initialise it from the document radius
-    max_logit_scale: float = 100.0  # upper clamp (CLIP's): keeps the softmax from collapsing onto one candidate
-    initializer_range: float = 0.02
     tie_word_embeddings: bool = False  # the LorentzMLR head has its own parameters
     sparse_prediction: bool = False  # MLM: compute head logits only at labelled positions (returns (M, V) logits)
 
     def validate_architecture(self):
-        _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=True)
-        _check_curvature(self.curvature)
-        _check_choice("pooling", self.pooling, POOLING_MODES)
-        _check_logit_scale(self.logit_scale_init, self.max_logit_scale)
-        _check_positive(
-            vocab_size=self.vocab_size,
-            num_hidden_layers=self.num_hidden_layers,
-            max_position_embeddings=self.max_position_embeddings,
-        )
+        _check_encoder(self, POOLING_MODES, hyperbolic=True)
         if self.hidden_size < 2 or self.intermediate_size < 2:
             raise ValueError("hidden_size and intermediate_size count the time coordinate and must be >= 2.")
         if self.oem_p < 0:
@@ -108,7 +116,7 @@ class HyTEFHConfig(PreTrainedConfig):
 
 
 @strict
-class EucBERTConfig(PreTrainedConfig):
+class EucBERTConfig(_HyTEConfig):
     """Configuration of EucBERT, the Euclidean twin of HyTE-FH: the same shape and fields, no curvature."""
 
     model_type = "hyte_euc"
@@ -123,27 +131,15 @@ class EucBERTConfig(PreTrainedConfig):
     pooling: str = "mean"  # "mean" (masked) | "cls"
     rope_theta: float = 10000.0
     layer_norm_eps: float = 1e-5
-    # Contrastive training's learnable logit scale (1 / temperature; CLIP/MERU style), stored with the model so a
-    # resumed or continued run starts from the learned value. Not used at inference: rankings do not depend on it.
-    logit_scale_init: float = 20.0  # 1 / 0.05; hyte's trainer can re-initialise it from the document radius
-    max_logit_scale: float = 100.0  # upper clamp (CLIP's): keeps the softmax from collapsing onto one candidate
-    initializer_range: float = 0.02
     tie_word_embeddings: bool = False
     sparse_prediction: bool = False
 
     def validate_architecture(self):
-        _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=False)
-        _check_choice("pooling", self.pooling, EUCLIDEAN_POOLING_MODES)
-        _check_logit_scale(self.logit_scale_init, self.max_logit_scale)
-        _check_positive(
-            vocab_size=self.vocab_size,
-            num_hidden_layers=self.num_hidden_layers,
-            max_position_embeddings=self.max_position_embeddings,
-        )
+        _check_encoder(self, EUCLIDEAN_POOLING_MODES, hyperbolic=False)
 
 
 @strict
-class HyTEHConfig(PreTrainedConfig):
+class HyTEHConfig(_HyTEConfig):
     """Configuration of HyTE-H: a Euclidean encoder, a projection onto the hyperboloid, optional hyperbolic layers.
 
     ``num_hidden_layers`` (derived, read-only) counts the layers of the composite model: the encoder's layers plus
@@ -174,11 +170,6 @@ class HyTEHConfig(PreTrainedConfig):
     # for every text, so an untrained model ranks by angle alone, like its cosine base, and training decides how far
     # out each text sits (radius = specificity).
     radius_head: float | None = None
-    # Contrastive training's learnable logit scale (1 / temperature; CLIP/MERU style), stored with the model so a
-    # resumed or continued run starts from the learned value. Not used at inference: rankings do not depend on it.
-    logit_scale_init: float = 20.0  # 1 / 0.05; hyte's trainer can re-initialise it from the document radius
-    max_logit_scale: float = 100.0  # upper clamp (CLIP's): keeps the softmax from collapsing onto one candidate
-    initializer_range: float = 0.02
     pad_token_id: int | None = 0
 
     def validate_architecture(self):

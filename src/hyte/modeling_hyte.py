@@ -15,7 +15,7 @@ import math
 import numbers
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -138,6 +138,12 @@ def first_token(x: Tensor, mask: Tensor) -> Tensor:
     return x[torch.arange(x.shape[0], device=x.device), mask.argmax(dim=1)]  # argmax: the first 1 of the row
 
 
+def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    """(B, T, D) -> (B, D): the mean over each row's tokens (mask (B, T): 1 = token); 0 for a row of only padding."""
+    weights = mask.to(x.dtype).unsqueeze(-1)
+    return (weights * x).sum(1) / weights.sum(1).clamp_min(1.0)
+
+
 def batches_by_length(texts: Sequence[str], batch_size: int, show_progress_bar: bool | None, description: str):
     """Yield lists of indices into ``texts``, ``batch_size`` at a time, longest texts first: similar lengths share a
     batch (little padding), and a memory problem shows at once. A progress bar with ``show_progress_bar``, or by
@@ -244,29 +250,48 @@ def attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, atte
     return output, weights if output_attentions else None
 
 
-def run_layers(layers: nn.ModuleList, x: Tensor, layer_args: tuple, output_hidden_states: bool,
-               output_attentions: bool, parts: Callable[[Tensor], tuple] = lambda x: (x,),
-               join: Callable[[tuple], Tensor] = lambda state: state[0]) -> tuple[Tensor, tuple | None, tuple | None]:
-    """Apply the layers in order -> (output, hidden states, attention weights).
+class LayerStack(nn.Module):
+    """Layers applied in order, with RoPE tables and masking: (B, T, D) + mask (B, T) -> (output (B, T, D), hidden
+    states, attention weights). RoPE rotates the first 2 * (rotated // 2) features of each head, in pairs.
 
-    A layer takes and returns ``parts(x)`` (EucBERT: (x,); HyTE-FH: the points' (time, space) parts) ahead of its
-    attention weights; ``join`` makes one (B, T, D) tensor of them. Hidden states (on request) are the input followed
-    by every layer's output (L + 1 tensors), each one the next layer computes from (so gradients reach it); attention
-    weights one (B, H, T, T) tensor per layer. Layers are GradientCheckpointingLayers: checkpointing is switched by
+    A layer takes ``parts(x)`` (EucBERT: (x,); HyTE-FH: the points' (time, space) parts), the key padding mask, the
+    RoPE tables and ``layer_args`` (HyTE-FH: c), and returns new parts ahead of its attention weights; ``join``
+    makes one (B, T, D) tensor of them. Hidden states (on request) are the input followed by every layer's output
+    (L + 1 tensors), each one the next layer computes from (so gradients reach it); attention weights one
+    (B, H, T, T) tensor per layer. Layers are GradientCheckpointingLayers: checkpointing is switched by
     ``gradient_checkpointing_enable()`` on the model.
     """
-    state = parts(x)
-    hidden_states = (x,) if output_hidden_states else None
-    attentions = () if output_attentions else None
-    for layer in layers:
-        *state, weights = layer(*state, *layer_args, output_attentions=output_attentions)
-        if output_hidden_states:
-            x = join(state)
-            hidden_states += (x,)
-            state = parts(x)
-        if output_attentions:
-            attentions += (weights,)
-    return (x if output_hidden_states else join(state)), hidden_states, attentions
+
+    def __init__(self, layers, rotated: int, rope_theta: float):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.rotary_dim = 2 * (rotated // 2)
+        self.rope_theta = rope_theta
+
+    @staticmethod
+    def parts(x: Tensor) -> tuple:
+        return (x,)
+
+    @staticmethod
+    def join(state: tuple) -> Tensor:
+        return state[0]
+
+    def forward(self, x: Tensor, mask: Tensor, layer_args: tuple = (), output_hidden_states: bool = False,
+                output_attentions: bool = False) -> tuple[Tensor, tuple | None, tuple | None]:
+        cos, sin = rotary_cos_sin(torch.arange(x.shape[1], device=x.device), self.rotary_dim, self.rope_theta, x.dtype)
+        layer_args = (key_padding_mask(mask), cos, sin, *layer_args)
+        state = self.parts(x)
+        hidden_states = (x,) if output_hidden_states else None
+        attentions = () if output_attentions else None
+        for layer in self.layers:
+            *state, weights = layer(*state, *layer_args, output_attentions=output_attentions)
+            if output_hidden_states:
+                x = self.join(state)
+                hidden_states += (x,)
+                state = self.parts(x)
+            if output_attentions:
+                attentions += (weights,)
+        return (x if output_hidden_states else self.join(state)), hidden_states, attentions
 
 
 def select_hidden_states(hidden_states: tuple | None, selection: bool | int | list[int]) -> tuple | None:
@@ -287,16 +312,6 @@ def model_output(output: ModelOutput, return_dict: bool) -> ModelOutput | tuple:
 # ----------------------------------------------------------------------------------------------------------------
 # Hyperbolic layers
 # ----------------------------------------------------------------------------------------------------------------
-
-
-def parts_of(x: Tensor) -> tuple[Tensor, Tensor]:
-    """Points (..., D) as their (time (..., 1), space (..., D - 1)) parts; ``joined`` undoes it."""
-    return x[..., :1], x[..., 1:]
-
-
-def joined(state: tuple[Tensor, Tensor]) -> Tensor:
-    """Points (..., D) from their (time (..., 1), space (..., D - 1)) parts."""
-    return torch.cat(state, dim=-1)
 
 
 class LorentzLinear(nn.Module):
@@ -377,7 +392,6 @@ class LorentzSelfAttention(nn.Module):
         super().__init__()
         self.num_heads = config.num_attention_heads
         self.head_dim = config.hidden_size // config.num_attention_heads
-        self.rope_theta = config.rope_theta
         space_per_head = self.head_dim - 1
         self.qkv = nn.Linear(config.hidden_size, 3 * self.num_heads * space_per_head)
         self.out = LorentzLinear(self.num_heads * self.head_dim, config.hidden_size)
@@ -441,21 +455,21 @@ class HyTEFHLayer(GradientCheckpointingLayer):
         return time, space, weights
 
 
-class HyperbolicStack(nn.Module):
-    """N HyTE-FH layers with RoPE tables and masking: (B, T, D) -> (B, T, D), hidden states, attention weights."""
+class HyperbolicStack(LayerStack):
+    """N HyTE-FH layers on the points' (time (..., 1), space (..., D - 1)) parts; ``layer_args``: (c,). RoPE
+    rotates each head's space coordinates."""
 
     def __init__(self, config, num_layers: int):
-        super().__init__()
-        self.layers = nn.ModuleList(HyTEFHLayer(config) for _ in range(num_layers))
-        self.head_dim = config.hidden_size // config.num_attention_heads
-        self.rope_theta = config.rope_theta
+        super().__init__((HyTEFHLayer(config) for _ in range(num_layers)),
+                         config.hidden_size // config.num_attention_heads - 1, config.rope_theta)
 
-    def forward(self, x: Tensor, mask: Tensor, c: Tensor, output_hidden_states: bool = False,
-                output_attentions: bool = False) -> tuple[Tensor, tuple | None, tuple | None]:
-        rotary_dim = 2 * ((self.head_dim - 1) // 2)  # RoPE rotates the space coordinates in pairs
-        cos, sin = rotary_cos_sin(torch.arange(x.shape[1], device=x.device), rotary_dim, self.rope_theta, x.dtype)
-        return run_layers(self.layers, x, (key_padding_mask(mask), cos, sin, c), output_hidden_states,
-                          output_attentions, parts=parts_of, join=joined)
+    @staticmethod
+    def parts(x: Tensor) -> tuple[Tensor, Tensor]:
+        return x[..., :1], x[..., 1:]
+
+    @staticmethod
+    def join(state: tuple[Tensor, Tensor]) -> Tensor:
+        return torch.cat(state, dim=-1)
 
 
 class HyperbolicPooler(nn.Module):
@@ -533,6 +547,7 @@ class HyTEPreTrainedModel(PreTrainedModel):
     base_model_prefix = "hyte"
     supports_gradient_checkpointing = True
     _supports_sdpa = True
+    _input_embed_layer = "embeddings"  # transformers' get/set_input_embeddings find HyTE-FH's and EucBERT's table
     is_hyperbolic = True
 
     @classmethod
@@ -564,6 +579,21 @@ class HyTEPreTrainedModel(PreTrainedModel):
             init.constant_(module.log_curvature, math.log(self.config.curvature))
         if getattr(module, "log_logit_scale", None) is not None:
             init.constant_(module.log_logit_scale, math.log(self.config.logit_scale_init))
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_attentions: bool | None = None,
+                output_hidden_states: bool | None = None, return_dict: bool | None = None,
+                **kwargs) -> BaseModelOutputWithPooling | tuple:
+        """Token ids (B, T) -> token outputs (B, T, D) and pooled outputs (B, D); the model's ``_encode`` says what
+        its hidden states and attention weights hold."""
+        output_attentions, output_hidden_states, return_dict = self._output_options(
+            output_attentions, output_hidden_states, return_dict)
+        mask = validate_inputs(input_ids, attention_mask, self.config.max_position_embeddings)
+        x, pooled, hidden_states, attentions = self._encode(input_ids, mask, output_hidden_states is not False,
+                                                            output_attentions, kwargs)
+        output = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=pooled,
+                                            hidden_states=select_hidden_states(hidden_states, output_hidden_states),
+                                            attentions=attentions)
+        return model_output(output, return_dict)
 
     def _output_options(self, output_attentions: bool | None, output_hidden_states: bool | int | list[int] | None,
                         return_dict: bool | None) -> tuple[bool, bool | int | list[int], bool]:
@@ -697,31 +727,22 @@ class HyTEFHModel(HyTEPreTrainedModel):
         self.pooler = HyperbolicPooler(config.pooling, config.oem_p)
         self.post_init()
 
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.embeddings
-
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.embeddings = value
-
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_attentions: bool | None = None,
-                output_hidden_states: bool | None = None, return_dict: bool | None = None,
-                **kwargs) -> BaseModelOutputWithPooling | tuple:
+    def _encode(self, input_ids: Tensor, mask: Tensor, collect_hidden_states: bool, output_attentions: bool,
+                kwargs: dict) -> tuple[Tensor, Tensor, tuple | None, tuple | None]:
         """Hidden states: the embedded points, then each layer's output (before the final norm)."""
-        output_attentions, output_hidden_states, return_dict = self._output_options(
-            output_attentions, output_hidden_states, return_dict)
-        mask = validate_inputs(input_ids, attention_mask, self.config.max_position_embeddings)
         c = self.curvature
         x = add_time(self.embeddings(input_ids), c)  # (B, T, D)
-        x, hidden_states, attentions = self.encoder(x, mask, c, output_hidden_states is not False, output_attentions)
+        x, hidden_states, attentions = self.encoder(x, mask, (c,), collect_hidden_states, output_attentions)
         x = self.final_norm(x, c)
-        output = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=self.pooler(x, mask, c),
-                                            hidden_states=select_hidden_states(hidden_states, output_hidden_states),
-                                            attentions=attentions)
-        return model_output(output, return_dict)
+        return x, self.pooler(x, mask, c), hidden_states, attentions
 
 
 class MaskedLMMixin:
     """The forward pass shared by the masked-LM classes (HyTE-FH's and EucBERT's); each defines prediction_logits."""
+
+    # The embedding model's checkpoints, and masked-LM checkpoints saved before the logit scale moved out of the
+    # masked-LM classes, hold a logit scale that these classes do not have.
+    _keys_to_ignore_on_load_unexpected = [r"^hyte\.log_logit_scale$"]
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
                 output_attentions: bool | None = None, output_hidden_states: bool | int | list[int] | None = None,
@@ -749,9 +770,6 @@ class HyTEFHForMaskedLM(MaskedLMMixin, HyTEPreTrainedModel):
     """HyTE-FH with a LorentzMLR masked-language-model head; loss over labels != -100."""
 
     config_class = HyTEFHConfig
-    # The embedding model's checkpoints, and masked-LM checkpoints saved before the logit scale moved out of the
-    # masked-LM classes, hold a logit scale that this class does not have.
-    _keys_to_ignore_on_load_unexpected = [r"^hyte\.log_logit_scale$"]
 
     def __init__(self, config: HyTEFHConfig):
         super().__init__(config)
@@ -819,19 +837,10 @@ class EuclideanLayer(GradientCheckpointingLayer):
         return x + self.down(F.silu(gate) * up), weights
 
 
-class EuclideanStack(nn.Module):
+class EuclideanStack(LayerStack):
     def __init__(self, config):
-        super().__init__()
-        self.layers = nn.ModuleList(EuclideanLayer(config) for _ in range(config.num_hidden_layers))
-        self.head_dim = config.hidden_size // config.num_attention_heads
-        self.rope_theta = config.rope_theta
-
-    def forward(self, x: Tensor, mask: Tensor, output_hidden_states: bool = False,
-                output_attentions: bool = False) -> tuple[Tensor, tuple | None, tuple | None]:
-        cos, sin = rotary_cos_sin(torch.arange(x.shape[1], device=x.device), 2 * (self.head_dim // 2),
-                                  self.rope_theta, x.dtype)
-        return run_layers(self.layers, x, (key_padding_mask(mask), cos, sin), output_hidden_states,
-                          output_attentions)
+        super().__init__((EuclideanLayer(config) for _ in range(config.num_hidden_layers)),
+                         config.hidden_size // config.num_attention_heads, config.rope_theta)
 
 
 class EucBERTModel(HyTEPreTrainedModel):
@@ -853,12 +862,6 @@ class EucBERTModel(HyTEPreTrainedModel):
         self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.post_init()
 
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.embeddings
-
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.embeddings = value
-
     @staticmethod
     def radii(document_vectors):
         """Specificity of encoded documents: the vector norm (EucBERT's vectors are not normalised, and its first
@@ -871,25 +874,14 @@ class EucBERTModel(HyTEPreTrainedModel):
         raise TypeError("EucBERT's scores are cosines of its vectors (after scaling them to unit length), not Lorentz "
                         "inner products: there is no geodesic distance to recover. Rank by the cosine itself.")
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_attentions: bool | None = None,
-                output_hidden_states: bool | None = None, return_dict: bool | None = None,
-                **kwargs) -> BaseModelOutputWithPooling | tuple:
+    def _encode(self, input_ids: Tensor, mask: Tensor, collect_hidden_states: bool, output_attentions: bool,
+                kwargs: dict) -> tuple[Tensor, Tensor, tuple | None, tuple | None]:
         """Hidden states: the embeddings, then each layer's output (before the final norm)."""
-        output_attentions, output_hidden_states, return_dict = self._output_options(
-            output_attentions, output_hidden_states, return_dict)
-        mask = validate_inputs(input_ids, attention_mask, self.config.max_position_embeddings)
-        x, hidden_states, attentions = self.encoder(self.embeddings(input_ids), mask,
-                                                    output_hidden_states is not False, output_attentions)
+        x, hidden_states, attentions = self.encoder(self.embeddings(input_ids), mask, (), collect_hidden_states,
+                                                    output_attentions)
         x = self.final_norm(x)
-        if self.config.pooling == "cls":
-            pooled = first_token(x, mask)
-        else:
-            weights = mask.to(x.dtype).unsqueeze(-1)
-            pooled = (weights * x).sum(1) / weights.sum(1).clamp_min(1.0)
-        output = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=pooled,
-                                            hidden_states=select_hidden_states(hidden_states, output_hidden_states),
-                                            attentions=attentions)
-        return model_output(output, return_dict)
+        pooled = first_token(x, mask) if self.config.pooling == "cls" else masked_mean(x, mask)
+        return x, pooled, hidden_states, attentions
 
 
 class EucBERTForMaskedLM(MaskedLMMixin, HyTEPreTrainedModel):
@@ -897,9 +889,6 @@ class EucBERTForMaskedLM(MaskedLMMixin, HyTEPreTrainedModel):
 
     config_class = EucBERTConfig
     is_hyperbolic = False
-    # The embedding model's checkpoints, and masked-LM checkpoints saved before the logit scale moved out of the
-    # masked-LM classes, hold a logit scale that this class does not have.
-    _keys_to_ignore_on_load_unexpected = [r"^hyte\.log_logit_scale$"]
 
     def __init__(self, config: EucBERTConfig):
         super().__init__(config)
@@ -991,8 +980,7 @@ class HyTEHModel(HyTEPreTrainedModel):
             init.zeros_(module.bias)
         elif module is self:
             init.constant_(module.scale, self._scale_init())
-            init.constant_(module.log_curvature, math.log(self.config.curvature))
-            init.constant_(module.log_logit_scale, math.log(self.config.logit_scale_init))
+            super()._init_weights(module)  # log curvature and log logit scale
         elif module is self.encoder or any(module is m for m in self.encoder.modules()):
             return  # the encoder initialises itself (and from_base overwrites it with pretrained weights)
         else:
@@ -1023,8 +1011,7 @@ class HyTEHModel(HyTEPreTrainedModel):
         """(B, D) pooled points -> the same directions at the radius predicted from the mean token state (B, T, d)."""
         tangent = logmap0(pooled, c)  # (B, D - 1)
         direction = tangent / tangent.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # a zero tangent has no direction
-        weights = mask.unsqueeze(-1).to(tokens.dtype)
-        mean_tokens = (tokens * weights).sum(1) / weights.sum(1).clamp_min(1.0)  # (B, d)
+        mean_tokens = masked_mean(tokens, mask)  # (B, d)
         # Capped at 12 sqrt(c): beyond it float32 points lose their Lorentz norm (lorentz module docstring).
         # A tensor bound, not a Python float: reading c's value would be a data-dependent guard for torch.export.
         # Detached, as the float was: the cap passes no gradient to a learned curvature.
@@ -1037,9 +1024,8 @@ class HyTEHModel(HyTEPreTrainedModel):
     def set_input_embeddings(self, value: nn.Module) -> None:
         self.encoder.set_input_embeddings(value)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_attentions: bool | None = None,
-                output_hidden_states: bool | None = None, return_dict: bool | None = None,
-                **kwargs) -> BaseModelOutputWithPooling | tuple:
+    def _encode(self, input_ids: Tensor, mask: Tensor, collect_hidden_states: bool, output_attentions: bool,
+                kwargs: dict) -> tuple[Tensor, Tensor, tuple | None, tuple | None]:
         """Hidden states (config.num_hidden_layers + 1): the backbone's (its embeddings, then each of its layers:
         Euclidean, (B, T, d_base)), followed by each hyperbolic layer's output ((B, T, D) on the hyperboloid); the
         projected points, which are no layer's output, are not among them. Attention weights
@@ -1047,9 +1033,6 @@ class HyTEHModel(HyTEPreTrainedModel):
         backbone returns none of its own (load with attn_implementation="eager" for all of them). Padding: any side
         on a BERT backbone (positions are counted from each row's first token); on others, right padding, as the
         backbone itself expects (``encode`` pads right)."""
-        output_attentions, output_hidden_states, return_dict = self._output_options(
-            output_attentions, output_hidden_states, return_dict)
-        mask = validate_inputs(input_ids, attention_mask, self.config.max_position_embeddings)
         extra = {k: v for k, v in kwargs.items() if k == "token_type_ids"}
         if self.encoder.config.model_type == "bert":
             # BERT numbers positions from column 0; numbering from each row's first real token instead gives every
@@ -1057,7 +1040,6 @@ class HyTEHModel(HyTEPreTrainedModel):
             # batch), and a right-padded batch exactly BERT's own positions.
             leading_padding = mask.argmax(dim=1, keepdim=True)  # (B, 1): the first 1 of each row
             extra["position_ids"] = (torch.arange(mask.shape[1], device=mask.device) - leading_padding).clamp(min=0)
-        collect_hidden_states = output_hidden_states is not False
         encoded = self.encoder(input_ids=input_ids, attention_mask=mask.to(torch.long),
                                output_attentions=output_attentions, output_hidden_states=collect_hidden_states,
                                return_dict=True, **extra)
@@ -1073,7 +1055,7 @@ class HyTEHModel(HyTEPreTrainedModel):
             x = expmap0(tangent, c)  # (B, T, D)
             hidden_states, attentions = (x,) if collect_hidden_states else None, None
             if self.hyperbolic_layers is not None:
-                x, hidden_states, attentions = self.hyperbolic_layers(x, mask, c, collect_hidden_states,
+                x, hidden_states, attentions = self.hyperbolic_layers(x, mask, (c,), collect_hidden_states,
                                                                       output_attentions)
             pooled = self.pooler(x, mask, c)
             if self.radius_head is not None:
@@ -1082,10 +1064,7 @@ class HyTEHModel(HyTEPreTrainedModel):
             hidden_states = encoded.hidden_states + hidden_states[1:]  # [0]: the projected points
         if output_attentions:
             attentions = encoded.attentions + (attentions or ())
-        output = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=pooled,
-                                            hidden_states=select_hidden_states(hidden_states, output_hidden_states),
-                                            attentions=attentions)
-        return model_output(output, return_dict)
+        return x, pooled, hidden_states, attentions
 
 
 # Registration for remote code: save_pretrained writes auto_map and copies this file and its siblings.

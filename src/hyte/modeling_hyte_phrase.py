@@ -45,6 +45,7 @@ from .modeling_hyte import (
     HyTEHModel,
     check_encode_arguments,
     check_token_ids,
+    masked_mean,
     refuse_blank_texts,
     refuse_folder_without_config,
 )
@@ -510,8 +511,7 @@ class HyTEPhraseModel(PreTrainedModel):
         else:
             out = self.backbone(input_ids=input_ids, attention_mask=attention_mask, return_dict=True, **extra)
             features = states = out.last_hidden_state.float()
-            weights = attention_mask.unsqueeze(-1).float()
-            global_vector = F.normalize((states * weights).sum(1) / weights.sum(1).clamp_min(1.0), dim=-1)
+            global_vector = F.normalize(masked_mean(states, attention_mask), dim=-1)
         unit_mask = self.unit_mask(input_ids, attention_mask)
         importance = F.softplus(self.importance(features).squeeze(-1)).masked_fill(~unit_mask, 0.0)
         return PhraseModelOutput(token_states=states, global_vector=global_vector, importance=importance,
