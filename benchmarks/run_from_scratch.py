@@ -42,7 +42,7 @@ with its input, so its embeddings got ~1 % of EucBERT's share of the gradient. T
 (benchmarks/probe_mlm_plateau.py) HyTE-FH then reaches 5.88 nats against EucBERT's 5.79 (unigram 7.00 on that
 probe's held-out texts), and this benchmark's own MLM stage (seed 0, --mlm-steps 8000) ends at 4.71 nats against the
 unigram 6.62: it passes the gate, 1.91 below (EucBERT's earlier pilot: 4.61). The gated 3-seed study with --mlm-steps
-8000 has not been run yet (the pilot was stopped after HyTE-FH's MLM stage).
+8000 is recorded in benchmarks/results/from_scratch_mlm8000.json (HyTE-FH's start from its radius on, no grid).
 
 Per seed and model: stage 1 MLM -> stage 2 contrastive -> stage 3 fine-tuning with hard negatives, then the held-out
 suite (retrieval nDCG@10 / R@10, the hierarchy benchmark, radius-depth Spearman with a bootstrap interval). For the
