@@ -249,8 +249,8 @@ def hpo_edges(term_ids, max_edges: int | None = 300, seed: int = 0) -> list[tupl
     edges = sorted((parent, child) for child in term_ids for parent in ontology.parents(child)
                    if parent in term_ids and ontology.terms[child].definition
                    and ontology.terms[parent].definition not in (None, ontology.terms[child].definition))
-    definition = {term_id: ontology.terms[term_id].definition for pair in edges for term_id in pair}
-    return [(definition[p], definition[c]) for p, c in seeded_subset(edges, max_edges, seed)]
+    terms = ontology.terms
+    return [(terms[p].definition, terms[c].definition) for p, c in seeded_subset(edges, max_edges, seed)]
 
 
 def icd10_edges(split: str = "test", max_edges: int | None = 300, seed: int = 0, test_fraction: float = 0.2,

@@ -136,14 +136,15 @@ def _care_lines(payload: dict) -> list[str]:
     if not selection:
         return ["Not equal care: HyTE-FH got the 4√d residual rescale, found by a probe of HyTE-FH alone, and its "
                 "starting logit scale from its mean document radius; EucBERT neither.", ""]
-    candidates = list(next(iter(selection.values()))["validation_ndcg@10"])
+    first = next(iter(selection.values()))
+    candidates = list(first["validation_ndcg@10"])
     rows = [[model, *(number(chosen["validation_ndcg@10"][t]) for t in candidates), f"{chosen['chosen']:g}"]
             for model, chosen in selection.items()]
     scales = [[seed, model, *(number(run["training"].get(stage, {}).get("final_logit_scale"), 1)
                               for stage in ("contrastive", "finetune"))]
               for model, by_seed in payload["runs"].items() for seed, run in by_seed.items()]
     return ["Equal care: each model's starting temperature chosen among the same candidates by HPO validation "
-            f"nDCG@10 (seed {next(iter(selection.values()))['seed']}, validation branches held out of every "
+            f"nDCG@10 (seed {first['seed']}, validation branches held out of every "
             "stage after MLM), one rule for both (no start from HyTE-FH's radius). HyTE-FH keeps the reference "
             "code's 4√d residual rescale; the same probe applied to EucBERT finds its residual healthy (nothing "
             "to rescale).", "",
@@ -167,8 +168,8 @@ def from_scratch_section(items: list[tuple[Path, dict]]) -> list[str]:
              "MLM on HPO definitions/names/synonyms + ICD-10-CM titles/inclusion terms, contrastive pairs, "
              "fine-tuning with one hard negative per query from one fixed miner (the bundled MiniLM, so both see "
              "identical triples) — with the same data and order, steps, batch, learning rates and schedule. "
-             "Scored only on HPO branches and ICD-10-CM chapters that no stage saw. HyTE-FH trains with OEM p = 1; the other HyTE-FH rows are Table 7's poolings. "
-             "Mean ± standard deviation over seeds.",
+             "Scored only on HPO branches and ICD-10-CM chapters that no stage saw. HyTE-FH trains with OEM p = 1; "
+             "the other HyTE-FH rows are Table 7's poolings. Mean ± standard deviation over seeds.",
              ""]
     for path, payload in items:
         recipe = payload.get("recipe", {})
