@@ -64,6 +64,41 @@ def test_sdpa_fast_path_matches_eager_reference_path():
     assert torch.isfinite(model(ids, mask).last_hidden_state).all()
 
 
+@pytest.mark.parametrize("out_features", [1, 7, 8, 63, 255])
+@pytest.mark.parametrize("bias", [True, False])
+def test_padded_linear_is_the_linear_map_in_value_and_gradient(out_features, bias):
+    from hyte.modeling_hyte import linear_padded
+
+    torch.manual_seed(out_features)
+    x = torch.randn(3, 5, 17, requires_grad=True)
+    weight = torch.randn(out_features, 17, requires_grad=True)
+    b = torch.randn(out_features, requires_grad=True) if bias else None
+    padded = linear_padded(x, weight, b)
+    plain = torch.nn.functional.linear(x, weight, b)
+    assert padded.shape == plain.shape
+    torch.testing.assert_close(padded, plain)
+    grad = torch.randn_like(plain)
+    inputs = [x, weight] + ([b] if bias else [])
+    for ours, reference in zip(torch.autograd.grad(padded, inputs, grad), torch.autograd.grad(plain, inputs, grad)):
+        torch.testing.assert_close(ours, reference)
+
+
+def test_lora_on_hyte_fh_lorentz_linears_changes_every_one_of_them():
+    """The padded GEMM reads the layer's weight directly: a peft-wrapped layer must go through its own forward."""
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(0)
+    ids, mask = torch.randint(1, 30522, (2, 9)), torch.ones(2, 9)
+    for target in ("attention.out.linear", "gate_up.linear", "down.linear"):
+        model = get_peft_model(hyte.HyTEFHModel(tiny_fh_config()).eval(),
+                               LoraConfig(r=2, target_modules=[target], init_lora_weights=False))
+        with torch.no_grad():
+            adapted = model(ids, mask).pooler_output
+            with model.disable_adapter():
+                base = model(ids, mask).pooler_output
+        assert not torch.allclose(adapted, base, atol=1e-6), target
+
+
 def test_fh_long_sequences_and_large_radii_stay_finite_in_float32():
     torch.manual_seed(0)
     config = tiny_fh_config(max_position_embeddings=2048, residual_space_scale=4 * 33**0.5)

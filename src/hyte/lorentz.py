@@ -166,7 +166,11 @@ def _check_curvature_argument(c: float | Tensor, name: str) -> None:
 def _curvature_like(c: float | Tensor, x: Tensor) -> Tensor:
     """c, checked by the public function's ``_accepts_numpy``, as a tensor that broadcasts against x[..., :1] and has
     x's dtype and device."""
-    return torch.as_tensor(c.reshape(()) if isinstance(c, Tensor) else c, dtype=x.dtype, device=x.device)
+    if not isinstance(c, Tensor):
+        return torch.as_tensor(c, dtype=x.dtype, device=x.device)
+    c = c.reshape(()) if c.ndim else c
+    # A model's c already matches its points: no conversion op (HyTE-FH calls this a dozen times per layer).
+    return c if c.dtype == x.dtype and c.device == x.device else c.to(dtype=x.dtype, device=x.device)
 
 
 def origin(dim: int, c: float = 1.0, *, dtype=torch.float32, device=None) -> Tensor:
