@@ -140,8 +140,8 @@ def test_enclosing_artifact_judges_the_given_path_and_the_real_one(tmp_path):
     assert enclosing_artifact(tmp_path / "free" / "out.json") is None
     assert enclosing_artifact(model / "out.json") == (model, "config.json")
     assert enclosing_artifact(tmp_path / "link") == (model.resolve(), "config.json")
-    assert enclosing_artifact(model) is None  # the folder itself only with itself=True
-    assert enclosing_artifact(model, itself=True) == (model, "config.json")
+    assert enclosing_artifact(model) is None  # the folder itself only when itself names its kind
+    assert enclosing_artifact(model, itself=("model",)) == (model, "config.json")
     assert enclosing_artifact(model / "out.json", ("run",)) is None  # only the kinds asked for
 
 

@@ -97,20 +97,14 @@ def given_and_real(path: str | os.PathLike) -> list[Path]:
     return list(dict.fromkeys((Path(path).absolute(), Path(path).resolve())))
 
 
-def enclosing_artifact(path: str | os.PathLike, kinds: tuple[str, ...] = ALL_KINDS, *,
-                       itself: bool = False) -> tuple[Path, str] | None:
-    """``(folder, marker)`` when ``path`` lies directly inside an artifact of ``kinds`` (``folder`` holds
-    ``marker``; with ``itself``, when ``path`` is one too), judged as given and through any symbolic link; else
+def enclosing_artifact(path: str | os.PathLike, kinds: Sequence[str] = ALL_KINDS, *,
+                       itself: Sequence[str] = ()) -> tuple[Path, str] | None:
+    """``(folder, marker)`` when ``path`` is an artifact of ``itself`` or lies directly inside one of ``kinds``
+    (``folder`` holds ``marker``; ``path`` itself first), judged as given and then through any symbolic link; else
     None."""
-    return _first_artifact(path, kinds, kinds if itself else ())
-
-
-def _first_artifact(path: str | os.PathLike, inside: Sequence[str], itself: Sequence[str]) -> tuple[Path, str] | None:
-    """The first ``(folder, marker)``: ``path`` itself an artifact of ``itself``, or its folder one of ``inside``,
-    judged as given and then through any symbolic link."""
     for base in given_and_real(path):
-        for folder, kinds in ((base, itself), (base.parent, inside)):
-            marker = artifact_marker(folder, tuple(kinds)) if kinds else None
+        for folder, wanted in ((base, itself), (base.parent, kinds)):
+            marker = artifact_marker(folder, tuple(wanted)) if wanted else None
             if marker:
                 return folder, marker
     return None
@@ -129,7 +123,7 @@ class OutputNotAFolder(OutputRefused, NotADirectoryError):
 def _inside(path: Path, kinds: Sequence[str], itself: Sequence[str] = ()) -> str | None:
     """Why ``path`` may not be written, or None: it lies inside an artifact of ``kinds``, or is itself one of
     ``itself``."""
-    found = _first_artifact(path, kinds, itself)
+    found = enclosing_artifact(path, kinds, itself=itself)
     if found is None:
         return None
     folder, marker = found

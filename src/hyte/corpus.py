@@ -62,10 +62,6 @@ def _shard_path(output: Path, shard: int) -> Path:
     return output / f"shard-{shard:05d}.parquet"
 
 
-def _file_identity(path: Path) -> dict[str, Any]:
-    return {"path": str(path.absolute()), "bytes": path.stat().st_size, "sha256": file_digest(path)}
-
-
 def _prepare_output(output: Path, manifest: dict[str, Any], overwrite: bool) -> None:
     """Create ``output`` with ``manifest``, or check that an earlier run's manifest matches it (then its complete
     shards are kept); anything else in the way is refused before the model is loaded."""
@@ -181,8 +177,9 @@ def encode_corpus(model: str | os.PathLike, corpus: str | os.PathLike, output: s
     shards = -(-len(texts) // shard_size)
     manifest = {"format_version": FORMAT_VERSION, "model": model_reference(model),
                 "model_fingerprint": model_fingerprint(encoder.model), "dim": encoder.dim,
-                "curvature": encoder.curvature, "role": "document", "max_length": max_length,
-                "corpus": _file_identity(corpus), "count": len(texts), "shard_size": shard_size, "shards": shards}
+                "curvature": encoder.curvature, "role": "document", "max_length": max_length, "corpus": {
+                    "path": str(corpus.absolute()), "bytes": corpus.stat().st_size, "sha256": file_digest(corpus)},
+                "count": len(texts), "shard_size": shard_size, "shards": shards}
     _prepare_output(output, manifest, overwrite)
     todo = [shard for shard in range(shards)
             if not _shard_is_complete(_shard_path(output, shard), min(shard_size, len(texts) - shard * shard_size))]

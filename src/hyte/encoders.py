@@ -24,7 +24,7 @@ from transformers import AutoModel, AutoTokenizer
 from . import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
 from .artifacts import holds
 from .bundled import resolve_model
-from .io import read_json_file
+from .io import json_or_empty, read_json_file
 from .model_kinds import MODEL_KINDS, model_type_of
 from .modeling_hyte import (
     HyTEPreTrainedModel,
@@ -51,11 +51,13 @@ def count_truncated(tokenizer, texts: list[str], limit: int, chunk: int = 2048) 
     return cut
 
 
-class HyteEncoder:
-    """A HyTE model with its tokenizer: ``encode(texts, role)`` -> points (documents) or flipped points (queries);
-    for the Euclidean twin (EucBERT, curvature 0) its pooled vectors, compared by cosine (``scores``)."""
+class _Encoder:
+    """What both encoders share: a model (put in eval mode) with its tokenizer, a name (by default the model's), a
+    ``max_length``, and ``lowercase``: texts are lowercased before tokenizing."""
 
-    def __init__(self, model: HyTEPreTrainedModel, tokenizer, name: str | None = None, max_length: int | None = None):
+    lowercase = False
+
+    def __init__(self, model, tokenizer, name: str | None = None, max_length: int | None = None):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.name = name or model.config.name_or_path or type(model).__name__
@@ -64,6 +66,22 @@ class HyteEncoder:
     @property
     def dim(self) -> int:
         return self.model.config.hidden_size
+
+    @property
+    def token_limit(self) -> int:
+        """The tokens of a text that reach its vector (the rest is cut): max_length, or the model's positions."""
+        return self.max_length or self.model.config.max_position_embeddings
+
+    def count_truncated(self, texts: list[str]) -> int:
+        """How many of ``texts`` are longer than ``token_limit`` (encoded from their start only; lowercased first
+        with ``lowercase``, as encoded)."""
+        return count_truncated(self.tokenizer, [t.lower() for t in texts] if self.lowercase else texts,
+                               self.token_limit)
+
+
+class HyteEncoder(_Encoder):
+    """A HyTE model with its tokenizer: ``encode(texts, role)`` -> points (documents) or flipped points (queries);
+    for the Euclidean twin (EucBERT, curvature 0) its pooled vectors, compared by cosine (``scores``)."""
 
     @property
     def curvature(self) -> float:
@@ -79,15 +97,6 @@ class HyteEncoder:
         """What ``scores`` computes from ``encode``'s vectors: "lorentz" (query @ document.T of flipped queries) or
         "cosine" (the Euclidean twin's vectors keep their norms: scale them to unit length first)."""
         return "lorentz" if self.curvature > 0 else "cosine"
-
-    @property
-    def token_limit(self) -> int:
-        """The tokens of a text that reach its vector (the rest is cut): max_length, or the model's positions."""
-        return self.max_length or self.model.config.max_position_embeddings
-
-    def count_truncated(self, texts: list[str]) -> int:
-        """How many of ``texts`` are longer than ``token_limit`` (encoded from their start only)."""
-        return count_truncated(self.tokenizer, texts, self.token_limit)
 
     def encode(self, texts: list[str], role: str = "document", batch_size: int = 32,
                show_progress_bar: bool | None = None) -> np.ndarray:
@@ -163,7 +172,7 @@ def _pool(tokens: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
     return (tokens * weights).sum(1) / (count if mode == "mean" else count.sqrt())
 
 
-class EuclideanEncoder:
+class EuclideanEncoder(_Encoder):
     """A Hugging Face encoder with masked pooling (mean by default); cosine similarity through L2-normalised
     vectors, or the plain dot product with ``normalize=False``. ``lowercase``: lowercase texts before tokenizing
     (sentence-transformers' ``do_lower_case``)."""
@@ -175,12 +184,9 @@ class EuclideanEncoder:
                  pooling: str = "mean", normalize: bool = True, lowercase: bool = False):
         if pooling not in POOLING_MODES:
             raise ValueError(f"pooling must be one of {POOLING_MODES}; got {pooling!r}.")
-        self.model = model.eval()
-        self.tokenizer = tokenizer
-        self.name = name or model.config.name_or_path or type(model).__name__
         # sentence-transformers' default limit: the tokenizer's, capped at the model's positions.
         limits = [getattr(model.config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
-        self.max_length = max_length or min([limit for limit in limits if limit] or [512])
+        super().__init__(model, tokenizer, name, max_length or min([limit for limit in limits if limit] or [512]))
         self.pooling = pooling
         self.normalize = normalize
         self.lowercase = lowercase
@@ -189,20 +195,6 @@ class EuclideanEncoder:
     def similarity(self) -> str:
         """What ``scores`` computes: "cosine" (``encode`` returns unit vectors) or "dot" (``normalize=False``)."""
         return "cosine" if self.normalize else "dot"
-
-    @property
-    def dim(self) -> int:
-        return self.model.config.hidden_size
-
-    @property
-    def token_limit(self) -> int:
-        """The tokens of a text that reach its vector (the rest is cut)."""
-        return self.max_length
-
-    def count_truncated(self, texts: list[str]) -> int:
-        """How many of ``texts`` are longer than ``token_limit`` (as encoded: lowercased first with ``lowercase``)."""
-        return count_truncated(self.tokenizer, [t.lower() for t in texts] if self.lowercase else texts,
-                               self.token_limit)
 
     @torch.no_grad()
     def pooled(self, texts: list[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
@@ -258,12 +250,12 @@ def sentence_transformers_options(path: str | Path) -> dict:
         kind = entry["type"].rpartition(".")[2]
         config_dir = path / entry.get("path", "")
         if kind == "Transformer":
-            config = _json_or_empty(config_dir / "sentence_bert_config.json")
+            config = json_or_empty(config_dir / "sentence_bert_config.json")
             if config.get("max_seq_length"):
                 options["max_length"] = int(config["max_seq_length"])
             options["lowercase"] = bool(config.get("do_lower_case", False))
         elif kind == "Pooling":
-            config = _json_or_empty(config_dir / "config.json")
+            config = json_or_empty(config_dir / "config.json")
             modes = config.get("pooling_mode") or [mode for key, mode in _LEGACY_POOLING_KEYS if config.get(key)]
             modes = [modes] if isinstance(modes, str) else list(modes) or ["mean"]
             if len(modes) != 1 or modes[0] not in POOLING_MODES:
@@ -274,15 +266,11 @@ def sentence_transformers_options(path: str | Path) -> dict:
         else:
             raise ValueError(f"{path}: the sentence-transformers module {entry['type']} is not reproduced by the "
                              "Euclidean encoder (Transformer, Pooling and Normalize are); use hyte eval mteb.")
-    similarity = _json_or_empty(path / "config_sentence_transformers.json").get("similarity_fn_name") or "cosine"
+    similarity = json_or_empty(path / "config_sentence_transformers.json").get("similarity_fn_name") or "cosine"
     if similarity not in ("cosine", "dot"):
         raise ValueError(f"{path}: similarity {similarity!r} is not supported here (cosine or dot).")
     options["normalize"] = normalized or similarity == "cosine"
     return options
-
-
-def _json_or_empty(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 # Any one of these in a model folder holds its tokenizer (fast tokenizers, or a WordPiece / SentencePiece vocabulary).

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .encoders import HyteEncoder, load_encoder
+from .encoders import load_encoder
 from .io import atomic_file
 from .lorentz import flip_time
 
@@ -54,9 +54,7 @@ def export_onnx(model: str | Path, output: str | Path | None = None) -> Path:
     ``output`` defaults to ``MODEL/onnx/model.onnx`` (where sentence-transformers' ONNX backend looks). The file is
     written next to its final name and renamed into place, so an interrupted export leaves no partial file.
     """
-    encoder = load_encoder(model, kind="hyte")
-    if not isinstance(encoder, HyteEncoder):
-        raise ValueError(f"{model} is not a HyTE model; only HyTE models are exported here.")
+    encoder = load_encoder(model, kind="hyte")  # refuses any other model
     output = Path(output) if output is not None else Path(model) / "onnx" / "model.onnx"
     sample = encoder.tokenizer(["an example text", "a second, somewhat longer example text"], padding=True,
                                return_tensors="pt")

@@ -25,6 +25,7 @@ import shutil
 import uuid
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -166,10 +167,9 @@ def atomic_directory(target: str | os.PathLike, write: Callable[[Path], None], m
         shutil.rmtree(stale, ignore_errors=True)
     backup = parent / f".{target.name}.previous"
     staging = parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
-    with _naming_the_target(target):
-        staging.mkdir()  # not tempfile.mkdtemp: its mode 0700 would become the saved folder's
     try:
         with _naming_the_target(target):
+            staging.mkdir()  # not tempfile.mkdtemp: its mode 0700 would become the saved folder's
             write(staging)
         for path in sorted(staging.rglob("*"), reverse=True) + [staging]:  # files before their folders
             fsync(path)
@@ -235,29 +235,22 @@ def iter_jsonl(path: str | os.PathLike, what: str = "data file", objects: bool =
         if not line.strip():
             continue
         try:
-            record = json.loads(line, object_pairs_hook=_unique_keys)
+            record = json.loads(line, object_pairs_hook=partial(_unique_keys, path, number))
         except json.JSONDecodeError as error:
             raise DataFormatError(path, number, f"not valid JSON ({error.msg})") from None
-        except _RepeatedKey as repeated:
-            raise DataFormatError(path, number, f'the key "{repeated.key}" is given twice in one record (JSON keeps '
-                                                "only the last): give each key once") from None
         if objects and not isinstance(record, dict):
             raise DataFormatError(path, number, f"expected a JSON object, got {type(record).__name__}")
         yield number, record
 
 
-class _RepeatedKey(Exception):
-    def __init__(self, key: str):
-        super().__init__(key)
-        self.key = key
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    """json's object hook that refuses a repeated key (json.loads would keep the last value without a word)."""
+def _unique_keys(path: Path, line: int, pairs: list[tuple[str, object]]) -> dict:
+    """json's object hook that refuses a repeated key on ``line`` of ``path`` (json.loads would keep the last value
+    without a word)."""
     record = {}
     for key, value in pairs:
         if key in record:
-            raise _RepeatedKey(key)
+            raise DataFormatError(path, line, f'the key "{key}" is given twice in one record (JSON keeps only the '
+                                              "last): give each key once")
         record[key] = value
     return record
 
@@ -309,6 +302,12 @@ def read_json_file(path: str | os.PathLike, remedy: str) -> dict:
     if not isinstance(value, dict):
         raise ValueError(f"{path} holds a JSON {type(value).__name__}, not an object: the file is damaged; {remedy}")
     return value
+
+
+def json_or_empty(path: str | os.PathLike) -> dict:
+    """The JSON in ``path``, or {} where there is no such file (an optional settings file)."""
+    path = Path(path)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def read_jsonl(path: str | os.PathLike, what: str = "data file", objects: bool = True) -> list:

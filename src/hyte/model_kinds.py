@@ -3,10 +3,11 @@ the command line derive theirs. Keyed by ``config.json``'s ``model_type``; no to
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from .io import json_or_empty
 
 __all__ = ["BASE_CODE_FILES", "MODEL_KINDS", "ModelKind", "model_type_of"]
 
@@ -37,7 +38,4 @@ MODEL_KINDS: dict[str, ModelKind] = {kind.model_type: kind for kind in (
 
 def model_type_of(path: str | os.PathLike) -> str | None:
     """The ``model_type`` in a local model folder's config.json (None if absent)."""
-    config = Path(path) / "config.json"
-    if not config.is_file():
-        return None
-    return json.loads(config.read_text()).get("model_type")
+    return json_or_empty(Path(path) / "config.json").get("model_type")
