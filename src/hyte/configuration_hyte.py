@@ -39,9 +39,12 @@ def _check_heads(hidden_size: int, num_attention_heads: int, *, hyperbolic: bool
         )
 
 
-def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}; got {value!r}.")
+def _check_pooling(config, pooling_modes: tuple[str, ...]) -> None:
+    """The pooling mode, and the OEM exponent where the config has one (EucBERT has none)."""
+    if config.pooling not in pooling_modes:
+        raise ValueError(f"pooling must be one of {pooling_modes}; got {config.pooling!r}.")
+    if getattr(config, "oem_p", 0.0) < 0:
+        raise ValueError(f"oem_p must be >= 0 (0 is the Einstein midpoint); got {config.oem_p}.")
 
 
 def _check_curvature(curvature: float) -> None:
@@ -68,7 +71,7 @@ def _check_encoder(config, pooling_modes: tuple[str, ...], *, hyperbolic: bool) 
     _check_heads(config.hidden_size, config.num_attention_heads, hyperbolic=hyperbolic)
     if hyperbolic:
         _check_curvature(config.curvature)
-    _check_choice("pooling", config.pooling, pooling_modes)
+    _check_pooling(config, pooling_modes)
     _check_logit_scale(config.logit_scale_init, config.max_logit_scale)
     _check_positive(vocab_size=config.vocab_size, num_hidden_layers=config.num_hidden_layers,
                     max_position_embeddings=config.max_position_embeddings)
@@ -84,55 +87,47 @@ class _HyTEConfig(PreTrainedConfig):
     initializer_range: float = 0.02
 
 
+class _EncoderConfig(_HyTEConfig):
+    """The fields HyTE-FH and its Euclidean twin EucBERT share (defaults: the paper's base shape)."""
+
+    vocab_size: int = 30522  # BERT uncased WordPiece, the tokenizer the reference evaluations use
+    hidden_size: int = 768  # HyTE-FH: ambient size of each point, time coordinate included (767 space coordinates)
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12  # HyTE-FH: each head works on hidden_size / heads coordinates, one of them time
+    intermediate_size: int = 3072  # HyTE-FH: ambient size inside the hyperbolic feed-forward (time included)
+    max_position_embeddings: int = 512  # longest input accepted (RoPE itself has no table)
+    pad_token_id: int | None = 0
+    rope_theta: float = 10000.0  # RoPE base, applied to the space coordinates (HyTE-FH) of queries and keys
+    layer_norm_eps: float = 1e-5
+    tie_word_embeddings: bool = False  # HyTE-FH's LorentzMLR head has its own parameters
+    sparse_prediction: bool = False  # MLM: compute head logits only at labelled positions (returns (M, V) logits)
+
+
 @strict
-class HyTEFHConfig(_HyTEConfig):
+class HyTEFHConfig(_EncoderConfig):
     """Configuration of HyTE-FH, the fully hyperbolic encoder (defaults: the paper's base shape)."""
 
     model_type = "hyte_fh"
 
-    vocab_size: int = 30522  # BERT uncased WordPiece, the tokenizer the reference evaluations use
-    hidden_size: int = 768  # ambient size of every token point, time coordinate included (767 space coordinates)
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12  # each head works on hidden_size / heads coordinates, one of them time
-    intermediate_size: int = 3072  # ambient size inside the hyperbolic feed-forward (time included)
-    max_position_embeddings: int = 512  # longest input accepted (RoPE itself has no table)
-    pad_token_id: int | None = 0
     curvature: float = 1.0  # c > 0, K = -1/c
     learnable_curvature: bool = False  # off by default: learned curvature is known to collapse
     pooling: str = "oem"  # "oem" | "einstein" (OEM p=0) | "mean" (tangent mean at the origin) | "cls"
     oem_p: float = 1.0  # OEM exponent: token weights x_0^p (the reference code's p)
-    rope_theta: float = 10000.0  # RoPE base, applied to the space coordinates of queries and keys
-    layer_norm_eps: float = 1e-5
     residual_space_scale: float | None = None  # reference code: 4*sqrt(hidden_size) rescale after each residual
-    tie_word_embeddings: bool = False  # the LorentzMLR head has its own parameters
-    sparse_prediction: bool = False  # MLM: compute head logits only at labelled positions (returns (M, V) logits)
 
     def validate_architecture(self):
         _check_encoder(self, POOLING_MODES, hyperbolic=True)
         if self.hidden_size < 2 or self.intermediate_size < 2:
             raise ValueError("hidden_size and intermediate_size count the time coordinate and must be >= 2.")
-        if self.oem_p < 0:
-            raise ValueError(f"oem_p must be >= 0 (0 is the Einstein midpoint); got {self.oem_p}.")
 
 
 @strict
-class EucBERTConfig(_HyTEConfig):
+class EucBERTConfig(_EncoderConfig):
     """Configuration of EucBERT, the Euclidean twin of HyTE-FH: the same shape and fields, no curvature."""
 
     model_type = "hyte_euc"
 
-    vocab_size: int = 30522
-    hidden_size: int = 768
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12
-    intermediate_size: int = 3072
-    max_position_embeddings: int = 512
-    pad_token_id: int | None = 0
     pooling: str = "mean"  # "mean" (masked) | "cls"
-    rope_theta: float = 10000.0
-    layer_norm_eps: float = 1e-5
-    tie_word_embeddings: bool = False
-    sparse_prediction: bool = False
 
     def validate_architecture(self):
         _check_encoder(self, EUCLIDEAN_POOLING_MODES, hyperbolic=False)
@@ -174,7 +169,7 @@ class HyTEHConfig(_HyTEConfig):
 
     def validate_architecture(self):
         _check_curvature(self.curvature)
-        _check_choice("pooling", self.pooling, POOLING_MODES)
+        _check_pooling(self, POOLING_MODES)
         _check_logit_scale(self.logit_scale_init, self.max_logit_scale)
         _check_positive(norm_clip=self.norm_clip)
         if self.scale_init is not None:
@@ -183,8 +178,6 @@ class HyTEHConfig(_HyTEConfig):
             _check_positive(radius_head=self.radius_head)
         if self.num_hyperbolic_layers:
             _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=True)
-        if self.oem_p < 0:
-            raise ValueError(f"oem_p must be >= 0 (0 is the Einstein midpoint); got {self.oem_p}.")
 
     @property
     def vocab_size(self) -> int:

@@ -87,28 +87,23 @@ class LinearChainCRF(nn.Module):
         The constraints are built here on every call, not kept as buffers: from_pretrained leaves non-persistent
         buffers uninitialised (they were garbage after a load), and saving them would make them look learnable.
         """
-        start, transitions = self.start_transitions, self.transitions
+        start, transitions = self.start_transitions.clone(), self.transitions.clone()
         if self.num_tags == NUM_BIO_TAGS:
-            start = start.index_put((torch.tensor([TAG_I], device=start.device),),
-                                    torch.tensor(_FORBIDDEN, dtype=start.dtype, device=start.device), accumulate=True)
-            transitions = transitions.index_put(
-                (torch.tensor([TAG_O], device=start.device), torch.tensor([TAG_I], device=start.device)),
-                torch.tensor(_FORBIDDEN, dtype=start.dtype, device=start.device), accumulate=True)
+            start[TAG_I] += _FORBIDDEN
+            transitions[TAG_O, TAG_I] += _FORBIDDEN
         return start, transitions, self.end_transitions
 
-    @staticmethod
-    def _check_mask(mask: Tensor) -> Tensor:
+    def _inputs(self, emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """(emissions in float32, mask as bool, start, transitions, end) after checking the mask."""
         mask = mask.bool()
         if not bool(mask[:, 0].all()):
             raise ValueError("LinearChainCRF: every sequence needs its first position unmasked (right padding, "
                              "length >= 1); got a mask whose first column has a False.")
-        return mask
+        return (emissions.float(), mask, *self.effective_parameters())
 
     def sequence_score(self, emissions: Tensor, tags: Tensor, mask: Tensor) -> Tensor:
         """Unnormalised score of given tag sequences: emissions (B, T, K), tags (B, T) long, mask (B, T) -> (B,)."""
-        mask = self._check_mask(mask)
-        start, trans, end = self.effective_parameters()
-        emissions = emissions.float()
+        emissions, mask, start, trans, end = self._inputs(emissions, mask)
         tags = tags.masked_fill(~mask, 0)
         emitted = emissions.gather(-1, tags.unsqueeze(-1)).squeeze(-1)  # (B, T)
         moved = trans[tags[:, :-1], tags[:, 1:]]  # (B, T - 1)
@@ -118,9 +113,7 @@ class LinearChainCRF(nn.Module):
 
     def log_partition(self, emissions: Tensor, mask: Tensor) -> Tensor:
         """log Z over all tag sequences of each masked prefix: (B, T, K), (B, T) -> (B,)."""
-        mask = self._check_mask(mask)
-        start, trans, end = self.effective_parameters()
-        emissions = emissions.float()
+        emissions, mask, start, trans, end = self._inputs(emissions, mask)
         alpha = start + emissions[:, 0]  # (B, K)
         for t in range(1, emissions.shape[1]):
             step = torch.logsumexp(alpha.unsqueeze(2) + trans + emissions[:, t].unsqueeze(1), dim=1)
@@ -139,28 +132,21 @@ class LinearChainCRF(nn.Module):
     @torch.no_grad()
     def decode(self, emissions: Tensor, mask: Tensor) -> Tensor:
         """Viterbi: the best tag sequence, (B, T, K), (B, T) -> (B, T) long; masked positions get O."""
-        mask = self._check_mask(mask)
-        start, trans, end = self.effective_parameters()
-        emissions = emissions.float()
+        emissions, mask, start, trans, end = self._inputs(emissions, mask)
         batch, length, _ = emissions.shape
         score = start + emissions[:, 0]
         backpointers = []
         for t in range(1, length):
-            candidates = score.unsqueeze(2) + trans  # (B, K_prev, K)
-            best, pointer = candidates.max(dim=1)
+            best, pointer = (score.unsqueeze(2) + trans).max(dim=1)  # over K_prev of (B, K_prev, K)
             backpointers.append(pointer)
             score = torch.where(mask[:, t].unsqueeze(1), best + emissions[:, t], score)
         lengths = mask.sum(1)
         current = (score + end).argmax(dim=1)  # tag at position length - 1
         tags = torch.full((batch, length), TAG_O, dtype=torch.long, device=emissions.device)
         for t in range(length - 1, -1, -1):
-            is_last = lengths - 1 == t
-            inside = t < lengths - 1
-            if t < length - 1:
-                previous = backpointers[t].gather(1, tags[:, t + 1].unsqueeze(1)).squeeze(1)
-            else:
-                previous = current
-            tags[:, t] = torch.where(is_last, current, torch.where(inside, previous, torch.full_like(current, TAG_O)))
+            # The best tag at each text's last position, then the backpointers; O beyond a text's end.
+            previous = backpointers[t].gather(1, tags[:, t + 1:t + 2]).squeeze(1) if t < length - 1 else current
+            tags[:, t] = torch.where(lengths - 1 == t, current, previous).masked_fill(t >= lengths, TAG_O)
         return tags
 
 
@@ -282,18 +268,15 @@ def pool_units(states: Tensor, unit_ids: Tensor, importance: Tensor, geometry: s
     mask = members.sum(-1) > 0
     weights = members @ importance.float().unsqueeze(-1)  # (B, U, 1)
     if geometry == "euclidean":
-        summed = members @ states.float()
-        vectors = F.normalize(summed, dim=-1)  # the mean's direction; a masked (all-zero) row stays 0
+        vectors = F.normalize(members @ states.float(), dim=-1)  # the mean's direction; a masked (all-zero) row stays 0
     elif geometry == "lorentz":
         c64 = torch.as_tensor(curvature, dtype=torch.float64, device=states.device)
         points = add_time(states[..., 1:].double(), c64)  # (B, T, D)
         # x_0^p weights; dividing by the span total would not change Pi_c, which ignores a positive factor.
         scaled = members.double() * points[..., 0].pow(oem_p).unsqueeze(1)
         summed = scaled @ points
-        # A masked unit has sum 0; give it the origin instead so that no NaN appears (it is masked everywhere).
-        origin = torch.zeros_like(summed)
-        origin[..., 0] = 1.0
-        summed = torch.where(mask.unsqueeze(-1), summed, origin)
+        # A masked unit has sum 0; give it the origin (time 1) instead so that no NaN appears (it is masked everywhere).
+        summed[..., 0] = summed[..., 0].masked_fill(~mask, 1.0)
         vectors = project(summed, c64).to(states.dtype if states.is_floating_point() else torch.float32)
     else:
         raise ValueError(f"geometry must be 'euclidean' or 'lorentz'; got {geometry!r}.")
@@ -307,8 +290,7 @@ def select_top(units: Units, budget: int | Tensor) -> Units:
     budget); the kept units keep text order. A text never keeps more than its budget nor more than it has.
     """
     batch, count = units.mask.shape
-    budgets = torch.as_tensor(budget, device=units.mask.device).expand(batch) if not torch.is_tensor(budget) \
-        or budget.dim() == 0 else budget.to(units.mask.device)
+    budgets = torch.as_tensor(budget, device=units.mask.device).expand(batch)  # one int or (B,) -> (B,)
     if bool((budgets < 1).any()):
         raise ValueError(f"unit budgets must be >= 1; got {budgets.min().item()}.")
     width = min(count, int(budgets.max()))
@@ -492,10 +474,8 @@ class HyTEPhraseModel(PreTrainedModel):
 
     def unit_mask(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         """Tokens that may form units: attended and not a special token. (B, T) -> (B, T) bool."""
-        mask = attention_mask.bool()
-        for token_id in self.config.special_token_ids or []:
-            mask = mask & (input_ids != token_id)
-        return mask
+        specials = torch.tensor(self.config.special_token_ids or [], dtype=input_ids.dtype, device=input_ids.device)
+        return attention_mask.bool() & ~torch.isin(input_ids, specials)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, **kwargs) -> PhraseModelOutput:
         """Token ids (B, T) -> PhraseModelOutput (see its docstring)."""
@@ -580,19 +560,18 @@ class HyTEPhraseModel(PreTrainedModel):
                 counts = unit_counts(unit_ids)
                 kept = self.units(output, unit_ids, budget)
                 global_vector = output.global_vector.float()
+                lexical = lexical_vectors(ids, output.importance, output.unit_mask, self.backbone.config.vocab_size)
                 if role == "query" and self.config.geometry == "lorentz":
                     global_vector = flip_time(global_vector)
                 for row in range(len(chunk)):
                     keep = kept.mask[row]
-                    token_ids, weights = ids[row][output.unit_mask[row]], output.importance[row][output.unit_mask[row]]
-                    unique, inverse = torch.unique(token_ids, return_inverse=True)
-                    lexical = torch.zeros(len(unique), device=device).scatter_reduce(0, inverse, weights, "amax")
+                    unique = torch.unique(ids[row][output.unit_mask[row]])  # the text's unit tokens, sorted
                     results[start + row] = {
                         "global": global_vector[row].cpu().numpy(),
                         "units": kept.vectors[row][keep].float().cpu().numpy(),
                         "weights": kept.weights[row][keep].float().cpu().numpy(),
                         "lexical_ids": unique.cpu().numpy().astype("int64"),
-                        "lexical_weights": lexical.float().cpu().numpy(),
+                        "lexical_weights": lexical[row, unique].float().cpu().numpy(),
                         "num_units": int(counts[row]),
                     }
         finally:
