@@ -58,14 +58,17 @@ def seeded_subset(items: Sequence, size: int | None, seed) -> list:
     return sorted(random.Random(seed).sample(items, size))
 
 
-def corpus_with_distractors(corpus_ids: Iterable[str], needed: set[str], max_documents: int | None, seed) -> set[str]:
-    """The ids a corpus of at most ``max_documents`` keeps: every ``needed`` one (the sampled queries' relevant
-    documents), filled up with a ``seed``-ed choice of the others, so smaller sets stay comparable in difficulty."""
-    corpus_ids = set(corpus_ids)
-    if max_documents is None or len(corpus_ids) <= max_documents:
-        return corpus_ids
-    fill = random.Random(seed).sample(sorted(corpus_ids - needed), distractor_count(max_documents, len(needed)))
-    return needed | set(fill)
+def corpus_with_distractors(corpus: dict[str, str], qrels: dict[str, dict[str, int]], max_documents: int | None,
+                            seed) -> dict[str, str]:
+    """``corpus`` ({id: text}, its order kept) cut to at most ``max_documents``: every document ``qrels`` judges (the
+    sampled queries' relevant ones), filled up with a ``seed``-ed choice of the others, so smaller sets stay
+    comparable in difficulty."""
+    if max_documents is None or len(corpus) <= max_documents:
+        return dict(corpus)
+    needed = {doc_id for judged in qrels.values() for doc_id in judged}
+    fill = random.Random(seed).sample(sorted(set(corpus) - needed), distractor_count(max_documents, len(needed)))
+    kept = needed | set(fill)
+    return {doc_id: text for doc_id, text in corpus.items() if doc_id in kept}
 
 
 def _require(path: Path) -> Path:

@@ -85,5 +85,5 @@ def sampled_retrieval_set(pairs: dict[str, tuple[str, str]], max_queries: int | 
     query_ids = seeded_subset(sorted(pairs), max_queries, seed)
     queries = {key: pairs[key][0] for key in query_ids}
     qrels = {key: {key: 1} for key in query_ids}
-    corpus = {key: pairs[key][1] for key in sorted(corpus_with_distractors(pairs, set(query_ids), max_documents, seed))}
-    return queries, corpus, qrels
+    documents = {key: document for key, (_, document) in pairs.items()}
+    return queries, corpus_with_distractors(documents, qrels, max_documents, seed), qrels

@@ -85,18 +85,6 @@ def load_hpo() -> Ontology:
     return load_obo(hpo_obo_path())
 
 
-def _subtree(ontology: Ontology, term_id: str) -> set[str]:
-    """A term and all its descendants."""
-    seen = {term_id}
-    stack = [term_id]
-    while stack:
-        for child in ontology.children(stack.pop()):
-            if child not in seen:
-                seen.add(child)
-                stack.append(child)
-    return seen
-
-
 def split_by_branches(ontology: Ontology, test_fraction: float = 0.2, seed: int = 0,
                       branch_root: str = PHENOTYPIC_ABNORMALITY) -> tuple[set[str], set[str]]:
     """Split the terms below ``branch_root`` into train and test sets made of whole top-level branches.
@@ -117,7 +105,7 @@ def split_by_branches(ontology: Ontology, test_fraction: float = 0.2, seed: int 
 
     branches_of: dict[str, set[str]] = {}
     for branch in branches:
-        for term_id in _subtree(ontology, branch):
+        for term_id in {branch} | ontology.descendants(branch):
             branches_of.setdefault(term_id, set()).add(branch)
 
     order = list(branches)
@@ -154,16 +142,12 @@ def fresh_split_seed(ontology: Ontology, earlier: Iterable[tuple[int, float]], t
                      "lower the fractions")
 
 
-def _exact_synonyms(ontology: Ontology, term_id: str) -> list[str]:
-    # The scope is the first word: "EXACT layperson" and "EXACT uk_spelling" are exact synonyms too.
-    return [text for text, scope in ontology.terms[term_id].synonyms if scope.split()[0] == "EXACT"]
-
-
 def queries_for(ontology: Ontology, term_id: str, query: str) -> list[str]:
     name = ontology.terms[term_id].name
     if query == "name":
         return [name]
-    synonyms = _exact_synonyms(ontology, term_id)
+    # The scope is the first word: "EXACT layperson" and "EXACT uk_spelling" are exact synonyms too.
+    synonyms = [text for text, scope in ontology.terms[term_id].synonyms if scope.split()[0] == "EXACT"]
     if query == "synonym":
         return synonyms[:1] or [name]
     # "all": repeated texts would only duplicate pairs.
@@ -192,13 +176,10 @@ def definition_pairs(ontology: Ontology, term_ids: Iterable[str], query: str = "
     """
     if query not in _QUERY_MODES:
         raise ValueError(f"query must be one of {_QUERY_MODES}, got {query!r}")
-    pairs = []
-    for term_id in _defined_terms(ontology, term_ids, min_depth):
-        document = ontology.terms[term_id].definition
-        depth = ontology.depth(term_id)
-        for text in queries_for(ontology, term_id, query):
-            pairs.append({"term_id": term_id, "query": text, "document": document, "depth": depth})
-    return pairs
+    return [{"term_id": term_id, "query": text, "document": ontology.terms[term_id].definition,
+             "depth": ontology.depth(term_id)}
+            for term_id in _defined_terms(ontology, term_ids, min_depth)
+            for text in queries_for(ontology, term_id, query)]
 
 
 def hierarchy_pairs(ontology: Ontology, term_ids: Iterable[str], query: str = "synonym", min_depth: int = 1,

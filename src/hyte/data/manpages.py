@@ -134,19 +134,16 @@ def _plain(text: str) -> str:
     return _ESCAPE.sub(_replace_escape, text)
 
 
+# The text before a comment, read escape by escape (so that in ``\\"`` the quote starts none), and the comment's kind.
+_COMMENT = re.compile(r'((?:[^\\]|\\[^"#])*)\\(["#])', re.DOTALL)
+
+
 def _strip_comment(line: str) -> str:
     """``line`` without a ``\\"`` or ``\\#`` comment (an escaped backslash ``\\\\`` does not start one)."""
-    if '\\"' not in line and "\\#" not in line:
+    comment = _COMMENT.match(line)
+    if comment is None:
         return line
-    i = 0
-    while i < len(line) - 1:
-        if line[i] == "\\":
-            if line[i + 1] in "\"#":
-                return line[:i].rstrip() if line[i + 1] == '"' else line[:i]
-            i += 2
-        else:
-            i += 1
-    return line
+    return comment[1].rstrip() if comment[2] == '"' else comment[1]
 
 
 def _arguments(text: str) -> list[str]:
@@ -203,16 +200,14 @@ def _logical_lines(text: str) -> list[str]:
     return lines
 
 
+# A control line: its control character, blanks, the request's name, then its arguments after a blank.
+_REQUEST = re.compile(r"[.'][ \t]*([^ \t]*)[ \t]?(.*)", re.DOTALL)
+
+
 def _request(line: str) -> tuple[str, str] | None:
     """``(name, rest)`` for a control line (``.B text``, ``'br``), else None."""
-    if not line.startswith((".", "'")):
-        return None
-    body = line[1:].lstrip(" \t")
-    name, _, rest = body.partition(" ")
-    if "\t" in name:
-        name, _, more = name.partition("\t")
-        rest = more + (" " + rest if rest else "")
-    return name, rest.strip()
+    request = _REQUEST.match(line)
+    return None if request is None else (request[1], request[2].strip())
 
 
 def _sections(text: str) -> dict[str, list[str]]:
@@ -308,14 +303,8 @@ def _first_paragraph(lines: list[str]) -> str:
 def page_pair(text: str) -> tuple[str, str]:
     """``(query, document)`` of one page's roff source: NAME description and first DESCRIPTION paragraph."""
     sections = _sections(text)
-    query = _query(sections.get("NAME", []))
     document = truncate(_first_paragraph(sections.get("DESCRIPTION", [])), MAX_DOCUMENT_CHARS)
-    return query, document
-
-
-def _page_id(path: Path) -> str:
-    match = _PAGE_PATH.match(path.as_posix())
-    return f"{match['name']}({match['section']})"
+    return _query(sections.get("NAME", [])), document
 
 
 def manpage_pairs(packages=DEFAULT_PACKAGES) -> dict[str, tuple[str, str]]:
@@ -324,7 +313,8 @@ def manpage_pairs(packages=DEFAULT_PACKAGES) -> dict[str, tuple[str, str]]:
     for path, text in _read_pages(tuple(packages)):
         query, document = page_pair(text)
         if query and len(document) >= MIN_DOCUMENT_CHARS:
-            pairs[_page_id(path)] = (query, document)
+            page = _PAGE_PATH.match(path.as_posix())  # the page id: "fork(2)"
+            pairs[f"{page['name']}({page['section']})"] = (query, document)
     return unambiguous_pairs(pairs)
 
 

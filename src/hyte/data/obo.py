@@ -8,6 +8,7 @@ other tags are read (so syntax errors in them are still reported) but ignored.
 from __future__ import annotations
 
 import os
+import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,9 @@ _SYNONYM_SCOPES = frozenset({"EXACT", "BROAD", "NARROW", "RELATED"})
 
 # OBO escapes whose meaning is not simply "the next character, literally".
 _SPECIAL_ESCAPES = {"n": "\n", "t": "\t", "W": " "}
+# A quoted string (a backslash escapes the next character, a quote among them) and the rest of the line; an escape.
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"(.*)', re.DOTALL)
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
 
 class IsACycleError(HyteError, ValueError):
@@ -153,14 +157,11 @@ class Ontology:
 
     def ancestors(self, term_id: str) -> set[str]:
         """Every term reachable upwards through ``is_a`` links, the term itself excluded."""
-        seen: set[str] = set()
-        stack = self.parents(term_id)
-        while stack:
-            current = stack.pop()
-            if current not in seen:
-                seen.add(current)
-                stack.extend(self.terms[current].parents)
-        return seen
+        return _reachable(self.parents(term_id), lambda current: self.terms[current].parents)
+
+    def descendants(self, term_id: str) -> set[str]:
+        """Every term reachable downwards through ``is_a`` links, the term itself excluded."""
+        return _reachable(self.children(term_id), self._children.__getitem__)
 
     @cached_property
     def _depths(self) -> dict[str, int]:
@@ -186,6 +187,18 @@ class Ontology:
     def edges(self) -> list[tuple[str, str]]:
         """Every direct ``(child, parent)`` is-a link, sorted."""
         return sorted((term.id, parent) for term in self.terms.values() for parent in dict.fromkeys(term.parents))
+
+
+def _reachable(start: Iterable[str], step) -> set[str]:
+    """The terms of ``start`` and every term reached from them by repeated ``step(term)`` (the next terms)."""
+    seen: set[str] = set()
+    stack = list(start)
+    while stack:
+        current = stack.pop()
+        if current not in seen:
+            seen.add(current)
+            stack.extend(step(current))
+    return seen
 
 
 def load_obo(path: str | os.PathLike, root: str | None = None, *, several_roots: bool = False) -> Ontology:
@@ -289,29 +302,17 @@ def _build_term(path: Path, start_line: int, tags: list[tuple[int, str, str]],
 
 def _strip_comment(value: str) -> str:
     """The identifier in an id-valued tag: trailing ``! comment`` and ``{modifiers}`` removed."""
-    value = value.split("!", 1)[0]
-    value = value.split("{", 1)[0]
-    return value.strip()
+    return value.split("!", 1)[0].split("{", 1)[0].strip()
 
 
 def _quoted(path: Path, number: int, value: str) -> tuple[str, str]:
     """Split ``"quoted text" rest`` into the unescaped text and the rest of the line."""
     if not value.startswith('"'):
         raise OBOFormatError(path, number, f"expected a quoted string, got {value!r}")
-    text: list[str] = []
-    index = 1
-    while index < len(value):
-        char = value[index]
-        if char == "\\" and index + 1 < len(value):
-            escaped = value[index + 1]
-            text.append(_SPECIAL_ESCAPES.get(escaped, escaped))
-            index += 2
-        elif char == '"':
-            return "".join(text), value[index + 1:].strip()
-        else:
-            text.append(char)
-            index += 1
-    raise OBOFormatError(path, number, "unclosed quoted string")
+    quoted = _QUOTED.match(value)
+    if quoted is None:
+        raise OBOFormatError(path, number, "unclosed quoted string")
+    return _ESCAPE.sub(lambda escape: _SPECIAL_ESCAPES.get(escape[1], escape[1]), quoted[1]), quoted[2].strip()
 
 
 def _synonym(path: Path, number: int, value: str) -> tuple[str, str]:

@@ -94,13 +94,11 @@ def load_taxonomy(path: str | os.PathLike, *, names: str | os.PathLike | None = 
 
 
 def _guess_format(path: Path) -> str:
-    if path.is_dir():
-        return "hit"
     suffix = path.suffix.lower()
+    if path.is_dir() or suffix == ".parquet":
+        return "hit"
     if suffix == ".obo":
         return "obo"
-    if suffix == ".parquet":
-        return "hit"
     if suffix in (".csv", ".tsv"):
         header = _csv_rows(path)[0][1]
         return "edges" if {"child", "parent"} <= set(header) and "id" not in header else "table"

@@ -20,7 +20,7 @@ import random
 import statistics
 from collections.abc import Mapping
 
-from ..data.beir import seeded_subset
+from ..data.beir import check_sample_sizes, corpus_with_distractors, seeded_subset
 
 RETRIEVAL_KEYS = ("ndcg@10", "recall@10", "mrr@10")
 HIERARCHY_KEYS = ("spechr", "recall@1", "mrr")
@@ -185,8 +185,7 @@ def paired_difference(ours: list[dict], theirs: list[dict], key: str, seed: int 
     by_seed = [[(x, y) for x, y in zip(mine["per_query"][key], other["per_query"][key])
                 if x is not None and y is not None] for mine, other in zip(ours, theirs)]
     by_seed = [pairs for pairs in by_seed if pairs]
-    pairs = [pair for seed_pairs in by_seed for pair in seed_pairs]
-    if not pairs:
+    if not by_seed:
         raise ValueError(f"no per-query values of {key!r} to compare")
     interval = seed_then_query_bootstrap([[x for x, _ in p] for p in by_seed], [[y for _, y in p] for p in by_seed],
                                          resamples, seed)
@@ -194,7 +193,7 @@ def paired_difference(ours: list[dict], theirs: list[dict], key: str, seed: int 
     mean = statistics.fmean(differences)
     significant = p_value is not None and p_value < 0.05 and (low > 0 or high < 0)
     return {"mean_difference": mean, "per_seed": differences, "t_test_p": p_value, "bootstrap_low": low,
-            "bootstrap_high": high, "num_pairs": len(pairs),
+            "bootstrap_high": high, "num_pairs": sum(map(len, by_seed)),
             "verdict": ("win" if mean > 0 else "loss") if significant else "tie"}
 
 
@@ -213,7 +212,6 @@ def heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | No
     The corpus keeps every sampled query's relevant definition and fills up with other held-out definitions
     (seeded) to ``max_documents``, so smaller sets stay comparable in difficulty.
     """
-    from ..data.beir import check_sample_sizes, corpus_with_distractors
     from ..data.hpo import load_hpo, retrieval_split, split_by_branches
 
     check_sample_sizes(max_queries=max_queries, max_documents=max_documents)  # before the ontology is loaded
@@ -221,9 +219,7 @@ def heldout_retrieval_set(max_queries: int | None = 300, max_documents: int | No
     _, test_ids = split_by_branches(ontology, test_fraction=test_fraction, seed=split_seed)
     queries, corpus, qrels = retrieval_split(ontology, test_ids, max_queries=max_queries, seed=seed,
                                              min_depth=min_depth)
-    needed = {doc for relevant in qrels.values() for doc in relevant}
-    corpus = {doc: corpus[doc] for doc in sorted(corpus_with_distractors(corpus, needed, max_documents, seed))}
-    return queries, corpus, qrels
+    return queries, corpus_with_distractors(corpus, qrels, max_documents, seed), qrels
 
 
 _SPLITS = ("test", "train", "all")
@@ -280,7 +276,6 @@ def icd10_heldout_retrieval_set(max_queries: int | None = 300, max_documents: in
     answer). With ``max_documents``, the corpus keeps every relevant code and fills up with other held-out codes
     (seeded) to that size, as :func:`~heldout_retrieval_set` does.
     """
-    from ..data.beir import check_sample_sizes, corpus_with_distractors
     from ..data.icd10 import all_codes, chapter_of, inclusion_pairs, title
 
     check_sample_sizes(max_queries=max_queries, max_documents=max_documents)
@@ -299,9 +294,7 @@ def icd10_heldout_retrieval_set(max_queries: int | None = 300, max_documents: in
     needed = {code for relevant in qrels.values() for code in relevant}
     needed_texts = {corpus[code] for code in needed}
     corpus = {code: text for code, text in corpus.items() if code in needed or text not in needed_texts}
-    kept = corpus_with_distractors(corpus, needed, max_documents, seed)
-    corpus = {code: text for code, text in corpus.items() if code in kept}
-    return queries, corpus, qrels
+    return queries, corpus_with_distractors(corpus, qrels, max_documents, seed), qrels
 
 
 def icd10_hierarchy_benchmark(split: str = "test", *, max_queries: int | None = None, seed: int = 0,

@@ -15,21 +15,19 @@ import numpy as np
 from ..data.hpo import hpo_terms
 
 __all__ = ["depth_correlation", "edge_diagnostics", "format_depth_correlation", "hpo_texts_by_depth",
-           "plot_radius_by_depth", "radius_by_depth", "sample_by_depth", "texts_by_depth"]
+           "plot_radius_by_depth", "radius_by_depth", "rank_correlations", "sample_by_depth", "texts_by_depth"]
 
 
 def _per_depth(values: np.ndarray, depths: list[int], sizes: list[int]) -> tuple[dict, bool]:
     """({depth: {"mean", "std", "count"}}, whether the means never decrease with depth)."""
-    by_depth, start = {}, 0
-    for depth, size in zip(depths, sizes):
-        chunk = values[start:start + size]
-        start += size
-        by_depth[depth] = {"mean": float(chunk.mean()), "std": float(chunk.std()), "count": int(size)}
+    chunks = np.split(values, np.cumsum(sizes)[:-1])  # the values of each depth, in order
+    by_depth = {depth: {"mean": float(chunk.mean()), "std": float(chunk.std()), "count": int(size)}
+                for depth, size, chunk in zip(depths, sizes, chunks)}
     means = [by_depth[d]["mean"] for d in depths]
     return by_depth, all(b >= a for a, b in zip(means, means[1:]))
 
 
-def _rank_correlations(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def rank_correlations(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman's rho of each row pair of ``x`` and ``y`` (shape (resamples, n)); NaN where a row is constant."""
     from scipy.stats import rankdata
 
@@ -70,7 +68,7 @@ def depth_correlation(radii: np.ndarray, depths: np.ndarray, num_bootstrap: int 
     rhos = []
     for start in range(0, num_bootstrap, 256):  # in chunks: (resamples, n) index arrays stay small
         rows = rng.integers(0, n, size=(min(256, num_bootstrap - start), n))
-        rhos.append(_rank_correlations(radii[rows], depths[rows]))
+        rhos.append(rank_correlations(radii[rows], depths[rows]))
     rhos = np.concatenate(rhos) if rhos else np.empty(0)
     rhos = rhos[np.isfinite(rhos)]
     if rhos.size:

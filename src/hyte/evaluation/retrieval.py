@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from ..data.beir import load_beir
-from .metrics import ndcg_per_query, retrieval_metrics
+from .metrics import hubness, ndcg_per_query, retrieval_metrics
 
 
 def rank_documents(encoder, queries: Mapping[str, str], corpus: Mapping[str, str], top_k: int = 100,
@@ -70,7 +70,5 @@ def evaluate_beir(encoder, folder: str | os.PathLike, split: str = "test",
     results["unscored_queries"] = unscored
     results["num_documents"] = len(corpus)
     if hubness_k:
-        from .metrics import hubness
-
         results["hubness"] = hubness(rankings, k=hubness_k, corpus_ids=corpus)
     return results
