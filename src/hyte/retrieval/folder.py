@@ -32,6 +32,7 @@ from ..artifacts import DOCUMENTS_FILE, FOLDER_FILE, KINDS, PHRASE_INDEX_FILE, c
 from ..identity import file_digest
 from ..io import (atomic_directory, check_only_owned, id_problem, read_json_file, read_jsonl, saved_directory,
                   write_jsonl)
+from ..lineage import model_fingerprint
 from .index import LorentzIndex
 
 if TYPE_CHECKING:
@@ -287,8 +288,6 @@ def index_texts(encoder, texts: Sequence[str], *, kind: str = "flat", model_name
     """Encode ``texts`` as documents with ``encoder`` (``hyte.encoders``) into a new ``LorentzIndex`` of ``kind``
     (index id i = text i) that records the model (``model_name``, default ``encoder.name``, as ``model_reference``
     gives it: where ``hyte rag`` and ``HyteSearcher.from_folder`` load it from) and its fingerprint."""
-    from ..lineage import model_fingerprint
-
     if not texts:
         raise ValueError("no texts to index")
     index = LorentzIndex(encoder.dim, encoder.curvature, kind=kind,

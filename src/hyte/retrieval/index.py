@@ -194,9 +194,8 @@ class LorentzIndex(HyperboloidStore):
                             "nprobe": check_positive_int("nprobe", nprobe)}
             self._index = None  # created and trained by the first add()
         else:
-            self.options = {"hnsw_m": check_positive_int("hnsw_m", hnsw_m),
-                            "ef_construction": check_positive_int("ef_construction", ef_construction),
-                            "ef_search": check_positive_int("ef_search", ef_search)}
+            given = {"hnsw_m": hnsw_m, "ef_construction": ef_construction, "ef_search": ef_search}
+            self.options = {name: check_positive_int(name, value) for name, value in given.items()}
             hnsw = faiss.IndexHNSWFlat(self.dim + 1, self.options["hnsw_m"])
             hnsw.hnsw.efConstruction = self.options["ef_construction"]
             self._index = faiss.IndexIDMap2(hnsw)
@@ -416,15 +415,12 @@ class LorentzIndex(HyperboloidStore):
         copy.add(points[order], np.arange(len(ids)))
         return copy
 
-    def points_of(self, ids: np.ndarray) -> np.ndarray:
+    def _fill_points(self, flat: np.ndarray, result: np.ndarray) -> None:
         if self.kind == "ivf":  # IVF lists have no id lookup: read them all (``stored``)
-            return super().points_of(ids)
-        flat = np.asarray(ids, dtype=np.int64).ravel()
-        result = np.full((len(flat), self.dim), np.nan, dtype=np.float32)
+            return super()._fill_points(flat, result)
         present = np.isin(flat, self._ids)
         if present.any():
             result[present] = self._index.reconstruct_batch(flat[present])[:, : self.dim]
-        return result.reshape(*np.shape(ids), self.dim)
 
     def _largest_id(self) -> int | None:
         return int(self._ids[-1]) if len(self._ids) else None
@@ -441,8 +437,13 @@ class LorentzIndex(HyperboloidStore):
 
     # ------------------------------------------------------------------ persistence
 
-    def _metadata(self) -> dict[str, Any]:
-        return {
+    def write_files(self, directory: Path) -> None:
+        """Write ``index.faiss`` and ``metadata.json`` into an existing folder (not atomic by itself: ``save`` and
+        ``hyte.retrieval.folder`` call it on a staging folder)."""
+        if self._index is None:
+            raise ValueError("nothing to save: an IVF index is created and trained by its first add()")
+        faiss.write_index(self._index, str(directory / INDEX_FILE))
+        metadata = {
             "format_version": FORMAT_VERSION,
             "hyte_version": _hyte_version,
             "faiss_version": faiss.__version__,
@@ -455,6 +456,7 @@ class LorentzIndex(HyperboloidStore):
             "options": self.options,
             "count": len(self),
         }
+        (directory / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
 
     def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Save atomically to ``directory`` (``index.faiss`` + ``metadata.json``); a previous save there is replaced
@@ -476,14 +478,6 @@ class LorentzIndex(HyperboloidStore):
                              "another folder")
         atomic_directory(directory, self.write_files, METADATA_FILE, "LorentzIndex", owned=(INDEX_FILE, METADATA_FILE),
                          overwrite=overwrite)
-
-    def write_files(self, directory: Path) -> None:
-        """Write ``index.faiss`` and ``metadata.json`` into an existing folder (not atomic by itself: ``save`` and
-        ``hyte.retrieval.folder`` call it on a staging folder)."""
-        if self._index is None:
-            raise ValueError("nothing to save: an IVF index is created and trained by its first add()")
-        faiss.write_index(self._index, str(directory / INDEX_FILE))
-        (directory / METADATA_FILE).write_text(json.dumps(self._metadata(), indent=2) + "\n")
 
     @classmethod
     def load(cls, directory: str | os.PathLike, *, expected_model: str | None = None,

@@ -26,6 +26,7 @@ import torch
 from .. import lorentz
 from ..artifacts import INDEX_FILE, METADATA_FILE, PHRASE_INDEX_FILE
 from ..io import atomic_directory, saved_directory
+from ..lineage import check_query_model, model_fingerprint
 from ..modeling_hyte_phrase import similarity_of_best
 from .index import LorentzIndex, read_faiss_file
 from .store import HyperboloidStore
@@ -70,9 +71,6 @@ class PhraseStore:
     def __len__(self) -> int:
         return len(self._ids)
 
-    def __contains__(self, doc_id: object) -> bool:
-        return int(doc_id) in self._row_of
-
     @property
     def ids(self) -> np.ndarray:
         return self._ids.copy()
@@ -103,12 +101,11 @@ class PhraseStore:
             lexical_ids.append(np.asarray(entry["lexical_ids"], dtype=np.int32))
             lexical_weights.append(np.asarray(entry["lexical_weights"], dtype=np.float32))
         first = len(self._ids)
-        self._units = np.concatenate([self._units, *[u.astype(self.dtype) for u in units]])
+        self._units = np.concatenate([self._units, *units], dtype=self.dtype)
         self._unit_offsets = np.concatenate([self._unit_offsets, self._unit_offsets[-1]
                                              + np.cumsum([len(u) for u in units], dtype=np.int64)])
         self._lexical_ids = np.concatenate([self._lexical_ids, *lexical_ids])
-        self._lexical_weights = np.concatenate([self._lexical_weights, *[w.astype(self.dtype)
-                                                                         for w in lexical_weights]])
+        self._lexical_weights = np.concatenate([self._lexical_weights, *lexical_weights], dtype=self.dtype)
         self._lexical_offsets = np.concatenate([self._lexical_offsets, self._lexical_offsets[-1]
                                                 + np.cumsum([len(i) for i in lexical_ids], dtype=np.int64)])
         self._ids = np.concatenate([self._ids, ids])
@@ -167,7 +164,7 @@ class PhraseStore:
 
     # ---------------------------------------------------------------- persistence
 
-    def write(self, directory: Path) -> None:
+    def write_files(self, directory: Path) -> None:
         """Write the arrays (``.npy``) and ``store.json`` into an existing directory (not atomic by itself)."""
         for name in STORE_ARRAYS:
             np.save(directory / f"{name}.npy", getattr(self, f"_{name}"))
@@ -265,8 +262,7 @@ class EuclideanFlatIndex:
         scores[labels < 0] = -np.inf
         return scores, labels
 
-    def save(self, directory: Path) -> None:
-        directory.mkdir()
+    def write_files(self, directory: Path) -> None:
         faiss.write_index(self._index, str(directory / INDEX_FILE))
         (directory / METADATA_FILE).write_text(json.dumps({"dim": self.dim, "kind": "euclidean-flat"}) + "\n")
 
@@ -281,7 +277,6 @@ class EuclideanFlatIndex:
 # ----------------------------------------------------------------------------------------------------------------
 # Global index + phrase store
 # ----------------------------------------------------------------------------------------------------------------
-
 
 
 class PhraseIndex:
@@ -303,8 +298,6 @@ class PhraseIndex:
                **index_options) -> PhraseIndex:
         """An empty index for ``model`` (a HyTEPhraseModel): its geometry, width, curvature, fusion weights and
         fingerprint (the lineage check, ``hyte.lineage``)."""
-        from ..lineage import model_fingerprint
-
         fingerprint = model_fingerprint(model)
         config = model.config
         geometry = config.geometry
@@ -319,10 +312,6 @@ class PhraseIndex:
             global_index = EuclideanFlatIndex(dim)
         fusion = {"global": config.fusion_global, "phrase": config.fusion_phrase, "lexical": config.fusion_lexical}
         return cls(global_index, PhraseStore(dim, geometry, curvature, dtype), fusion, model_name, fingerprint)
-
-    @property
-    def geometry(self) -> str:
-        return self.store.geometry
 
     def __len__(self) -> int:
         return len(self.store)
@@ -354,7 +343,7 @@ class PhraseIndex:
 
     def _global_scores(self, scores: np.ndarray) -> np.ndarray:
         """Global index scores on the phrase scale: cosines, or minus geodesic distances (lorentz)."""
-        if self.geometry == "lorentz":
+        if self.store.geometry == "lorentz":
             return -lorentz.distance_from_inner(torch.as_tensor(scores, dtype=torch.float64),
                                                 self.store.curvature).numpy().astype(np.float32)
         return scores
@@ -397,8 +386,6 @@ class PhraseIndex:
         checked anew, an unchanged one costs nothing more. ``check_model=False`` skips the check (experts, or
         ``hyte index search``, which checks itself)."""
         if check_model:
-            from ..lineage import check_query_model
-
             check_query_model(self, model, None)
         encode_keys = ("budget", "unit", "tags", "override", "max_length")
         encode = {key: options.pop(key) for key in encode_keys if key in options}
@@ -416,13 +403,9 @@ class PhraseIndex:
     def write_files(self, directory: Path) -> None:
         """Write ``global/``, ``phrase/`` and ``phrase_index.json`` into an existing folder (not atomic by itself:
         ``save`` and ``hyte.retrieval.folder`` call it on a staging folder)."""
-        if isinstance(self.global_index, LorentzIndex):
-            (directory / "global").mkdir()
-            self.global_index.write_files(directory / "global")
-        else:
-            self.global_index.save(directory / "global")
-        (directory / "phrase").mkdir()
-        self.store.write(directory / "phrase")
+        for name, part in (("global", self.global_index), ("phrase", self.store)):
+            (directory / name).mkdir()
+            part.write_files(directory / name)
         kind = "lorentz" if isinstance(self.global_index, LorentzIndex) else "euclidean-flat"
         (directory / PHRASE_INDEX_FILE).write_text(json.dumps(
             {"global_kind": kind, "fusion": self.fusion, "model_name": self.model_name,

@@ -15,12 +15,15 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from contextlib import ExitStack
 from typing import Any, Self
 
 import numpy as np
 
 from .. import __version__ as _hyte_version
 from ..errors import HyteError
+from ..lineage import model_fingerprint
+from .folder import documents_for, model_reference
 from .store import (
     TextStore,
     augment,
@@ -109,11 +112,10 @@ def _check_max_norm(max_norm: Any, kind: str) -> float | None:
     return value
 
 
-def _check_table_name(table: str) -> str:
+def _check_table_name(table: str) -> None:
     if not isinstance(table, str) or not _TABLE_NAME.match(table):
         raise ValueError(f"table name must be lower-case letters, digits and _ (starting with a letter or _, at most "
                          f"63 characters); got {table!r}")
-    return table
 
 
 class PgVectorIndex(TextStore):
@@ -159,18 +161,16 @@ class PgVectorIndex(TextStore):
                              f"{dim + 1}. Use kind='exact'.")
         options = {}
         if kind == "hnsw":
-            options = {"hnsw_m": check_positive_int("hnsw_m", hnsw_m),
-                       "ef_construction": check_positive_int("ef_construction", ef_construction),
-                       "ef_search": check_positive_int("ef_search", ef_search),
-                       "candidates": check_positive_int("candidates", candidates),
-                       "max_norm": max_norm}
+            given = {"hnsw_m": hnsw_m, "ef_construction": ef_construction, "ef_search": ef_search,
+                     "candidates": candidates}
+            options = {**{name: check_positive_int(name, value) for name, value in given.items()}, "max_norm": max_norm}
             if options["ef_search"] > 1000:
                 raise ValueError(f"pgvector's hnsw.ef_search is at most 1000; got {ef_search}")
         metadata = {"format_version": FORMAT_VERSION, "hyte_version": _hyte_version, "model_name": model_name,
                     "model_fingerprint": model_fingerprint, "curvature": float(curvature), "dim": dim, "kind": kind,
                     "options": options, "time_bounds": [0.0, 0.0]}
-        connection = connect(dsn)
-        try:
+        with ExitStack() as on_failure:
+            connection = on_failure.enter_context(connect(dsn))  # closed unless the index is made
             with connection.transaction():
                 connection.execute(f"CREATE TABLE IF NOT EXISTS {METADATA_TABLE} (name text PRIMARY KEY, "
                                    "metadata jsonb NOT NULL)")
@@ -184,10 +184,8 @@ class PgVectorIndex(TextStore):
                 index = cls(connection, dsn, table, metadata)
                 if points is not None:
                     index.add(points, ids, documents)
-        except BaseException:
-            connection.close()
-            raise
-        return index
+            on_failure.pop_all()
+            return index
 
     @classmethod
     def check_table_free(cls, dsn: str, table: str, overwrite: bool = False) -> None:
@@ -213,11 +211,10 @@ class PgVectorIndex(TextStore):
              expected_curvature: float | None = None) -> PgVectorIndex:
         """Open an index ``create`` made; ``expected_*`` are checked like ``LorentzIndex.load``'s."""
         _check_table_name(table)
-        connection = connect(dsn)
-        try:
-            has_metadata = cls._table_exists(connection, METADATA_TABLE)
-            row = has_metadata and connection.execute(f"SELECT metadata FROM {METADATA_TABLE} WHERE name = %s",
-                                                      (table,)).fetchone()
+        with ExitStack() as on_failure:
+            connection = on_failure.enter_context(connect(dsn))  # closed unless the index is opened
+            row = cls._table_exists(connection, METADATA_TABLE) and connection.execute(
+                f"SELECT metadata FROM {METADATA_TABLE} WHERE name = %s", (table,)).fetchone()
             if not row:
                 raise FileNotFoundError(f"PostgreSQL at {redacted(dsn)} holds no HyTE index {table!r}: build one "
                                         f"with `hyte index build --backend pgvector --dsn DSN --table {table} ...`")
@@ -227,10 +224,8 @@ class PgVectorIndex(TextStore):
                                  f"supported (this hyte reads version {FORMAT_VERSION})")
             index = cls(connection, dsn, table, metadata)
             index.check_compatible(expected_model, expected_dim, expected_curvature)
-        except BaseException:
-            connection.close()
-            raise
-        return index
+            on_failure.pop_all()
+            return index
 
     @staticmethod
     def _table_exists(connection, table: str) -> bool:
@@ -245,7 +240,6 @@ class PgVectorIndex(TextStore):
         return self._live_connection
 
     _closed_by_user = False
-
 
     def close(self) -> None:
         self._closed_by_user = True
@@ -283,16 +277,13 @@ class PgVectorIndex(TextStore):
         return (np.array([row[0] for row in rows], dtype=np.int64),
                 np.array([row[1].to_numpy() for row in rows], dtype=np.float32).reshape(-1, self.dim))
 
-    def points_of(self, ids: np.ndarray) -> np.ndarray:
-        flat = np.asarray(ids, dtype=np.int64).ravel()
+    def _fill_points(self, flat: np.ndarray, result: np.ndarray) -> None:
         rows = self._connection.execute(f"SELECT id, embedding FROM {self.table} WHERE id = ANY(%s)",
                                         (flat[flat >= 0].tolist(),), binary=True).fetchall()
         found = {row[0]: row[1].to_numpy() for row in rows}
-        result = np.full((len(flat), self.dim), np.nan, dtype=np.float32)
         for position, identifier in enumerate(flat):
             if identifier in found:
                 result[position] = found[identifier]
-        return result.reshape(*np.shape(ids), self.dim)
 
     def document(self, index_id: int) -> dict[str, str]:
         """Index id ``index_id``'s {"id": its own id (the index id if it has none), "text": ...}."""
@@ -355,7 +346,9 @@ class PgVectorIndex(TextStore):
                 updates = ", ".join(f"{name} = EXCLUDED.{name}" for name in columns.split(", ")[1:])
                 self._connection.execute(f"INSERT INTO {self.table} ({columns}) SELECT {columns} FROM {target} "
                                          f"ON CONFLICT (id) DO UPDATE SET {updates}")
-            self._save_metadata(time_bounds=list(bounds))
+            self._metadata.update(time_bounds=list(bounds), options=self.options)
+            self._connection.execute(f"UPDATE {METADATA_TABLE} SET metadata = %s WHERE name = %s",
+                                     (json.dumps(self._metadata), self.table))
             if self.kind == "hnsw":
                 # Built once the first documents are in (a bulk build is much faster than row-by-row inserts into
                 # an empty graph); later rows are linked in as they arrive.
@@ -381,11 +374,6 @@ class PgVectorIndex(TextStore):
                 f"PgVectorIndex.create(..., max_norm=M, overwrite=True) (hyte index build --max-norm M --overwrite)")
         return augment(x64, bound)
 
-    def _save_metadata(self, **changes) -> None:
-        self._metadata.update(changes, options=self.options)
-        self._connection.execute(f"UPDATE {METADATA_TABLE} SET metadata = %s WHERE name = %s",
-                                 (json.dumps(self._metadata), self.table))
-
     # ------------------------------------------------------------------ search
 
     def search(self, queries: Any, k: int = 10, *, exact: bool | None = None, ef_search: int | None = None,
@@ -395,11 +383,8 @@ class PgVectorIndex(TextStore):
         float64; kind "hnsw" walks the graph (``ef_search`` beam, ``candidates`` re-scored rows)."""
         q = self._check_queries(queries)
         k = check_positive_int("k", k)
-        count = len(self)
-        if count == 0:
-            return np.full((len(q), k), -np.inf, dtype=np.float32), np.full((len(q), k), -1, dtype=np.int64)
         if exact or (exact is None and self.kind == "exact"):
-            scores, ids = self.exact_search64(q, k, count)
+            scores, ids = self.exact_search64(q, k)
             return scores.astype(np.float32), ids
         if self.kind != "hnsw":
             raise ValueError("exact=False needs an index of kind 'hnsw'")
@@ -409,9 +394,8 @@ class PgVectorIndex(TextStore):
     def is_exact(self) -> bool:
         return self.kind == "exact"
 
-    def exact_search64(self, q: np.ndarray, k: int, count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        count = len(self) if count is None else count
-        return certified_top_k(q, k, count, self._scan_shortlist, tuple(self._metadata["time_bounds"]),
+    def exact_search64(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return certified_top_k(q, k, len(self), self._scan_shortlist, tuple(self._metadata["time_bounds"]),
                                self.curvature, self.stored)
 
     def _scan_shortlist(self, q: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -464,9 +448,6 @@ def build_pgvector_index(encoder, texts: Sequence[str], dsn: str, table: str, *,
     """Encode ``texts`` as documents with ``encoder`` into the new table ``table`` with their texts (``ids``: the
     documents' own ids), recording the model as ``hyte.retrieval.folder.index_texts`` does. The table name is
     checked before anything is encoded; an index it replaces (``overwrite``) stays until the new one is loaded."""
-    from ..lineage import model_fingerprint
-    from .folder import documents_for, model_reference
-
     if not texts:
         raise ValueError("no texts to index")
     documents = documents_for(texts, ids)

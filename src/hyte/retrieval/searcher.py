@@ -17,6 +17,11 @@ import numpy as np
 import torch
 
 from .. import lorentz
+from ..lineage import check_query_encoder
+from .folder import (documents_for, index_texts, open_index_folder, read_documents, resolve_index_model,
+                     write_index_folder)
+from .index import LorentzIndex
+from .postgres import PgVectorIndex
 
 if TYPE_CHECKING:
     from ..encoders import HyteEncoder
@@ -70,8 +75,6 @@ class HyteSearcher:
 
     def __init__(self, encoder: HyteEncoder, index: HyperboloidStore, documents: Sequence[dict] | None = None, *,
                  check_model: bool = True):
-        from ..lineage import check_query_encoder
-
         check_query_encoder(index, encoder, allow_incompatible=not check_model)
         if documents is None:  # a store that keeps the texts beside the vectors (PgVectorIndex, ShardedIndex)
             documents = getattr(index, "documents", None)
@@ -94,8 +97,6 @@ class HyteSearcher:
     def from_pgvector(cls, dsn: str, table: str, model=None, *, check_model: bool = True) -> HyteSearcher:
         """Over a ``PgVectorIndex`` table (``hyte index build --backend pgvector``); ``model`` defaults to the one
         it was built with."""
-        from .postgres import PgVectorIndex
-
         index = PgVectorIndex.open(dsn, table)
         if model is None:
             if index.model_name is None:
@@ -107,9 +108,6 @@ class HyteSearcher:
     def from_folder(cls, directory: str | os.PathLike, model=None, *, check_model: bool = True) -> HyteSearcher:
         """Load an index folder; ``model`` (folder, Hub id or ``HyteEncoder``) defaults to the one it was built
         with; another model must be declared compatible with it (see the class)."""
-        from .folder import open_index_folder, read_documents, resolve_index_model
-        from .index import LorentzIndex
-
         folder = open_index_folder(directory)
         if folder.documents is None:
             read_documents(folder.path)  # raises: the folder holds no texts, and says how to get them
@@ -125,8 +123,6 @@ class HyteSearcher:
         """Encode ``texts`` as documents with ``model`` (folder, Hub id or ``HyteEncoder``) into a new index of
         ``kind``; ``ids`` are the documents' own ids: strings or integers, unique as text (1 and '1' are one id; a
         float is refused); default: their positions. Checked before the model is loaded."""
-        from .folder import documents_for, index_texts
-
         documents = documents_for(texts, ids)
         encoder = _load_hyte_encoder(model)
         index = index_texts(encoder, texts, kind=kind, batch_size=batch_size, show_progress_bar=show_progress_bar)
@@ -139,8 +135,6 @@ class HyteSearcher:
         The safe way to grow an index: vectors handed to a store's ``add`` carry no trace of the model that made
         them, so points of another model would be accepted there and silently mix two embedding spaces. ``ids``:
         the documents' own ids (default: their index ids), unique among all documents."""
-        from .folder import documents_for
-
         documents = documents_for(texts, ids)  # refuses a bare string, empty texts, repeated ids
         if not isinstance(self.documents, list) and not hasattr(self.index, "stored_own_ids"):
             raise TypeError(f"{type(self.index).__name__} keeps no texts to add to")
@@ -168,8 +162,6 @@ class HyteSearcher:
         input); returns how many were removed. An id this searcher does not hold is refused, naming it: a typo
         would otherwise remove nothing without a word. A store that keeps its own texts (PostgreSQL) removes
         documents itself."""
-        from .index import LorentzIndex
-
         if not isinstance(self.documents, list) or not isinstance(self.index, LorentzIndex):
             raise TypeError(f"{type(self.index).__name__} keeps its documents itself: remove them there")
         wanted = [ids] if isinstance(ids, (str, int)) else list(ids)
@@ -186,9 +178,6 @@ class HyteSearcher:
         ``from_folder``, ``hyte index search`` and ``hyte rag`` read. An existing index folder is replaced only with
         ``overwrite``. After removals the folder holds the remaining documents, numbered afresh (its rows are its
         ids); this searcher is left as it is."""
-        from .folder import write_index_folder
-        from .index import LorentzIndex
-
         index, documents = self.index, self.documents
         if isinstance(index, LorentzIndex) and isinstance(documents, list):
             live = index.ids

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import HyteError
+from .postgres import PgVectorError
 from .store import HyperboloidStore, TextStore, check_positive_int, integer_ids
 
 __all__ = ["ShardUnavailableError", "ShardedIndex", "ShardedResult"]
@@ -66,13 +67,13 @@ class ShardedIndex(TextStore):
                 if getattr(shard, field) != getattr(first, field):
                     raise ValueError(f"shard {position} holds {field} {getattr(shard, field)!r} but shard 0 holds "
                                      f"{getattr(first, field)!r}: every shard must hold the same model's points")
+        self.dim, self.curvature = first.dim, first.curvature
+        self.model_name, self.model_fingerprint = first.model_name, first.model_fingerprint
         self.shards = shards
         self.names = [repr(shard) for shard in shards] if names is None else [str(name) for name in names]
         if len(self.names) != len(shards):
             raise ValueError(f"{len(self.names)} names for {len(shards)} shards")
         self.allow_partial = allow_partial
-        self.dim, self.curvature = first.dim, first.curvature
-        self.model_name, self.model_fingerprint = first.model_name, first.model_fingerprint
         self._check_placement()
 
     def _check_placement(self) -> None:
@@ -85,13 +86,12 @@ class ShardedIndex(TextStore):
                                  f"({self.names[position]}): give each shard once")
         count = len(self.shards)
 
-        def misplaced(position_and_shard):
-            position, shard = position_and_shard
+        def misplaced(position, shard):
             ids = shard.ids
             wrong = ids[ids % count != position]
             return int(wrong[0]) if len(wrong) else None
 
-        answers = self._each(misplaced, arguments=list(enumerate(self.shards)), partial=self.allow_partial)
+        answers = self._each(misplaced, positions=True, partial=self.allow_partial)
         for position, wrong in sorted(answers.items()):
             if wrong is not None:
                 raise ValueError(f"shard {position} ({self.names[position]}) holds id {wrong}, which belongs on shard "
@@ -100,14 +100,14 @@ class ShardedIndex(TextStore):
 
     # ------------------------------------------------------------------ fan-out
 
-    def _each(self, call, *, arguments: Sequence | None = None, partial: bool = False,
+    def _each(self, call, *, positions: bool = False, partial: bool = False,
               remedy: str = _SEARCH_REMEDY) -> dict[int, Any]:
-        """``call(arguments[position])`` (default: ``call(shard)``) for every shard, in threads; {position: result}.
-        A failure raises ``ShardUnavailableError`` naming the shard and the ``remedy``, unless ``partial`` (then the
-        shard is left out)."""
-        arguments = self.shards if arguments is None else arguments
-        with ThreadPoolExecutor(max_workers=len(arguments)) as pool:
-            futures = {position: pool.submit(call, argument) for position, argument in enumerate(arguments)}
+        """``call(shard)`` (with ``positions``: ``call(position, shard)``) for every shard, in threads; {position:
+        result}. A failure raises ``ShardUnavailableError`` naming the shard and the ``remedy``, unless ``partial``
+        (then the shard is left out)."""
+        with ThreadPoolExecutor(max_workers=len(self.shards)) as pool:
+            futures = {position: pool.submit(call, position, shard) if positions else pool.submit(call, shard)
+                       for position, shard in enumerate(self.shards)}
         results = {}
         for position, future in futures.items():
             error = future.exception()
@@ -129,8 +129,6 @@ class ShardedIndex(TextStore):
             database_errors = (psycopg.OperationalError, psycopg.InterfaceError)
         except ImportError:
             database_errors = ()
-        from .postgres import PgVectorError
-
         return isinstance(error, (ConnectionError, TimeoutError, PgVectorError, *database_errors))
 
     def _shard_of(self, ids: np.ndarray) -> np.ndarray:
@@ -156,14 +154,11 @@ class ShardedIndex(TextStore):
     def _stored_among(self, ids: np.ndarray) -> np.ndarray:
         return np.sort(np.concatenate(list(self._each(lambda shard: shard._stored_among(ids)).values())))
 
-    def points_of(self, ids: np.ndarray) -> np.ndarray:
-        flat = np.asarray(ids, dtype=np.int64).ravel()
-        result = np.full((len(flat), self.dim), np.nan, dtype=np.float32)
+    def _fill_points(self, flat: np.ndarray, result: np.ndarray) -> None:
         for position, shard in enumerate(self.shards):
             mine = (flat >= 0) & (self._shard_of(flat) == position)
             if mine.any():
                 result[mine] = shard.points_of(flat[mine])
-        return result.reshape(*np.shape(ids), self.dim)
 
     def document(self, index_id: int) -> dict[str, str]:
         """From the shard that holds ``index_id``."""
@@ -184,19 +179,18 @@ class ShardedIndex(TextStore):
         targets = self._shard_of(ids)
         documents = None if documents is None else list(documents)
 
-        def write(position_and_shard):
-            position, shard = position_and_shard
+        def write(position, shard):
             mine = np.flatnonzero(targets == position)
             part = None if documents is None else [documents[i] for i in mine]
             return getattr(shard, method)(points[mine], ids[mine], part) if len(mine) else None
 
-        self._each(write, arguments=list(enumerate(self.shards)), remedy=_WRITE_REMEDY)
+        self._each(write, positions=True, remedy=_WRITE_REMEDY)
 
     def remove(self, ids: Any) -> int:
         flat = integer_ids(ids).ravel()
-        removed = self._each(lambda part: part[1].remove(flat[self._shard_of(flat) == part[0]]),
-                             arguments=list(enumerate(self.shards)), remedy="The other shards removed their "
-                             "documents; once it is back, remove the same ids again")
+        removed = self._each(lambda position, shard: shard.remove(flat[self._shard_of(flat) == position]),
+                             positions=True, remedy="The other shards removed their documents; once it is back, "
+                             "remove the same ids again")
         return sum(removed.values())
 
     # ------------------------------------------------------------------ search

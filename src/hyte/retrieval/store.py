@@ -46,11 +46,12 @@ def as_array(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def refreshed_time(points: np.ndarray, c: float) -> np.ndarray:
-    """x_0 = sqrt(c + |x_s|^2) in float64 from float32 points' space parts, (N, D) -> (N,) (as hyte.lorentz's
-    float64 distances recompute it)."""
-    space = points[:, 1:].astype(np.float64)
-    return np.sqrt(c + np.einsum("ij,ij->i", space, space))
+def refreshed(points: np.ndarray, c: float, sign: float = 1.0) -> np.ndarray:
+    """A float64 copy of float32 points, (N, D) -> (N, D), x_0 recomputed from the space part as sign * sqrt(c +
+    |x_s|^2) (as hyte.lorentz's float64 distances recompute it; ``sign`` -1 for sign-flipped queries)."""
+    x64 = points.astype(np.float64)
+    x64[:, 0] = sign * np.sqrt(c + np.einsum("ij,ij->i", x64[:, 1:], x64[:, 1:]))
+    return x64
 
 
 def torch64(x: np.ndarray) -> torch.Tensor:
@@ -104,7 +105,7 @@ def time_bounds(points: np.ndarray, c: float) -> tuple[float, float]:
     ``certified_top_k`` needs to bound the float32 error of a store's inner products."""
     if len(points) == 0:
         return 0.0, 0.0
-    return float(np.abs(points[:, 0]).max()), float(np.abs(points[:, 0] - refreshed_time(points, c)).max())
+    return float(np.abs(points[:, 0]).max()), float(np.abs(points[:, 0] - refreshed(points, c)[:, 0]).max())
 
 
 def _top_k_columns(scores: np.ndarray, k: int) -> np.ndarray:
@@ -121,10 +122,7 @@ def _top_k_columns(scores: np.ndarray, k: int) -> np.ndarray:
 def scan64(q: np.ndarray, ids: np.ndarray, stored: np.ndarray, c: float, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The exact top k of float32 flipped queries (M, D) over stored float32 points (N, D), both with their time
     recomputed in float64: (scores float64, ids), both (M, min(k, N)), largest first."""
-    q64 = q.astype(np.float64)
-    q64[:, 0] = -refreshed_time(q, c)
-    documents = stored.astype(np.float64)
-    documents[:, 0] = refreshed_time(stored, c)
+    q64, documents = refreshed(q, c, sign=-1.0), refreshed(stored, c)
     rows = max(1, 2 ** 24 // max(len(ids), 1))  # query rows per block: at most 128 MB of scores
     scores, labels = [], []
     for start in range(0, len(q64), rows):
@@ -162,8 +160,7 @@ def certified_top_k(q: np.ndarray, k: int, count: int, shortlist: Shortlist, bou
     unit = 2.0 ** -24
     gamma = dim * unit / (1.0 - dim * unit)
     largest, drift = bounds
-    q64 = q.astype(np.float64)
-    q64[:, 0] = -refreshed_time(q, c)  # flipped queries: -q_0
+    q64 = refreshed(q, c, sign=-1.0)  # flipped queries: -q_0
     query_time = np.abs(q[:, 0].astype(np.float64))
     error = (2.0 * gamma * query_time * largest + query_time * drift
              + largest * np.abs(q64[:, 0] - q[:, 0]))  # (N,)
@@ -176,8 +173,7 @@ def certified_top_k(q: np.ndarray, k: int, count: int, shortlist: Shortlist, bou
             scores[pending, :top_ids.shape[1]], labels[pending, :top_ids.shape[1]] = top_scores, top_ids
             break
         shortlist_scores, found, points = shortlist(q[pending], size)
-        documents = points.astype(np.float64)  # (P, size, D)
-        documents[..., 0] = refreshed_time(points.reshape(-1, dim), c).reshape(points.shape[:2])
+        documents = refreshed(points.reshape(-1, dim), c).reshape(points.shape)  # (P, size, D)
         exact = np.where(found >= 0, np.einsum("pij,pj->pi", documents, q64[pending]), -np.inf)
         order = np.argsort(-exact, axis=1, kind="stable")[:, :k]  # (P, min(k, size))
         top = np.take_along_axis(exact, order, axis=1)
@@ -369,14 +365,19 @@ class HyperboloidStore:
 
     def points_of(self, ids: np.ndarray) -> np.ndarray:
         """The stored points of ``ids`` (any shape, -1 allowed) -> ids.shape + (D,) float32, NaN rows for -1 or
-        absent ids. The default reads ``stored()``; stores that can look ids up directly override it."""
+        absent ids (``_fill_points`` finds them)."""
+        flat = np.asarray(ids, dtype=np.int64).ravel()
+        result = np.full((len(flat), self.dim), np.nan, dtype=np.float32)
+        self._fill_points(flat, result)
+        return result.reshape(*np.shape(ids), self.dim)
+
+    def _fill_points(self, flat: np.ndarray, result: np.ndarray) -> None:
+        """Write the stored points of the ids ``flat`` (N,) into their rows of ``result`` (N, D); the other rows stay
+        NaN. The default reads ``stored()``; stores that can look ids up directly override it."""
         stored_ids, points = self.stored()
         order = np.argsort(stored_ids)
-        flat = np.asarray(ids, dtype=np.int64).ravel()
         found = np.isin(flat, stored_ids)
-        result = np.full((len(flat), self.dim), np.nan, dtype=np.float32)
         result[found] = points[order[np.searchsorted(stored_ids, flat[found], sorter=order)]]
-        return result.reshape(*np.shape(ids), self.dim)
 
     def _exact_search(self, queries: np.ndarray, k: int) -> np.ndarray:
         """Ids (N, k) of the exact float64 top k over ``stored()``: the reference ``measure_recall`` compares
