@@ -24,13 +24,20 @@ from .config import (
 
 
 def _check_number(source: str, name: str, value: float | None, minimum: float, *, strict: bool,
-                  meaning: str = "") -> None:
-    """ConfigError unless ``value`` is a finite number > ``minimum`` (``strict``) or >= it; None passes."""
+                  meaning: str = "", kind: str = "a finite number") -> None:
+    """ConfigError unless ``value`` is a finite number > ``minimum`` (``strict``) or >= it; None passes. ``kind``:
+    what the message says the field takes."""
     if value is None:
         return
     if not (math.isfinite(value) and (value > minimum if strict else value >= minimum)):
-        raise ConfigError(f"{source}: {name} must be a finite number {'>' if strict else '>='} {minimum:g}"
+        raise ConfigError(f"{source}: {name} must be {kind} {'>' if strict else '>='} {minimum:g}"
                           f"{f' ({meaning})' if meaning else ''}; got {value}")
+
+
+def _check_choice(source: str, name: str, value: object, choices: tuple[str, ...]) -> None:
+    """ConfigError unless ``value`` is one of ``choices`` (named as "a, b or c")."""
+    if value not in choices:
+        raise ConfigError(f"{source}: {name} must be {', '.join(choices[:-1])} or {choices[-1]}; got {value!r}")
 
 
 # The models whose masked-LM head the mlm stage trains (config.json model_type).
@@ -49,11 +56,8 @@ def _validate_taxonomy(data: DataSpec, source: str) -> None:
     if data.taxonomy_format is not None and data.taxonomy_format not in FORMATS:
         raise ConfigError(f"{source}: data.taxonomy_format must be one of {', '.join(FORMATS)} (or left out: told by "
                           f"the path); got {data.taxonomy_format!r}")
-    if data.taxonomy_split not in SCHEMES:
-        raise ConfigError(f"{source}: data.taxonomy_split must be one of {', '.join(SCHEMES)}; "
-                          f"got {data.taxonomy_split!r}")
-    if data.concept_text not in ("name", "name_description"):
-        raise ConfigError(f"{source}: data.concept_text must be name or name_description; got {data.concept_text!r}")
+    _check_choice(source, "data.taxonomy_split", data.taxonomy_split, SCHEMES)
+    _check_choice(source, "data.concept_text", data.concept_text, ("name", "name_description"))
     if not isinstance(data.taxonomy_negatives, int) or data.taxonomy_negatives < 0:
         raise ConfigError(f"{source}: data.taxonomy_negatives must be an integer >= 0; got {data.taxonomy_negatives!r}")
     if data.names is not None and not Path(data.names).is_file():
@@ -63,8 +67,7 @@ def _validate_taxonomy(data: DataSpec, source: str) -> None:
 def validate(config: RunConfig, source: str) -> None:
     """Checks that need no model: files exist, values are in range, the stage and the model fit together."""
     model, data, training = config.model, config.data, config.training
-    if model.build not in ("load", "hyte_h", "hyte_fh", "eucbert"):
-        raise ConfigError(f"{source}: model.build must be load, hyte_h, hyte_fh or eucbert; got {model.build!r}")
+    _check_choice(source, "model.build", model.build, ("load", "hyte_h", "hyte_fh", "eucbert"))
     if model.build in ("hyte_fh", "eucbert") and config.stage != "mlm" and not model.options:
         raise ConfigError(f"{source}: a new {model.build} model needs model.options (its shape)")
     if model.path.startswith("bundled:") and model.path not in BUNDLED:
@@ -86,9 +89,7 @@ def validate(config: RunConfig, source: str) -> None:
         if (local.is_absolute() or model.path.startswith(".")) and not local.exists():
             raise ConfigError(f"{source}: model.path {model.path} does not exist")
     ontologies = ("hpo", "icd10", "hpo+icd10")
-    if data.source not in (*ontologies, "taxonomy", "jsonl", "beir", "hf_dataset"):
-        raise ConfigError(f"{source}: data.source must be hpo, icd10, hpo+icd10, taxonomy, jsonl, beir or "
-                          f"hf_dataset; got {data.source!r}")
+    _check_choice(source, "data.source", data.source, (*ontologies, "taxonomy", "jsonl", "beir", "hf_dataset"))
     if data.hierarchy and data.source not in (*ontologies, "taxonomy"):
         raise ConfigError(f"{source}: data.hierarchy needs an ontology or a taxonomy (data.source hpo, icd10, "
                           "hpo+icd10 or taxonomy with data.path)")
@@ -102,13 +103,10 @@ def validate(config: RunConfig, source: str) -> None:
             raise ConfigError(f"{source}: data.source={data.source} needs data.path")
         if not Path(data.path).exists():
             raise ConfigError(f"{source}: data.path {data.path} does not exist")
-    if data.max_examples is not None and data.max_examples <= 0:
-        raise ConfigError(f"{source}: data.max_examples must be > 0")
+    _check_number(source, "data.max_examples", data.max_examples, 0, strict=True, kind="an integer")
     if not training.output_dir.strip():  # Path("") is the current folder: checkpoints and mined data would land there
         raise ConfigError(f"{source}: training.output_dir is empty ({training.output_dir!r}); give the folder for "
                           f"checkpoints and the final model, e.g. runs/my-run")
-    if training.max_steps <= 0 or training.per_device_train_batch_size <= 0:
-        raise ConfigError(f"{source}: training.max_steps and per_device_train_batch_size must be > 0")
     rates = {"training.learning_rate": training.learning_rate, "training.head_learning_rate": training.head_learning_rate,
              "training.radius_head_learning_rate": training.radius_head_learning_rate,
              "loss.logit_scale_learning_rate": config.loss.logit_scale_learning_rate}
@@ -128,9 +126,13 @@ def validate(config: RunConfig, source: str) -> None:
                           "examples of a batch are each query's negatives; give at least as many examples as the "
                           "batch size, or a smaller batch")
     _check_number(source, "training.weight_decay", training.weight_decay, 0, strict=False, meaning="0 = none")
-    if training.warmup_steps < 0:
-        raise ConfigError(f"{source}: training.warmup_steps must be an integer >= 0 (0 = no warmup); "
-                          f"got {training.warmup_steps}")
+    # Else the Trainer refuses them only once negatives are mined (or divides by zero at the first step).
+    for name, minimum, meaning in (("max_steps", 1, ""), ("per_device_train_batch_size", 1, ""),
+                                   ("warmup_steps", 0, "0 = no warmup"), ("logging_steps", 1, "every this many steps"),
+                                   ("save_steps", 1, "every this many steps"),
+                                   ("dataloader_num_workers", 0, "0 = load batches in the training process")):
+        _check_number(source, f"training.{name}", getattr(training, name), minimum, strict=False, meaning=meaning,
+                      kind="an integer")
     if training.warmup_steps > training.max_steps and training.warmup_steps != TrainingSpec.warmup_steps:
         # The whole run would be warm-up, the learning rate never at its peak. The default (10) on a run of
         # 10 steps or fewer (a smoke test) is warned about when training starts instead (loop.training_arguments).
@@ -140,11 +142,6 @@ def validate(config: RunConfig, source: str) -> None:
     _validate_scheduler(training.lr_scheduler_type, source)
     if training.gradient_accumulation_steps < 1:
         raise ConfigError(f"{source}: training.gradient_accumulation_steps must be >= 1")
-    # Else the Trainer refuses them only once negatives are mined (or divides by zero at the first step).
-    for name in ("logging_steps", "save_steps"):
-        if getattr(training, name) < 1:
-            raise ConfigError(f"{source}: training.{name} must be an integer >= 1 (every this many steps); "
-                              f"got {getattr(training, name)}")
     # transformers treats save_total_limit <= 0 as "no limit" and keeps every checkpoint.
     if training.save_total_limit is not None and training.save_total_limit < 1:
         raise ConfigError(f"{source}: training.save_total_limit = {training.save_total_limit} would keep every "
@@ -152,9 +149,6 @@ def validate(config: RunConfig, source: str) -> None:
                           "needs at least one checkpoint), or null for no limit")
     if not 0 <= training.seed < 2**32:  # numpy's limit; its own message names no field
         raise ConfigError(f"{source}: training.seed must be an integer in [0, 2**32 - 1]; got {training.seed}")
-    if training.dataloader_num_workers < 0:
-        raise ConfigError(f"{source}: training.dataloader_num_workers must be an integer >= 0 (0 = load batches in "
-                          f"the training process); got {training.dataloader_num_workers}")
     # NaN would switch clipping off without a word
     _check_number(source, "training.max_grad_norm", training.max_grad_norm, 0, strict=True)
     mining = config.mining
@@ -169,9 +163,8 @@ def validate(config: RunConfig, source: str) -> None:
                           f"got {mining.miner!r}")
     if training.mini_batch_size is not None and training.mini_batch_size <= 0:
         raise ConfigError(f"{source}: training.mini_batch_size must be > 0 (or null: no gradient caching)")
-    if config.loss.similarity not in ("geodesic", "lorentz_inner"):
-        raise ConfigError(f"{source}: loss.similarity must be geodesic or lorentz_inner")
     loss = config.loss
+    _check_choice(source, "loss.similarity", loss.similarity, ("geodesic", "lorentz_inner"))
     # The logit scale is clamped to [1, max_logit_scale] and starts at 1 / temperature.
     _check_number(source, "loss.max_logit_scale", loss.max_logit_scale, 1, strict=False,
                   meaning="the logit scale is clamped to [1, max_logit_scale]")
@@ -180,8 +173,7 @@ def validate(config: RunConfig, source: str) -> None:
         raise ConfigError(f"{source}: loss.temperature must lie in [1 / max_logit_scale, 1] = "
                           f"[{1.0 / loss.max_logit_scale:g}, 1]; got {loss.temperature}")
     _check_number(source, "loss.hierarchy_weight", loss.hierarchy_weight, 0, strict=False)
-    if loss.hierarchy_term not in ("cone", "radius"):
-        raise ConfigError(f"{source}: loss.hierarchy_term must be cone or radius; got {loss.hierarchy_term!r}")
+    _check_choice(source, "loss.hierarchy_term", loss.hierarchy_term, ("cone", "radius"))
     if not 0 <= loss.radius_margin < math.inf or not 0 < loss.cone_min_radius < math.inf:
         raise ConfigError(f"{source}: loss.radius_margin must be >= 0 and loss.cone_min_radius > 0 (both finite); "
                           f"got {loss.radius_margin}, {loss.cone_min_radius}")
@@ -299,10 +291,8 @@ def _validate_compatible(config: RunConfig, source: str) -> None:
     spec = config.compatible
     if not spec.old_model:
         raise ConfigError(f"{source}: stage compatible needs the old model: compatible.old_model or --old OLD_MODEL")
-    if spec.alignment not in ("rince", "infonce", "l2", "none"):
-        raise ConfigError(f"{source}: compatible.alignment must be rince, infonce, l2 or none; got {spec.alignment!r}")
-    if spec.q not in ("uncertainty", "fixed", "permuted"):
-        raise ConfigError(f"{source}: compatible.q must be uncertainty, fixed or permuted; got {spec.q!r}")
+    _check_choice(source, "compatible.alignment", spec.alignment, ("rince", "infonce", "l2", "none"))
+    _check_choice(source, "compatible.q", spec.q, ("uncertainty", "fixed", "permuted"))
     if not 0 < spec.q_fixed <= 1:
         raise ConfigError(f"{source}: compatible.q_fixed must lie in (0, 1] (RINCE's exponent); got {spec.q_fixed}")
     if spec.temperature is not None and not 0 < spec.temperature <= 10:
@@ -321,9 +311,8 @@ def _validate_phrase(config: RunConfig, source: str) -> None:
                spec.phrase_weight)
     if not all(0 <= weight < math.inf for weight in weights) or sum(weights) == 0:
         raise ConfigError(f"{source}: the phrase.*_weight values must be >= 0 and not all 0")
-    if not (0 < spec.temperature < math.inf and 0 < spec.lexical_temperature < math.inf):
-        raise ConfigError(f"{source}: phrase.temperature and phrase.lexical_temperature must be finite numbers > 0; "
-                          f"got {spec.temperature}, {spec.lexical_temperature}")
+    _check_number(source, "phrase.temperature", spec.temperature, 0, strict=True)
+    _check_number(source, "phrase.lexical_temperature", spec.lexical_temperature, 0, strict=True)
     unknown = sorted(set(spec.vocabularies) - {"hpo", "icd10"})
     if unknown:
         raise ConfigError(f"{source}: phrase.vocabularies may hold hpo and icd10; got {unknown}")

@@ -134,24 +134,21 @@ def taxonomy_pairs(spec: DataSpec) -> list[dict]:
 
 def _mixed(parts: list[list[dict]], spec: DataSpec, seed: int) -> list[dict]:
     """Equal shares of each source (each capped at max_examples / len(parts)), shuffled together."""
-    if spec.max_examples is not None:
-        share = max(1, spec.max_examples // len(parts))
-        parts = [random.Random(seed).sample(part, share) if len(part) > share else part for part in parts]
-    examples = [example for part in parts for example in part]
+    share = None if spec.max_examples is None else max(1, spec.max_examples // len(parts))
+    examples = [example for part in parts for example in _subsample(part, share, seed)]
     random.Random(seed).shuffle(examples)
     return examples
 
 
-def _subsample(examples: list, spec: DataSpec, seed: int) -> list:
-    if spec.max_examples is not None and len(examples) > spec.max_examples:
-        examples = random.Random(seed).sample(examples, spec.max_examples)
-    return examples
+def _subsample(examples: list, limit: int | None, seed: int) -> list:
+    """At most ``limit`` of ``examples``, a seeded choice (None: all)."""
+    return random.Random(seed).sample(examples, limit) if limit is not None and len(examples) > limit else examples
 
 
 def _from_ontologies(spec: DataSpec, seed: int, read) -> list:
     """``read(name)`` of each ontology of ``spec.source`` (hpo, icd10): one subsampled, or both mixed (``_mixed``)."""
     parts = [read(name) for name in spec.source.split("+")]
-    return _mixed(parts, spec, seed) if len(parts) > 1 else _subsample(parts[0], spec, seed)
+    return _mixed(parts, spec, seed) if len(parts) > 1 else _subsample(parts[0], spec.max_examples, seed)
 
 
 @dataclass(frozen=True)
@@ -283,7 +280,7 @@ def contrastive_examples(spec: DataSpec, seed: int = 0, batch_size: int | None =
                                                    "name the columns to read)" if missing else problem)
         examples = [{"query": r[spec.query_field], "document": r[spec.document_field],
                      "negatives": list(r.get("negatives") or [])} for r in rows]
-    examples = _nonempty(_subsample(examples, spec, seed), spec, "examples")
+    examples = _nonempty(_subsample(examples, spec.max_examples, seed), spec, "examples")
     if batch_size is not None and len(examples) < batch_size:
         raise ConfigError(f"the training data ({spec.source} {spec.path or ''}) holds {len(examples)} examples, fewer "
                           f"than one batch of {batch_size}: give more examples or a smaller "
@@ -296,9 +293,7 @@ def refuse_lone_batches(examples: list[dict], batch_size: int, gather_negatives:
     """ConfigError when a batch of one example would be all a query sees: its only negatives are the batch's other
     documents, so with ``per_device_train_batch_size`` 1, no example's own ``negatives`` or ``parent`` and nothing
     gathered from other processes, every loss is 0 and the run writes an untrained model as if trained."""
-    if batch_size > 1 or gather_negatives:
-        return
-    if any(e.get("negatives") or e.get("parent") for e in examples):
+    if batch_size > 1 or gather_negatives or any(e.get("negatives") or e.get("parent") for e in examples):
         return
     raise ConfigError("training.per_device_train_batch_size is 1 and no example has 'negatives' of its own: a query's "
                       "negatives are the other documents of its batch, so every loss would be 0 and nothing would "
@@ -332,7 +327,7 @@ def mlm_texts(spec: DataSpec, seed: int = 0) -> list[str]:
         texts = [r[spec.text_field] for r in load_from_disk(spec.path)]
     else:
         raise ConfigError("stage mlm reads data.source hpo, icd10, hpo+icd10, jsonl or hf_dataset")
-    return _nonempty(_subsample(texts, spec, seed), spec)
+    return _nonempty(_subsample(texts, spec.max_examples, seed), spec)
 
 
 def heldout_mlm_texts(spec: DataSpec) -> list[str]:

@@ -188,8 +188,6 @@ class TrainingDivergedError(HyteError, ValueError):
 
 def refuse_diverged(model, config: RunConfig, step: int) -> None:
     """TrainingDivergedError naming the first non-finite weights, before ``final`` is written."""
-    import torch
-
     bad = [name for name, parameter in model.named_parameters() if not torch.isfinite(parameter).all()]
     if bad:
         raise TrainingDivergedError(
@@ -279,8 +277,6 @@ def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluat
 def _initial_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict]) -> float:
     """1 / temperature, divided for hyperbolic models by the mean distance to the origin of (up to 256) training
     documents under the initial model when ``loss.temperature_from_radius`` (see LossSpec); clamped to the bounds."""
-    import torch
-
     from .. import lorentz
 
     loss = config.loss
@@ -302,8 +298,6 @@ def _initial_logit_scale(built: BuiltModel, config: RunConfig, examples: list[di
 
 def _set_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict], resuming: bool) -> None:
     """Initialise the logit scale (fresh runs; resumed runs get theirs from the checkpoint) and its upper bound."""
-    import torch
-
     parameter = log_logit_scale_parameter(built.model)
     model_config = getattr(unwrap(built.model), "config", None)
     records = model_config is not None and hasattr(model_config, "max_logit_scale")  # HyTE models record both

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 from huggingface_hub.errors import StrictDataclassError
 from torch import Tensor
-from transformers import AutoModel, AutoTokenizer, PreTrainedModel
+from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel
 
 from .. import auto_classes  # noqa: F401  (checkpoints load with the installed HyTE code)
 from ..artifacts import holds
@@ -77,8 +77,6 @@ def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
         return BuiltModel(model, tokenizer, True, base)
     model = AutoModel.from_pretrained(path, trust_remote_code=True, dtype=torch.float32)
     if for_mlm and isinstance(model, (HyTEFHModel, EucBERTModel)):
-        from transformers import AutoModelForMaskedLM
-
         model = AutoModelForMaskedLM.from_pretrained(path, trust_remote_code=True, dtype=torch.float32)
     if not isinstance(model, HyTEPreTrainedModel) and getattr(model, "pooler", None) is not None:
         # The loss mean-pools the token states, so a plain encoder's pooler (BERT's dense + tanh) trains nothing;
@@ -97,9 +95,7 @@ def embed(model: PreTrainedModel, input_ids: Tensor, attention_mask: Tensor, hyp
     """(B, T) tokens -> (B, D) embeddings: hyperboloid points, or raw (un-normalised) mean-pooled vectors; the
     contrastive loss normalises the Euclidean ones itself (cosine), the order-embedding term needs them raw."""
     out = model(input_ids=input_ids, attention_mask=attention_mask)
-    if hyperbolic:
-        return out.pooler_output.float()
-    if isinstance(unwrap(model), EucBERTModel) and out.pooler_output is not None:
+    if hyperbolic or (isinstance(unwrap(model), EucBERTModel) and out.pooler_output is not None):
         return out.pooler_output.float()
     weights = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
     return ((out.last_hidden_state * weights).sum(1) / weights.sum(1).clamp_min(1.0)).float()

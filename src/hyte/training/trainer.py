@@ -9,6 +9,7 @@ the geometry (curvature, mean document radius).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from transformers import Trainer
@@ -54,10 +55,9 @@ class ContrastiveCollator:
             if example.get("parent"):
                 documents.append(example["parent"])
         # Right padding, as encode pads: a HyTE-H on a non-BERT backbone numbers positions from column 0.
-        queries = self.tokenizer([e["query"] for e in examples], padding=True, truncation=True,
-                                 max_length=self.max_query_length, padding_side="right", return_tensors="pt")
-        docs = self.tokenizer(documents, padding=True, truncation=True, max_length=self.max_document_length,
-                              padding_side="right", return_tensors="pt")
+        tokenize = partial(self.tokenizer, padding=True, truncation=True, padding_side="right", return_tensors="pt")
+        queries = tokenize([e["query"] for e in examples], max_length=self.max_query_length)
+        docs = tokenize(documents, max_length=self.max_document_length)
         exclude_mask = torch.tensor([[row != index and self._not_a_negative(example, text)
                                       for row, text in enumerate(documents)]
                                      for index, example in enumerate(examples)], dtype=torch.bool)
@@ -89,12 +89,6 @@ class ContrastiveTrainer(Trainer):
                  radius_margin: float = 0.1, gather_negatives: bool | None = None,
                  mini_batch_size: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.gather_negatives = gather_negatives
-        self.mini_batch_size = mini_batch_size
-        # No forward pass uses the logit scale, so DDP cannot synchronise it: it is left out of DDP and its
-        # gradient averaged after each backward (training_step).
-        scale = log_logit_scale_parameter(self.model)
-        self.model._ddp_params_and_buffers_to_ignore = [n for n, p in self.model.named_parameters() if p is scale]
         self.hyperbolic = hyperbolic
         self.similarity = similarity
         self.max_logit_scale = max_logit_scale
@@ -105,6 +99,12 @@ class ContrastiveTrainer(Trainer):
         self.hierarchy_term = hierarchy_term
         self.cone_min_radius = cone_min_radius
         self.radius_margin = radius_margin
+        self.gather_negatives = gather_negatives
+        self.mini_batch_size = mini_batch_size
+        # No forward pass uses the logit scale, so DDP cannot synchronise it: it is left out of DDP and its
+        # gradient averaged after each backward (training_step).
+        scale = log_logit_scale_parameter(self.model)
+        self.model._ddp_params_and_buffers_to_ignore = [n for n, p in self.model.named_parameters() if p is scale]
         self._sums: dict[str, float] = {}
         self._count = 0
 
