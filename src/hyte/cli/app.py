@@ -59,7 +59,3 @@ def _for_the_user(error: Exception) -> bool:
         frames = traceback.extract_tb(error.__traceback__)
         return bool(frames) and (frames[-1].line or "").lstrip().startswith("raise")
     return False
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -54,9 +54,8 @@ def _bench(args: argparse.Namespace) -> int:
         check_result_output(output, name)
     output_dir.mkdir(parents=True, exist_ok=True)
     failed = []
-    for name in names:
+    for name, output in outputs.items():
         script, quick, full = BENCHMARKS[name]
-        output = outputs[name]
         command = [sys.executable, str(directory / script), *(quick if args.quick else full),
                    "--threads", str(args.threads), "--output", str(output)]
         shown = portable_command(shlex.join(["python", *command[1:]]))

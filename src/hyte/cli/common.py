@@ -35,12 +35,6 @@ def print_hits(queries: list[str], found, values, documents: list[dict] | None, 
             print(f"  {rank:2d}. {name}={value:.4f}  [{shown['id']}] {shown['text'][:100]}")
 
 
-def _shows_default(action: argparse.Action) -> bool:
-    # Unset (None), on/off flags and empty lists have no default worth a word.
-    return (bool(action.option_strings) and action.default not in (None, argparse.SUPPRESS, [])
-            and not isinstance(action.default, bool))
-
-
 class HelpFormatter(argparse.HelpFormatter):
     """Ends every option's help with its default, also where the option has no help text; keeps hyphenated names
     (bundled:all-MiniLM-L6-v2, hyte-output/...) on one line."""
@@ -49,7 +43,9 @@ class HelpFormatter(argparse.HelpFormatter):
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
     def _format_action(self, action: argparse.Action) -> str:
-        if _shows_default(action) and "(default" not in (action.help or ""):
+        # Unset (None), on/off flags and empty lists have no default worth a word.
+        if (action.option_strings and action.default not in (None, argparse.SUPPRESS, [])
+                and not isinstance(action.default, bool) and "(default" not in (action.help or "")):
             action = copy.copy(action)
             action.help = f"{action.help or ''} (default: %(default)s)".lstrip()
         return super()._format_action(action)
@@ -63,10 +59,7 @@ class _StoreOnce(argparse._StoreAction):
     last value and drops the first without a word (``--query a --query b`` searched only b)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        given = getattr(namespace, _GIVEN, None)
-        if given is None:
-            given = set()
-            setattr(namespace, _GIVEN, given)
+        given = vars(namespace).setdefault(_GIVEN, set())
         if self.dest in given:
             parser.error(f"{'/'.join(self.option_strings)} was given twice; it takes one value (give it once)")
         given.add(self.dest)
@@ -155,14 +148,14 @@ def check_model_path(model: str) -> None:
         raise FileNotFoundError(f"model folder not found: {model}")
 
 
-def load_model_encoder(args: argparse.Namespace, model: str | None = None):
-    """The encoder of ``--model`` (or ``model``) with ``--kind`` and ``--max-length``; a clear error when missing."""
+def load_model_encoder(model: str, kind: str = "auto", max_length: int | None = None):
+    """The encoder of ``model`` (``load_encoder``'s ``kind`` and ``max_length``); a clear error when missing."""
     from ..encoders import load_encoder
 
-    model = str(model or args.model)
+    model = str(model)
     check_model_path(model)
     try:
-        return load_encoder(model, kind=args.kind, max_length=args.max_length)
+        return load_encoder(model, kind=kind, max_length=max_length)
     except FileNotFoundError:
         raise
     except OSError as error:  # transformers' "not a local folder and not on the Hub (offline)" and the like

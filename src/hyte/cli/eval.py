@@ -22,29 +22,26 @@ from .common import UserError, check_model_path, fmt, label_of, load_model_encod
 
 __all__ = ["add_commands"]
 
-# `hyte eval report` regenerates the tracked report from the recorded results; `hyte bench` writes elsewhere unless
-# told (cli/bench.py).
-DEFAULT_RESULTS_DIR = "benchmarks/results"
-DEFAULT_MARKDOWN = "BENCHMARKS.md"
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # hyte eval retrieval | hierarchy | build-hierarchy | radius | mteb | rag | compatibility | report
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _output_checked_first(command, benchmark: str | tuple):
-    """``command`` with its ``--output`` result path checked before anything is loaded or evaluated: a new file, or
-    an earlier result of the same ``benchmark`` kind."""
+def _result_output(parser: argparse.ArgumentParser, command, benchmark: str | tuple) -> None:
+    """``--output`` (the result JSON) and ``command``, run with that path checked before anything is loaded or
+    evaluated: a new file, or an earlier result of the same ``benchmark`` kind."""
+    example = benchmark if isinstance(benchmark, str) else benchmark[0]
+    parser.add_argument("--output", help=f"write the results as JSON (e.g. benchmarks/results/{example}_NAME.json)")
+
     def checked(args: argparse.Namespace) -> int:
-        if getattr(args, "output", None):
+        if args.output:
             model, data = getattr(args, "model", None), getattr(args, "data", None)
             data = data if isinstance(data, str) else None
             check_result_output(args.output, benchmark, model if isinstance(model, str) else None, data,
                                 data_digest(data) if data is not None and Path(data).exists() else None)
         return command(args)
 
-    return checked
+    parser.set_defaults(func=checked)
 
 
 def _model_and_data(args: argparse.Namespace, **described) -> dict:
@@ -75,7 +72,7 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
 
     _, corpus, _ = load_beir(args.data, args.split)  # format errors before the model is loaded
     too_large = sorted(k for k in set(args.k) if k > len(corpus))
-    encoder = load_model_encoder(args)
+    encoder = load_model_encoder(args.model, args.kind, args.max_length)
     results = evaluate_beir(encoder, args.data, split=args.split, k_values=args.k, batch_size=args.batch_size,
                             show_progress_bar=True)
     ks = sorted(set(args.k))
@@ -131,7 +128,7 @@ def _eval_hierarchy(args: argparse.Namespace) -> int:
     from ..evaluation.hierarchy import evaluate_hierarchy, read_hierarchy_jsonl
 
     records = read_hierarchy_jsonl(args.data)  # format errors before the model is loaded
-    encoder = load_model_encoder(args)
+    encoder = load_model_encoder(args.model, args.kind, args.max_length)
     started = time.perf_counter()
     results = evaluate_hierarchy(encoder, records, batch_size=args.batch_size)
     seconds = time.perf_counter() - started
@@ -157,7 +154,7 @@ def _eval_taxonomy(args: argparse.Namespace) -> int:
         print(f"note: --{note}", file=sys.stderr)
     vars(args).update(chosen)
     split = split_taxonomy(taxonomy, args.split, seed=args.seed)
-    encoder = load_model_encoder(args)
+    encoder = load_model_encoder(args.model, args.kind, args.max_length)
     geometry = args.geometry if args.geometry != "auto" else "lorentz" if encoder.kind == "hyperbolic" else "cosine"
     started = time.perf_counter()
     results = evaluate_taxonomy(encoder, taxonomy, split, geometry, described=args.text == "name_description",
@@ -303,17 +300,16 @@ def _eval_radius(args: argparse.Namespace) -> int:
               **({"taxonomy": portable_path(args.taxonomy), "text": args.text} if args.taxonomy else {})}
     _refuse_radius_of_other_models(earlier, args.model, sample)
     results = {}
-    for name, model in zip(names, args.model):
-        encoder = load_model_encoder(args, model)
-        results[name] = {"model": portable_path(model), **radius_by_depth(encoder, texts, batch_size=args.batch_size)}
-    depths = sorted(texts)
     columns = []  # (title, {depth: stats}): the radius, and the distance to the origin when hyperbolic
-    for name in names:
-        result = results[name]
+    for name, model in zip(names, args.model):
+        encoder = load_model_encoder(model, args.kind, args.max_length)
+        results[name] = result = {"model": portable_path(model),
+                                  **radius_by_depth(encoder, texts, batch_size=args.batch_size)}
         hyperbolic = "distance_by_depth" in result
         columns.append((name + (" x0" if hyperbolic else ""), result["by_depth"]))
         if hyperbolic:
             columns.append((name + " dist", result["distance_by_depth"]))
+    depths = sorted(texts)
     print(f"radius by depth ({source}, <= {args.per_depth} per depth)")
     print(f"{'depth':>5} {'texts':>6}" + "".join(f"{title[-22:]:>24}" for title, _ in columns))
     for depth in depths:
@@ -392,11 +388,8 @@ def _eval_rag(args: argparse.Namespace) -> int:
     names = [label_of(args.model, args.label), label_of(args.baseline, args.baseline_label)]
     if names[0] == names[1]:
         raise ValueError(f"both retrievers are called {names[0]!r}; pass --label or --baseline-label")
-    check_model_path(args.model)
-    from ..encoders import load_encoder
-
-    retrievers = {names[0]: load_encoder(args.model, kind="hyte"),
-                  names[1]: load_encoder(args.baseline, kind="euclidean")}
+    retrievers = {names[0]: load_model_encoder(args.model, "hyte"),
+                  names[1]: load_model_encoder(args.baseline, "euclidean")}
     generator = load_generator(args.generator)
     started = time.perf_counter()
     results = evaluate_rag(retrievers, generator, questions, corpus, k=args.k, max_new_tokens=args.max_new_tokens,
@@ -424,7 +417,6 @@ def _eval_rag(args: argparse.Namespace) -> int:
 def _eval_compatibility(args: argparse.Namespace) -> int:
     from ..bundled import resolve_model
     from ..compatibility.evaluation import PAIRS, evaluate_compatibility, heldout_sets
-    from ..encoders import load_encoder
     from ..lineage import model_fingerprint
 
     models = {"old": args.old, "new": args.new, **({"reference": args.reference} if args.reference else {})}
@@ -439,7 +431,7 @@ def _eval_compatibility(args: argparse.Namespace) -> int:
             raise UserError(_same_model(first, second, f"{models[first]} and {models[second]} are one folder"))
     encoders, fingerprints = {}, {}
     for role, model in models.items():
-        encoders[role] = load_encoder(model, max_length=args.max_length)  # a Euclidean pair too (L2-BCT)
+        encoders[role] = load_model_encoder(model, max_length=args.max_length)  # a Euclidean pair too (L2-BCT)
         fingerprints[role] = model_fingerprint(encoders[role].model)
         same = [earlier for earlier in fingerprints if earlier != role and fingerprints[earlier] == fingerprints[role]]
         if same:
@@ -513,7 +505,6 @@ def add_commands(subparsers) -> None:
     retrieval.add_argument("--data", required=True, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")
     retrieval.add_argument("--split", default="test")
     retrieval.add_argument("--k", type=positive_int, nargs="+", default=[1, 3, 5, 10, 100])
-    retrieval.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/retrieval_NAME.json)")
     retrieval.add_argument("--rerank", choices=["phrase", "hybrid", "token", "bigram", "random"], default=None,
                            help="phrase models: rerank the global top --k-candidates with CRF phrases, a fusion of "
                                 "global + phrase + lexical, or token / fixed-bigram / random-span units (nDCG@10, "
@@ -527,13 +518,12 @@ def add_commands(subparsers) -> None:
                                 "token, bigram and random) units per text under every unit kind, so runs with "
                                 "different --rerank compare at identical vector counts (the H+ paper's control); "
                                 "'cap' keeps min(B, the kind's own count)")
-    retrieval.set_defaults(func=_output_checked_first(_eval_retrieval, ("retrieval", "retrieval-rerank")))
+    _result_output(retrieval, _eval_retrieval, ("retrieval", "retrieval-rerank"))
 
     hierarchy = sub.add_parser("hierarchy", help="hierarchy-sensitive retrieval: SpecHR, R@1, R@5, MRR, top-1 types")
     _model_options(hierarchy)
     hierarchy.add_argument("--data", required=True, help="benchmark JSONL (hyte eval build-hierarchy)")
-    hierarchy.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/hierarchy_NAME.json)")
-    hierarchy.set_defaults(func=_output_checked_first(_eval_hierarchy, "hierarchy"))
+    _result_output(hierarchy, _eval_hierarchy, "hierarchy")
 
     taxonomy = sub.add_parser("taxonomy", help="a taxonomy by HiT's protocol: subsumption prediction (random and hard "
                                                "negatives) and parent ranking")
@@ -556,8 +546,7 @@ def add_commands(subparsers) -> None:
                                "encoder as HiT does (a ball of curvature 1 / dim)")
     taxonomy.add_argument("--ranking-questions", type=positive_int, default=1000,
                           help="test positives ranked among all concepts (the first this many)")
-    taxonomy.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/taxonomy_NAME.json)")
-    taxonomy.set_defaults(func=_output_checked_first(_eval_taxonomy, "taxonomy"))
+    _result_output(taxonomy, _eval_taxonomy, "taxonomy")
 
     build = sub.add_parser("build-hierarchy", help="build a hierarchy benchmark JSONL from an OBO ontology or HPO")
     source = build.add_mutually_exclusive_group(required=True)
@@ -602,8 +591,7 @@ def add_commands(subparsers) -> None:
     mteb.add_argument("--data", help="a local BEIR folder, run as a custom mteb retrieval task (offline)")
     mteb.add_argument("--name", help="task name for --data (default: the folder name)")
     mteb.add_argument("--split", default="test")
-    mteb.add_argument("--output", help="write mteb's scores as JSON")
-    mteb.set_defaults(func=_output_checked_first(_eval_mteb, "mteb"))
+    _result_output(mteb, _eval_mteb, "mteb")
 
     rag = sub.add_parser("rag", help="RAG on held-out HPO questions: context recall, answer support, HyTE vs base")
     rag.add_argument("--model", required=True, help="the HyTE model folder or hub id (the retriever under test)")
@@ -619,8 +607,7 @@ def add_commands(subparsers) -> None:
     rag.add_argument("--max-new-tokens", type=positive_int, default=64)
     rag.add_argument("--batch-size", type=positive_int, default=32)
     rag.add_argument("--seed", type=non_negative_int, default=0)
-    rag.add_argument("--output", help="write the results as JSON (e.g. benchmarks/results/rag_hpo.json)")
-    rag.set_defaults(func=_output_checked_first(_eval_rag, "rag"))
+    _result_output(rag, _eval_rag, "rag")
 
     compatibility = sub.add_parser(
         "compatibility", help="old->old, new->old, new->new retrieval and hierarchy metrics; P_com, P_up")
@@ -639,18 +626,13 @@ def add_commands(subparsers) -> None:
     compatibility.add_argument("--split-seed", type=non_negative_int, default=0, help="the training runs' data.hpo_seed")
     compatibility.add_argument("--seed", type=non_negative_int, default=0, help="seed of the query / document sample")
     compatibility.add_argument("--max-length", type=positive_int, default=None)
-    compatibility.add_argument("--output", help="write the results as JSON")
-    compatibility.set_defaults(func=_output_checked_first(_eval_compatibility, "compatibility"))
+    _result_output(compatibility, _eval_compatibility, "compatibility")
 
     report = sub.add_parser("report", help="regenerate BENCHMARKS.md from every JSON in the results folder")
-    report.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR)
-    report.add_argument("--output", default=DEFAULT_MARKDOWN)
+    # The tracked report, from the recorded results; `hyte bench` writes elsewhere unless told (cli/bench.py).
+    report.add_argument("--results-dir", default="benchmarks/results")
+    report.add_argument("--output", default="BENCHMARKS.md")
     report.set_defaults(func=_eval_report)
-
-
-
-# `hyte eval retrieval --rerank` names -> evaluation systems (hyte.phrase.evaluation.SYSTEMS).
-EVAL_RERANK = {"phrase": "crf", "hybrid": "hybrid", "token": "token", "bigram": "bigram", "random": "random"}
 
 
 def _eval_rerank(args: argparse.Namespace) -> int:
@@ -662,7 +644,7 @@ def _eval_rerank(args: argparse.Namespace) -> int:
     queries, corpus, qrels = load_beir(args.data, args.split)
     model, tokenizer = load_phrase_model(str(args.model))
     budget = args.budget or model.config.document_budget
-    system = EVAL_RERANK[args.rerank]
+    system = "crf" if args.rerank == "phrase" else args.rerank  # the evaluation system (phrase.evaluation.SYSTEMS)
     result = evaluate_reranking(model, tokenizer, queries, corpus, qrels, systems=("global", system),
                                 budgets=(budget,), k_candidates=(args.k_candidates,), count=args.count,
                                 batch_size=args.batch_size, max_length=args.max_length)

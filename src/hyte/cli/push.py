@@ -43,8 +43,6 @@ def _push(args: argparse.Namespace) -> int:
             result = push_to_hub(args.model_dir, args.repo_id, **options)
         for notice in notices:
             print(f"note: {notice.message}")
-    if args.dry_run_dir is not None:
-        print(f"wrote the content of {args.repo_id} to {result} (nothing uploaded)")
-    else:
-        print(f"pushed {args.model_dir} to {result}")
+    print(f"wrote the content of {args.repo_id} to {result} (nothing uploaded)" if args.dry_run_dir is not None
+          else f"pushed {args.model_dir} to {result}")
     return 0

@@ -11,13 +11,12 @@ from pathlib import Path
 
 from ..artifacts import CARD_FILE
 from ..io import read_json_file
-from ..training.config_files import parse_override
+from ..training.config_files import documented_yaml, load_config, parse_override
 
 
 def _print_config(args: argparse.Namespace) -> int:
     """--print-config: the run's config (or, without --config, the stage's defaults) as a commented YAML file."""
     from ..training.config import ConfigError, RunConfig
-    from ..training.config_files import documented_yaml, load_config
 
     if args.config is None:
         if args.set or args.resume or args.overwrite or getattr(args, "old", None):
@@ -50,7 +49,6 @@ def _overrides(args: argparse.Namespace) -> dict:
 def _train(args: argparse.Namespace) -> int:
     from ..runner import run
     from ..training.config import ConfigError
-    from ..training.config_files import load_config
     from ..training.run_folder import claim_output_dir, finished_run, resume_checkpoint
 
     if args.print_config:

@@ -79,7 +79,6 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
     kind = MODEL_KINDS[model_type].title
     if model_type == "hyte_phrase":  # the phrase heads sit on a HyTE-H (or Euclidean) backbone, whose c it uses
         config = {**(config.get("backbone_config") or {}), **config}
-    model_name = repo_id.split("/")[-1] if repo_id else local_dir.resolve().name
     eval_results = _read_eval_results(model_dir)
     curvature = _curvature(model_dir, config) if is_hyperbolic else None
 
@@ -88,7 +87,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
     if has_st:
         tags.append("sentence-transformers")
     card_data = ModelCardData(
-        model_name=model_name,
+        model_name=repo_id.split("/")[-1] if repo_id else local_dir.resolve().name,
         license=info.get("license"),
         library_name="transformers",
         pipeline_tag="sentence-similarity" if has_st else "feature-extraction",
@@ -98,11 +97,8 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
         datasets=datasets or None,
         eval_results=eval_results or None,
     )
-    return ModelCard.from_template(
-        card_data,
-        template_path=str(files("hyte") / "model_cards" / "hyte_model_card.md"),
-        model_name=model_name,
-        repo_id=repo_id or str(local_dir),
+    return _from_template(
+        "hyte_model_card.md", card_data, repo_id or str(local_dir),
         kind=kind,
         kind_description=_kind_description(model_type, config),
         is_hyperbolic=is_hyperbolic,
@@ -138,9 +134,8 @@ def render_adapter_card(adapter_dir: str | os.PathLike, repo_id: str | None = No
     adapter_config = _read_json(adapter_dir / "adapter_config.json")
     base = base_model or adapter_config.get("base_model_name_or_path")
     info = _read_json(adapter_dir / CARD_FILE, {})
-    model_name = repo_id.split("/")[-1] if repo_id else adapter_dir.resolve().name
     card_data = ModelCardData(
-        model_name=model_name,
+        model_name=repo_id.split("/")[-1] if repo_id else adapter_dir.resolve().name,
         license=info.get("license"),
         library_name="peft",
         pipeline_tag="feature-extraction",
@@ -155,16 +150,19 @@ def render_adapter_card(adapter_dir: str | os.PathLike, repo_id: str | None = No
         "lora_alpha": adapter_config.get("lora_alpha"),
         "Target modules": ", ".join(sorted(target_modules)) if isinstance(target_modules, list) else target_modules,
     }
-    return ModelCard.from_template(
-        card_data,
-        template_path=str(files("hyte") / "model_cards" / "hyte_adapter_card.md"),
-        model_name=model_name,
-        repo_id=repo_id or str(adapter_dir),
+    return _from_template(
+        "hyte_adapter_card.md", card_data, repo_id or str(adapter_dir),
         base=base or "the base model it was trained on",
         base_is_hub_id=_is_hub_id(base),
         lora=[(name, value) for name, value in lora.items() if value is not None],
         training=_training_rows(info.get("training")),
     )
+
+
+def _from_template(template: str, card_data: ModelCardData, repo_id: str, **values: Any) -> ModelCard:
+    """The card ``template`` (in hyte/model_cards) filled with ``values``; its usage snippets load from ``repo_id``."""
+    return ModelCard.from_template(card_data, template_path=str(files("hyte") / "model_cards" / template),
+                                   model_name=card_data.model_name, repo_id=repo_id, **values)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -361,9 +359,7 @@ def _limitations(model_type: str, config: dict[str, Any], datasets: list[str], e
 
 
 def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
+    return [] if value is None else [value] if isinstance(value, str) else list(value)
 
 
 def _slug(text: str) -> str:

@@ -26,6 +26,7 @@ from huggingface_hub import HfApi, ModelCard, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from ..artifacts import CARD_FILE, KINDS, NOT_MODELS, given_and_real, holds, markers
+from ..io import check_path_kind
 from ..model_kinds import BASE_CODE_FILES, MODEL_KINDS
 from ..modeling_hyte import not_a_model_folder
 from .card import render_adapter_card, render_model_card
@@ -191,7 +192,7 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
     self-contained (every custom module type ``file.Class`` with ``file.py`` at the root). All problems are
     reported at once.
     """
-    model_dir = _existing_dir(model_dir)
+    model_dir = check_path_kind(model_dir, "folder", "model folder")
     if holds(model_dir, "adapter") and not holds(model_dir, "model"):
         raise ValueError(f"{model_dir} is a LoRA adapter folder, not a model: push it with --adapter (push_adapter)")
     if not holds(model_dir, "model"):
@@ -201,8 +202,7 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
                          "and tokenizer, as save_pretrained writes them)")
     _refuse_checkpoint(model_dir, "final")
     problems = []
-    config_path = model_dir / "config.json"
-    config = _json_or_none(config_path)
+    config = _json_or_none(model_dir / "config.json")
     if config is None:
         problems.append("config.json is not valid JSON")
     else:
@@ -245,7 +245,7 @@ def _loading_problems(model_dir: Path) -> list[str]:
 
 def check_adapter_dir(adapter_dir: str | os.PathLike) -> None:
     """Raise unless ``adapter_dir`` is a PEFT adapter folder with safetensors weights and no pickle files."""
-    adapter_dir = _existing_dir(adapter_dir)
+    adapter_dir = check_path_kind(adapter_dir, "folder", "adapter folder")
     _refuse_checkpoint(adapter_dir, "adapter")
     problems = []
     if _json_or_none(adapter_dir / "adapter_config.json") is None:
@@ -265,13 +265,6 @@ def _refuse_checkpoint(folder: Path, pushed: str) -> None:
                  f"finish the run (hyte train ... --resume), then push {run / pushed}")
         raise ValueError(f"{folder} is a training checkpoint, the point the run in {run} resumes from (with its "
                          f"optimizer state), not a model to publish: {ready}")
-
-
-def _existing_dir(path: str | os.PathLike) -> Path:
-    path = Path(path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path} is not a folder.")
-    return path
 
 
 def _json_or_none(path: Path):

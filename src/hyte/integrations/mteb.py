@@ -10,7 +10,6 @@ Requires ``pip install mteb``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,10 @@ from mteb.types import PromptType
 from sentence_transformers import SentenceTransformer
 from torch import Tensor
 
+from ..io import json_or_empty
 from ..lorentz import flip_time, inner
 from ..model_kinds import MODEL_KINDS
-from .sentence_transformers import hyte_curvature, lorentz_similarity
+from .sentence_transformers import hyte_curvature, lorentz_similarity, sentence_transformer
 
 __all__ = ["HyteMtebEncoder", "InMemoryRetrievalTask", "evaluate_mteb", "retrieval_task"]
 
@@ -115,8 +115,7 @@ def _euclidean_sentence_transformer(model_path: str) -> SentenceTransformer:
     EucBERT pools as its config says (mean or CLS)."""
     from sentence_transformers.sentence_transformer.modules import Pooling
 
-    config_file = Path(model_path) / "config.json"  # a local folder's; a hub id loads as sentence-transformers says
-    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    config = json_or_empty(Path(model_path) / "config.json")  # a local folder's; a hub id loads as ST says
     kind = MODEL_KINDS.get(config.get("model_type"))
     if kind is not None and kind.is_hyperbolic(config):
         raise ValueError(f"{model_path} is a hyperbolic {kind.title} model: evaluate it as one (kind 'hyte'; on the "
@@ -136,8 +135,6 @@ def evaluate_mteb(model_path: str, kind: str, tasks: list, *, name: str, max_len
     import mteb
 
     if kind == "hyte":
-        from .sentence_transformers import sentence_transformer
-
         model = HyteMtebEncoder(sentence_transformer(model_path, max_seq_length=max_length), name=f"local/{name}")
     else:
         model = _euclidean_sentence_transformer(model_path)

@@ -285,10 +285,7 @@ def _as_points(x: Tensor | np.ndarray, c: float) -> Tensor:
     The time coordinate is recomputed from the space part, which undoes the query route's sign flip (and is exact
     for points of this hyperboloid), so query and document vectors can be mixed freely.
     """
-    x = torch.as_tensor(x)
-    if x.dim() == 1:
-        x = x.unsqueeze(0)
-    return add_time(x[..., 1:].to(torch.float64), c)
+    return add_time(torch.atleast_2d(torch.as_tensor(x))[..., 1:].to(torch.float64), c)
 
 
 def lorentz_similarity(a: Tensor | np.ndarray, b: Tensor | np.ndarray, c: float = 1.0) -> Tensor:
@@ -297,14 +294,12 @@ def lorentz_similarity(a: Tensor | np.ndarray, b: Tensor | np.ndarray, c: float 
     For any pair of HyTE vectors (document-document, query-query, mixed); ``model.similarity`` is only right for
     encode_query x encode_document. <x, y>_L = -c exactly when x = y and decreases with the geodesic distance.
     """
-    dtype = _result_dtype(a)
-    return pairwise_inner(_as_points(a, c), _as_points(b, c)).to(dtype)
+    return pairwise_inner(_as_points(a, c), _as_points(b, c)).to(_result_dtype(a))
 
 
 def geodesic_similarity(a: Tensor | np.ndarray, b: Tensor | np.ndarray, c: float = 1.0) -> Tensor:
     """Negative geodesic distances -d(a_i, b_j): (N, D), (M, D) -> (N, M). Same ranking as ``lorentz_similarity``."""
-    dtype = _result_dtype(a)
-    return -pairwise_distance(_as_points(a, c), _as_points(b, c), c).to(dtype)
+    return -pairwise_distance(_as_points(a, c), _as_points(b, c), c).to(_result_dtype(a))
 
 
 def _result_dtype(x: Tensor | np.ndarray) -> torch.dtype:
