@@ -185,19 +185,16 @@ def calibration(q: np.ndarray, errors: np.ndarray, permutations: int = 1000, boo
     """Spearman rho between per-query uncertainty q and error (rank of the positive), with a 95 % bootstrap
     interval, and the permuted-q control: rho of ``permutations`` random reassignments of q (mean, sd) and the
     two-sided permutation p-value (share of permuted |rho| >= the observed |rho|). (Q,), (Q,) -> dict."""
-    from scipy.stats import rankdata, spearmanr
+    from scipy.stats import spearmanr
+
+    from ..evaluation.radius import rank_correlations
 
     rng = np.random.default_rng(seed)
     rho = float(spearmanr(q, errors).statistic)
-    ranked_q, ranked_e = rankdata(q), rankdata(errors)
-
-    def pearson(a, b):  # Spearman = Pearson of ranks; vectorised over rows
-        a, b = a - a.mean(-1, keepdims=True), b - b.mean(-1, keepdims=True)
-        return (a * b).sum(-1) / np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
-
-    permuted = pearson(np.stack([rng.permutation(ranked_q) for _ in range(permutations)]), ranked_e[None, :])
+    permuted = rank_correlations(np.stack([rng.permutation(q) for _ in range(permutations)]),
+                                  np.broadcast_to(errors, (permutations, len(errors))))
     rows = rng.integers(0, len(q), size=(bootstrap, len(q)))
-    boot = np.array([spearmanr(q[r], errors[r]).statistic for r in rows])
+    boot = rank_correlations(q[rows], errors[rows])
     boot = boot[np.isfinite(boot)]
     return {"spearman": rho, "ci95": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
             "permuted_mean": float(permuted.mean()), "permuted_sd": float(permuted.std()),

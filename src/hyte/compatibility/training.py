@@ -24,7 +24,7 @@ from ..io import atomic_file, write_jsonl
 from ..training.config import ConfigError, RunConfig
 from ..training.data import hierarchy_for
 from ..training.losses import similarity_matrix
-from ..training.models import logit_scale
+from ..training.models import build_model, curvature_of, logit_scale, unwrap
 from ..training.trainer import ContrastiveCollator, ContrastiveTrainer
 from .objective import alignment_q, cone_loss, l2_influence_loss, rince_loss, uncertainty
 
@@ -133,8 +133,6 @@ class CompatibleTrainer(ContrastiveTrainer):
         spec = self.spec
         if spec.weight == 0 or (spec.alignment == "none" and not spec.cone):
             return loss
-        from ..training.models import curvature_of
-
         curvature = curvature_of(model) if self.hyperbolic else 0.0  # 0: the Euclidean pair (unit vectors)
         batch = queries.shape[0]
         rows = inputs["old_rows"].to("cpu")
@@ -155,13 +153,11 @@ class CompatibleTrainer(ContrastiveTrainer):
                          else logit_scale(model, self.max_logit_scale).detach())  # the alignment does not move it
                 logits = scale * similarity_matrix(anchors, old, hyperbolic=True, similarity=self.similarity,
                                                    curvature=curvature)  # (2B, M)
-                exclude = inputs.get("exclude_mask")
-                exclude = exclude.repeat(2, 1) if exclude is not None else None
-                if spec.alignment == "rince":
-                    term = rince_loss(logits, positives, q.repeat(2), spec.rince_lambda, exclude)
-                else:
-                    masked = logits.masked_fill(exclude, float("-inf")) if exclude is not None else logits
-                    term = F.cross_entropy(masked, positives)
+                exclude = inputs.get("exclude_mask")  # copies of a positive, left out of the candidates
+                if exclude is not None:
+                    logits = logits.masked_fill(exclude.repeat(2, 1), float("-inf"))
+                term = (rince_loss(logits, positives, q.repeat(2), spec.rince_lambda) if spec.alignment == "rince"
+                        else F.cross_entropy(logits, positives))
             parts["align_loss"], total = float(term.detach()), total + term
         if self.hyperbolic:
             parts["mean_q"] = float(q.mean())
@@ -211,7 +207,6 @@ def train_compatible(config: RunConfig, resume: bool = False, callbacks: list | 
     from ..lineage import declare_compatible, model_fingerprint
     from ..training.loop import train_pairs
     from ..training.mining import examples_with_mined_negatives
-    from ..training.models import build_model, unwrap
 
     spec = config.compatible
     old = load_encoder(spec.old_model, max_length=config.loss.max_document_length)

@@ -19,8 +19,8 @@ import torch
 
 from .. import lorentz
 from ..evaluation.metrics import ndcg_at_k, recall_at_k
-from ..modeling_hyte_phrase import pool_units, segment, unit_counts, units_from_tags
-from ..retrieval.phrase import ragged_rows, segment_maxsim
+from ..modeling_hyte_phrase import segment, unit_counts, units_from_tags
+from ..retrieval.phrase import fuse, ragged_rows, segment_maxsim
 
 UNIT_KINDS = ("crf", "token", "bigram", "random")
 SYSTEMS = ("global", *UNIT_KINDS, "hybrid")
@@ -54,7 +54,6 @@ def encode_texts(model, tokenizer, texts: Sequence[str], kinds: Sequence[str] = 
                  batch_size: int = 32, max_length: int | None = None) -> EncodedTexts:
     """Run the model once per batch and derive every unit kind from the same token states (``EncodedTexts``)."""
     model.eval()
-    geometry, curvature, p = model.config.geometry, model.curvature, model.config.oem_p
     globals_, lexical = [], []
     parts: dict[str, list] = {kind: [] for kind in kinds}
     natural: dict[str, list] = {kind: [] for kind in kinds}
@@ -74,7 +73,7 @@ def encode_texts(model, tokenizer, texts: Sequence[str], kinds: Sequence[str] = 
                 unit_ids = units_from_tags(model.decode_tags(out, batch["attention_mask"]), out.unit_mask)
             else:
                 unit_ids = segment(kind, out.unit_mask, seed=seed + start)
-            pooled = pool_units(out.token_states, unit_ids, out.importance, geometry, curvature, p)
+            pooled = model.units(out, unit_ids, None)
             natural[kind].append(unit_counts(unit_ids).numpy())
             for row in range(len(unit_ids)):
                 vectors, weights = pooled.vectors[row][pooled.mask[row]], pooled.weights[row][pooled.mask[row]]
@@ -124,11 +123,6 @@ def lexical_scores(queries: EncodedTexts, documents: EncodedTexts, query: int, c
                      for ids, ws in (documents.lexical[c] for c in candidates)], np.float32)
 
 
-def _per_query_metrics(ranked: Sequence[str], relevant: Mapping[str, float]) -> tuple[float, float]:
-    rankings, qrels = {"q": list(ranked)}, {"q": dict(relevant)}
-    return ndcg_at_k(rankings, qrels, 10), recall_at_k(rankings, qrels, 10)
-
-
 def evaluate_reranking(model, tokenizer, queries: Mapping[str, str], corpus: Mapping[str, str],
                        qrels: Mapping[str, Mapping[str, float]], *, systems: Sequence[str] = SYSTEMS,
                        budgets: Sequence[int] = (4, 8, 16, 32, 64), k_candidates: Sequence[int] = (100, 1000),
@@ -158,8 +152,6 @@ def evaluate_reranking(model, tokenizer, queries: Mapping[str, str], corpus: Map
                    encode_texts(model, tokenizer, [corpus[i] for i in doc_ids], seed=seed + 10**6,
                                 batch_size=batch_size, max_length=max_length))
     q, d = encoded
-    from ..retrieval.phrase import fuse
-
     glob = global_scores(q, d, geometry, curvature)
     pool = min(max(k_candidates), len(doc_ids))
     kinds = [s for s in UNIT_KINDS if s in systems or (s == "crf" and "hybrid" in systems)]
@@ -167,10 +159,10 @@ def evaluate_reranking(model, tokenizer, queries: Mapping[str, str], corpus: Map
     candidate_recall = {k: [] for k in k_candidates}
 
     def record(k, system, budget, ranking, relevant):
-        ndcg, recall = _per_query_metrics([doc_ids[i] for i in ranking[:10]], relevant)
+        rankings, qrels = {"q": [doc_ids[i] for i in ranking[:10]]}, {"q": dict(relevant)}
         slot = per_query[k][system].setdefault(budget, {"ndcg@10": [], "recall@10": []})
-        slot["ndcg@10"].append(ndcg)
-        slot["recall@10"].append(recall)
+        slot["ndcg@10"].append(ndcg_at_k(rankings, qrels, 10))
+        slot["recall@10"].append(recall_at_k(rankings, qrels, 10))
 
     for row, query_id in enumerate(query_ids):
         relevant = qrels[query_id]
@@ -207,9 +199,7 @@ def as_phrase_dicts(encoded: EncodedTexts, budget: int, kind: str = "crf", flip_
     for row in range(len(encoded.globals)):
         start, end = encoded.offsets[kind][row], encoded.offsets[kind][row + 1]
         keep = slice(start, min(end, start + budget))
-        vector = encoded.globals[row].copy()
-        if flip_globals:
-            vector[0] = -vector[0]
+        vector = lorentz.flip_time(encoded.globals[row]) if flip_globals else encoded.globals[row].copy()
         ids, weights = encoded.lexical[row]
         out.append({"global": vector, "units": encoded.units[kind][keep], "weights": encoded.weights[kind][keep],
                     "lexical_ids": ids, "lexical_weights": weights, "num_units": int(end - start)})

@@ -31,10 +31,6 @@ def _significant(interval: dict) -> int:
     return 1 if interval["low"] > 0 else -1 if interval["high"] < 0 else 0
 
 
-def _list(budgets: list) -> str:
-    return ", ".join(str(b) for b in budgets)
-
-
 def _from(chosen: list, budgets: list) -> int | None:
     """The smallest B from which every larger budget is in ``chosen`` (None if the largest is not)."""
     return next((b for i, b in enumerate(budgets) if set(budgets[i:]) <= set(chosen)), None)
@@ -66,7 +62,8 @@ def _verdict(run: dict, budgets: list, ks: list) -> list[str]:
         parts = []
         for other in ("global", "bigram", "random", "token"):
             above, below = where(other, 1), where(other, -1)
-            said = [f"above at B = {_list(above)}"] * bool(above) + [f"below at B = {_list(below)}"] * bool(below)
+            said = ([f"above at B = {', '.join(above)}"] * bool(above)
+                    + [f"below at B = {', '.join(below)}"] * bool(below))
             parts.append(f"vs {other}: " + (" and ".join(said) if said else "level at every B"))
         both = _from([b for b in where("bigram", 1) if b in where("random", 1)], budgets)
         if both is not None:

@@ -118,13 +118,11 @@ def _training_hpo_terms(test_fraction: float, seed: int) -> list[str]:
 
 def teacher_spans(text: str, trie: TermTrie | None) -> list[tuple[int, int, str]]:
     """Non-overlapping character spans (start, end, rule) of the three rules, in priority order (module docstring)."""
-    chosen: list[tuple[int, int, str]] = []
+    chosen = [(start, end, "term") for start, end in (trie.find(text) if trie is not None else [])]
 
     def free(start: int, end: int) -> bool:
         return all(end <= s or start >= e for s, e, _ in chosen)
 
-    for start, end in trie.find(text) if trie is not None else []:
-        chosen.append((start, end, "term"))
     for rule, pattern in (("number", _NUMBER), ("word", _ALNUM_RUN)):
         for m in pattern.finditer(text):
             if free(m.start(), m.end()):

@@ -25,15 +25,7 @@ from transformers import Trainer
 
 from .. import lorentz
 from ..artifacts import CARD_FILE
-from ..modeling_hyte_phrase import (
-    HyTEPhraseModel,
-    Units,
-    lexical_vectors,
-    pool_units,
-    select_top,
-    units_from_tags,
-    weighted_maxsim,
-)
+from ..modeling_hyte_phrase import HyTEPhraseModel, Units, lexical_vectors, units_from_tags, weighted_maxsim
 from ..results import portable_path, portable_paths
 from ..training.config import RunConfig
 from ..training.data import contrastive_examples
@@ -158,10 +150,7 @@ class PhraseTrainer(Trainer):
 
     @staticmethod
     def _teacher_units(core: HyTEPhraseModel, out, tags: torch.Tensor, budget: int) -> Units:
-        unit_ids = units_from_tags(tags, out.unit_mask)
-        pooled = pool_units(out.token_states, unit_ids, out.importance, core.config.geometry, core.curvature,
-                            core.config.oem_p)
-        return select_top(pooled, budget)
+        return core.units(out, units_from_tags(tags, out.unit_mask), budget)
 
     def log(self, logs: dict[str, float], *args, **kwargs) -> None:
         """Adds the mean of each loss part since the last log."""

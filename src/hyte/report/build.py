@@ -2,7 +2,7 @@
 (``report.verdicts``); each section is rendered by the module of its subject.
 
 Each JSON is recognised by its ``"benchmark"`` key (an index JSON without one by its ``"indexes"``); sections come in
-``SECTION_ORDER``, and a result whose ``"superseded_by"`` names a later one goes to an archive section at the end.
+``SECTIONS``, and a result whose ``"superseded_by"`` names a later one goes to an archive section at the end.
 Inside a section, results measured on the same data share a table, one row per file, and a "Runs" list gives each
 file's command, date and machine (from its ``"meta"``). Adding a model is adding a JSON and regenerating (``hyte eval
 report``). For index results a recall-vs-queries/s PNG is (re)drawn next to the JSON.
@@ -29,9 +29,16 @@ from .verdicts import verdicts_table
 
 __all__ = ["by_section", "load_results", "write_benchmarks_md"]
 
-SECTION_ORDER = ("curvature", "taxonomy", "from_scratch", "specificity", "hierarchy_finetune", "hierarchy_sweep", "compatibility_upgrade",
-                 "compatibility_uncertainty", "compatibility", "hierarchy", "phrase", "retrieval", "radius", "mteb",
-                 "rag", "forward", "encode", "index", "serving_radius", "serving_scale")
+# Each result kind's section, in the report's order; those in WITH_FOLDER link plots relative to the report's folder.
+SECTIONS = {"curvature": curvature_section, "taxonomy": taxonomy_section, "from_scratch": from_scratch_section,
+            "specificity": specificity_section, "hierarchy_finetune": hierarchy_finetune_section,
+            "hierarchy_sweep": hierarchy_sweep_section, "compatibility_upgrade": render_upgrade_section,
+            "compatibility_uncertainty": render_uncertainty_section, "compatibility": render_matrix_section,
+            "hierarchy": hierarchy_section, "phrase": render_phrase_section, "retrieval": retrieval_section,
+            "radius": radius_section, "mteb": mteb_section, "rag": rag_section, "forward": forward_section,
+            "encode": encode_section, "index": index_section, "serving_radius": serving_radius_section,
+            "serving_scale": serving_scale_section}
+WITH_FOLDER = ("radius", "index", "serving_scale")
 # Result kinds shown in another kind's section (before its own files).
 JOINED = {"specificity_selection": "specificity",  # benchmarks/run_specificity.py's validation selection, then test
           "geometry-in-play": "curvature",  # benchmarks/run_geometry_in_play.py: the curvature study's item 2
@@ -123,7 +130,7 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
         "/ hyte bench)")
     if not results and not problems:  # an empty report would read as if the runs had found nothing
         raise ValueError(f"{results_dir} holds no result JSON (*.json): {outcome}")
-    if not any(kind in SECTION_ORDER or kind in JOINED for kind in results):
+    if not any(kind in SECTIONS or kind in JOINED for kind in results):
         # Files without a section (a model's config.json, quickstart's results.json) are only listed; a report of
         # nothing but that list would read like a finished report with no results.
         found = "; ".join([f"{p.name}: {_not_a_result(payload)}" for items in results.values() for p, payload in items]
@@ -142,19 +149,13 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
                   ("One row per question about the geometry, from the newest result that answers it (earlier rounds stay in "
                    "their sections below, as history). A win or loss needs its interval to exclude zero (and, where "
                    "a p is given, the paired t-test over seeds too); otherwise a tie."), "", *verdicts]
-    sections = {"curvature": curvature_section, "taxonomy": taxonomy_section, "from_scratch": from_scratch_section, "specificity": specificity_section,
-                "hierarchy_finetune": hierarchy_finetune_section,
-                "hierarchy_sweep": hierarchy_sweep_section, "hierarchy": hierarchy_section,
-                "retrieval": retrieval_section, "mteb": mteb_section, "rag": rag_section, "forward": forward_section,
-                "encode": encode_section, "compatibility_upgrade": render_upgrade_section,
-                "compatibility_uncertainty": render_uncertainty_section,
-                "compatibility": render_matrix_section, "phrase": render_phrase_section,
-                "radius": lambda items: radius_section(items, markdown_dir),
-                "index": lambda items: index_section(items, markdown_dir),
-                "serving_radius": serving_radius_section, "serving_scale": lambda items: serving_scale_section(items, markdown_dir)}
 
     def rendered(grouped: dict[str, list[tuple[Path, dict]]]) -> list[str]:
-        return [line for kind in SECTION_ORDER if kind in grouped for line in sections[kind](grouped[kind])]
+        lines = []
+        for kind, section in SECTIONS.items():
+            if kind in grouped:
+                lines += section(grouped[kind], markdown_dir) if kind in WITH_FOLDER else section(grouped[kind])
+        return lines
 
     lines += rendered(results)
     if archived:  # its sections one heading level down, under its own
@@ -162,7 +163,7 @@ def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike 
                   ("Runs a later one replaced (each file's \"superseded_by\" names it), kept as they were measured; "
                    "their verdicts are not current."), "",
                   *("#" + line if line.startswith("#") else line for line in rendered(archived))]
-    others = [(p, payload) for kind, items in results.items() if kind not in SECTION_ORDER for p, payload in items]
+    others = [(p, payload) for kind, items in results.items() if kind not in SECTIONS for p, payload in items]
     if others or problems:
         lines += ["## Other files", ""]
         lines += [f"- `{p.name}`: benchmark {payload.get('benchmark', 'unknown')!r} (no section for it)"

@@ -26,11 +26,8 @@ def hierarchy_section(items: list[tuple[Path, dict]]) -> list[str]:
         build = next((p["data_build"] for _, p in members if p.get("data_build")), None)
         if build:
             lines += [f"Built from {build.get('source')} with `{build.get('command')}`.", ""]
-        rows = []
-        for path, p in members:
-            top1 = p.get("top1_by_type", {})
-            rows.append([label(p, path), number(p.get("kind")), number(p.get("spechr")), number(p.get("recall@1")),
-                         number(p.get("recall@5")), number(p.get("mrr")), *(percent(top1.get(t)) for t in CANDIDATE_TYPES)])
+        rows = [[label(p, path), *(number(p.get(key)) for key in ("kind", "spechr", "recall@1", "recall@5", "mrr")),
+                 *(percent(p.get("top1_by_type", {}).get(t)) for t in CANDIDATE_TYPES)] for path, p in members]
         lines += table(["model", "kind", "SpecHR", "R@1", "R@5", "MRR",
                          *(f"top-1 {t}" for t in CANDIDATE_TYPES)], rows)
         by_depth = [{int(d): row for d, row in p.get("by_depth", {}).items()} for _, p in members]
@@ -91,17 +88,12 @@ def radius_section(items: list[tuple[Path, dict]], markdown_dir: Path) -> list[s
 
 
 def mteb_section(items: list[tuple[Path, dict]]) -> list[str]:
-    lines = ["## mteb", ""]
-    rows = []
-    for path, payload in items:
-        for task, splits in payload.get("tasks", {}).items():
-            for split, subsets in splits.items():
-                for subset in subsets:
-                    rows.append([label(payload, path), task, split, subset.get("hf_subset", "default"),
-                                 number(subset.get("main_score")), number(subset.get("ndcg_at_10")),
-                                 number(subset.get("recall_at_10"))])
-    lines += table(["model", "task", "split", "subset", "main score", "nDCG@10", "R@10"], rows)
-    return lines + runs(items)
+    rows = [[label(payload, path), task, split, subset.get("hf_subset", "default"), number(subset.get("main_score")),
+             number(subset.get("ndcg_at_10")), number(subset.get("recall_at_10"))]
+            for path, payload in items for task, splits in payload.get("tasks", {}).items()
+            for split, subsets in splits.items() for subset in subsets]
+    return ["## mteb", "", *table(["model", "task", "split", "subset", "main score", "nDCG@10", "R@10"], rows),
+            *runs(items)]
 
 
 def rag_section(items: list[tuple[Path, dict]]) -> list[str]:
@@ -137,7 +129,7 @@ def rag_section(items: list[tuple[Path, dict]]) -> list[str]:
     return lines
 
 
-def _radius_table(models: dict, counts: dict[int, int] | None = None) -> list[str]:
+def _radius_table(models: dict, counts: dict[int, int]) -> list[str]:
     # One column per model for its radius (x0 or the Euclidean norm), and one more per hyperbolic model for the
     # geodesic distance to the origin; the Spearman row is the model's (ranks are the same on both).
     from ..evaluation.radius import format_depth_correlation
@@ -151,7 +143,6 @@ def _radius_table(models: dict, counts: dict[int, int] | None = None) -> list[st
             columns.append((f"{name} (distance to origin)", result["distance_by_depth"], spearman,
                             result.get("distance_monotonic")))
     depths = sorted({int(d) for _, by_depth, _, _ in columns for d in by_depth})
-    counts = counts or {}
     rows = [["Spearman ρ [95 % CI]", "", *(spearman for _, _, spearman, _ in columns)]]
     for depth in depths:
         row = [str(depth), number(counts.get(depth))]

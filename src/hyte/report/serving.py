@@ -22,12 +22,9 @@ def serving_radius_section(items: list[tuple[Path, dict]]) -> list[str]:
              "geodesic ball of radius 0.5 whose centre is at geodesic distance R from the origin (where float32 inner "
              "products of near neighbours cancel; x₀ ≈ cosh R). The plain float32 scans are what an engine returns without HyTE's re-scoring; the exact "
              "searches re-score a shortlist in float64 and widen it until certified. Queries/s in brackets.", ""]
-    rows = []
-    for path, payload in items:
-        for row in payload.get("rows", []):
-            rows.append([path.name, number(row.get("radius"), 1), number(row.get("x0_median"), 1)]
-                        + [f"{number(row.get(key, {}).get('agreement'), 3)} ({number(row.get(key, {}).get('qps'), 1)})"
-                           for key, _ in _RADIUS_COLUMNS])
+    rows = [[path.name, number(row.get("radius"), 1), number(row.get("x0_median"), 1),
+             *(f"{number(row.get(key, {}).get('agreement'), 3)} ({number(row.get(key, {}).get('qps'), 1)})"
+               for key, _ in _RADIUS_COLUMNS)] for path, payload in items for row in payload.get("rows", [])]
     lines += table(["file", "R", "median x₀", *(title for _, title in _RADIUS_COLUMNS)], rows)
     return lines + runs(items)
 
