@@ -11,7 +11,8 @@ from ..markdown import number, runs, table
 def forward_section(items: list[tuple[Path, dict]]) -> list[str]:
     lines = ["## Speed: HyTE-FH forward vs its Euclidean twin (EucBERT)", "",
              ("Sequences/s of one forward pass, same shape, tokens, threads and precision; target ratio ≥ 0.8 (issue "
-              "46; a file that records no target was measured against issue 2's 0.6)."), ""]
+              "46; a file that records no target was measured against issue 2's 0.6). A command that starts with "
+              "MALLOC_ settings ran with glibc keeping freed memory (see benchmarks/bench_forward.py)."), ""]
     rows = []
     for path, payload in items:
         for r in payload.get("results", []):
