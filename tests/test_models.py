@@ -99,6 +99,41 @@ def test_lora_on_hyte_fh_lorentz_linears_changes_every_one_of_them():
         assert not torch.allclose(adapted, base, atol=1e-6), target
 
 
+def _host_reads(run) -> list[str]:
+    """The aten calls of ``run()`` that read a tensor's value on the host (``.item()``, ``bool(t)``, ``int(t)``): what
+    a value check needs, and a device sync on an accelerator."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class HostReads(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.reads = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._local_scalar_dense.default:
+                self.reads.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with torch.no_grad(), HostReads() as mode:
+        run()
+    return mode.reads
+
+
+def test_model_forward_reads_no_tensor_value_on_the_host(tiny_bert):
+    """Checks live at the boundary (encode, the loaders, the CLI), not in forward: a value check in forward would
+    read a tensor on the host, which this counts (and the probe itself must see one)."""
+    torch.manual_seed(0)
+    ids, mask = torch.randint(1, 1000, (2, 9)), torch.ones(2, 9)
+    mask[1, 5:] = 0
+    for model in (hyte.HyTEFHModel(tiny_fh_config()), hyte.EucBERTModel(tiny_euc_config())):
+        assert _host_reads(lambda: model(ids, mask)) == [], type(model).__name__
+    # HyTE-H adds none to its backbone's own (transformers' BERT reads its padding mask to skip an SDPA mask).
+    hyte_h = hyte.HyTEHModel.from_base(tiny_bert, hidden_size=21, num_attention_heads=3, num_hyperbolic_layers=1,
+                                       radius_head=1.0)
+    assert _host_reads(lambda: hyte_h(ids, mask)) == _host_reads(lambda: hyte_h.encoder(ids, mask.long()))
+    assert _host_reads(lambda: bool((ids > 0).all())) == ["aten._local_scalar_dense.default"]
+
+
 def test_fh_long_sequences_and_large_radii_stay_finite_in_float32():
     torch.manual_seed(0)
     config = tiny_fh_config(max_position_embeddings=2048, residual_space_scale=4 * 33**0.5)
