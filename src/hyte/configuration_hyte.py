@@ -39,12 +39,12 @@ def _check_heads(hidden_size: int, num_attention_heads: int, *, hyperbolic: bool
         )
 
 
-def _check_pooling(config, pooling_modes: tuple[str, ...]) -> None:
-    """The pooling mode, and the OEM exponent where the config has one (EucBERT has none)."""
-    if config.pooling not in pooling_modes:
-        raise ValueError(f"pooling must be one of {pooling_modes}; got {config.pooling!r}.")
-    if getattr(config, "oem_p", 0.0) < 0:
-        raise ValueError(f"oem_p must be >= 0 (0 is the Einstein midpoint); got {config.oem_p}.")
+def _check_pooling(pooling: str, pooling_modes: tuple[str, ...], oem_p: float | None = None) -> None:
+    """The pooling mode, and the OEM exponent of the configs that have one (None: EucBERT, which has none)."""
+    if pooling not in pooling_modes:
+        raise ValueError(f"pooling must be one of {pooling_modes}; got {pooling!r}.")
+    if oem_p is not None and oem_p < 0:
+        raise ValueError(f"oem_p must be >= 0 (0 is the Einstein midpoint); got {oem_p}.")
 
 
 def _check_curvature(curvature: float) -> None:
@@ -71,7 +71,7 @@ def _check_encoder(config, pooling_modes: tuple[str, ...], *, hyperbolic: bool) 
     _check_heads(config.hidden_size, config.num_attention_heads, hyperbolic=hyperbolic)
     if hyperbolic:
         _check_curvature(config.curvature)
-    _check_pooling(config, pooling_modes)
+    _check_pooling(config.pooling, pooling_modes, config.oem_p if hyperbolic else None)
     _check_logit_scale(config.logit_scale_init, config.max_logit_scale)
     _check_positive(vocab_size=config.vocab_size, num_hidden_layers=config.num_hidden_layers,
                     max_position_embeddings=config.max_position_embeddings)
@@ -169,7 +169,7 @@ class HyTEHConfig(_HyTEConfig):
 
     def validate_architecture(self):
         _check_curvature(self.curvature)
-        _check_pooling(self, POOLING_MODES)
+        _check_pooling(self.pooling, POOLING_MODES, self.oem_p)
         _check_logit_scale(self.logit_scale_init, self.max_logit_scale)
         _check_positive(norm_clip=self.norm_clip)
         if self.scale_init is not None:

@@ -22,6 +22,7 @@ from ..modeling_hyte import (
     HyTEFHModel,
     HyTEHModel,
     HyTEPreTrainedModel,
+    masked_mean,
     not_a_model_folder,
 )
 from .config import ConfigError, ModelSpec
@@ -97,8 +98,7 @@ def embed(model: PreTrainedModel, input_ids: Tensor, attention_mask: Tensor, hyp
     out = model(input_ids=input_ids, attention_mask=attention_mask)
     if hyperbolic or (isinstance(unwrap(model), EucBERTModel) and out.pooler_output is not None):
         return out.pooler_output.float()
-    weights = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
-    return ((out.last_hidden_state * weights).sum(1) / weights.sum(1).clamp_min(1.0)).float()
+    return masked_mean(out.last_hidden_state, attention_mask).float()
 
 
 def embed_queries_and_documents(model: PreTrainedModel, inputs: dict[str, Tensor], hyperbolic: bool,
