@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_mlm_text_of_both_ontologies_never_shows_held_out_text():
     pytest.importorskip("simple_icd_10_cm")
     from hyte.data import icd10
-    from hyte.data.hpo import queries_for, load_hpo, split_by_branches
+    from hyte.data.hpo import load_hpo, queries_for, split_by_branches
     from hyte.training.config import DataSpec
     from hyte.training.data import mlm_texts
 

@@ -90,8 +90,13 @@ def build_old_cache(encoder, texts: list[str], fingerprint: str, batch_size: int
 def document_texts(examples: list[dict]) -> list[str]:
     """Every text ``ContrastiveCollator`` can put among a batch's documents (positives, negatives, parents),
     distinct, in first-seen order."""
-    return list(dict.fromkeys(text for example in examples for text in (
-        example["document"], *(example.get("negatives") or []), *filter(None, [example.get("parent")]))))
+    texts = []
+    for example in examples:
+        texts.append(example["document"])
+        texts.extend(example.get("negatives") or [])
+        if example.get("parent"):
+            texts.append(example["parent"])
+    return list(dict.fromkeys(texts))
 
 
 @dataclass

@@ -9,7 +9,7 @@ import random
 from collections.abc import Iterable
 
 from ..data.beir import seeded_subset
-from ..data.hpo import queries_for, hpo_terms
+from ..data.hpo import hpo_terms, queries_for
 
 __all__ = ["Candidates", "build_hierarchy_benchmark", "build_obo_hierarchy_benchmark", "hpo_hierarchy_benchmark"]
 

@@ -108,10 +108,14 @@ def subsumption_pairs(questions: Sequence[Subsumption], negatives: str) -> tuple
     "hard") labelled 0."""
     if negatives not in ("random", "hard"):
         raise ValueError(f"negatives must be random or hard; got {negatives!r}")
-    pairs = [(q.child, candidate, label) for q in questions
-             for candidate, label in ((q.parent, 1), *((n, 0) for n in getattr(q, f"{negatives}_negatives")))]
-    return ([child for child, _, _ in pairs], [candidate for _, candidate, _ in pairs],
-            np.asarray([label for *_, label in pairs], dtype=np.int64))
+    children, candidates, labels = [], [], []
+    for question in questions:
+        chosen = question.random_negatives if negatives == "random" else question.hard_negatives
+        for candidate, label in ((question.parent, 1), *((n, 0) for n in chosen)):
+            children.append(question.child)
+            candidates.append(candidate)
+            labels.append(label)
+    return children, candidates, np.asarray(labels, dtype=np.int64)
 
 
 def pair_scores(embedded: Embedded, children: Sequence[str], candidates: Sequence[str], weight: float) -> np.ndarray:

@@ -359,7 +359,9 @@ def _limitations(model_type: str, config: dict[str, Any], datasets: list[str], e
 
 
 def _as_list(value: Any) -> list[str]:
-    return [] if value is None else [value] if isinstance(value, str) else list(value)
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
 
 
 def _slug(text: str) -> str:

@@ -204,10 +204,8 @@ def boundary_f1(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]
     boundaries, spans = [0, 0, 0], [0, 0, 0]  # true positives, false positives, false negatives
     for pred, ref, usable in zip(predicted, gold, unit_positions):
         first = next((i for i, u in enumerate(usable) if u), None)
-        for totals, (p, g) in ((boundaries, (unit_boundaries(tags, usable) - {first} for tags in (pred, ref))),
-                               (spans, (_multi_spans(tags, usable) for tags in (pred, ref)))):
-            for i, n in enumerate((len(p & g), len(p - g), len(g - p))):
-                totals[i] += n
+        _tally(boundaries, unit_boundaries(pred, usable) - {first}, unit_boundaries(ref, usable) - {first})
+        _tally(spans, _multi_spans(pred, usable), _multi_spans(ref, usable))
 
     def f1(t, f_p, f_n):
         precision = t / (t + f_p) if t + f_p else 0.0
@@ -218,6 +216,12 @@ def boundary_f1(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]
     tp, fp, fn = boundaries
     return {"precision": precision, "recall": recall, "f1": score, "span_f1": f1(*spans)[2],
             "gold_boundaries": tp + fn, "predicted_boundaries": tp + fp}
+
+
+def _tally(totals: list[int], predicted: set, gold: set) -> None:
+    """Add the true positives, false positives and false negatives of ``predicted`` against ``gold`` to ``totals``."""
+    for i, count in enumerate((len(predicted & gold), len(predicted - gold), len(gold - predicted))):
+        totals[i] += count
 
 
 def _multi_spans(tags: Sequence[int], usable: Sequence[bool]) -> set[tuple[int, int]]:
