@@ -397,18 +397,47 @@ def test_subsumption_examples_mask_the_querys_ancestors_and_keep_siblings_as_neg
     assert batch["query_is_child"].tolist() == [True] * 4
 
 
+def taxonomy_data(tmp_path: Path, form: str) -> dict:
+    """The small taxonomy written in one of the formats a user brings, as the config's ``data`` section."""
+    rows = small_taxonomy()
+    if form == "jsonl":
+        return {"path": str(write_jsonl(tmp_path / "t.jsonl", rows))}
+    if form == "csv":
+        return {"path": str(write_csv_table(tmp_path / "t.csv", rows))}
+    if form == "obo":
+        return {"path": str(write_obo(tmp_path / "t.obo", rows))}
+    if form == "edges":
+        edges, names = write_edges(tmp_path, rows)
+        return {"path": str(edges), "names": str(names)}
+    hit = write_hit_folder(tmp_path / "hit", load_taxonomy(write_jsonl(tmp_path / "t.jsonl", rows)))
+    if form == "hit-parquet":  # HiT's Hub form: one Parquet file a split, the same rows
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        hit = tmp_path / "hit-parquet"
+        hit.mkdir()
+        for split in ("train", "val", "test"):
+            rows = [json.loads(line) for line in (tmp_path / "hit" / f"{split}.jsonl").read_text().splitlines()]
+            pq.write_table(pa.Table.from_pylist([{"child": r["child"], "parent": r["parent"],
+                                                  "negative": r["hard_negatives"][0]} for r in rows]),
+                           hit / f"{split}-00000-of-00001.parquet")
+    return {"path": str(hit), "taxonomy_split": "given"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("lora", [False, True])
-def test_a_taxonomy_trains_from_the_cli_full_and_with_lora(tmp_path, tiny_bert, lora, capsys):
+@pytest.mark.parametrize("form", ["jsonl", "csv", "obo", "edges", "hit-jsonl", "hit-parquet"])
+def test_a_taxonomy_trains_from_the_cli_full_and_with_lora(tmp_path, tiny_bert, form, lora, capsys):
     import re
 
     import yaml
 
     from hyte.cli import main
 
-    path = write_jsonl(tmp_path / "t.jsonl", small_taxonomy())
+    data = {"source": "taxonomy", "taxonomy_split": "mixed_hop", **taxonomy_data(tmp_path, form)}
+    path = Path(data["path"])
     config = {"stage": "contrastive", "model": {"build": "hyte_h", "path": tiny_bert, "options": {"hidden_size": 17}},
-              "data": {"source": "taxonomy", "path": str(path), "taxonomy_split": "mixed_hop"},
+              "data": data,
               "training": {"output_dir": str(tmp_path / "run"), "max_steps": 4, "per_device_train_batch_size": 8,
                            "learning_rate": 1e-3, "warmup_steps": 0, "logging_steps": 1, "save_steps": 4},
               "loss": {"temperature": 0.1, "hierarchy_weight": 1.0, "hierarchy_term": "radius",
@@ -425,11 +454,14 @@ def test_a_taxonomy_trains_from_the_cli_full_and_with_lora(tmp_path, tiny_bert, 
     assert logged and all("hierarchy_loss" in entry for entry in logged)
     final = tmp_path / "run" / "final"
     assert (final / "config.json").is_file()
-    assert main(["eval", "taxonomy", "--model", str(final), "--data", str(path), "--ranking-questions", "5",
+    names = ["--names", data["names"]] if "names" in data else []
+    assert main(["eval", "taxonomy", "--model", str(final), "--data", str(path), *names, "--ranking-questions", "5",
                  "--output", str(tmp_path / "result.json")]) == 0
     result = json.loads((tmp_path / "result.json").read_text())
-    assert result["geometry"] == "lorentz" and set(result["prediction"]) == {"random", "hard"}
-    assert 0.0 <= result["prediction"]["hard"]["f1"] <= 1.0
+    # A Hub export does not say which kind its negatives are: they are judged as given (random), nothing as hard.
+    kinds = {"random"} if form == "hit-parquet" else {"random", "hard"}
+    assert result["geometry"] == "lorentz" and set(result["prediction"]) == kinds
+    assert all(0.0 <= result["prediction"][kind]["f1"] <= 1.0 for kind in kinds)
 
 
 def test_eval_taxonomy_judges_a_model_on_the_split_it_was_trained_on(tmp_path, tiny_hyte_h_dir, capsys):
