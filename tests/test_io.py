@@ -167,7 +167,7 @@ def test_the_marker_files_are_listed_once():
     assert not written_out, f"import these names from hyte.artifacts instead: {written_out}"
 
 
-@pytest.mark.parametrize("kind", ["model", "adapter", "run", "index", "vectors"])
+@pytest.mark.parametrize("kind", ["model", "adapter", "checkpoint", "run", "index", "vectors", "postgres"])
 def test_each_marker_marks_its_kind_only(tmp_path, kind):
     from hyte.artifacts import ALL_KINDS, KINDS, artifact_marker, holds
 

@@ -8,10 +8,12 @@ kind        markers                                    written by
 ==========  =========================================  ===========================================================
 model       config.json                                ``save_pretrained``, ``hyte train`` (``final/``), the demos
 adapter     adapter_config.json                        a LoRA run (``adapter/``), peft
+checkpoint  trainer_state.json                         the Trainer (``checkpoint-N/`` of a run, after its weights)
 run         run.json                                   ``hyte train`` (the run's identity, ``hyte.training``)
 index       index.json, metadata.json,                 ``hyte index build``: a folder index, a bare
             phrase_index.json                          ``LorentzIndex``, a phrase index (``hyte.retrieval``)
 vectors     manifest.json                              ``hyte encode --corpus`` (vector shards, ``hyte.corpus``)
+postgres    hyte_postgres.json                         ``hyte postgres start`` (a local server's folder)
 ==========  =========================================  ===========================================================
 
 Why one list: an output written inside an artifact sits among the files that make it work (an index inside a model
@@ -33,13 +35,14 @@ from pathlib import Path
 from .errors import HyteError
 from .io import refuse_file_above
 
-__all__ = ["ALL_KINDS", "CARD_FILE", "DOCUMENTS_FILE", "FOLDER_FILE", "INDEX_FILE", "KINDS", "MANIFEST",
-           "METADATA_FILE", "NOT_MODELS", "PHRASE_INDEX_FILE", "RUN_FILE", "ArtifactKind", "OutputNotAFolder",
-           "OutputRefused", "artifact_marker", "claim_file", "claim_folder", "enclosing_artifact", "given_and_real",
-           "holds", "markers"]
+__all__ = ["ALL_KINDS", "CARD_FILE", "CHECKPOINT_STATE_FILE", "DOCUMENTS_FILE", "FOLDER_FILE", "INDEX_FILE", "KINDS",
+           "MANIFEST", "METADATA_FILE", "NOT_MODELS", "PHRASE_INDEX_FILE", "POSTGRES_FILE", "RUN_FILE", "ArtifactKind",
+           "OutputNotAFolder", "OutputRefused", "artifact_marker", "claim_file", "claim_folder", "enclosing_artifact",
+           "given_and_real", "holds", "markers"]
 
-# The files hyte itself names (config.json and adapter_config.json are transformers' and peft's). Their writers and
-# readers import these names; tests/test_io.py fails on the names written out anywhere else in the package.
+# The files hyte itself names or marks kinds by (config.json, adapter_config.json and trainer_state.json are
+# transformers' and peft's). Their writers and readers import these names; tests/test_io.py fails on the names
+# written out anywhere else in the package.
 RUN_FILE = "run.json"  # a training run's identity (hyte.training.run_folder)
 FOLDER_FILE = "index.json"  # an index folder's manifest (hyte.retrieval.folder)
 METADATA_FILE = "metadata.json"  # a LorentzIndex's settings, beside its FAISS file (hyte.retrieval.index)
@@ -47,6 +50,8 @@ INDEX_FILE = "index.faiss"  # a LorentzIndex's vectors
 DOCUMENTS_FILE = "documents.jsonl"  # an index folder's texts, row i the text of vector i
 PHRASE_INDEX_FILE = "phrase_index.json"  # a PhraseIndex's settings (hyte.retrieval.phrase)
 MANIFEST = "manifest.json"  # vector shards' manifest, written last (hyte.corpus)
+CHECKPOINT_STATE_FILE = "trainer_state.json"  # saved by the Trainer after a checkpoint's weights (hyte.training)
+POSTGRES_FILE = "hyte_postgres.json"  # a local server's port and user (hyte.retrieval.postgres_server)
 CARD_FILE = "hyte_card.json"  # what a model was trained from and on (hyte.training), read into its card (hyte.hub)
 
 
@@ -64,16 +69,19 @@ class ArtifactKind:
 KINDS: dict[str, ArtifactKind] = {
     "model": ArtifactKind(("config.json",), "a model folder"),
     "adapter": ArtifactKind(("adapter_config.json",), "a LoRA adapter folder"),
+    # Also a model or an adapter folder (those markers come first); the run resumes from it.
+    "checkpoint": ArtifactKind((CHECKPOINT_STATE_FILE,), "a training checkpoint"),
     "run": ArtifactKind((RUN_FILE,), "a training run folder"),
     # A folder index, a bare LorentzIndex, a PhraseIndex (its global/ and phrase/ stores inside).
     "index": ArtifactKind((FOLDER_FILE, METADATA_FILE, PHRASE_INDEX_FILE), "an index folder",
                           entries=(FOLDER_FILE, METADATA_FILE, PHRASE_INDEX_FILE, DOCUMENTS_FILE, INDEX_FILE,
                                    "global", "phrase")),
     "vectors": ArtifactKind((MANIFEST,), "a vector shard folder"),
+    "postgres": ArtifactKind((POSTGRES_FILE,), "a local PostgreSQL server folder"),
 }
 ALL_KINDS = tuple(KINDS)
 # Folders that hold no model: a model saved into one would mix with its files and ship them on a push.
-NOT_MODELS = ("run", "index", "vectors")
+NOT_MODELS = ("run", "index", "vectors", "postgres")
 
 
 def markers(*kinds: str) -> tuple[str, ...]:

@@ -148,10 +148,12 @@ def _at_the_origin(out, rows: list[int], c: float):
     return out
 
 
-# Files that make a folder one of hyte's non-model artifacts (an index folder, a training run, vector shards): a model
+# Files that make a folder one of hyte's non-model artifacts (an index folder, a training run, vector shards, a
+# local PostgreSQL server): a model
 # saved into it would mix with them (and ship them on a push). A copy of hyte.artifacts.markers(*NOT_MODELS) (a test
 # keeps them equal): this file travels without hyte.
-_NOT_A_MODEL_FOLDER = ("run.json", "index.json", "metadata.json", "phrase_index.json", "manifest.json")
+_NOT_A_MODEL_FOLDER = ("run.json", "index.json", "metadata.json", "phrase_index.json", "manifest.json",
+                       "hyte_postgres.json")
 
 
 def saved_weights_differ(folder: str | os.PathLike, model) -> bool:
@@ -477,7 +479,7 @@ class HyperbolicSentenceTransformer(SentenceTransformer):
         held = [marker for marker in _NOT_A_MODEL_FOLDER if (Path(path) / marker).is_file()]
         if held:
             raise FileExistsError(
-                f"{path} holds {held[0]}: it is an index, training-run or vector folder, not a model folder; saving "
+                f"{path} holds {held[0]}: it is an index, training-run, vector or PostgreSQL folder, not a model folder; saving "
                 "the model there would mix its files with that folder's (and a push of it would upload them). Save "
                 "it to a folder of its own.")
         model = getattr(self[0], "model", None)

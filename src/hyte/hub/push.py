@@ -259,7 +259,7 @@ def _refuse_checkpoint(folder: Path, pushed: str) -> None:
     """A Trainer checkpoint (``checkpoint-N`` with ``trainer_state.json``) is where a run resumes from, with its
     optimizer state; its model is the run's ``pushed`` folder (``final`` or ``adapter``), written when training ends.
     Refused by name: the generic checks would only advise deleting the optimizer files that resuming needs."""
-    if (folder / "trainer_state.json").is_file():
+    if holds(folder, "checkpoint"):
         run = folder.parent
         ready = (f"push {run / pushed}" if (run / pushed).is_dir() else
                  f"finish the run (hyte train ... --resume), then push {run / pushed}")

@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..io import read_json_file, write_text_atomically
-from ..artifacts import claim_folder
+from ..artifacts import POSTGRES_FILE, claim_folder
 
 __all__ = ["LocalPostgres", "start_local_postgres", "stop_local_postgres"]
 
-STATE_FILE = "hyte_postgres.json"
 USER = "hyte"  # the superuser of the throwaway cluster
 _UNPRIVILEGED = "nobody"
 
@@ -83,7 +82,7 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
             raise ValueError(f"server setting {name}={value!r}: names and values are letters, digits, '_' or '.' "
                              "(e.g. maintenance_work_mem=8GB)")
     directory = Path(directory).absolute()
-    state = directory / STATE_FILE
+    state = directory / POSTGRES_FILE
     recorded = recorded_port(directory)
     if recorded is not None and _accepts_connections(recorded):
         return LocalPostgres(directory, recorded)
@@ -119,12 +118,12 @@ def start_local_postgres(directory: str | os.PathLike, port: int | None = None,
 
 def recorded_port(directory: str | os.PathLike) -> int | None:
     """The port the server in ``directory`` was last started on (None: never started there)."""
-    state = Path(directory) / STATE_FILE
+    state = Path(directory) / POSTGRES_FILE
     return _read_state(state).get("port") if state.is_file() else None
 
 
 def _read_state(state: Path) -> dict:
-    """``STATE_FILE``'s record; a damaged one is named with how to get out: it is all that says how the server
+    """``POSTGRES_FILE``'s record; a damaged one is named with how to get out: it is all that says how the server
     was started, so hyte can neither stop it nor tell whether it runs."""
     data = state.absolute().parent / "data"
     return read_json_file(state, f"if its server still runs, stop it by hand: pg_ctl -D {data} -m fast stop (pg_ctl is "
@@ -135,9 +134,9 @@ def _read_state(state: Path) -> dict:
 def stop_local_postgres(directory: str | os.PathLike) -> None:
     """Stop the server started in ``directory`` (nothing to do if it is not running); its files stay."""
     directory = Path(directory).absolute()
-    state = directory / STATE_FILE
+    state = directory / POSTGRES_FILE
     if not state.is_file():
-        raise FileNotFoundError(f"{directory} holds no local PostgreSQL started by hyte (no {STATE_FILE})")
+        raise FileNotFoundError(f"{directory} holds no local PostgreSQL started by hyte (no {POSTGRES_FILE})")
     user = _read_state(state).get("user")
     data = directory / "data"
     if (data / "postmaster.pid").is_file():

@@ -15,7 +15,7 @@ from typing import Any
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..artifacts import CARD_FILE, RUN_FILE, claim_folder, holds
+from ..artifacts import CARD_FILE, CHECKPOINT_STATE_FILE, RUN_FILE, claim_folder, holds
 from ..errors import HyteError
 from ..identity import differences, digest
 from ..io import read_json_file, write_text_atomically
@@ -301,7 +301,6 @@ def _zero_loss_warning(state) -> str:
 # index) and trainer_state.json, which the Trainer writes after them: a run killed while saving leaves one without.
 _CHECKPOINT_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors",
                        "pytorch_model.bin", "pytorch_model.bin.index.json", "adapter_model.bin")
-_CHECKPOINT_STATE = "trainer_state.json"
 
 
 def _checkpoint_step(path: Path) -> int | None:
@@ -311,7 +310,7 @@ def _checkpoint_step(path: Path) -> int | None:
 
 def checkpoint_is_complete(path: Path) -> bool:
     """Whether a Trainer checkpoint folder holds weights and trainer_state.json (see _CHECKPOINT_WEIGHTS)."""
-    return (path / _CHECKPOINT_STATE).is_file() and any((path / name).is_file() for name in _CHECKPOINT_WEIGHTS)
+    return holds(path, "checkpoint") and any((path / name).is_file() for name in _CHECKPOINT_WEIGHTS)
 
 
 # The incomplete checkpoints already warned about in this process.
@@ -344,7 +343,7 @@ def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
                 _WARNED_INCOMPLETE.add(tuple(incomplete))
                 logger.warning("skipping incomplete checkpoint(s) %s (no weights or %s: interrupted while saving?); "
                                "resuming from %s. Delete them to silence this warning.",
-                               ", ".join(map(str, incomplete)), _CHECKPOINT_STATE, checkpoint)
+                               ", ".join(map(str, incomplete)), CHECKPOINT_STATE_FILE, checkpoint)
             else:
                 logger.info("resuming from %s", checkpoint)
             return str(checkpoint)
@@ -352,7 +351,7 @@ def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
     if incomplete:
         raise RunFolderError(
             f"cannot resume: no complete checkpoint in {output_dir}; {', '.join(map(str, incomplete))} lack(s) the "
-            f"weights (model.safetensors or adapter_model.safetensors) or {_CHECKPOINT_STATE} (interrupted while "
+            f"weights (model.safetensors or adapter_model.safetensors) or {CHECKPOINT_STATE_FILE} (interrupted while "
             f"saving?): delete {'that folder' if len(incomplete) == 1 else 'those folders'} and start the run again "
             f"without --resume")
     return None
