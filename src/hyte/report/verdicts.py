@@ -54,9 +54,12 @@ def _specificity(items) -> list[list[str]]:
     if payload is None:
         return []
     result = payload["comparison"]["hpo"]["ndcg@10"]
+    overlap = payload.get("test_overlap")  # a round whose test split was not disjoint from an earlier round's
+    shared = (f"; {overlap['shared_test_terms']:,} of its {overlap['test_terms']:,} test terms were round "
+              f"{overlap['earlier_round']}'s" if overlap else "")
     return [_row("Is HyTE-H better than Euclidean, each tuned on validation?",
-                 f"fine-tuned HyTE-H − Euclidean control (round {payload.get('round', 1)})", "HPO held-out nDCG@10",
-                 result, len(payload["seeds"]), path, payload)]
+                 f"fine-tuned HyTE-H − Euclidean control (round {payload.get('round', 1)}{shared})",
+                 "HPO held-out nDCG@10", result, len(payload["seeds"]), path, payload)]
 
 
 def _taxonomy(items) -> list[list[str]]:
