@@ -261,6 +261,18 @@ def _gated_seeds(results: dict) -> list[str]:
             if all(results[model][seed]["training"]["mlm"]["gate"]["passed"] for model in SCRATCH_MODELS)]
 
 
+def _mlm_start(results: dict, seeds: list[str]) -> dict:
+    """Both models' MLM checkpoints on the held-out sets, before any contrastive step (issue 45): the mean over the
+    named seeds per model, and HyTE-FH − EucBERT as ``_comparison`` computes it; {} without seeds."""
+    from hyte.evaluation.heldout import compare_models
+
+    if not seeds:
+        return {}
+    starts = {model: [results[model][seed]["mlm_scores"] for seed in seeds] for model in SCRATCH_MODELS}
+    return {"summary": {model: aggregate_seeds(rows) for model, rows in starts.items()},
+            "comparison": compare_models(starts["hyte-fh"], starts["eucbert"])}
+
+
 def _vocabulary_record(tokenizer: str | None) -> dict:
     if tokenizer is None:
         return {"kind": "bundled MiniLM WordPiece", "size": 30522}
@@ -376,7 +388,9 @@ def main() -> None:
                   f"{gate['unigram_cross_entropy']:.3f}: gate (≥ {gate['margin']} below) "
                   f"{'passed' if gate['passed'] else 'NOT passed'}", flush=True)
             finals = {"oem-p1" if model == "hyte-fh" else "mean": tuned_dir / "finetune" / "final"}
-            seed_run = {"training": training}
+            # The MLM checkpoint scored before any contrastive step, pooled as the final model: where each starts.
+            seed_run = {"training": training, "mlm_scores": _scores(
+                {"mlm": run_dir / "mlm" / "final"}, seed, run_dir / "mlm" / "scores.json", EVALUATION[size])["mlm"]}
             ablation = seeds[:1] if args.ablation_seeds is None else args.ablation_seeds
             if model == "hyte-fh" and seed in ablation and not args.temperatures:
                 seed_run["pooling_training"] = {}
@@ -400,6 +414,7 @@ def main() -> None:
                "mlm_steps": args.mlm_steps or SCRATCH_SIZES[size]["steps"]["mlm"],
                "gated_seeds": _gated_seeds(results), "summary_gated": _summary(results, _gated_seeds(results)),
                "comparison_gated": _comparison(results, _gated_seeds(results)),
+               "mlm_start": _mlm_start(results, _gated_seeds(results)),
                "pooling_ablation_seeds": [int(seed[1:]) for seed in _ablated_seeds(results)],
                "temperature_selection": selection,
                "pooling_ablation": "retrained",

@@ -154,6 +154,9 @@ def test_quick_from_scratch_benchmark_runs_end_to_end_and_resumes(tmp_path):
         assert all(math.isfinite(stage["final_loss"]) and stage["train_seconds"] > 0 for stage in training.values())
         gate = training["mlm"]["gate"]  # measured on held-out text beside the unigram level of the same tokens
         assert math.isfinite(gate["mlm_loss"]) and gate["unigram_cross_entropy"] > 1 and gate["num_masked"] > 0
+        start = payload["runs"][model]["s0"]["mlm_scores"]  # the MLM checkpoint, scored before any contrastive step
+        assert set(start) == {"hpo", "icd10"} and all(0 <= s["ndcg@10"] <= 1 for s in start.values())
+        assert start != payload["runs"][model]["s0"]["scores"][next(iter(payload["runs"][model]["s0"]["scores"]))]
     # Both twins share the vocabulary trained on the MLM corpus, saved with each model.
     from transformers import AutoTokenizer
 
@@ -197,17 +200,23 @@ def test_quick_from_scratch_benchmark_runs_end_to_end_and_resumes(tmp_path):
     assert "ahead on every seed" not in markdown and payload["comparison_gated"] == {}
     # Had the seed passed, its verdict would come from the t-test and the bootstrap over its queries (one seed: no
     # t-test, so a tie whatever the interval says).
-    from hyte.evaluation.heldout import compare_models
+    from hyte.evaluation.heldout import aggregate_seeds, compare_models
 
     runs = payload["runs"]
+    starts = [runs["hyte-fh"]["s0"]["mlm_scores"]], [runs["eucbert"]["s0"]["mlm_scores"]]
     passed = {**payload, "gated_seeds": ["s0"], "summary_gated": payload["summary"],
               "comparison_gated": compare_models([runs["hyte-fh"]["s0"]["scores"]["oem-p1"]],
-                                                 [runs["eucbert"]["s0"]["scores"]["mean"]])}
+                                                 [runs["eucbert"]["s0"]["scores"]["mean"]]),
+              "mlm_start": {"summary": {"hyte-fh": aggregate_seeds(starts[0]), "eucbert": aggregate_seeds(starts[1])},
+                            "comparison": compare_models(*starts)}}
     (tmp_path / "results" / "out.json").write_text(json.dumps(passed))
     markdown = write_benchmarks_md(tmp_path / "results", tmp_path / "BENCHMARKS.md").read_text()
     verdicts = [line for line in markdown.splitlines() if line.startswith(("- nDCG@10: ", "- SpecHR: "))]
     assert len(verdicts) == 4 and all("HyTE-FH − EucBERT" in line and "paired t-test p = –" in line
                                       and line.endswith("**tie**.") for line in verdicts)
+    assert "Before any contrastive step" in markdown
+    assert [line.startswith(f"- {ontology}: HyTE-FH ") for ontology in ("hpo", "icd10")
+            for line in markdown.splitlines() if line.startswith(f"- {ontology}: ")] == [True, True]
 
 
 @pytest.mark.slow

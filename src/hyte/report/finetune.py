@@ -153,6 +153,19 @@ def _care_lines(payload: dict) -> list[str]:
                    sorted(scales))]
 
 
+def _mlm_start_lines(payload: dict) -> list[str]:
+    """Both models' MLM checkpoints scored before any contrastive step (runs recorded since issue 45)."""
+    start = payload.get("mlm_start")
+    if not start:
+        return []
+    lines = ["Before any contrastive step (each seed's MLM checkpoint, pooled as its final model; nDCG@10):"]
+    for ontology, tested in start["comparison"].items():
+        scores = {model: start["summary"][model][ontology]["ndcg@10"] for model in ("hyte-fh", "eucbert")}
+        lines.append(f"- {ontology}: HyTE-FH {mean_sd(scores['hyte-fh'])}, EucBERT {mean_sd(scores['eucbert'])}; "
+                     f"HyTE-FH − EucBERT {paired_difference_text(tested['ndcg@10'])}.")
+    return [*lines, ""]
+
+
 POOLING_ABLATIONS = {
     "retrained": "HyTE-FH retrained per pooling (contrastive and fine-tuning stages from the seed's MLM stage, which "
                  "reads no pooled point).",
@@ -178,7 +191,7 @@ def from_scratch_section(items: list[tuple[Path, dict]]) -> list[str]:
                   f"{recipe.get('steps')}, MLM steps {payload.get('mlm_steps', recipe.get('steps', {}).get('mlm'))}, "
                   f"batch {recipe.get('batch')}; vocabulary: {vocabulary['kind']}, {vocabulary['size']} entries), "
                   f"seeds {payload.get('seeds')}, {payload.get('evaluation', {}).get('queries')} queries per set", ""]
-        lines += _care_lines(payload) + _gate_lines(payload)
+        lines += _care_lines(payload) + _gate_lines(payload) + _mlm_start_lines(payload)
         if payload.get("pooling_ablation_seeds"):
             lines += [f"Pooling rows: {POOLING_ABLATIONS[payload.get('pooling_ablation', 'swapped')]}", ""]
         summary = payload["summary_gated"] if "gated_seeds" in payload else payload.get("summary", {})
