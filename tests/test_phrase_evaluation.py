@@ -101,3 +101,24 @@ def test_eval_retrieval_cli_reranks_with_a_unit_kind_and_budget(model, bert_toke
     assert payload["rerank"] == "bigram" and payload["budget"] == 4 and payload["k_candidates"] == 10
     assert set(payload["results"]) == {"global", "bigram"}
     assert 0.0 <= payload["results"]["bigram"]["ndcg@10"] <= 1.0
+
+
+def test_phrase_report_shows_over_seed_intervals_only_when_they_resample_seeds_then_queries():
+    """A run recorded before the two-level bootstrap keeps an interval over (seed, query) pairs, too narrow: the
+    report shows its means, per-seed ranges and t-tests without that interval or a verdict; a run that records the
+    two-level method gets both."""
+    from pathlib import Path
+
+    from hyte.phrase.report import render_section
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "phrase_hyte_h_seeds.json"
+    payload = json.loads(path.read_text())
+    contrast = payload["over_seeds"]["hpo"]["hyte-h"]["100/4/crf-global"]
+    interval = f"[{contrast['bootstrap_low']:+.3f}, {contrast['bootstrap_high']:+.3f}]"
+    row = next(line for line in render_section([(path, payload)]) if line.startswith("| K=100 crf-global |")
+               and f"{contrast['mean_difference']:+.3f} (" in line)
+    assert interval not in row and contrast["verdict"] not in row
+    assert f"({min(contrast['per_seed']):+.3f} to {max(contrast['per_seed']):+.3f})" in row
+    two_level = {**payload, "over_seeds_interval": "seeds, then queries"}
+    rows = [line for line in render_section([(path, two_level)]) if line.startswith("| K=100 crf-global |")]
+    assert any(f"{interval} p {contrast['t_test_p']:.3f} {contrast['verdict']}" in line for line in rows)

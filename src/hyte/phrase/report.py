@@ -44,8 +44,13 @@ def _seeds(payload: dict) -> str:
     return ", ".join(f"{group}: {count} training seed{'s' if count > 1 else ''}" for group, count in groups.items())
 
 
-def _over_seeds_cell(result: dict) -> str:
+def _over_seeds_cell(result: dict, interval: bool = True) -> str:
+    """"mean [interval] p verdict"; without ``interval`` (a run whose interval was too narrow), "mean (per-seed
+    range) p" and no verdict."""
     p = "n/a" if result["t_test_p"] is None else f"{result['t_test_p']:.3f}"
+    if not interval:
+        return (f"{result['mean_difference']:+.3f} ({min(result['per_seed']):+.3f} to {max(result['per_seed']):+.3f}) "
+                f"p {p}")
     return (f"{result['mean_difference']:+.3f} [{result['bootstrap_low']:+.3f}, {result['bootstrap_high']:+.3f}] "
             f"p {p} {result['verdict']}")
 
@@ -120,17 +125,28 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                 lines += table(["contrast", *(f"B = {b}" for b in budgets)], contrast_rows, rule="---")
                 lines += [multiplicity_note(len(contrast_rows) * len(budgets)), ""]
                 lines += ["Verdict (from the intervals):", ""] + _verdict(run, budgets, ks) + [""]
+        # Runs recorded before run_phrase.py's intervals resampled seeds, then queries hold an interval over (seed,
+        # query) pairs, too narrow (every seed scored the same queries); their per-query values were not kept.
+        two_level = "over_seeds_interval" in payload
         for set_name, groups in payload.get("over_seeds", {}).items():
             for group, contrasts in groups.items():
-                lines += [f"**{SET_NAMES.get(set_name, set_name)}, {group} over {contrasts['seeds']} training seeds**: "
-                          "nDCG@10 difference, mean over seeds [95 % bootstrap interval over (seed, query) pairs], "
-                          "paired t-test p over seeds; win / loss only where both exclude 0, else tie. Every seed "
-                          "was scored on the same queries, and the interval resamples (seed, query) pairs as if "
-                          "independent: it is narrower than one that resamples seeds, then queries:", ""]
-                rows = [[f"K={k} {pair}", *(_over_seeds_cell(contrasts[f"{k}/{b}/{pair}"]) for b in budgets)]
+                heading = f"**{SET_NAMES.get(set_name, set_name)}, {group} over {contrasts['seeds']} training seeds**: "
+                lines += [heading + ("nDCG@10 difference, mean over seeds [95 % bootstrap interval over seeds, then "
+                                     "queries], paired t-test p over seeds; win / loss only where both exclude 0, else "
+                                     "tie:" if two_level else
+                                     "nDCG@10 difference, mean over seeds (per-seed range), paired t-test p over "
+                                     "seeds. No interval and no verdict: this run's interval resampled (seed, query) "
+                                     "pairs as "
+                                     "if independent (every seed scored the same queries), too narrow, and its "
+                                     "per-query values were not kept, so it cannot be recomputed without rescoring "
+                                     "the models:"), ""]
+                rows = [[f"K={k} {pair}", *(_over_seeds_cell(contrasts[f"{k}/{b}/{pair}"], two_level)
+                                            for b in budgets)]
                         for k in ks for pair in ("crf-global", "hybrid-global", "hybrid-crf", "crf-token")]
                 lines += table(["contrast", *(f"B = {b}" for b in budgets)], rows, rule="---")
-                lines += [multiplicity_note(len(rows) * len(budgets)), ""]
+                lines += [multiplicity_note(len(rows) * len(budgets)) if two_level else
+                          f"{len(rows) * len(budgets)} t-tests above over 3 seeds, none corrected for multiplicity: "
+                          "read them as leads for a fresh test, not findings.", ""]
         first_set = SET_NAMES.get(next(iter(setup["sets"])), next(iter(setup["sets"])))
         lines += [f"**CRF boundary F1 against the trie teacher** (held-out texts: the first "
                   f"{setup.get('boundary_documents', 500)} documents of each set + its queries, cut at "
