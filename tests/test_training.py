@@ -1452,8 +1452,8 @@ def test_a_new_config_field_says_whether_it_belongs_to_the_run_identity():
     unsaid = [f"{section}.{item.name}" for section, spec in SECTIONS.items() for item in dataclasses.fields(spec)
               if item.name not in IDENTITY_FIELDS.get(section, ()) and (section, item.name) not in _ADDED_FIELDS
               and item.name not in _RESUMABLE_CHANGES.get(section, ())]
-    assert not unsaid, (f"{unsaid}: add each to training.loop._ADDED_FIELDS with its default (it changes the run; "
-                        "runs recorded before it keep their identity) or to _RESUMABLE_CHANGES (a resumption may "
+    assert not unsaid, (f"{unsaid}: add each to training.run_folder._ADDED_FIELDS with its default (it changes the "
+                        "run; runs recorded before it keep their identity) or to _RESUMABLE_CHANGES (a resumption may "
                         "change it)")
     gone = [f"{section}.{name}" for section, names in IDENTITY_FIELDS.items() for name in names
             if name not in {item.name for item in dataclasses.fields(SECTIONS[section])}]
