@@ -63,12 +63,13 @@ def flip(x: np.ndarray) -> np.ndarray:
     return lorentz.flip_time(torch.from_numpy(x)).numpy()
 
 
-def on_hyperboloid(x: np.ndarray, c: float) -> np.ndarray:
-    """Row mask, (N, D) -> (N,) bool: x_0 > 0 and |<x,x>_L + c| / x_0^2 <= HYPERBOLOID_RTOL (in float64)."""
+def on_hyperboloid(x: np.ndarray, c: float, time_sign: int = 1) -> np.ndarray:
+    """Row mask, (N, D) -> (N,) bool: x_0 > 0 and |<x,x>_L + c| / x_0^2 <= HYPERBOLOID_RTOL (in float64).
+    ``time_sign=-1`` asks x_0 < 0 instead: a sign-flipped point (-x_0, x_s), whose <x,x>_L is its point's."""
     x64 = torch64(x)
     time_sq = x64[:, 0] ** 2  # clamped below only so that x_0 = 0 (rejected anyway) does not divide by zero
     relative_error = (lorentz.inner(x64, x64) + c).abs() / time_sq.clamp_min(torch.finfo(torch.float64).tiny)
-    return ((x64[:, 0] > 0) & (relative_error <= HYPERBOLOID_RTOL)).numpy()
+    return ((time_sign * x64[:, 0] > 0) & (relative_error <= HYPERBOLOID_RTOL)).numpy()
 
 
 def integer_ids(ids: Any) -> np.ndarray:
@@ -284,8 +285,12 @@ class HyperboloidStore:
     def _check_queries(self, queries: Any) -> np.ndarray:
         """Sign-flipped query vectors (N, D) -> float32. Unflipped hyperboloid points are rejected."""
         array = self._check_vectors(queries, "queries")
-        # A flipped query always has q~_0 = -q_0 < 0; a row with q_0 > 0 on the hyperboloid is an unflipped point.
-        unflipped = (array[:, 0] > 0) & on_hyperboloid(array, self.curvature)
+        # A flipped query always has q~_0 = -q_0 < 0. Every row one is the common case: one float64 pass.
+        flipped = on_hyperboloid(array, self.curvature, time_sign=-1)
+        if flipped.all():
+            return array
+        # A row with q_0 > 0 on the hyperboloid is an unflipped point.
+        unflipped = on_hyperboloid(array, self.curvature)
         if unflipped.any():
             raise ValueError(
                 f"search() expects sign-flipped query vectors (first coordinate -q_0 < 0, the encoder's "
@@ -293,15 +298,13 @@ class HyperboloidStore:
                 f"points (first coordinate > 0). Use search_points() for points; it flips them itself."
             )
         # Anything else that is not a flipped point (Euclidean vectors, another model's) would be ranked too.
-        other = ~on_hyperboloid(flip(array), self.curvature)
-        if other.any():
-            first = int(np.argmax(other))
-            raise ValueError(
-                f"search() expects sign-flipped query points (-q_0, q_s) of the hyperboloid <x,x>_L = "
-                f"-{self.curvature}, the encoder's role='query' output; {int(other.sum())} of {len(array)} rows are "
-                f"not (first: row {first}). Flip only the time coordinate (hyte.lorentz.flip_time), not the whole "
-                f"vector, and query with the model that built the index.")
-        return array
+        other = ~flipped
+        first = int(np.argmax(other))
+        raise ValueError(
+            f"search() expects sign-flipped query points (-q_0, q_s) of the hyperboloid <x,x>_L = "
+            f"-{self.curvature}, the encoder's role='query' output; {int(other.sum())} of {len(array)} rows are "
+            f"not (first: row {first}). Flip only the time coordinate (hyte.lorentz.flip_time), not the whole "
+            f"vector, and query with the model that built the index.")
 
     def _check_ids(self, ids: Any, count: int) -> np.ndarray:
         """New document ids: (count,) non-negative int64, unique, not already stored; None numbers them from the
