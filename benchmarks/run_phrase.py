@@ -215,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         payload["latency"][name] = latency(model, tokenizer, list(sets[first][0].values())[: args.latency_queries],
                                            *encoded[first], ks=args.k_candidates)
     payload["over_seeds"] = over_seeds(per_seed, args.budgets, args.k_candidates)
-    payload["over_seeds_interval"] = "seeds, then queries within each (hyte.evaluation.metrics.seed_then_query_bootstrap)"
+    payload["over_seeds_interval"] = ("seeds, then queries within each "
+                                      "(hyte.evaluation.metrics.seed_then_query_bootstrap)")
     for set_name, (queries, corpus, _) in sets.items():
         payload["coverage"][set_name] = {"documents": coverage(list(corpus.values()), tokenizer, trie),
                                          "queries": coverage(list(queries.values()), tokenizer, trie)}

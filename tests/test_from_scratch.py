@@ -156,7 +156,6 @@ def test_quick_from_scratch_benchmark_runs_end_to_end_and_resumes(tmp_path):
         assert math.isfinite(gate["mlm_loss"]) and gate["unigram_cross_entropy"] > 1 and gate["num_masked"] > 0
         start = payload["runs"][model]["s0"]["mlm_scores"]  # the MLM checkpoint, scored before any contrastive step
         assert set(start) == {"hpo", "icd10"} and all(0 <= s["ndcg@10"] <= 1 for s in start.values())
-        assert start != payload["runs"][model]["s0"]["scores"][next(iter(payload["runs"][model]["s0"]["scores"]))]
     # Both twins share the vocabulary trained on the MLM corpus, saved with each model.
     from transformers import AutoTokenizer
 

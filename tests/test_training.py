@@ -725,6 +725,10 @@ def test_set_of_a_dict_field_keeps_the_files_other_keys_and_a_model_folder_is_no
     (tmp_path / "out" / "config.json").write_text("{}")
     with pytest.raises(OutputRefused, match="is or lies inside a model folder"):
         claim_output_dir(config, resume=False)
+    (tmp_path / "out" / "config.json").unlink()  # a local PostgreSQL server's folder instead
+    (tmp_path / "out" / "hyte_postgres.json").write_text("{}")
+    with pytest.raises(OutputRefused, match="is or lies inside a local PostgreSQL server folder"):
+        claim_output_dir(config, resume=False)
 
 
 def test_a_second_run_into_a_folder_a_live_run_holds_is_refused(tmp_path):

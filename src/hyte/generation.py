@@ -105,8 +105,9 @@ def _refuse_non_generator_folder(folder: Path) -> None:
         return
     held = artifact_marker(folder, NOT_MODELS)
     if held is not None:
-        raise ValueError(f"{folder} holds {held}: it is an index, training-run or vector folder, not a generator; "
-                         "give a causal language model with a chat template (or no --generator for SmolLM2)")
+        raise ValueError(f"{folder} holds {held}: it is an index, training-run, vector or PostgreSQL folder, not a "
+                         "generator; give a causal language model with a chat template (or no --generator for "
+                         "SmolLM2)")
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -479,9 +479,9 @@ class HyperbolicSentenceTransformer(SentenceTransformer):
         held = [marker for marker in _NOT_A_MODEL_FOLDER if (Path(path) / marker).is_file()]
         if held:
             raise FileExistsError(
-                f"{path} holds {held[0]}: it is an index, training-run, vector or PostgreSQL folder, not a model folder; saving "
-                "the model there would mix its files with that folder's (and a push of it would upload them). Save "
-                "it to a folder of its own.")
+                f"{path} holds {held[0]}: it is an index, training-run, vector or PostgreSQL folder, not a model "
+                "folder; saving the model there would mix its files with that folder's (and a push of it would "
+                "upload them). Save it to a folder of its own.")
         model = getattr(self[0], "model", None)
         source = getattr(getattr(model, "config", None), "name_or_path", None)
         source = Path(source) if isinstance(source, str) and source and Path(source).is_dir() else None

@@ -222,8 +222,9 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
         problems.append("tokenizer files are missing (tokenizer.save_pretrained(model_dir))")
     if (model_dir / "modules.json").is_file():
         problems += _sentence_transformers_problems(model_dir)
-    problems += [f"{relative} belongs to an index, training run or vector shards, not to the model (an index's "
-                 f"documents.jsonl holds your documents' texts): move it out of the folder before pushing"
+    problems += [f"{relative} belongs to an index, training run, vector shards or a PostgreSQL server, not to the "
+                 f"model (an index's documents.jsonl holds your documents' texts): move it out of the folder before "
+                 "pushing"
                  for relative in _uploaded_files(model_dir) if relative.name in _NOT_MODEL_FILES]
     if not problems:
         problems += _loading_problems(model_dir)

@@ -145,8 +145,8 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                         for k in ks for pair in ("crf-global", "hybrid-global", "hybrid-crf", "crf-token")]
                 lines += table(["contrast", *(f"B = {b}" for b in budgets)], rows, rule="---")
                 lines += [multiplicity_note(len(rows) * len(budgets)) if two_level else
-                          f"{len(rows) * len(budgets)} t-tests above over 3 seeds, none corrected for multiplicity: "
-                          "read them as leads for a fresh test, not findings.", ""]
+                          f"{len(rows) * len(budgets)} t-tests above over {contrasts['seeds']} seeds, none corrected "
+                          "for multiplicity: read them as leads for a fresh test, not findings.", ""]
         first_set = SET_NAMES.get(next(iter(setup["sets"])), next(iter(setup["sets"])))
         lines += [f"**CRF boundary F1 against the trie teacher** (held-out texts: the first "
                   f"{setup.get('boundary_documents', 500)} documents of each set + its queries, cut at "

@@ -147,7 +147,7 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
 
 # The folders a run must not sit in; not another run's (run.json is a name users give their config files too, and
 # a run inside another run's folder harms neither).
-_NO_RUN_INSIDE = ("model", "adapter", "index", "vectors")
+_NO_RUN_INSIDE = ("model", "adapter", "index", "vectors", "postgres")
 
 
 RUN_LOCK_FILE = ".hyte-run.lock"
@@ -196,9 +196,9 @@ def hold_output_dir(output_dir: Path):
 
 
 def _claim_place(output_dir: Path) -> None:
-    """``claim_folder``'s refusal (OutputRefused) when ``output_dir`` is a file, or a model, adapter, index or vector
-    folder, or lies inside one: the run's checkpoints and final/ would sit among that folder's files, and ``hyte
-    push`` would upload them with its model."""
+    """``claim_folder``'s refusal (OutputRefused) when ``output_dir`` is a file, or a model, adapter, index,
+    vector or PostgreSQL server folder, or lies inside one: the run's checkpoints and final/ would sit among that
+    folder's files, and ``hyte push`` would upload them with its model."""
     final = output_dir.name == "final" and holds(output_dir, "model")  # a run's final/ given for the run itself
     remedy = (f"set training.output_dir to the run's folder {output_dir.parent}" if final else
               f"e.g. runs/{output_dir.name}")
