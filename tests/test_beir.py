@@ -76,11 +76,11 @@ def test_a_query_without_judgements_and_containers_of_the_wrong_kind_are_refused
     # The file cannot hold an empty judgement dict: the query was written, then dropped on reading without a word.
     unchecked = write_unchecked(tmp_path / "unchecked", QUERIES, CORPUS, {"q0": {}, "q1": {"d1": 1}})
     assert set(load_beir(unchecked)[0]) == {"q1"}
-    with pytest.raises(ValueError, match=r"^write_beir_folder: qrels\['q0'\] must be a non-empty dict .*got \{\}"):
+    with pytest.raises(ValueError, match=r"qrels\['q0'\] must be a non-empty dict .*got \{\}"):
         write_beir_folder(tmp_path / "empty", QUERIES, CORPUS, {"q0": {}, "q1": {"d1": 1}})
     with pytest.raises(ValueError, match=r"qrels\['q0'\] must be a non-empty dict .*got \['d0'\]"):
         write_beir_folder(tmp_path / "list", QUERIES, CORPUS, {"q0": ["d0"]})  # was "'list' has no attribute 'items'"
-    with pytest.raises(TypeError, match="^write_beir_folder: corpus must be a dict {id: ...}; got list$"):
+    with pytest.raises(TypeError, match="corpus must be a dict {id: ...}; got list$"):
         write_beir_folder(tmp_path / "texts", QUERIES, list(CORPUS.values()), QRELS)
 
 
@@ -101,8 +101,7 @@ def test_eleventh_trial_beir_mistakes_are_named(tmp_path):
     folder = write_unchecked(tmp_path / "ok", QUERIES, CORPUS, QRELS)
     (folder / "qrels" / "test.tsv").unlink()
     (folder / "qrels" / "test.tsv").mkdir()
-    with pytest.raises(IsADirectoryError, match=r"BEIR file .*test.tsv is a folder, not a file: .*put that file in "
-                                                "its place"):
+    with pytest.raises(IsADirectoryError, match=r"test.tsv is a folder, not a file"):
         load_beir(folder)
     with pytest.raises(NotADirectoryError, match=rf"BEIR folder .*corpus.jsonl is a file where a folder is needed: "
                                                  rf".*\(if this is one of its files: {re.escape(str(folder))}\)"):

@@ -109,7 +109,7 @@ def test_hyte_load_which_does_not_exist_names_the_calls_that_do():
     """`hyte.load(path)`, a new user's first guess, gave a bare AttributeError."""
     import hyte
 
-    with pytest.raises(AttributeError, match=r"no attribute 'load': load a model with AutoModel.from_pretrained"):
+    with pytest.raises(AttributeError, match=r"load a model with AutoModel.from_pretrained"):
         hyte.load("model")
     with pytest.raises(AttributeError, match=r"^module 'hyte' has no attribute 'nothing'$"):
         hyte.nothing
@@ -488,7 +488,7 @@ def test_eighth_trial_mistakes_are_refused_and_nothing_is_written_over(tmp_path,
         with pytest.raises(ValueError, match="must be a whole number >= 1"):
             heldout_retrieval_set(**sizes)
     # Ninth trial: a corpus asked smaller than the queries' relevant documents came back larger, without a word.
-    with pytest.raises(ValueError, match="max_documents=3 is below the 20 documents the sampled queries need"):
+    with pytest.raises(ValueError, match="max_documents=3 is below the 20 documents"):
         heldout_retrieval_set(max_queries=20, max_documents=3)
     queries, corpus, _ = heldout_retrieval_set(max_queries=20, max_documents=25)
     assert len(queries) == 20 and len(corpus) == 25
@@ -634,13 +634,13 @@ def test_tenth_trial_mistakes_are_refused(tmp_path, model_dir, capsys):
     with pytest.raises(ValueError, match="split must be a plain name"):
         write_beir_folder(tmp_path / "beir", {"q1": "a"}, {"d1": "b"}, {"q1": {"d1": 1}}, split="../x")
     assert not (tmp_path / "beir").exists() and not (tmp_path / "x.tsv").exists()
-    with pytest.raises(ConfigError, match=r"training.seed must be an integer in \[0, 2\*\*32 - 1\]; got -1"):
+    with pytest.raises(ConfigError, match=r"training.seed must be an integer"):
         load_config(Path(__file__).parents[1] / "configs" / "finetune_hyte_h_hierarchy.yaml", {"training.seed": -1})
     with pytest.raises(TypeError, match="expmap0 takes floating-point .* got torch.int64"):
         lorentz.expmap0(np.array([[1, 2, 3]]))
     (tmp_path / "run" / "final").mkdir(parents=True)
     (tmp_path / "run" / "final" / "config.json").write_text("{}")
-    with pytest.raises(FileNotFoundError, match="is a training run's folder, not a model: its model is .*final"):
+    with pytest.raises(FileNotFoundError, match="is a training run's folder, not a model"):
         load_encoder(tmp_path / "run")
 
 
@@ -704,8 +704,7 @@ def test_twelfth_trial_ids_links_and_unchecked_index_folders_are_named(tmp_path,
     assert main(["index", "build", "--model", missing_model, "--input", str(docs), "--output", str(tmp_path / "i")]) == 2
     assert ("wsid.jsonl, line 2: the id ' x' has leading white space: ids are compared exactly, so it differs from "
             "'x'") in capsys.readouterr().err
-    with pytest.raises(ValueError, match=r"^ids\[1\]: the id 'y\\t' has trailing white space: ids are compared "
-                                         r"exactly"):
+    with pytest.raises(ValueError, match=r"ids\[1\]: the id 'y\\t' has trailing white space"):
         documents_for(["a", "b"], ["x", "y\t"])
 
     os.symlink("loop2", tmp_path / "loop1")

@@ -198,7 +198,7 @@ def test_an_is_a_cycle_and_a_binary_file_are_named_as_such(tmp_path):
     path = write(tmp_path, "[Term]\nid: X:1\nname: a\nis_a: X:2\n\n[Term]\nid: X:2\nname: b\nis_a: X:1\n",
                  name="cycle.obo")
     for root in (None, "X:1"):
-        with pytest.raises(ValueError, match=r"cycle.obo, line \d+: the is_a links form a cycle \(X:\d -> X:\d -> X:\d\)"):
+        with pytest.raises(ValueError, match=r"cycle.obo, line \d+: the is_a links form a cycle"):
             load_obo(path, root=root)
     binary = tmp_path / "index.obo"
     binary.write_bytes(b"IxF2\x81\x00\xff\xfe" * 10)

@@ -1208,10 +1208,10 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     assert json.loads(earlier.read_text())["ndcg@10"] == 0.6
     # ... but only by a result of its own kind (a quickstart's comparison is not replaced by a retrieval run).
     quickstart = write_result(tmp_path / "results.json", {"heldout": {"hpo": {}}, "steps": 60})
-    with pytest.raises(ValueError, match="holds a 'retrieval' result, not a 'rag' one: give another output file"):
+    with pytest.raises(ValueError, match="holds a 'retrieval' result, not a 'rag' one"):
         write_result(earlier, {"benchmark": "rag"})
     # A JSON without a kind is named as such, not as "another kind of result".
-    with pytest.raises(ValueError, match="holds no result of hyte eval or hyte bench .*quickstart's scores"):
+    with pytest.raises(ValueError, match="hyte eval or hyte bench .*quickstart's scores"):
         write_result(quickstart, {"benchmark": "retrieval"})
     assert json.loads(quickstart.read_text())["steps"] == 60
     with pytest.raises(ValueError, match="holds no result of hyte eval or hyte bench"):
@@ -1219,7 +1219,7 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     # A rerun replaces its own result, never another model's.
     mine = write_result(tmp_path / "mine.json", {"benchmark": "retrieval", "model": "runs/a/final"})
     assert check_result_output(mine, "retrieval", "runs/a/final") == mine
-    with pytest.raises(ValueError, match=r"holds the result of another run \(model: 'runs/a/final' -> 'runs/b/final'"):
+    with pytest.raises(ValueError, match=r"another run \(model: 'runs/a/final' -> 'runs/b/final'"):
         run_command(["eval", "retrieval", "--model", "runs/b/final", "--data", "unused", "--output", str(mine)])
     assert json.loads(mine.read_text())["model"] == "runs/a/final"
     # Nor the same model's result on another dataset.
@@ -1244,7 +1244,7 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
         changed = data / "corpus.jsonl" if data.is_dir() else data
         changed.write_text(changed.read_text() + '{"_id": "d1", "text": "y"}\n')
         kept = result.read_bytes()
-        with pytest.raises(ValueError, match=r"another run \(data_sha256: '[0-9a-f]{12}' -> '[0-9a-f]{12}'\)"):
+        with pytest.raises(ValueError, match=r"another run \(data_sha256: '[0-9a-f]{12}'"):
             run_command(["eval", "hierarchy", "--model", "m", "--data", str(data), "--output", str(result)])
         assert result.read_bytes() == kept
     (tmp_path / "empty").mkdir()
@@ -1261,8 +1261,7 @@ def test_results_and_reports_never_replace_other_files(tmp_path):
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text(json.dumps({"model_type": "hyte_h", "hidden_size": 8}))
     (tmp_path / "model" / "results.json").write_text(json.dumps({"heldout": {}}))
-    with pytest.raises(ValueError, match=r"holds no result .*config.json: a model's config, not a result; "
-                                         r"results.json: hyte quickstart's scores.*no report written"):
+    with pytest.raises(ValueError, match=r"config.json: a model's config, not a result"):
         write_benchmarks_md(tmp_path / "model", tmp_path / "NEW.md")
     assert not (tmp_path / "NEW.md").exists()
     (tmp_path / "model" / "retrieval.json").write_text(json.dumps(

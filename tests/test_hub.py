@@ -488,11 +488,11 @@ def test_dry_run_writes_the_repository_content(local, tmp_path):
     with pytest.raises(ValueError, match="not empty"):
         push_to_hub(source, "org/dry", dry_run_dir=tmp_path / "repo")
     (tmp_path / "a-file.txt").write_text("mine")
-    with pytest.raises(ValueError, match="dry-run folder .*a-file.txt is a file; give a new or empty folder"):
+    with pytest.raises(ValueError, match="dry-run folder .*a-file.txt is a file"):
         push_to_hub(source, "org/dry", dry_run_dir=tmp_path / "a-file.txt")
     assert (tmp_path / "a-file.txt").read_text() == "mine"
     # A dry-run folder inside the model copied the model into itself.
-    with pytest.raises(ValueError, match="lies inside the model folder .*which it would copy into itself"):
+    with pytest.raises(ValueError, match="lies inside the model folder"):
         push_to_hub(source, "org/dry", dry_run_dir=source / "inside")
     assert not (source / "inside").exists()
 
@@ -573,7 +573,7 @@ def test_push_command_dry_run_and_user_errors(local, tmp_path, capsys):
     assert f'PeftModel.from_pretrained(base, "{LORA}")' in card.text
     with pytest.raises(ValueError, match="--adapter"):
         run(str(folders[FH]), "--repo-id", FH, "--base-model", H)
-    with pytest.raises(ValueError, match="is a LoRA adapter folder, not a model: push it with --adapter"):
+    with pytest.raises(ValueError, match="is a LoRA adapter folder, not a model"):
         run(str(folders[LORA]), "--repo-id", LORA, "--dry-run", str(tmp_path / "wrong"))
 
 

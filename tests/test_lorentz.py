@@ -352,7 +352,7 @@ def test_check_point_names_vectors_that_are_not_points_of_this_hyperboloid(dtype
         with pytest.raises(ValueError, match=f"^check_point: .*{problem}"):
             L.check_point(vectors, 1.0)
             pytest.fail(f"{what} accepted")
-    with pytest.raises(ValueError, match="a sign-flipped query vector .* flip it back with lorentz.flip_time"):
+    with pytest.raises(ValueError, match="a sign-flipped query vector"):
         L.check_point(L.flip_time(x), 1.0)
 
 

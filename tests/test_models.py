@@ -253,7 +253,7 @@ def test_bad_input_gets_clear_errors():
     from hyte.modeling_hyte import check_token_ids
 
     for ids in ([[1, 2, 40000]], [[1, -3]]):
-        with pytest.raises(ValueError, match=r"input_ids must lie in \[0, 30522\).*Is the tokenizer the one"):
+        with pytest.raises(ValueError, match=r"input_ids must lie in \[0, 30522\)"):
             check_token_ids(torch.tensor(ids), model.config.vocab_size)
     with pytest.raises(ValueError, match="attention_mask must have the shape"):
         model(torch.tensor([[1, 2, 3]]), torch.ones(1, 4))

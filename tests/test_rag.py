@@ -355,7 +355,7 @@ def test_rag_functions_name_a_wrong_type_at_their_entry():
                  lambda: support("A large head.", [passages[0].text], 5)):
         with pytest.raises(TypeError, match=r"^question must be a string; got 5 \(int\)$"):
             call()
-    with pytest.raises(TypeError, match=r"^answer_question: generator must be a Generator .*; got 'smollm' \(str\)$"):
+    with pytest.raises(TypeError, match=r"answer_question: generator must be a Generator"):
         answer_question(question, passages, "smollm")
     with pytest.raises(ValueError, match="^max_new_tokens must be a positive integer; got 1.5$"):
         answer_question(question, passages, Generator(), max_new_tokens=1.5)
@@ -407,7 +407,7 @@ def test_searcher_inputs_that_would_index_nonsense_are_refused(encoder):
         HyteSearcher.from_texts("abc def", encoder)  # would have indexed 7 one-character documents
     with pytest.raises(ValueError, match="text 1 is empty"):
         HyteSearcher.from_texts(["a heart", " "], encoder)
-    with pytest.raises(TypeError, match="model must be a model folder, a Hub id or a hyte.encoders.HyteEncoder"):
+    with pytest.raises(TypeError, match="model must be a model folder, a Hub id"):
         HyteSearcher.from_texts(["a heart"], (encoder.model, encoder.tokenizer))
     searcher = HyteSearcher.from_texts(["a heart", "a liver"], encoder)
     with pytest.raises(TypeError, match=r"documents\[0\] is 'a heart'.*dict"):

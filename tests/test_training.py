@@ -717,7 +717,7 @@ def test_set_of_a_dict_field_keeps_the_files_other_keys_and_a_model_folder_is_no
     # One entry of a mapping field, the way a user first writes it (it was refused as an unknown field)
     config = load_config(path, {"model.options.curvature": 2.0, "model.options.radius_head": 0.5})
     assert config.model.options == {"radius_head": 0.5, "norm_clip": 1.0, "curvature": 2.0}
-    with pytest.raises(ConfigError, match=r"--set training.max_steps.x: training.max_steps is not a mapping"):
+    with pytest.raises(ConfigError, match=r"training.max_steps is not a mapping"):
         load_config(path, {"training.max_steps.x": 1})
     with pytest.raises(ConfigError, match=r"--set: unknown field model.optionz"):
         load_config(path, {"model.optionz.x": 1})
@@ -776,8 +776,7 @@ def _config_file(tmp_path, name: str = "run.json", model: dict | None = None, **
 
 
 def test_negative_weight_decay_is_refused(tmp_path):
-    with pytest.raises(ConfigError, match=r"--set training.weight_decay\): training.weight_decay must be a finite "
-                                          r"number >= 0 \(0 = none\); got -1"):
+    with pytest.raises(ConfigError, match=r"training.weight_decay must be a finite number >= 0"):
         load_config(_config_file(tmp_path), {"training.weight_decay": -1})
     with pytest.raises(ConfigError, match="training.weight_decay must be a finite number >= 0"):
         load_config(_config_file(tmp_path), {"training.weight_decay": float("nan")})
@@ -785,8 +784,7 @@ def test_negative_weight_decay_is_refused(tmp_path):
 
 
 def test_negative_lora_rank_is_refused_not_run_as_a_full_fine_tune(tmp_path):
-    with pytest.raises(ConfigError, match=r"lora.r must be a positive integer \(the LoRA rank\) or 0 for full "
-                                          r"fine-tuning without LoRA; got -2"):
+    with pytest.raises(ConfigError, match=r"lora.r must be a positive integer \(the LoRA rank\)"):
         load_config(_config_file(tmp_path), {"lora.r": -2})
     with pytest.raises(ConfigError, match="lora.target_modules is empty"):
         load_config(_config_file(tmp_path), {"lora.r": 4, "lora.target_modules": []})
@@ -797,19 +795,17 @@ def test_negative_lora_rank_is_refused_not_run_as_a_full_fine_tune(tmp_path):
 def test_unknown_model_option_is_refused_naming_the_closest_field(tmp_path):
     path = _config_file(tmp_path, model={"build": "hyte_h", "path": "bundled:all-MiniLM-L6-v2",
                                          "options": {"norm_clip": 1.0}})
-    with pytest.raises(ConfigError, match=r"model.options.scale_initt is not a HyTEHConfig field \(did you mean "
-                                          r"'scale_init'\?\)"):
+    with pytest.raises(ConfigError, match=r"HyTEHConfig field \(did you mean 'scale_init'\?\)"):
         load_config(path, {"model.options": {"scale_initt": 1.0}})
     assert load_config(path, {"model.options": {"scale_init": 1.0}}).model.options == {"norm_clip": 1.0,
                                                                                        "scale_init": 1.0}
     with pytest.raises(ConfigError, match="model.options.encoder_config cannot be set"):
         load_config(path, {"model.options": {"encoder_config": {}}})
-    with pytest.raises(ConfigError, match=r"model.options.hiden_size is not a HyTEFHConfig field \(did you mean "
-                                          r"'hidden_size'\?\)"):
+    with pytest.raises(ConfigError, match=r"HyTEFHConfig field \(did you mean 'hidden_size'\?\)"):
         load_config(_config_file(tmp_path), {"model.options": {"hiden_size": 33}})
     with pytest.raises(ConfigError, match=r"model.options.curvature is not a EucBERTConfig field"):
         load_config(_config_file(tmp_path, model={"build": "eucbert", "options": {"curvature": 1.0}}))
-    with pytest.raises(ConfigError, match="model.options .'norm_clip'. are not used with model.build load"):
+    with pytest.raises(ConfigError, match="'norm_clip'. are not used with model.build load"):
         load_config(_config_file(tmp_path, model={"build": "load", "options": {"norm_clip": 1.0}}))
 
 
@@ -817,8 +813,7 @@ def test_yaml_or_json_key_given_twice_is_refused(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("stage: contrastive\nmodel: {build: hyte_fh, options: {hidden_size: 33}}\ntraining:\n"
                     "  output_dir: runs/a\n  max_steps: 5\n  output_dir: runs/b\n")
-    with pytest.raises(ConfigError, match=r"run.yaml, line 6, column 3: invalid YAML: duplicate key 'output_dir' "
-                                          r"\(first on line 4; the later value would silently win\): keep one"):
+    with pytest.raises(ConfigError, match=r"duplicate key 'output_dir' \(first on line 4"):
         load_config(path)
     from hyte.training.config_files import _read
 
@@ -834,10 +829,9 @@ def test_yaml_or_json_key_given_twice_is_refused(tmp_path):
 
 
 def test_warmup_steps_and_scheduler_name_are_checked_before_training(tmp_path):
-    with pytest.raises(ConfigError, match=r"training.warmup_steps must be an integer >= 0 \(0 = no warmup\); got -5"):
+    with pytest.raises(ConfigError, match=r"training.warmup_steps must be an integer >= 0"):
         load_config(_config_file(tmp_path), {"training.warmup_steps": -5})
-    with pytest.raises(ConfigError, match=r"training.lr_scheduler_type 'cosin' is not a transformers scheduler; "
-                                          r"did you mean 'cosine'\? known: linear, cosine"):
+    with pytest.raises(ConfigError, match=r"'cosin' is not a transformers scheduler"):
         load_config(_config_file(tmp_path), {"training.lr_scheduler_type": "cosin"})
     with pytest.raises(ConfigError, match="'reduce_lr_on_plateau' needs evaluation during training"):
         load_config(_config_file(tmp_path), {"training.lr_scheduler_type": "reduce_lr_on_plateau"})
@@ -849,8 +843,7 @@ def test_a_run_that_would_be_all_warm_up_is_refused_or_warned_about(tmp_path, ca
     """warmup_steps 1000 with max_steps 2 trained entirely in warm-up without a word."""
     from hyte.training.loop import training_arguments
 
-    with pytest.raises(ConfigError, match=r"training.warmup_steps = 1000 is above training.max_steps = 24: the whole "
-                                          r"run would be warm-up"):
+    with pytest.raises(ConfigError, match=r"max_steps = 24: the whole run would be warm-up"):
         load_config(_config_file(tmp_path), {"training.warmup_steps": 1000})
     # The default warm-up (10 steps) on a smoke-test run of 10 steps or fewer is accepted, with a warning.
     short = load_config(_config_file(tmp_path), {"training.warmup_steps": 10, "training.max_steps": 4})
@@ -872,7 +865,7 @@ def test_a_config_without_a_stage_takes_the_commands_and_a_path_must_be_a_path(t
     del values["stage"]
     path = tmp_path / "nostage.json"
     path.write_text(json.dumps(values))
-    with pytest.raises(ConfigError, match=r"nostage.json: no stage: add a line such as `stage: contrastive`"):
+    with pytest.raises(ConfigError, match=r"nostage.json: no stage"):
         load_config(path)
     assert load_config(path, stage="finetune").stage == "finetune"
     assert main(["train", "finetune", "--config", str(path), "--print-config"]) == 0
@@ -882,7 +875,7 @@ def test_a_config_without_a_stage_takes_the_commands_and_a_path_must_be_a_path(t
     mlm_on_hyte_h.write_text(json.dumps({**values, "stage": "mlm"}))
     with pytest.raises(ConfigError, match=r"mlm.json is a 'mlm' config; run it with `hyte train mlm`"):
         load_config(mlm_on_hyte_h, stage="finetune")
-    with pytest.raises(TypeError, match="load_config takes the path of a YAML or JSON config file; got int 123"):
+    with pytest.raises(TypeError, match="the path of a YAML or JSON config file; got int 123"):
         load_config(123)
 
 
@@ -894,12 +887,10 @@ def test_mlm_settings_that_train_nothing_or_another_model_are_refused_before_loa
     for probability in (0, 1.5, -0.1):
         with pytest.raises(ConfigError, match=rf"mlm.mlm_probability must lie in \(0, 1\] .*got {probability}"):
             parse_config(config_dict("mlm", tmp_path, new_fh, mlm={"mlm_probability": probability}))
-    with pytest.raises(ConfigError, match=r"model.build hyte_fh builds a new model from model.options, so model.path "
-                                          r".* would be ignored: to train that model further, set model.build: load"):
+    with pytest.raises(ConfigError, match=r"model.path .* would be ignored"):
         parse_config(config_dict("mlm", tmp_path, {**new_fh, "path": str(tiny_hyte_h_dir)}))
     for model in ({"build": "load", "path": str(tiny_hyte_h_dir)}, {"build": "hyte_h", "path": str(tiny_hyte_h_dir)}):
-        with pytest.raises(ConfigError, match="the mlm stage trains a masked-language-model head of HyTE-FH or "
-                                              "EucBERT"):
+        with pytest.raises(ConfigError, match="masked-language-model head of HyTE-FH or EucBERT"):
             parse_config(config_dict("mlm", tmp_path, model))
     assert parse_config(config_dict("mlm", tmp_path, new_fh, mlm={"mlm_probability": 1.0})).mlm.mlm_probability == 1
 
@@ -915,7 +906,7 @@ def test_save_total_limit_below_one_is_refused_as_transformers_would_keep_every_
 
 
 def test_empty_output_dir_is_refused(tmp_path):
-    with pytest.raises(ConfigError, match=r"training.output_dir is empty \(''\); give the folder for checkpoints"):
+    with pytest.raises(ConfigError, match=r"training.output_dir is empty \(''\)"):
         load_config(_config_file(tmp_path), {"training.output_dir": ""})
     with pytest.raises(ConfigError, match="training.output_dir is empty"):
         load_config(_config_file(tmp_path), {"training.output_dir": "  "})
@@ -939,8 +930,7 @@ def test_loss_scales_must_be_positive_and_finite(tmp_path, section, values, prob
 def test_config_file_must_end_in_yaml_yml_or_json(tmp_path):
     path = tmp_path / "run.txt"  # YAML saved under another name used to read as JSON: "invalid JSON: Expecting value"
     path.write_text("stage: contrastive\nmodel: {build: hyte_fh, options: {hidden_size: 33}}\n")
-    with pytest.raises(ConfigError, match=r"run.txt: a config file must end in .yaml, .yml \(YAML\) or .json \(JSON\)"
-                                          r".*got '.txt': rename the file"):
+    with pytest.raises(ConfigError, match=r"run.txt: a config file must end in .yaml, .yml"):
         load_config(path)
     renamed = path.rename(tmp_path / "run.YML")
     assert load_config(renamed).stage == "contrastive"
@@ -978,8 +968,7 @@ def test_resume_skips_an_incomplete_newest_checkpoint_or_names_it(tmp_path, capl
     out = Path(config.training.output_dir)
     killed = _checkpoint(out, 4, "model.safetensors")  # killed while saving: no trainer_state.json yet
     _record_run(config)
-    with pytest.raises(RunFolderError, match=r"cannot resume: no complete checkpoint in .*out; .*checkpoint-4 "
-                                             r"lack\(s\) the weights .* delete that folder"):
+    with pytest.raises(RunFolderError, match=r"checkpoint-4 lack\(s\) the weights"):
         resume_checkpoint(config, resume=True)
     assert main(["train", "finetune", "--config", str(tmp_path / "run.json"), "--resume"]) == 2
     error = capsys.readouterr().err.strip()
@@ -1128,8 +1117,7 @@ def test_resume_refuses_damaged_weights_and_run_json_naming_the_file(tmp_path, c
 def test_config_that_is_not_utf8_is_refused_naming_the_file(tmp_path):
     path = tmp_path / "run.yaml"  # a Windows editor's "Unicode": UTF-16 with a byte-order mark
     path.write_text("stage: contrastive\nmodel: {build: hyte_fh, options: {hidden_size: 33}}\n", encoding="utf-16")
-    with pytest.raises(ConfigError, match=r"run.yaml is not UTF-8 text \(byte 0: invalid start byte\): save it as "
-                                          r"UTF-8"):
+    with pytest.raises(ConfigError, match=r"run.yaml is not UTF-8 text"):
         load_config(path)
     path.write_text(path.read_text(encoding="utf-16"), encoding="utf-8")
     assert load_config(path).stage == "contrastive"
@@ -1138,10 +1126,9 @@ def test_config_that_is_not_utf8_is_refused_naming_the_file(tmp_path):
 def test_lora_fields_without_lora_r_are_refused_not_ignored(tmp_path):
     """New-user trial: --set lora.dropout=1.5 (or alpha, target_modules) without lora.r trained without LoRA."""
     path = _config_file(tmp_path)
-    with pytest.raises(ConfigError, match=r"\(with --set lora.dropout\): lora.dropout set, but LoRA is off \(lora.r "
-                                          r"= 0, full fine-tuning\): set lora.r to enable LoRA"):
+    with pytest.raises(ConfigError, match=r"lora.dropout set, but LoRA is off"):
         load_config(path, {"lora.dropout": 1.5})
-    with pytest.raises(ConfigError, match=r"lora.alpha, lora.target_modules set, but LoRA is off .* drop them"):
+    with pytest.raises(ConfigError, match=r"lora.alpha, lora.target_modules set, but LoRA is off"):
         load_config(path, {"lora.alpha": 8, "lora.target_modules": ["query"]})
     with pytest.raises(ConfigError, match=r"lora.dropout must lie in \[0, 1\); got 1.5"):
         load_config(path, {"lora.r": 4, "lora.dropout": 1.5})
@@ -1172,8 +1159,7 @@ def test_lora_target_modules_the_model_lacks_are_refused_before_any_data_is_read
     from hyte.training.loop import check_lora_targets
 
     config = load_config(_config_file(tmp_path), {"lora.r": 4, "lora.target_modules": ["qkv", "valeu"]})
-    with pytest.raises(ConfigError, match=r"lora.target_modules names 'valeu', which HyTEFHModel has no module of: "
-                                          r"give the names of its linear layers \(.*qkv.*\)"):
+    with pytest.raises(ConfigError, match=r"names 'valeu', which HyTEFHModel has no module of"):
         run(config)
     assert not (tmp_path / "out").exists()  # no mined negatives, no LoRA base
     with pytest.raises(ConfigError, match="names 'query', 'value', 'projection', which HyTEFHModel"):
@@ -1204,9 +1190,9 @@ def test_lora_modules_to_save_must_be_modules_and_lora_on_new_weights_is_warned(
                                                     "lora.modules_to_save": saved})
 
     check_lora_targets(WithScale(), config(["projection"]))
-    with pytest.raises(ConfigError, match=r"modules_to_save names 'scale'.*'scale' is a parameter, not a module"):
+    with pytest.raises(ConfigError, match=r"'scale' is a parameter, not a module"):
         check_lora_targets(WithScale(), config(["scale"]))
-    with pytest.raises(ConfigError, match=r"modules_to_save names 'projektion'.*no module of the model has that name"):
+    with pytest.raises(ConfigError, match=r"'projektion'.*no module of the model has that name"):
         check_lora_targets(WithScale(), config(["projection", "projektion"]))
 
     model = hyte.HyTEFHModel(hyte.HyTEFHConfig(vocab_size=50, **TINY_FH))
