@@ -149,9 +149,8 @@ def _at_the_origin(out, rows: list[int], c: float):
 
 
 # Files that make a folder one of hyte's non-model artifacts (an index folder, a training run, vector shards, a
-# local PostgreSQL server): a model
-# saved into it would mix with them (and ship them on a push). A copy of hyte.artifacts.markers(*NOT_MODELS) (a test
-# keeps them equal): this file travels without hyte.
+# local PostgreSQL server): a model saved into it would mix with them (and ship them on a push). A copy of
+# hyte.artifacts.markers(*NOT_MODELS) (a test keeps them equal): this file travels without hyte.
 _NOT_A_MODEL_FOLDER = ("run.json", "index.json", "metadata.json", "phrase_index.json", "manifest.json",
                        "hyte_postgres.json")
 

@@ -136,10 +136,9 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                                      "tie:" if two_level else
                                      "nDCG@10 difference, mean over seeds (per-seed range), paired t-test p over "
                                      "seeds. No interval and no verdict: this run's interval resampled (seed, query) "
-                                     "pairs as "
-                                     "if independent (every seed scored the same queries), too narrow, and its "
-                                     "per-query values were not kept, so it cannot be recomputed without rescoring "
-                                     "the models:"), ""]
+                                     "pairs as if independent (every seed scored the same queries), too narrow, and "
+                                     "its per-query values were not kept, so it cannot be recomputed without "
+                                     "rescoring the models:"), ""]
                 rows = [[f"K={k} {pair}", *(_over_seeds_cell(contrasts[f"{k}/{b}/{pair}"], two_level)
                                             for b in budgets)]
                         for k in ks for pair in ("crf-global", "hybrid-global", "hybrid-crf", "crf-token")]

@@ -15,7 +15,7 @@ from typing import Any
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..artifacts import CARD_FILE, CHECKPOINT_STATE_FILE, RUN_FILE, claim_folder, holds
+from ..artifacts import ALL_KINDS, CARD_FILE, CHECKPOINT_STATE_FILE, RUN_FILE, claim_folder, holds
 from ..errors import HyteError
 from ..identity import differences, digest
 from ..io import read_json_file, write_text_atomically
@@ -145,9 +145,10 @@ def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -
     resume_checkpoint(config, resume=True)  # refuses damaged, incomplete or finished checkpoints now, not after mining
 
 
-# The folders a run must not sit in; not another run's (run.json is a name users give their config files too, and
-# a run inside another run's folder harms neither).
-_NO_RUN_INSIDE = ("model", "adapter", "index", "vectors", "postgres")
+# The folders a run must not sit in: every kind but another run's (run.json is a name users give their config files
+# too, and a run inside another run's folder harms neither) and a checkpoint (also a model or adapter folder, refused
+# as such). Derived, so that a kind added to hyte.artifacts is refused here too.
+_NO_RUN_INSIDE = tuple(kind for kind in ALL_KINDS if kind not in ("run", "checkpoint"))
 
 
 RUN_LOCK_FILE = ".hyte-run.lock"
