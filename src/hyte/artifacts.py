@@ -38,7 +38,7 @@ from .io import refuse_file_above
 __all__ = ["ALL_KINDS", "CARD_FILE", "CHECKPOINT_STATE_FILE", "DOCUMENTS_FILE", "FOLDER_FILE", "INDEX_FILE", "KINDS",
            "MANIFEST", "METADATA_FILE", "NOT_MODELS", "PHRASE_INDEX_FILE", "POSTGRES_FILE", "RUN_FILE", "ArtifactKind",
            "OutputNotAFolder", "OutputRefused", "artifact_marker", "claim_file", "claim_folder", "enclosing_artifact",
-           "given_and_real", "holds", "markers"]
+           "given_and_real", "holds", "kind_of", "markers"]
 
 # The files hyte itself names or marks kinds by (config.json, adapter_config.json and trainer_state.json are
 # transformers' and peft's). Their writers and readers import these names; tests/test_io.py fails on the names
@@ -94,6 +94,11 @@ def artifact_marker(folder: str | os.PathLike, kinds: tuple[str, ...] = ALL_KIND
     return next((marker for marker in markers(*kinds) if (Path(folder) / marker).is_file()), None)
 
 
+def kind_of(name: str, kinds: Sequence[str] = ALL_KINDS) -> str | None:
+    """The first of ``kinds`` whose markers or top-level entries include the file name ``name``, or None."""
+    return next((kind for kind in kinds if name in (*KINDS[kind].markers, *(KINDS[kind].entries or ()))), None)
+
+
 def holds(folder: str | os.PathLike, kind: str) -> bool:
     """Whether ``folder`` is an artifact of ``kind``."""
     return artifact_marker(folder, (kind,)) is not None
@@ -135,8 +140,7 @@ def _inside(path: Path, kinds: Sequence[str], itself: Sequence[str] = ()) -> str
     if found is None:
         return None
     folder, marker = found
-    kind = next(name for name, spec in KINDS.items() if marker in spec.markers)
-    return f"{'is or ' if itself else ''}lies inside {KINDS[kind].what} ({folder} holds {marker})"
+    return f"{'is or ' if itself else ''}lies inside {KINDS[kind_of(marker)].what} ({folder} holds {marker})"
 
 
 def claim_file(path: str | os.PathLike, suffixes: Sequence[str], *, what: str, example: str,

@@ -32,7 +32,7 @@ from .artifacts import MANIFEST, holds
 from .identity import differences, file_digest
 from .io import read_json_file, read_texts, write_text_atomically
 
-__all__ = ["CorpusEncoding", "encode_corpus", "is_vector_shard_folder", "read_vector_shards"]
+__all__ = ["CorpusEncoding", "encode_corpus", "read_vector_shards"]
 
 FORMAT_VERSION = 1
 DEFAULT_SHARD_SIZE = 10_000
@@ -53,10 +53,6 @@ class CorpusEncoding:
     truncated: int
     token_limit: int
 
-
-def is_vector_shard_folder(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a folder ``encode_corpus`` wrote (it holds the manifest)."""
-    return holds(path, "vectors")
 
 def _shard_path(output: Path, shard: int) -> Path:
     return output / f"shard-{shard:05d}.parquet"
@@ -115,13 +111,13 @@ _FILE_SUFFIXES = (".npy", ".npz", ".safetensors", ".parquet", ".json", ".jsonl",
 
 def _check_output_usable(output: Path) -> None:
     """A new or empty folder, or one an earlier run wrote (module docstring); nothing else is written into."""
-    if output.suffix.lower() in _FILE_SUFFIXES and not is_vector_shard_folder(output):
+    if output.suffix.lower() in _FILE_SUFFIXES and not holds(output, "vectors"):
         one_file = (" (one file of vectors is written by hyte encode --input FILE --output FILE.npy)"
                     if output.suffix.lower() in (".npy", ".safetensors") else "")
         raise ValueError(f"output {output} is named like a {output.suffix} file, but it must be a folder: the vector "
                          f"shards are written into it (one Parquet file per shard, and {MANIFEST}). Give a folder "
                          f"name, e.g. {output.with_suffix('')}{one_file}")
-    if output.exists() and not is_vector_shard_folder(output) and (not output.is_dir() or any(output.iterdir())):
+    if output.exists() and not holds(output, "vectors") and (not output.is_dir() or any(output.iterdir())):
         raise FileExistsError(f"{output} exists and is not a vector-shard folder of hyte encode --corpus: choose a "
                               "new or empty folder")
 
@@ -258,7 +254,7 @@ def read_vector_shards(directory: str | os.PathLike) -> tuple[dict[str, Any], np
     import pyarrow.parquet as pq
 
     directory = Path(directory)
-    if not is_vector_shard_folder(directory):
+    if not holds(directory, "vectors"):
         raise FileNotFoundError(f"{directory} holds no vector shards ({MANIFEST} is missing): make them with "
                                 "`hyte encode --corpus FILE --output DIR`")
     manifest = read_json_file(directory / MANIFEST, _REENCODE)

@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from .artifacts import NOT_MODELS, artifact_marker, holds
+from .artifacts import KINDS, NOT_MODELS, artifact_marker, holds, kind_of
 from .io import atomic_directory
 
 __all__ = ["Generator", "SMOLLM2_NAME", "generator_cache_dir", "load_generator", "smollm2_gguf"]
@@ -105,9 +105,8 @@ def _refuse_non_generator_folder(folder: Path) -> None:
         return
     held = artifact_marker(folder, NOT_MODELS)
     if held is not None:
-        raise ValueError(f"{folder} holds {held}: it is an index, training-run, vector or PostgreSQL folder, not a "
-                         "generator; give a causal language model with a chat template (or no --generator for "
-                         "SmolLM2)")
+        raise ValueError(f"{folder} holds {held}: it is {KINDS[kind_of(held)].what}, not a generator; give a causal "
+                         "language model with a chat template (or no --generator for SmolLM2)")
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -6,15 +6,9 @@ model, corpus file and encoding settings (``manifest.json``); an index folder th
 (``index.json``); a result its kind, model, data and the data's digest (and a radius result its sample of texts).
 A later writer builds the identity it would record and compares it with the recorded one through ``differences``;
 it goes on only where there are none, and otherwise names them. Content enters an identity through a digest of this
-module, never a hash of its own:
-
-* ``digest(value)``: a JSON value (an identity, a cache key) by its canonical JSON text (sorted keys);
-* ``file_digest(path)``: a file's bytes; ``data_digest(path)``: a data file, or a data folder's files by name and
-  content (a BEIR folder);
-* ``texts_digest(texts)``: texts in order.
-
-All are SHA-256 in hex: whole where a file's integrity is checked, its first 12 digits where it only names (one
-user's outputs do not collide there). Two digests stay outside, each for its reason: a model's weights fingerprint
+module (``digest``, ``file_digest``, ``data_digest``, ``texts_digest``), never a hash of its own: SHA-256 in hex,
+whole where a file's integrity is checked, its first 12 digits where it only names (one user's outputs do not
+collide there). Two digests stay outside, each for its reason: a model's weights fingerprint
 (``hyte.lineage``: it hashes tensors, so it needs torch, which this floor does not import) and the remote-code
 file's cache key (``sentence_transformers_hyte.py`` travels without hyte).
 """

@@ -162,7 +162,8 @@ def check_query_model(index, model: torch.nn.Module, model_name: str | None, *,
     """The lineage half of ``check_query_encoder`` for a bare model (e.g. a phrase model): ``index`` (a
     ``LorentzIndex`` or ``PhraseIndex``) admits it, by fingerprint or declared compatibility, or raises."""
     fingerprint = model_fingerprint(model)
-    if index.model_fingerprint not in (None, fingerprint) and index.model_fingerprint == _weights_only_fingerprint(model):
+    if (index.model_fingerprint not in (None, fingerprint)
+            and index.model_fingerprint == _weights_only_fingerprint(model)):
         # An index saved before the settings were hashed: its fingerprint covers the weights alone.
         fingerprint = index.model_fingerprint
     return index.check_query_model(model_name, fingerprint, compatible_with(model),

@@ -1,22 +1,13 @@
-"""``hyte quickstart``: the whole path on a fresh machine, offline, in about ten minutes on 2 CPU cores.
+"""``hyte quickstart``: the whole path on a fresh machine, offline, in about ten minutes on 2 CPU cores: HyTE-H on
+the bundled all-MiniLM-L6-v2 with the recipe chosen on validation branches (``QUICKSTART_RECIPE``), a short
+fine-tune on HPO and ICD-10-CM training branches, evaluation on the held-out ones against the untrained base (and,
+with ``--with-euclidean``, the Euclidean control), the model folder with its card, an index with example queries
+drawn at random (seed 0) *before* any result is known, and the command that pushes the model (each step is printed
+as ``run_quickstart`` takes it).
 
-1. HyTE-H on the bundled all-MiniLM-L6-v2, with the recipe of ``hyte.training.recipes`` chosen on validation
-   branches (``QUICKSTART_RECIPE``; BENCHMARKS.md "Radius as specificity" compares it with its Euclidean control);
-2. a short fine-tune on HPO training branches and ICD-10-CM training chapters (HyTE-H with its specificity head;
-   hard negatives mined by the base encoder and siblings, a query's own ancestors and descendants never among its
-   negatives; entailment-cone term on (parent, child));
-3. evaluation on held-out HPO branches and ICD-10-CM chapters against the untrained base (and, with
-   ``--with-euclidean``, the Euclidean control chosen the same way): nDCG@10, SpecHR, radius-depth Spearman and the
-   edge diagnostics.
-   The scores go to results.json first; the table printed is rendered from that file;
-4. a complete model folder with its model card (which states the comparison with the base);
-5. the exact Lorentz index over the held-out HPO definitions, and example queries drawn at random (seed 0) from the
-   held-out queries *before* any result is known, each marked with whether its own term came first;
-6. where everything is, and the one command that pushes the model.
-
-Every step is resumable or cheap to redo: training resumes from its last checkpoint, a finished model is reused,
-and every folder is written aside and swapped in, so Ctrl-C never leaves a half-written model directory. The
-checkpoints of a finished run are deleted (a finished run is reused, never resumed).
+The scores go to results.json first; the table printed is rendered from that file. Every step is resumable or cheap
+to redo: training resumes from its last checkpoint, a finished run is reused (its checkpoints deleted), and every
+folder is written aside and swapped in, so Ctrl-C never leaves a half-written model directory.
 """
 
 from __future__ import annotations
@@ -56,16 +47,13 @@ def format_summary(results: dict) -> str:
     """The quickstart's comparison table, rendered from its results.json (``{"heldout": {model: {ontology:
     scores}}}``): one block per ontology, one row per model, each fine-tune's change against the base, and the
     radius-depth Spearman correlations with their intervals."""
-    from .evaluation.heldout import GENERAL_DOMAIN
     from .evaluation.radius import format_depth_correlation
 
     lines = []
     heldout = results["heldout"]
-    ontologies = list(next(iter(heldout.values())))
-    titles = {"hpo": "HPO, held-out branches", "icd10": "ICD-10-CM, held-out chapters",
-              **{key: f"{title} (general domain: should not fall below the base)"
-                 for key, title in GENERAL_DOMAIN.items()}}
-    for ontology in ontologies:
+    titles = _set_names("HPO, held-out branches", "ICD-10-CM, held-out chapters",
+                        "(general domain: should not fall below the base)")
+    for ontology in next(iter(heldout.values())):
         lines.append(f"  {titles.get(ontology, ontology)}")
         lines.append(f"  {'model':32}" + "".join(f"{label:>14}" for _, label in SUMMARY_COLUMNS))
         base = heldout.get(BASE_NAME, {}).get(ontology, {})
@@ -92,6 +80,14 @@ def format_summary(results: dict) -> str:
                          "child / radius sd [5 %, 95 %]:")
             lines += [f"    {name:32} {_edge_cells(values)}" for name, values in edges.items()]
     return "\n".join(lines)
+
+
+def _set_names(hpo: str, icd10: str, general: str) -> dict[str, str]:
+    """What tables and the card call each evaluation set: ``hpo``, ``icd10``, each general-domain control by its title
+    followed by ``general``."""
+    from .evaluation.heldout import GENERAL_DOMAIN
+
+    return {"hpo": hpo, "icd10": icd10, **{key: f"{title} {general}" for key, title in GENERAL_DOMAIN.items()}}
 
 
 def _edge_cells(values: dict) -> str:
@@ -244,12 +240,10 @@ def specificity_checks(heldout: dict) -> list[str]:
 def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
     """Copy the trained model with eval_results.json, the comparison with the base in its card info and a rendered
     README.md; the folder is swapped in atomically."""
-    from .evaluation.heldout import GENERAL_DOMAIN
     from .hub.card import render_model_card
     from .io import atomic_directory
 
-    names = {"hpo": "HPO held-out branches", "icd10": "ICD-10-CM held-out chapters",
-             **{key: f"{title} (general domain)" for key, title in GENERAL_DOMAIN.items()}}
+    names = _set_names("HPO held-out branches", "ICD-10-CM held-out chapters", "(general domain)")
     ours, base = heldout[HYTE_NAME], heldout[BASE_NAME]
     results = {"retrieval": [], "hierarchy": []}
     comparison = []

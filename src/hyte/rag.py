@@ -7,7 +7,7 @@
     print(answer.text, answer.citations)
 
 The searcher lives in ``hyte.retrieval.searcher`` and the generator in ``hyte.generation``; both are importable
-from here too, as before.
+from here too.
 
 Citations: small instruct models rarely write ``[id]`` markers however they are asked (SmolLM2-135M never did), so
 ``cite`` keeps the markers that name a retrieved passage, drops invented ones, and gives every sentence left

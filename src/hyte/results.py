@@ -84,23 +84,18 @@ def public_model_name(name: str | os.PathLike) -> str:
     return BUNDLED_HUB_IDS.get(portable, portable)
 
 
-def portable_paths(value: Any) -> Any:
-    """``value`` (nested dicts, lists, strings) with every absolute path string made portable."""
+def portable_paths(value: Any, finite: bool = False) -> Any:
+    """``value`` (nested dicts, lists, strings) with every absolute path string made portable; with ``finite``,
+    numpy scalars as Python numbers and NaN / Inf as None too (JSON knows neither)."""
     if isinstance(value, dict):
-        return {key: portable_paths(item) for key, item in value.items()}
+        return {key: portable_paths(item, finite) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [portable_paths(item) for item in value]
-    return portable_path(value) if isinstance(value, str) else value
-
-
-def _finite_or_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _finite_or_none(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_or_none(item) for item in value]
-    if isinstance(value, numbers.Real) and not isinstance(value, (bool, int, float)):
-        value = value.item()  # numpy scalars: JSON knows Python numbers only
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+        return [portable_paths(item, finite) for item in value]
+    if isinstance(value, str):
+        return portable_path(value)
+    if finite and isinstance(value, numbers.Real) and not isinstance(value, (bool, int, float)):
+        value = value.item()
+    return None if finite and isinstance(value, float) and not math.isfinite(value) else value
 
 
 def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (), *, replace: bool = False) -> Path:
@@ -118,7 +113,7 @@ def write_result(path: str | os.PathLike, payload: dict, keep: Sequence[str] = (
     if keep and path.is_file():
         earlier = json.loads(path.read_text())
         payload = {**payload, **{key: earlier[key] for key in keep if key in earlier and key not in payload}}
-    text = json.dumps(_finite_or_none(portable_paths(payload)), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(portable_paths(payload, finite=True), indent=2, ensure_ascii=False) + "\n"
     return write_text_atomically(path, text)
 
 

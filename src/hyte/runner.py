@@ -38,8 +38,8 @@ def run(config: RunConfig, resume: bool = False, callbacks: list | None = None, 
     ``resume``: continue from the last checkpoint in ``training.output_dir`` when there is one (of the same run);
     a run that already reached ``max_steps`` is left as it is (its final folder is returned, nothing rewritten);
     a folder that already holds a run is refused unless ``resume`` or ``overwrite`` (``claim_output_dir``, checked
-    before anything slow), and so is a folder another live run holds (``hold_output_dir``, for the whole run). The seed is set before the model is built, so new weights (HyTE-FH, the HyTE-H
-    projection) are reproducible too.
+    before anything slow), and so is a folder another live run holds (``hold_output_dir``, for the whole run). The
+    seed is set before the model is built, so new weights (HyTE-FH, the HyTE-H projection) are reproducible too.
     """
     with hold_output_dir(Path(config.training.output_dir)):
         claim_output_dir(config, resume=resume, overwrite=overwrite)

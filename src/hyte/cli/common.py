@@ -11,6 +11,7 @@ import copy
 import math
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import HyteError
@@ -136,6 +137,14 @@ def k_within(k: int, documents: int, use: str) -> int:
         print(f"--k {k}: the index holds {documents} documents; {use} all of them", file=sys.stderr)
         return documents
     return k
+
+
+def refuse_unused(args: argparse.Namespace, options: Sequence[str], needed: str, remedy: str) -> None:
+    """UserError naming those of ``options`` that were given (not None) where ``needed``, which alone gives them a
+    meaning, is missing (the caller's test): they would be ignored without a word. ``remedy``: what to do."""
+    given = [option for option in options if getattr(args, option[2:].replace("-", "_")) is not None]
+    if given:
+        raise UserError(f"{', '.join(given)}: for {needed}; {remedy}")
 
 
 def label_of(model: str, label: str | None) -> str:

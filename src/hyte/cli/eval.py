@@ -8,24 +8,19 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import re
 import sys
 import time
 from pathlib import Path
 
-from ..artifacts import claim_file, claim_folder
-from ..identity import data_digest, differences
-from ..results import check_result_output, command_line, machine_info, portable_path, same_path, write_result
-from .common import UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int
+from ..artifacts import claim_folder
+from ..identity import data_digest
+from ..results import check_result_output, command_line, machine_info, portable_path, write_result
+from .common import (UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int,
+                     refuse_unused)
 
 __all__ = ["add_commands"]
-
-# ----------------------------------------------------------------------------------------------------------------
-# hyte eval retrieval | hierarchy | build-hierarchy | radius | mteb | rag | compatibility | report
-# ----------------------------------------------------------------------------------------------------------------
-
 
 def _result_output(parser: argparse.ArgumentParser, command, benchmark: str | tuple) -> None:
     """``--output`` (the result JSON) and ``command``, run with that path checked before anything is loaded or
@@ -62,11 +57,8 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
     if args.rerank is not None:  # a phrase model reranking the global top K (H+, hyte.phrase)
         args.k_candidates, args.count = args.k_candidates or 100, args.count or "exact"
         return _eval_rerank(args)
-    given = [option for option, value in (("--budget", args.budget), ("--k-candidates", args.k_candidates),
-                                          ("--count", args.count)) if value is not None]
-    if given:
-        raise UserError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --rerank (phrase models); "
-                        "without it they change nothing: drop them or add --rerank")
+    refuse_unused(args, ("--budget", "--k-candidates", "--count"), "--rerank (phrase models)",
+                  "without it they change nothing: drop them or add --rerank")
     from ..data.beir import load_beir
     from ..evaluation.retrieval import evaluate_beir
 
@@ -98,20 +90,6 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _build_info_path(data: str | os.PathLike) -> Path:
-    return Path(f"{data}.build.json")
-
-
-def _read_build_info(data: str | os.PathLike, digest: str) -> dict | None:
-    """The ``build-hierarchy`` record written beside a benchmark file, if it still describes this file."""
-    path = _build_info_path(data)
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return info if isinstance(info, dict) and info.get("sha256") == digest else None
-
-
 def _print_hierarchy(results: dict) -> None:
     from ..evaluation.hierarchy import CANDIDATE_TYPES
 
@@ -126,6 +104,7 @@ def _print_hierarchy(results: dict) -> None:
 
 def _eval_hierarchy(args: argparse.Namespace) -> int:
     from ..evaluation.hierarchy import evaluate_hierarchy, read_hierarchy_jsonl
+    from ..evaluation.hierarchy_build import build_record
 
     records = read_hierarchy_jsonl(args.data)  # format errors before the model is loaded
     encoder = load_model_encoder(args.model, args.kind, args.max_length)
@@ -135,10 +114,9 @@ def _eval_hierarchy(args: argparse.Namespace) -> int:
     print(f"{label_of(args.model, args.label)} ({encoder.kind}) on {args.data}, {seconds:.0f} s")
     _print_hierarchy(results)
     if args.output:
-        fields = _model_and_data(args, kind=encoder.kind)
-        build = _read_build_info(args.data, fields["data_sha256"])
-        _write(args, {"benchmark": "hierarchy", **fields, **({"data_build": build} if build else {}), **results,
-                      "seconds": seconds})
+        build = build_record(args.data)
+        _write(args, {"benchmark": "hierarchy", **_model_and_data(args, kind=encoder.kind),
+                      **({"data_build": build} if build else {}), **results, "seconds": seconds})
     return 0
 
 
@@ -182,22 +160,11 @@ def _eval_taxonomy(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_hierarchy_output(output: str) -> None:
-    """Before building: ``--output`` must be a new .jsonl file (outside hyte's folders), or an earlier
-    ``build-hierarchy`` output that is still as it was built; its provenance file beside it is checked too."""
-    path = claim_file(output, (".jsonl",), what="a hierarchy benchmark", example="benchmarks/hierarchy.jsonl",
-                      option="--output")
-    if path.exists() and _read_build_info(path, data_digest(path)) is None:
-        raise UserError(f"--output {output} exists and is not an unchanged earlier `hyte eval build-hierarchy` "
-                        "output: other files are never written over; give a new file, or delete this one first")
-    check_result_output(_build_info_path(path))
-
-
 def _build_hierarchy(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from ..evaluation.hierarchy import write_hierarchy_jsonl
-    from ..evaluation.hierarchy_build import build_obo_hierarchy_benchmark, hpo_hierarchy_benchmark
+    from ..evaluation.hierarchy_build import (build_obo_hierarchy_benchmark, claim_benchmark_file,
+                                              hpo_hierarchy_benchmark, write_benchmark)
 
     if args.hpo and args.root is not None:  # it was ignored, and the whole split written
         raise ValueError("--root applies to --obo only: with --hpo the queries come from HPO's held-out branches "
@@ -205,7 +172,7 @@ def _build_hierarchy(args: argparse.Namespace) -> int:
                          "and --root")
     if not args.hpo and args.split != "test":
         raise ValueError("--split applies to --hpo only")
-    _check_hierarchy_output(args.output)
+    claim_benchmark_file(args.output)
 
     options = dict(min_depth=args.min_depth, max_siblings=args.max_siblings, min_siblings=args.min_siblings,
                    num_random=args.num_random, max_queries=args.max_queries, seed=args.seed, query=args.query,
@@ -222,11 +189,8 @@ def _build_hierarchy(args: argparse.Namespace) -> int:
         raise ValueError(f"no term of {source} qualifies (definition, depth >= {args.min_depth}, a parent"
                          f"{' and grandparent' if options['require_grandparent'] else ''} with definitions, "
                          f">= {args.min_siblings} sibling(s))")
-    write_hierarchy_jsonl(args.output, records)
-    # Provenance beside the file (not inside it: the format is one record per line), read by `eval hierarchy`.
-    write_result(_build_info_path(args.output), {
-        "command": command_line(args, ["eval", "build-hierarchy"]), "source": source, "options": options,
-        "num_queries": len(records), "sha256": data_digest(args.output), "date": time.strftime("%Y-%m-%d %H:%M")})
+    write_benchmark(args.output, records, command=command_line(args, ["eval", "build-hierarchy"]), source=source,
+                    options=options)
     types = Counter(c["type"] for record in records for c in record["candidates"])
     depths = Counter(record["depth"] for record in records)
     print(f"wrote {len(records)} queries from {source} to {args.output}")
@@ -239,29 +203,9 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:80] or "run"
 
 
-def _refuse_radius_of_other_models(path: Path, models: list[str], sample: dict) -> None:
-    """A radius result (and its PNG) is replaced only by a rerun on the same models and the same sample of texts
-    (another model's went without a word; another --seed or --per-depth too); the JSON records each
-    model under "models" and the sample under "texts"."""
-    if not path.is_file():
-        return
-    earlier = json.loads(path.read_text(encoding="utf-8"))
-    recorded, wanted = {}, {}
-    if (earlier.get("texts") or {}).get("sample") is not None:
-        recorded["sample"], wanted["sample"] = earlier["texts"]["sample"], sample
-    if isinstance(earlier.get("models"), dict):
-        before = [str(entry.get("model")) for entry in earlier["models"].values() if isinstance(entry, dict)]
-        # A recorded path that names a given model (same_path) counts as the same.
-        recorded["models"] = sorted(before)
-        wanted["models"] = sorted(next((r for r in before if same_path(r, m)), portable_path(m)) for m in models)
-    changed = differences(recorded, wanted)
-    if changed:
-        raise ValueError(f"{path} holds the radius result of another run ({'; '.join(changed)}): give another "
-                         "--name (or --output-dir), or delete that one first")
-
-
 def _eval_radius(args: argparse.Namespace) -> int:
-    from ..evaluation.radius import format_depth_correlation, hpo_texts_by_depth, plot_radius_by_depth, radius_by_depth
+    from ..evaluation.radius import (claim_radius_result, format_depth_correlation, hpo_texts_by_depth,
+                                     plot_radius_by_depth, radius_by_depth)
 
     labels = args.label or []
     if labels and len(labels) != len(args.model):
@@ -270,7 +214,12 @@ def _eval_radius(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-depth {args.max_depth} is below --min-depth {args.min_depth}: no depth to measure")
     for model in args.model:
         check_model_path(model)
-    if args.taxonomy is not None:
+    if args.taxonomy is None:
+        refuse_unused(args, ("--names",), "--taxonomy given as an edge list", "drop it or add --taxonomy")
+        texts = hpo_texts_by_depth(per_depth=args.per_depth, min_depth=args.min_depth, max_depth=args.max_depth,
+                                   split=args.split, seed=args.seed)
+        source = f"HPO definitions, {args.split}"
+    else:
         from ..data.taxonomy import load_taxonomy
         from ..evaluation.radius import taxonomy_texts_by_depth
 
@@ -281,10 +230,6 @@ def _eval_radius(args: argparse.Namespace) -> int:
                                         min_depth=args.min_depth, max_depth=args.max_depth, seed=args.seed,
                                         described=args.text == "name_description")
         source = f"{Path(args.taxonomy).name} concepts"
-    else:
-        texts = hpo_texts_by_depth(per_depth=args.per_depth, min_depth=args.min_depth, max_depth=args.max_depth,
-                                   split=args.split, seed=args.seed)
-        source = f"HPO definitions, {args.split}"
     if not texts:
         raise UserError(f"no concept lies between depth {args.min_depth} and {args.max_depth}: lower --min-depth")
     names = [label_of(model, labels[i] if labels else None) for i, model in enumerate(args.model)]
@@ -292,13 +237,12 @@ def _eval_radius(args: argparse.Namespace) -> int:
         raise ValueError(f"models need distinct labels (got {names}); pass --label for each --model")
     output_dir = claim_folder(args.output_dir, option="--output-dir", remedy="e.g. results/radius")
     stem = "radius_" + _safe_name(args.name or "_".join(names))
-    # Before any encoding or plotting: the PNG would otherwise land in a model, run or index folder before the
-    # result JSON beside it is refused.
-    earlier = check_result_output(output_dir / f"{stem}.json", "radius")
     sample = {"split": args.split, "per_depth": args.per_depth, "min_depth": args.min_depth,
               "max_depth": args.max_depth, "seed": args.seed,
               **({"taxonomy": portable_path(args.taxonomy), "text": args.text} if args.taxonomy else {})}
-    _refuse_radius_of_other_models(earlier, args.model, sample)
+    # Before any encoding or plotting: the PNG would otherwise land in a model, run or index folder before the
+    # result JSON beside it is refused.
+    output = claim_radius_result(output_dir / f"{stem}.json", args.model, sample)
     results = {}
     columns = []  # (title, {depth: stats}): the radius, and the distance to the origin when hyperbolic
     for name, model in zip(names, args.model):
@@ -325,7 +269,7 @@ def _eval_radius(args: argparse.Namespace) -> int:
                   "texts": {"source": source if args.taxonomy else f"HPO {HPO_DATA_VERSION} definitions",
                             "split": args.split, "per_depth": args.per_depth,
                             "counts": {d: len(texts[d]) for d in depths}, "sample": sample}},
-           output_dir / f"{stem}.json", f" and {png}")
+           output, f" and {png}")
     return 0
 
 
@@ -476,11 +420,6 @@ def _eval_report(args: argparse.Namespace) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Parsers
-# ----------------------------------------------------------------------------------------------------------------
-
-
 def _model_options(parser: argparse.ArgumentParser, repeat: bool = False) -> None:
     if repeat:
         parser.add_argument("--model", action="append", required=True,
@@ -560,7 +499,8 @@ def add_commands(subparsers) -> None:
     build.add_argument("--min-depth", type=non_negative_int, default=3)
     build.add_argument("--max-siblings", type=non_negative_int, default=3)
     build.add_argument("--min-siblings", type=non_negative_int, default=1)
-    build.add_argument("--num-random", type=non_negative_int, default=0, help="distractors from unrelated branches per query")
+    build.add_argument("--num-random", type=non_negative_int, default=0,
+                       help="distractors from unrelated branches per query")
     build.add_argument("--no-grandparent-required", action="store_true",
                        help="keep terms whose parent has no usable parent (no grandparent candidate)")
     build.add_argument("--query", choices=["synonym", "name"], default="synonym",

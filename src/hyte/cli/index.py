@@ -11,9 +11,9 @@ import argparse
 from ..artifacts import claim_file, claim_folder
 from ..io import read_texts, write_vectors
 from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, k_within, note_truncated, positive_float,
-                     positive_int, print_hits, queries_of, truncation_note)
+                     positive_int, print_hits, queries_of, refuse_unused, truncation_note)
 
-__all__ = ["add_commands", "open_searcher"]
+__all__ = ["add_commands", "add_index_options", "open_searcher"]
 
 KEPT = " (documents.jsonl keeps the full text)"  # what an index folder keeps of a text cut to the model's tokens
 
@@ -33,11 +33,8 @@ def _encode(args: argparse.Namespace) -> int:
             raise UserError(f"{option} is empty: give the .txt or .jsonl file of texts")
     if args.corpus is not None:
         return _encode_corpus(args)
-    corpus_only = [flag for flag, value in (("--ray", args.ray), ("--shard-size", args.shard_size),
-                                            ("--ray-workers", args.ray_workers)) if value is not None]
-    if corpus_only:
-        raise UserError(f"{', '.join(corpus_only)}: for a --corpus encoded into shards; --input writes one file. Give "
-                        "--corpus instead of --input, or leave them out")
+    refuse_unused(args, ("--ray", "--shard-size", "--ray-workers"), "a --corpus encoded into shards",
+                  "--input writes one file. Give --corpus instead of --input, or leave them out")
     claim_file(args.output, (".npy", ".safetensors"), what="the vectors", example="vectors.npy",
                overwrite=args.overwrite, option="--output")
     texts, _ = read_texts(args.input)
@@ -58,8 +55,8 @@ def _encode_corpus(args: argparse.Namespace) -> int:
 
     if args.role != "document":
         raise UserError("--corpus encodes documents; query vectors go to one file (--input)")
-    if args.ray is None and args.ray_workers is not None:
-        raise UserError("--ray-workers is for --ray ADDRESS (encoder actors on a Ray cluster)")
+    if args.ray is None:
+        refuse_unused(args, ("--ray-workers",), "--ray ADDRESS (encoder actors on a Ray cluster)", "add --ray")
     sizes = {name: value for name, value in (("shard_size", args.shard_size), ("workers", args.ray_workers))
              if value is not None}  # encode_corpus's defaults otherwise
     done = encode_corpus(args.model, args.corpus, args.output, batch_size=args.batch_size, max_length=args.max_length,
@@ -127,8 +124,7 @@ def _check_backend(args: argparse.Namespace) -> None:
             raise UserError("--max-norm bounds the augmented vectors of --kind hnsw; an exact table has none: drop it "
                             "or add --kind hnsw")
         return
-    if args.dsn is not None or args.table is not None or args.max_norm is not None:
-        raise UserError("--dsn, --table and --max-norm are for --backend pgvector")
+    refuse_unused(args, ("--dsn", "--table", "--max-norm"), "--backend pgvector", "add it, or leave them out")
     if args.output is None:
         raise UserError("--output is required: the index folder to write (or --backend pgvector --dsn ... --table ...)")
     if args.kind == "exact":
@@ -224,6 +220,18 @@ def _recall_note(index) -> str:
     if index.is_exact:
         return ""
     return f"; measured recall@10 against exact search: {index.measure_recall(k=10, sample=200):.3f}"
+
+
+def add_index_options(parser: argparse.ArgumentParser) -> None:
+    """The options ``open_searcher`` reads: the index (a folder, or a pgvector table) and the query model."""
+    parser.add_argument("--index", default=None, help="index folder from hyte index build (holds the texts)")
+    parser.add_argument("--dsn", default=None, help="instead of --index: a pgvector index's server (with --table), "
+                                                    "postgresql://USER@HOST:PORT/DATABASE")
+    parser.add_argument("--table", default=None, help="a pgvector index's table name")
+    parser.add_argument("--model", default=None, help=INDEX_MODEL_HELP)
+    parser.add_argument("--no-check-model", dest="check_model", action="store_false",
+                        help="experts: allow a query model that is neither the index's model nor declared "
+                             "compatible with it (hyte train compatible); same dimension and curvature still required")
 
 
 def open_searcher(args: argparse.Namespace):
@@ -389,18 +397,11 @@ def add_commands(sub) -> None:
     build.add_argument("--overwrite", action="store_true", help="replace the index folder --output already holds")
     build.set_defaults(func=_index_build)
     search = index_sub.add_parser("search", help="search an index with query texts")
-    search.add_argument("--index", default=None, help="index folder (or --dsn and --table for a pgvector index)")
-    search.add_argument("--dsn", default=None, help="a pgvector index's server: postgresql://USER@HOST:PORT/DATABASE")
-    search.add_argument("--table", default=None, help="a pgvector index's table name")
-    search.add_argument("--model", default=None, help=INDEX_MODEL_HELP)
+    add_index_options(search)
     group = search.add_mutually_exclusive_group(required=True)
     group.add_argument("--query")
     group.add_argument("--queries", help=".txt or .jsonl of queries")
     search.add_argument("--k", type=positive_int, default=10)
-    search.add_argument("--no-check-model", dest="check_model", action="store_false",
-                        help="experts: allow a query model that is neither the index's model nor declared "
-                             "compatible with it (hyte train compatible); same dimension and curvature still "
-                             "required")
     search.add_argument("--rerank", choices=["phrase", "hybrid", "lexical"], default=None,
                         help="phrase indexes: rescore the global top --k-candidates by weighted MaxSim over phrase "
                              "units, the lexical view, or the fusion of global, phrase and lexical scores")

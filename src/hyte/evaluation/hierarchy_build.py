@@ -4,14 +4,22 @@ any OBO file, or the HPO branches that training never sees."""
 from __future__ import annotations
 
 import functools
+import json
 import os
 import random
+import time
 from collections.abc import Iterable
+from pathlib import Path
 
+from ..artifacts import claim_file
 from ..data.beir import seeded_subset
 from ..data.hpo import hpo_terms, queries_for
+from ..identity import data_digest, differences
+from ..results import check_result_output, write_result
+from .hierarchy import write_hierarchy_jsonl
 
-__all__ = ["Candidates", "build_hierarchy_benchmark", "build_obo_hierarchy_benchmark", "hpo_hierarchy_benchmark"]
+__all__ = ["Candidates", "build_hierarchy_benchmark", "build_obo_hierarchy_benchmark", "build_record",
+           "claim_benchmark_file", "hpo_hierarchy_benchmark", "write_benchmark"]
 
 _QUERY_MODES = ("synonym", "name")
 
@@ -165,3 +173,40 @@ def hpo_hierarchy_benchmark(split: str = "test", *, test_fraction: float = 0.2, 
     """
     ontology, term_ids = hpo_terms(split, test_fraction, split_seed)
     return build_hierarchy_benchmark(ontology, term_ids, **options)
+
+
+def _record_path(benchmark: str | os.PathLike) -> Path:
+    return Path(f"{benchmark}.build.json")
+
+
+def build_record(benchmark: str | os.PathLike) -> dict | None:
+    """The record ``write_benchmark`` kept beside a benchmark file, if it still describes the file: its identity,
+    the file's digest (``hyte.identity``), is unchanged. None otherwise."""
+    try:
+        record = json.loads(_record_path(benchmark).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or differences(record.get("sha256"), data_digest(benchmark)):
+        return None
+    return record
+
+
+def claim_benchmark_file(output: str | os.PathLike) -> Path:
+    """``output`` as the place of a benchmark file, checked before building: a new .jsonl file (outside hyte's
+    folders), or an earlier ``write_benchmark`` output still as it was written; the record beside it is checked
+    too. FileExistsError (or ``OutputRefused``) otherwise."""
+    path = claim_file(output, (".jsonl",), what="a hierarchy benchmark", example="benchmarks/hierarchy.jsonl",
+                      option="--output")
+    if path.exists() and build_record(path) is None:
+        raise FileExistsError(f"--output {output} exists and is not an unchanged earlier `hyte eval build-hierarchy` "
+                              "output: other files are never written over; give a new file, or delete this one first")
+    check_result_output(_record_path(path))
+    return path
+
+
+def write_benchmark(output: str | os.PathLike, records: list[dict], **provenance) -> None:
+    """Write ``records`` to ``output`` and, beside it (the format is one record a line), a record of how they were
+    built (``provenance``: command, source, options) that ``build_record`` reads back."""
+    write_hierarchy_jsonl(output, records)
+    write_result(_record_path(output), {**provenance, "num_queries": len(records), "sha256": data_digest(output),
+                                        "date": time.strftime("%Y-%m-%d %H:%M")})

@@ -4,6 +4,7 @@ their Spearman rank correlation with depth (``depth_correlation``, with a bootst
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -13,9 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from ..data.hpo import hpo_terms
+from ..identity import differences
+from ..results import check_result_output, portable_path, same_path
 
-__all__ = ["depth_correlation", "edge_diagnostics", "format_depth_correlation", "hpo_texts_by_depth",
-           "plot_radius_by_depth", "radius_by_depth", "rank_correlations", "sample_by_depth", "texts_by_depth"]
+__all__ = ["claim_radius_result", "depth_correlation", "edge_diagnostics", "format_depth_correlation",
+           "hpo_texts_by_depth", "plot_radius_by_depth", "radius_by_depth", "rank_correlations", "sample_by_depth",
+           "texts_by_depth"]
 
 
 def _per_depth(values: np.ndarray, depths: list[int], sizes: list[int]) -> tuple[dict, bool]:
@@ -300,3 +304,25 @@ def plot_radius_by_depth(results_by_model: Mapping[str, dict], path_png: str | o
     figure.savefig(path_png, dpi=120)
     plt.close(figure)
     return path_png
+
+
+def claim_radius_result(path: str | os.PathLike, models: Sequence[str], sample: dict) -> Path:
+    """``path`` as the place of a radius result (``check_result_output``), checked before any encoding: an earlier
+    one is replaced only by a rerun on the same ``models`` and the same ``sample`` of texts (its "models" and
+    "texts"."sample"; a recorded path that names a given model counts as the same). ValueError otherwise."""
+    path = check_result_output(path, "radius")
+    if not path.is_file():
+        return path
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    recorded, wanted = {}, {}
+    if (earlier.get("texts") or {}).get("sample") is not None:
+        recorded["sample"], wanted["sample"] = earlier["texts"]["sample"], sample
+    if isinstance(earlier.get("models"), dict):
+        before = [str(entry.get("model")) for entry in earlier["models"].values() if isinstance(entry, dict)]
+        recorded["models"] = sorted(before)
+        wanted["models"] = sorted(next((r for r in before if same_path(r, m)), portable_path(m)) for m in models)
+    changed = differences(recorded, wanted)
+    if changed:
+        raise ValueError(f"{path} holds the radius result of another run ({'; '.join(changed)}): give another "
+                         "--name (or --output-dir), or delete that one first")
+    return path

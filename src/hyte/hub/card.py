@@ -69,9 +69,8 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
     config = _read_json(model_dir / "config.json")
     model_type = config.get("model_type")
     if model_type not in MODEL_KINDS:
-        raise ValueError(
-            f"{model_dir / 'config.json'} has model_type {model_type!r}; a HyTE card needs one of {tuple(MODEL_KINDS)}."
-        )
+        raise ValueError(f"{model_dir / 'config.json'} has model_type {model_type!r}; a HyTE card needs one of "
+                         f"{tuple(MODEL_KINDS)}.")
     info = _read_json(model_dir / CARD_FILE, {})  # written by training, if at all
     datasets = _as_list(info.get("datasets"))
     is_hyperbolic = MODEL_KINDS[model_type].is_hyperbolic(config)
@@ -87,16 +86,10 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
     if has_st:
         tags.append("sentence-transformers")
     card_data = ModelCardData(
-        model_name=repo_id.split("/")[-1] if repo_id else local_dir.resolve().name,
-        license=info.get("license"),
-        library_name="transformers",
-        pipeline_tag="sentence-similarity" if has_st else "feature-extraction",
-        tags=tags,
-        language=info.get("language"),
-        base_model=_base_model(config, info),
-        datasets=datasets or None,
-        eval_results=eval_results or None,
-    )
+        model_name=repo_id.split("/")[-1] if repo_id else local_dir.resolve().name, license=info.get("license"),
+        library_name="transformers", pipeline_tag="sentence-similarity" if has_st else "feature-extraction",
+        tags=tags, language=info.get("language"), base_model=_base_model(config, info), datasets=datasets or None,
+        eval_results=eval_results or None)
     return _from_template(
         "hyte_model_card.md", card_data, repo_id or str(local_dir),
         kind=kind,
@@ -112,11 +105,9 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
         prompts=_prompts(model_dir) if has_st else {},
         datasets=datasets,
         training=_lineage_rows(info.get("fine_tuned_from")) + _training_rows(info.get("training")),
-        evaluation=[
-            {"task": result.task_name, "dataset": result.dataset_name, "split": result.dataset_split or "–",
-             "metric": result.metric_name, "value": _format_value(result.metric_value)}
-            for result in eval_results
-        ],
+        evaluation=[{"task": result.task_name, "dataset": result.dataset_name, "split": result.dataset_split or "–",
+                     "metric": result.metric_name, "value": _format_value(result.metric_value)}
+                    for result in eval_results],
         limitations=_limitations(model_type, config, datasets, bool(eval_results)) + (
             [] if info.get("license") else [NO_LICENCE]),
         notes=info.get("notes"),
@@ -135,21 +126,13 @@ def render_adapter_card(adapter_dir: str | os.PathLike, repo_id: str | None = No
     base = base_model or adapter_config.get("base_model_name_or_path")
     info = _read_json(adapter_dir / CARD_FILE, {})
     card_data = ModelCardData(
-        model_name=repo_id.split("/")[-1] if repo_id else adapter_dir.resolve().name,
-        license=info.get("license"),
-        library_name="peft",
-        pipeline_tag="feature-extraction",
-        tags=["hyte", "hyperbolic", "lora", "peft"],
-        base_model=base if _is_hub_id(base) else None,
-        datasets=_as_list(info.get("datasets")) or None,
-    )
+        model_name=repo_id.split("/")[-1] if repo_id else adapter_dir.resolve().name, license=info.get("license"),
+        library_name="peft", pipeline_tag="feature-extraction", tags=["hyte", "hyperbolic", "lora", "peft"],
+        base_model=base if _is_hub_id(base) else None, datasets=_as_list(info.get("datasets")) or None)
     target_modules = adapter_config.get("target_modules")
-    lora = {
-        "Method": adapter_config.get("peft_type", "LORA"),
-        "Rank r": adapter_config.get("r"),
-        "lora_alpha": adapter_config.get("lora_alpha"),
-        "Target modules": ", ".join(sorted(target_modules)) if isinstance(target_modules, list) else target_modules,
-    }
+    lora = {"Method": adapter_config.get("peft_type", "LORA"), "Rank r": adapter_config.get("r"),
+            "lora_alpha": adapter_config.get("lora_alpha"),
+            "Target modules": ", ".join(sorted(target_modules)) if isinstance(target_modules, list) else target_modules}
     return _from_template(
         "hyte_adapter_card.md", card_data, repo_id or str(adapter_dir),
         base=base or "the base model it was trained on",
@@ -179,8 +162,8 @@ def _read_json(path: Path, missing: dict[str, Any] | None = None) -> dict[str, A
     return read_json_file(path, "save the model or adapter again to rewrite it")
 
 
-# Keys of eval_results.json that are records, not results of this model (training writes the untrained model's
-# scores under "before_training"): kept in the file, left out of the card's model-index (they are not this model's scores).
+# Keys of eval_results.json that are records, not this model's results (training writes the untrained model's
+# scores under "before_training"): kept in the file, left out of the card's model-index.
 _EVAL_RECORDS = ("before_training",)
 
 
@@ -197,21 +180,14 @@ def _read_eval_results(model_dir: Path) -> list[EvalResult]:
         task_type, task_name = _EVAL_TASKS[section]
         for number, entry in enumerate(entries):
             if not (isinstance(entry, dict) and entry.get("dataset_name") and isinstance(entry.get("metrics"), dict)):
-                raise ValueError(
-                    f'{path}: {section}[{number}] needs "dataset_name" and a "metrics" object; got {entry!r:.200}.'
-                )
-            for metric, value in entry["metrics"].items():
-                results.append(EvalResult(
-                    task_type=task_type,
-                    task_name=task_name,
-                    dataset_name=entry["dataset_name"],
-                    # The model-index needs a dataset type (the Hub dataset id); a slug of the name stands in.
-                    dataset_type=entry.get("dataset_type") or _slug(entry["dataset_name"]),
-                    dataset_split=entry.get("split"),
-                    metric_type=_slug(metric.replace("@", "_at_")),
-                    metric_name=metric,
-                    metric_value=value,
-                ))
+                raise ValueError(f'{path}: {section}[{number}] needs "dataset_name" and a "metrics" object; got '
+                                 f"{entry!r:.200}.")
+            # The model-index needs a dataset type (the Hub dataset id); a slug of the name stands in.
+            results += [EvalResult(task_type=task_type, task_name=task_name, dataset_name=entry["dataset_name"],
+                                   dataset_type=entry.get("dataset_type") or _slug(entry["dataset_name"]),
+                                   dataset_split=entry.get("split"), metric_type=_slug(metric.replace("@", "_at_")),
+                                   metric_name=metric, metric_value=value)
+                        for metric, value in entry["metrics"].items()]
     return results
 
 
@@ -292,20 +268,15 @@ def _architecture_rows(model_type: str, config: dict[str, Any], base_model: str 
                 rows + [("Maximum input length", f"{encoder.get('max_position_embeddings')} tokens")]]
     if model_type == "hyte_h":
         encoder = config.get("encoder_config") or {}
-        rows = [
-            ("Euclidean encoder", f"{base_model or encoder.get('model_type', '?')}: {encoder.get('num_hidden_layers')} "
-                                  f"layers, {encoder.get('hidden_size')} features"),
-            ("Projection", f"linear {encoder.get('hidden_size')} → {config['hidden_size'] - 1}, learned scale, tangent "
-                           f"norm clipped at {config.get('norm_clip')}, exponential map at the origin"),
-            ("Hyperbolic layers after the projection", config.get("num_hyperbolic_layers", 0)),
-        ]
+        layers = f"{encoder.get('num_hidden_layers')} layers, {encoder.get('hidden_size')} features"
+        rows = [("Euclidean encoder", f"{base_model or encoder.get('model_type', '?')}: {layers}"),
+                ("Projection", f"linear {encoder.get('hidden_size')} → {config['hidden_size'] - 1}, learned scale, "
+                               f"tangent norm clipped at {config.get('norm_clip')}, exponential map at the origin"),
+                ("Hyperbolic layers after the projection", config.get("num_hyperbolic_layers", 0))]
         max_tokens = encoder.get("max_position_embeddings")
     else:
-        rows = [
-            ("Layers", config.get("num_hidden_layers")),
-            ("Attention heads", config.get("num_attention_heads")),
-            ("Feed-forward size", config.get("intermediate_size")),
-        ]
+        rows = [("Layers", config.get("num_hidden_layers")), ("Attention heads", config.get("num_attention_heads")),
+                ("Feed-forward size", config.get("intermediate_size"))]
         max_tokens = config.get("max_position_embeddings")
     rows += [("Pooling", pooling_name), ("Maximum input length", f"{max_tokens} tokens")]
     return [(name, str(value)) for name, value in rows]

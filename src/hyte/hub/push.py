@@ -25,7 +25,7 @@ from pathlib import Path
 from huggingface_hub import HfApi, ModelCard, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-from ..artifacts import CARD_FILE, KINDS, NOT_MODELS, given_and_real, holds, markers
+from ..artifacts import CARD_FILE, KINDS, NOT_MODELS, given_and_real, holds, kind_of
 from ..io import check_path_kind
 from ..model_kinds import BASE_CODE_FILES, MODEL_KINDS
 from ..modeling_hyte import not_a_model_folder
@@ -38,21 +38,11 @@ __all__ = ["check_adapter_dir", "check_model_dir", "check_repo_id", "push_adapte
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 # Never part of the repository: hidden files and folders (.git, .cache left by downloads), Python caches.
 _NOT_UPLOADED = (".*", "__pycache__")
-# Files hyte writes into index folders, training runs and vector shards: found in a model folder, they were put
-# there by mistake (an index built inside it), and a push would publish them.
-_NOT_MODEL_FILES = frozenset((*markers(*NOT_MODELS), *KINDS["index"].entries))
 
 
-def push_to_hub(
-    model_dir: str | os.PathLike,
-    repo_id: str,
-    *,
-    private: bool = False,
-    revision: str | None = None,
-    token: str | None = None,
-    dry_run_dir: str | os.PathLike | None = None,
-    commit_message: str | None = None,
-) -> str:
+def push_to_hub(model_dir: str | os.PathLike, repo_id: str, *, private: bool = False, revision: str | None = None,
+                token: str | None = None, dry_run_dir: str | os.PathLike | None = None,
+                commit_message: str | None = None) -> str:
     """Upload a saved HyTE model folder to the Hub as ``repo_id``, with a HyTE model card as README.md.
 
     Args:
@@ -78,10 +68,7 @@ def push_to_hub(
         FileNotFoundError: ``model_dir`` does not exist.
     """
     model_dir = Path(model_dir)
-    check_repo_id(repo_id)
-    check_revision(revision)
-    check_model_dir(model_dir)
-    token = None if dry_run_dir is not None else _require_token(token)
+    token = _checked(repo_id, revision, check_model_dir, model_dir, token, dry_run_dir)
     card = render_model_card(model_dir, repo_id)
     for notice in push_notices(model_dir):
         warnings.warn(notice, UserWarning, stacklevel=2)
@@ -89,17 +76,9 @@ def push_to_hub(
                     dry_run_dir=dry_run_dir, commit_message=commit_message or "Upload HyTE model")
 
 
-def push_adapter(
-    adapter_dir: str | os.PathLike,
-    repo_id: str,
-    *,
-    base_model: str | None = None,
-    private: bool = False,
-    revision: str | None = None,
-    token: str | None = None,
-    dry_run_dir: str | os.PathLike | None = None,
-    commit_message: str | None = None,
-) -> str:
+def push_adapter(adapter_dir: str | os.PathLike, repo_id: str, *, base_model: str | None = None, private: bool = False,
+                 revision: str | None = None, token: str | None = None, dry_run_dir: str | os.PathLike | None = None,
+                 commit_message: str | None = None) -> str:
     """Upload a PEFT LoRA adapter folder (``adapter_config.json`` + ``adapter_model.safetensors``) with a card.
 
     ``base_model``: the Hub id of the HyTE model the adapter belongs to. It is written into the uploaded
@@ -108,12 +87,9 @@ def push_adapter(
     The other arguments, the return value and the errors are those of ``push_to_hub``.
     """
     adapter_dir = Path(adapter_dir)
-    check_repo_id(repo_id)
-    check_revision(revision)
     if base_model is not None:
         check_repo_id(base_model)
-    check_adapter_dir(adapter_dir)
-    token = None if dry_run_dir is not None else _require_token(token)
+    token = _checked(repo_id, revision, check_adapter_dir, adapter_dir, token, dry_run_dir)
     card = render_adapter_card(adapter_dir, repo_id, base_model=base_model)
     replacements = {}
     if base_model is not None:
@@ -215,17 +191,17 @@ def check_model_dir(model_dir: str | os.PathLike) -> None:
             problems.append(f"config.json's auto_map lacks {', '.join(missing)} (save with the model's "
                             f"save_pretrained, which writes it)")
     kind = MODEL_KINDS.get((config or {}).get("model_type"))
-    problems += [f"{name} is missing (save_pretrained copies it)" for name in (kind.code_files if kind else BASE_CODE_FILES)
-                 if not (model_dir / name).is_file()]
+    problems += [f"{name} is missing (save_pretrained copies it)"
+                 for name in (kind.code_files if kind else BASE_CODE_FILES) if not (model_dir / name).is_file()]
     problems += _weight_problems(model_dir, "model")
     if not (model_dir / "tokenizer_config.json").is_file():
         problems.append("tokenizer files are missing (tokenizer.save_pretrained(model_dir))")
     if (model_dir / "modules.json").is_file():
         problems += _sentence_transformers_problems(model_dir)
-    problems += [f"{relative} belongs to an index, training run, vector shards or a PostgreSQL server, not to the "
-                 f"model (an index's documents.jsonl holds your documents' texts): move it out of the folder before "
-                 "pushing"
-                 for relative in _uploaded_files(model_dir) if relative.name in _NOT_MODEL_FILES]
+    # Files of the folders that hold no model (an index built inside this one) would be published with it.
+    problems += [f"{relative} belongs to {KINDS[kind].what}, not to the model (an index's documents.jsonl holds "
+                 "your documents' texts): move it out of the folder before pushing"
+                 for relative in _uploaded_files(model_dir) if (kind := kind_of(relative.name, NOT_MODELS))]
     if not problems:
         problems += _loading_problems(model_dir)
     if problems:
@@ -321,13 +297,18 @@ def _sentence_transformers_problems(model_dir: Path) -> list[str]:
     return problems
 
 
-def _require_token(token: str | None) -> str:
-    token = token or get_token()
-    if not token:
-        raise ValueError(
-            "no Hugging Face token found: log in with `hf auth login`, set the HF_TOKEN environment variable, or "
-            "pass token=... (a token with write access, from https://huggingface.co/settings/tokens)."
-        )
+def _checked(repo_id: str, revision: str | None, check_folder, folder: Path, token: str | None,
+             dry_run_dir) -> str | None:
+    """Everything checked before a push, in order (repo id, branch, ``check_folder(folder)``, then the
+    credentials, which a dry run does not need); returns the token to push with."""
+    check_repo_id(repo_id)
+    check_revision(revision)
+    check_folder(folder)
+    token = None if dry_run_dir is not None else token or get_token()
+    if dry_run_dir is None and not token:
+        raise ValueError("no Hugging Face token found: log in with `hf auth login`, set the HF_TOKEN environment "
+                         "variable, or pass token=... (a token with write access, from "
+                         "https://huggingface.co/settings/tokens).")
     return token
 
 
