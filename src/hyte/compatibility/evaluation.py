@@ -25,13 +25,14 @@ HIERARCHY_METRICS = ("spechr", "recall@1", "mrr")
 
 class MemoEncoder:
     """An encoder whose ``encode`` results are remembered per (role, texts), so repeated scoring of the same texts
-    (old documents for old->old and new->old) embeds them once. Same interface as ``HyteEncoder``."""
+    (old documents for old->old and new->old) embeds them once; everything else is the wrapped encoder's."""
 
     def __init__(self, encoder):
         self.encoder = encoder
-        self.kind, self.dim, self.curvature = encoder.kind, encoder.dim, encoder.curvature
-        self.model = getattr(encoder, "model", None)
         self._memo: dict = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self.encoder, name)
 
     def encode(self, texts, role: str = "document", batch_size: int = 32, show_progress_bar=None) -> np.ndarray:
         key = (role, tuple(texts))
@@ -40,37 +41,26 @@ class MemoEncoder:
                                                   show_progress_bar=show_progress_bar)
         return self._memo[key]
 
-    def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
-        return self.encoder.scores(queries, documents)
-
-    def radii(self, texts, batch_size: int = 32) -> np.ndarray:
-        return self.encoder.radii(texts, batch_size=batch_size)
-
 
 class CrossModelEncoder:
     """Queries embedded by ``query_encoder``, documents by ``document_encoder`` (the index's model), scored as the
-    index's model scores: the Lorentz inner product of the flipped query and the document point (HyTE models), the
-    cosine (a Euclidean pair, curvature 0); both must share dimension and curvature. Plugs into
-    ``evaluate_retrieval`` and ``evaluate_hierarchy`` like a single encoder."""
+    index's model scores (everything but ``encode`` is its): the Lorentz inner product of the flipped query and the
+    document point (HyTE models), the cosine (a Euclidean pair, curvature 0); both must share dimension and
+    curvature. Plugs into ``evaluate_retrieval`` and ``evaluate_hierarchy`` like a single encoder."""
 
     def __init__(self, query_encoder, document_encoder):
-        self.kind = document_encoder.kind
         if query_encoder.dim != document_encoder.dim or abs(query_encoder.curvature - document_encoder.curvature) > 1e-9:
             raise ValueError(f"the query model emits dimension {query_encoder.dim}, curvature "
                              f"{query_encoder.curvature}; the document model dimension {document_encoder.dim}, "
                              f"curvature {document_encoder.curvature}: no cross-model search is possible")
         self.query_encoder, self.document_encoder = query_encoder, document_encoder
-        self.dim, self.curvature = document_encoder.dim, document_encoder.curvature
+
+    def __getattr__(self, name: str):
+        return getattr(self.document_encoder, name)
 
     def encode(self, texts, role: str = "document", batch_size: int = 32, show_progress_bar=None) -> np.ndarray:
         encoder = self.query_encoder if role == "query" else self.document_encoder
         return encoder.encode(texts, role=role, batch_size=batch_size, show_progress_bar=show_progress_bar)
-
-    def scores(self, queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
-        return self.document_encoder.scores(queries, documents)
-
-    def radii(self, texts, batch_size: int = 32) -> np.ndarray:
-        return self.document_encoder.radii(texts, batch_size=batch_size)
 
 
 def pair_encoders(old, new) -> dict[str, CrossModelEncoder]:

@@ -87,16 +87,16 @@ def build_old_cache(encoder, texts: list[str], fingerprint: str, batch_size: int
     return OldEmbeddingCache(list(texts), points, float(encoder.curvature), fingerprint)
 
 
+def batch_documents(examples: list[dict]) -> list[str]:
+    """``ContrastiveCollator``'s documents of a batch, in its order: the positives, every example's negatives, then
+    the parents."""
+    return ([e["document"] for e in examples] + [n for e in examples for n in e.get("negatives") or []]
+            + [e["parent"] for e in examples if e.get("parent")])
+
+
 def document_texts(examples: list[dict]) -> list[str]:
-    """Every text ``ContrastiveCollator`` can put among a batch's documents (positives, negatives, parents),
-    distinct, in first-seen order."""
-    texts = []
-    for example in examples:
-        texts.append(example["document"])
-        texts.extend(example.get("negatives") or [])
-        if example.get("parent"):
-            texts.append(example["parent"])
-    return list(dict.fromkeys(texts))
+    """Every text ``ContrastiveCollator`` can put among a batch's documents, distinct, in first-seen order."""
+    return list(dict.fromkeys(text for example in examples for text in batch_documents([example])))
 
 
 @dataclass
@@ -107,9 +107,7 @@ class CompatibleCollator(ContrastiveCollator):
 
     def __call__(self, examples: list[dict]) -> dict[str, Tensor]:
         batch = super().__call__(examples)
-        # The collator's document order: the B positives, every example's negatives, then the parents.
-        documents = ([e["document"] for e in examples] + [n for e in examples for n in e.get("negatives") or []]
-                     + [e["parent"] for e in examples if e.get("parent")])
+        documents = batch_documents(examples)
         if len(documents) != batch["document_input_ids"].shape[0]:
             raise RuntimeError("CompatibleCollator's document order no longer matches ContrastiveCollator's")
         batch["old_rows"] = torch.tensor([self.cache_rows[text] for text in documents], dtype=torch.long)

@@ -6,13 +6,10 @@ The format (https://github.com/beir-cellar/beir): ``corpus.jsonl`` lines ``{"_id
 (tab-separated, integer score). As in BEIR, a document's text is ``title + " " + text`` when it has a title, only the
 queries that appear in the qrels are evaluated, and a score of 0 means "judged, not relevant".
 
-Every problem is reported as a :class:`BEIRFormatError` (a ValueError) naming the file and the line: invalid JSON,
-a missing or non-string field, an empty query, a document with neither title nor text, a repeated id, an id the qrels
-could not name (a tab, a line break, white space around it), an empty corpus, a qrels line without three columns or
-with a non-integer or negative score, a qrels id that is not in the corpus or the queries, a pair judged twice, no
-judgement with a score > 0.
-``hyte.data.write_beir_folder`` refuses the same sets with the same words: both check through ``check_records``,
-``add_judgement`` and ``check_judged`` here, so what hyte writes, hyte reads.
+Every problem (invalid JSON, a missing, non-string or empty field, a repeated id or one qrels could not name, an
+empty corpus, a malformed qrels line or score, a qrels id not in the files, a pair judged twice, nothing relevant) is
+a :class:`BEIRFormatError` (a ValueError) naming the file and the line. ``hyte.data.write_beir_folder`` checks
+through the same ``check_records``, ``add_judgement`` and ``check_judged``, so what hyte writes, hyte reads.
 """
 
 from __future__ import annotations

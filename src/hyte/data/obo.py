@@ -213,8 +213,7 @@ def load_obo(path: str | os.PathLike, root: str | None = None, *, several_roots:
     if not path.is_file():
         raise FileNotFoundError(f"OBO file not found: {path}")
     try:
-        with path.open(encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+        lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as error:
         raise OBOFormatError(path, None, f"is not UTF-8 text ({error.reason} at byte {error.start}), so not an OBO "
                                          "file: give the ontology's .obo file") from None

@@ -121,7 +121,7 @@ def _csv_rows(path: Path) -> list[tuple[int, list[str]]]:
 
 
 def _read_table(path: Path, parents_allowed: bool) -> list[tuple[int, Term]]:
-    """(line, Term) for every concept of a JSONL or CSV / TSV concept table."""
+    """(line, Term) for every concept of a JSONL or CSV / TSV concept table; DataFormatError at a repeated id."""
     allowed = _TABLE_FIELDS if parents_allowed else _TABLE_FIELDS[:-1]
     records: list[tuple[int, dict]] = []
     if path.suffix.lower() in (".csv", ".tsv"):
@@ -139,7 +139,13 @@ def _read_table(path: Path, parents_allowed: bool) -> list[tuple[int, Term]]:
         for number, record in iter_jsonl(path, "taxonomy file"):
             _refuse_unknown(path, number, record, allowed)
             records.append((number, record))
-    return [(number, _term(path, number, record)) for number, record in records]
+    rows = [(number, _term(path, number, record)) for number, record in records]
+    lines: dict[str, int] = {}
+    for number, term in rows:
+        if term.id in lines:
+            raise DataFormatError(path, number, f"duplicate concept id {term.id!r} (first on line {lines[term.id]})")
+        lines[term.id] = number
+    return rows
 
 
 def _refuse_unknown(path: Path, line: int, fields, allowed: tuple[str, ...]) -> None:
@@ -174,14 +180,9 @@ def _term(path: Path, line: int, record: dict) -> Term:
 
 
 def _build(rows: list[tuple[int, Term]], path: Path) -> Ontology:
-    """The ontology of (line, Term) rows, or DataFormatError naming the line of a duplicate id, an unknown parent or
+    """The ontology of (line, Term) rows of distinct ids, or DataFormatError naming the line of an unknown parent or
     a cycle."""
-    terms: dict[str, Term] = {}
-    lines: dict[str, int] = {}
-    for number, term in rows:
-        if term.id in terms:
-            raise DataFormatError(path, number, f"duplicate concept id {term.id!r} (first on line {lines[term.id]})")
-        terms[term.id], lines[term.id] = term, number
+    terms, lines = {term.id: term for _, term in rows}, {term.id: number for number, term in rows}
     for term in terms.values():
         for parent in term.parents:
             if parent not in terms:
@@ -221,12 +222,6 @@ def _edge_list(path: Path, names_path: Path) -> Taxonomy:
     terms = [(number, Term(term.id, term.name, term.definition, term.synonyms,
                            list(dict.fromkeys(parents.get(term.id, [])))))
              for number, term in concepts]
-    seen: dict[str, int] = {}
-    for number, term in terms:  # a duplicate is reported in the names file, where the concept was given twice
-        if term.id in seen:
-            raise DataFormatError(names_path, number, f"duplicate concept id {term.id!r} (first on line "
-                                                      f"{seen[term.id]})")
-        seen[term.id] = number
     # Errors of the graph (a cycle) point at the edge list's line that gave the child's parents.
     return Taxonomy(_build([(parent_lines.get(term.id, number), term) for number, term in terms], path), str(path))
 

@@ -1,12 +1,8 @@
 """The held-out evaluation suite of the fine-tuning recipes: HPO branches and ICD-10-CM chapters that training never
-sees, and general-domain text (Linux man pages, the Debian Administrator's Handbook), scored the same way for every
-encoder (HyTE or Euclidean); and the held-out sets of each source it is built from (``heldout_retrieval_set`` for
-HPO, ``icd10_*`` for ICD-10-CM, built at run time from the simple-icd-10-cm package: the same ``test_fraction`` /
-``split_seed`` as the training run select the same held-out chapters).
-
-Per ontology: retrieval (nDCG@10, R@10, MRR@10 over the held-out corpus), the hierarchy benchmark (SpecHR, R@1,
-top-1 by candidate type) and the rank correlation of radius with depth (Spearman, 95 % bootstrap interval). The
-sets are built once per call and every encoder is scored on exactly the same texts.
+sees (the training run's ``test_fraction`` / ``split_seed`` select the same ones), and general-domain text (Linux man
+pages, the Debian Administrator's Handbook), built once per call and scored the same way for every encoder (HyTE or
+Euclidean): retrieval (nDCG@10, R@10, MRR@10), the hierarchy benchmark (SpecHR, R@1, top-1 by candidate type) and
+Spearman's rank correlation of radius with depth (95 % bootstrap interval).
 
 ``split="validation"`` scores HPO branches that a run with ``data.hpo_test_fraction = validation_fraction`` leaves
 out of training but that are *not* among the test branches (the branch split takes branches in a seeded order

@@ -95,12 +95,7 @@ def read_hierarchy_jsonl(path: str | os.PathLike) -> list[dict]:
     the line for invalid JSON, a missing field, an empty candidate list, a candidate of unknown type, or a line
     without exactly one target; also when the file holds no record at all.
     """
-    records = []
-    for number, record in iter_jsonl(path, "hierarchy benchmark file"):
-        problem = validate_hierarchy_record(record)
-        if problem is not None:
-            raise HierarchyFormatError(path, number, problem)
-        records.append(record)
+    records = _checked(iter_jsonl(path, "hierarchy benchmark file"), path)
     if not records:
         raise HierarchyFormatError(path, None, "no records (the file is empty)")
     return records
@@ -111,15 +106,17 @@ def write_hierarchy_jsonl(path: str | os.PathLike, records: Iterable[dict]) -> P
     return write_jsonl(path, _checked(records))
 
 
-def _checked(records: Iterable[dict]) -> list[dict]:
-    """The records as a list, or HierarchyFormatError naming the first malformed one (records handed in as Python
-    objects, not read from a file, meet the same check as a file's lines)."""
-    records = list(records)
-    for index, record in enumerate(records):
+def _checked(records: Iterable, path: str | os.PathLike | None = None) -> list[dict]:
+    """The records as a list, or HierarchyFormatError naming the first malformed one: by its line for the (line,
+    record) pairs of file ``path``, by its index for records handed in as Python objects (the same check)."""
+    checked = []
+    for index, record in records if path is not None else enumerate(records):
         problem = validate_hierarchy_record(record)
         if problem is not None:
-            raise HierarchyFormatError(f"record {index}", None, problem)
-    return records
+            raise HierarchyFormatError(f"record {index}" if path is None else path, None if path is None else index,
+                                       problem)
+        checked.append(record)
+    return checked
 
 
 # ----------------------------------------------------------------------------------------------------------------

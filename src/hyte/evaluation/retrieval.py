@@ -51,8 +51,7 @@ def evaluate_beir(encoder, folder: str | os.PathLike, split: str = "test",
 
     Returns ``{"ndcg@k", "recall@k", "mrr@k", "map@k" (floats, for every k), "num_queries" (those scored: with a
     relevant document), "unscored_queries" (ids of those judged only 0, left out of every average), "num_documents"}``
-    and,
-    with ``hubness_k``, ``"hubness"`` (:func:`hyte.evaluation.metrics.hubness` of the top-``hubness_k`` lists over
+    and, with ``hubness_k``, ``"hubness"`` (:func:`hyte.evaluation.metrics.hubness` of the top-``hubness_k`` lists over
     the whole corpus).
     """
     k_values = sorted({int(k) for k in k_values})

@@ -22,10 +22,6 @@ ROWS = (("global", "global (no rerank)"), ("token", "token (every sub-word)"), (
         ("random", "random spans"), ("crf", "CRF phrase"), ("hybrid", "hybrid (global + phrase + lexical)"))
 
 
-def _ci(interval: dict) -> str:
-    return f"{interval['mean']:+.3f} [{interval['low']:+.3f}, {interval['high']:+.3f}]"
-
-
 def _significant(interval: dict) -> int:
     """+1 / -1 when the 95 % interval lies above / below 0, else 0."""
     return 1 if interval["low"] > 0 else -1 if interval["high"] < 0 else 0
@@ -118,7 +114,8 @@ def render_section(items: list[tuple[Path, dict]]) -> list[str]:
                     lines += [f"K = {k} (global recall@{k}: {run['candidate_recall'][k]:.3f}); cells nDCG@10 / R@10:",
                               ""]
                     lines += table(["system", *(f"B = {b}" for b in budgets)], rows, rule="---")
-                contrast_rows = [[f"K={k} {pair}", *(_ci(run["intervals"][f"{k}/{b}/{pair}"]) for b in budgets)]
+                contrast_rows = [[f"K={k} {pair}", *(f"{c['mean']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]"
+                                                     for c in (run["intervals"][f"{k}/{b}/{pair}"] for b in budgets))]
                                  for k in ks for pair in ("crf-global", "crf-token", "crf-bigram", "crf-random",
                                                           "hybrid-global", "hybrid-crf")]
                 lines += ["nDCG@10 differences, mean [95 % interval]:", ""]

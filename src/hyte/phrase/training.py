@@ -125,9 +125,9 @@ class PhraseTrainer(Trainer):
                                    inputs["document_tags"][:batch])
             parts["segmentation"] = -(query_ll.mean() + document_ll.mean())
         if spec.phrase_weight:
-            scores = weighted_maxsim(self._teacher_units(core, q, inputs["query_tags"], spec.query_budget),
-                                     self._teacher_units(core, d, inputs["document_tags"], spec.document_budget),
-                                     geometry, curvature, normalize_weights=True)
+            queries = core.units(q, units_from_tags(inputs["query_tags"], q.unit_mask), spec.query_budget)
+            documents = core.units(d, units_from_tags(inputs["document_tags"], d.unit_mask), spec.document_budget)
+            scores = weighted_maxsim(queries, documents, geometry, curvature, normalize_weights=True)
             parts["phrase"] = F.cross_entropy(scores / spec.temperature, labels)
         loss = sum(getattr(spec, f"{name}_weight") * value for name, value in parts.items())
         for name, value in parts.items():
@@ -147,10 +147,6 @@ class PhraseTrainer(Trainer):
             return Units(vectors=vectors, weights=out.unit_mask.float(), mask=out.unit_mask)
 
         return weighted_maxsim(units(q), units(d), core.config.geometry, core.curvature, normalize_weights=True)
-
-    @staticmethod
-    def _teacher_units(core: HyTEPhraseModel, out, tags: torch.Tensor, budget: int) -> Units:
-        return core.units(out, units_from_tags(tags, out.unit_mask), budget)
 
     def log(self, logs: dict[str, float], *args, **kwargs) -> None:
         """Adds the mean of each loss part since the last log."""

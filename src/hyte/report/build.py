@@ -1,11 +1,8 @@
-"""``BENCHMARKS.md`` from every JSON in a results folder, after a table of the current verdicts
-(``report.verdicts``); each section is rendered by the module of its subject.
+"""``BENCHMARKS.md`` from every JSON in a results folder, after a table of the current verdicts (``report.verdicts``).
 
-Each JSON is recognised by its ``"benchmark"`` key (an index JSON without one by its ``"indexes"``); sections come in
-``SECTIONS``, and a result whose ``"superseded_by"`` names a later one goes to an archive section at the end.
-Inside a section, results measured on the same data share a table, one row per file, and a "Runs" list gives each
-file's command, date and machine (from its ``"meta"``). Adding a model is adding a JSON and regenerating (``hyte eval
-report``). For index results a recall-vs-queries/s PNG is (re)drawn next to the JSON.
+Each JSON is recognised by its ``"benchmark"`` key (an index JSON by its ``"indexes"``) and rendered by its
+subject's module, in ``SECTIONS`` order; one whose ``"superseded_by"`` names a later one goes to an archive at the
+end. A "Runs" list gives each file's command, date and machine (its ``"meta"``); plots are (re)drawn next to the JSON.
 """
 
 from __future__ import annotations

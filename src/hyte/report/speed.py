@@ -36,9 +36,9 @@ def encode_section(items: list[tuple[Path, dict]]) -> list[str]:
         throughput = payload.get("texts_per_s", {})
         peak = payload.get("peak_rss_mib", {})
         added = payload.get("encode_added_mib", {})
+        ratio = payload.get("ratio_hyte_h_to_minilm")
+        met = "–" if ratio is None else "met" if ratio >= payload.get("target", 0.9) else "NOT met"
         for key in throughput:
-            ratio = payload.get("ratio_hyte_h_to_minilm")
-            met = "–" if ratio is None else "met" if ratio >= payload.get("target", 0.9) else "NOT met"
             rows.append([path.name, key, number(payload.get("texts")), payload.get("threads"),
                          number(throughput.get(key), 1), number(peak.get(key), 0), number(added.get(key), 0),
                          number(ratio, 3), f"{met} (≥ {payload.get('target', 0.9)})"])
@@ -82,14 +82,6 @@ def plot_recall_curves(series: dict[str, list[tuple[float, float, str]]], path_p
     return path_png
 
 
-def plot_index_tradeoff(payload: dict, path_png: str | os.PathLike, title: str | None = None) -> Path:
-    """Recall@10 against queries/s (log scale) for each index kind of one ``bench_index.py`` result."""
-    series = {kind: [(entry["qps"], entry["recall_at_10"], f"{kind} ({entry['speedup_vs_exact']:.1f}x)")]
-              for kind, entry in payload.get("indexes", {}).items()}
-    return plot_recall_curves(series, path_png, title or f"{payload.get('num_docs')} docs × {payload.get('dim')}, "
-                                                         f"{payload.get('threads')} threads")
-
-
 def index_section(items: list[tuple[Path, dict]], markdown_dir: Path) -> list[str]:
     lines = ["## Speed: approximate Lorentz indexes vs exact search", "",
              "Clustered hyperboloid points; recall@10 against the exact (flat) index; target: recall@10 ≥ 0.95 at "
@@ -106,8 +98,11 @@ def index_section(items: list[tuple[Path, dict]], markdown_dir: Path) -> list[st
                          number(entry.get("measure_recall_at_10")), options])
         lines += table(["index", "build s", "queries/s", "× exact", "recall@10", "measure_recall@10", "options"],
                         rows)
-        if payload.get("indexes"):
-            png = plot_index_tradeoff(payload, path.with_suffix(".png"))
+        if payload.get("indexes"):  # recall@10 against queries/s, one point per index kind
+            series = {kind: [(entry["qps"], entry["recall_at_10"], f"{kind} ({entry['speedup_vs_exact']:.1f}x)")]
+                      for kind, entry in payload["indexes"].items()}
+            png = plot_recall_curves(series, path.with_suffix(".png"), f"{payload.get('num_docs')} docs × "
+                                     f"{payload.get('dim')}, {payload.get('threads')} threads")
             lines += [f"![recall vs queries/s]({Path(os.path.relpath(png, markdown_dir)).as_posix()})", ""]
         lines += runs([(path, payload)])
     return lines

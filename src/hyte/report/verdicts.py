@@ -90,14 +90,9 @@ def _from_scratch(items) -> list[list[str]]:
                  len(payload["gated_seeds"]), path, payload)]
 
 
-def verdict_rows(results: dict[str, list[tuple[Path, dict]]]) -> list[list[str]]:
-    """The rows, newest questions first: the curvature ablation, the tuned fine-tuning comparison, the taxonomies,
-    from scratch."""
-    return (_curvature(results.get("curvature", [])) + _specificity(results.get("specificity", []))
-            + _taxonomy(results.get("taxonomy", [])) + _from_scratch(results.get("from_scratch", [])))
-
-
 def verdicts_table(results: dict[str, list[tuple[Path, dict]]]) -> list[str]:
-    """The markdown table of ``verdict_rows`` (no lines when no result answers a question)."""
-    rows = verdict_rows(results)
+    """The markdown table of the verdicts, newest questions first: the curvature ablation, the tuned fine-tuning
+    comparison, the taxonomies, from scratch (no lines when no result answers a question)."""
+    rows = (_curvature(results.get("curvature", [])) + _specificity(results.get("specificity", []))
+            + _taxonomy(results.get("taxonomy", [])) + _from_scratch(results.get("from_scratch", [])))
     return table(HEADER, rows) if rows else []
