@@ -9,14 +9,12 @@
 
 The whole folder is written at once (``hyte.io.atomic_directory``): vectors and texts cannot disagree, and a crash
 while saving leaves the previous folder intact. ``index.json`` records the SHA-256 of every other file, checked on
-open: an ``index.faiss`` copied in from another index, or an edited ``documents.jsonl``, is refused. ``hyte index build``, ``hyte quickstart``, ``hyte demo`` and
-``HyteSearcher.save`` all write through ``write_index_folder``; search, ``hyte rag``, the framework retrievers and
-the lineage check read through ``open_index_folder``.
+open: an ``index.faiss`` copied in from another index, or an edited ``documents.jsonl``, is refused. Everything
+writes through ``write_index_folder`` and reads through ``open_index_folder``.
 
 A bare ``LorentzIndex.save`` or ``PhraseIndex.save`` (no ``index.json``, no texts) still opens: its kind is read
-from the index's own file. A folder with ``documents.jsonl`` but no ``index.json`` is refused as damaged: the texts
-are written only with the manifest (``hyte index build`` wrote them without one only before this format), and
-without it nothing can check that row i is still the text of vector i.
+from the index's own file. A folder with ``documents.jsonl`` but no ``index.json`` is refused as damaged: without
+the manifest nothing can check that row i is still the text of vector i.
 """
 
 from __future__ import annotations
@@ -47,7 +45,6 @@ FOLDER_FORMAT_VERSION = 1
 # Any one of these marks a folder that an index save may replace (see hyte.io.atomic_directory).
 _MARKERS = KINDS["index"].markers
 _REBUILD = "rebuild the index with `hyte index build ... --overwrite`"
-_REBUILD_SENTENCE = _REBUILD[0].upper() + _REBUILD[1:]  # str.capitalize would lower-case the rest
 # Everything an index folder (plain or phrase) may hold; anything else in it is the user's and stops a replacement.
 INDEX_FOLDER_ENTRIES = KINDS["index"].entries
 
@@ -158,45 +155,29 @@ def write_index_folder(directory: str | os.PathLike, index: LorentzIndex | Phras
         raise ValueError(f"{len(documents)} documents for an index of {len(index)}: row i of documents.jsonl "
                          "must be index id i")
     # N unique ids >= 0 are 0..N-1 unless one is N or more (after remove + add the count matches, the rows do not).
-    ids = index.store.ids if isinstance(index, PhraseIndex) else index.ids
+    phrase = isinstance(index, PhraseIndex)
+    ids = index.store.ids if phrase else index.ids
     stray = ids[ids >= len(index)]
     if len(stray):
         raise ValueError(f"the index's ids are not 0..{len(index) - 1} (it holds id {int(stray[0])}): row i of "
                          "documents.jsonl must be index id i, so a search would show other documents' texts. Build "
                          "the folder again from the texts you keep (hyte index build, or HyteSearcher.from_texts)")
-    kind = "phrase" if isinstance(index, PhraseIndex) else "plain"
-    manifest = {"format_version": FOLDER_FORMAT_VERSION, "kind": kind, "model": index.model_name,
-                "model_fingerprint": index.model_fingerprint, "count": len(index)}
+    manifest = {"format_version": FOLDER_FORMAT_VERSION, "kind": "phrase" if phrase else "plain",
+                "model": index.model_name, "model_fingerprint": index.model_fingerprint, "count": len(index)}
 
     def write(staging: Path) -> None:
         index.write_files(staging)
         write_jsonl(staging / DOCUMENTS_FILE, documents)
-        # Rows are matched to vectors by position: a sorted or edited documents.jsonl must not go unnoticed.
+        # Texts are matched to vectors by position: an edited documents.jsonl, or an index file copied in from another
+        # index of the same size (which passes the count and dimension checks), must not go unnoticed.
         manifest["documents_sha256"] = file_digest(staging / DOCUMENTS_FILE)
-        # Vectors are matched to texts by position too: an index file copied in from another index must not go
-        # unnoticed either (the count and dimension checks pass for an index of the same size).
-        manifest["files_sha256"] = _index_file_digests(staging)
+        manifest["files_sha256"] = {path.relative_to(staging).as_posix(): file_digest(path)  # the index's own files
+                                    for path in sorted(staging.rglob("*"))
+                                    if path.is_file() and path.name not in (FOLDER_FILE, DOCUMENTS_FILE)}
         (staging / FOLDER_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
 
     atomic_directory(directory, write, _MARKERS, "index folder", owned=INDEX_FOLDER_ENTRIES)
     return Path(directory)
-
-
-def _index_file_digests(folder: Path) -> dict[str, str]:
-    """SHA-256 of every file of the index itself (relative POSIX path -> digest): all but the texts and manifest."""
-    return {path.relative_to(folder).as_posix(): file_digest(path) for path in sorted(folder.rglob("*"))
-            if path.is_file() and path.name not in (FOLDER_FILE, DOCUMENTS_FILE)}
-
-
-def _check_index_files(target: Path, recorded: dict[str, str]) -> None:
-    """Refuse a folder whose index files are not the ones ``index.json`` records (replaced or edited; a missing
-    file is left to the loader, which names it)."""
-    for name, digest in recorded.items():
-        path = target / name
-        if path.is_file() and file_digest(path) != digest:
-            raise ValueError(f"{path} is damaged or not the file the index was built with (its SHA-256 is not the "
-                             f"one {FOLDER_FILE} records; an index file copied from another index would match the "
-                             f"vectors to the wrong texts in {DOCUMENTS_FILE}): {_REBUILD}")
 
 
 def _not_an_index(directory: Path) -> str:
@@ -204,15 +185,14 @@ def _not_an_index(directory: Path) -> str:
     a BEIR set) gets a command that writes the index into a NEW folder: --output there would be refused (or, with
     --overwrite, replace the folder's own files)."""
     final, corpus = directory / "final", directory / "corpus.jsonl"
-    kinds = ((holds(final, "model"), f"a training run folder, not an index: its model is {final}; build "
-                                                 "an index with it", f"--model {final} --input F"),
-             (holds(directory, "model"), "a model folder, not an index: give the index folder, or build "
-                                                     "one with it", f"--model {directory} --input F"),
-             (holds(directory, "vectors"), "a folder of encoded vector shards (hyte encode --corpus), not an "
-                                                 "index: build one from them, without encoding again",
-              f"--from-vectors {directory}"),
-             (corpus.is_file(), "a BEIR folder, not an index: build one from its documents", f"--model M --input "
-                                                                                             f"{corpus}"))
+    kinds = ((holds(final, "model"), f"a training run folder, not an index: its model is {final}; build an index "
+              "with it", f"--model {final} --input F"),
+             (holds(directory, "model"), "a model folder, not an index: give the index folder, or build one with it",
+              f"--model {directory} --input F"),
+             (holds(directory, "vectors"), "a folder of encoded vector shards (hyte encode --corpus), not an index: "
+              "build one from them, without encoding again", f"--from-vectors {directory}"),
+             (corpus.is_file(), "a BEIR folder, not an index: build one from its documents",
+              f"--model M --input {corpus}"))
     for found, what, source in kinds:
         if found:
             return f"{directory} is {what}: `hyte index build {source} --output NEW_FOLDER`"
@@ -253,12 +233,17 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
             raise ValueError(f"{target}: index folder format {manifest.get('format_version')!r} is not supported "
                              f"(this hyte reads {FOLDER_FORMAT_VERSION}); rebuild it with `hyte index build`")
         kind = manifest["kind"]
-        # Folders written before the index files were hashed record no files_sha256 (same format otherwise).
-        _check_index_files(target, manifest.get("files_sha256", {}))
+        # Folders written before the index files were hashed record no files_sha256 (same format otherwise); a
+        # missing file is left to the loader, which names it.
+        for name, digest in manifest.get("files_sha256", {}).items():
+            if (target / name).is_file() and file_digest(target / name) != digest:
+                raise ValueError(f"{target / name} is damaged or not the file the index was built with (its SHA-256 "
+                                 f"is not the one {FOLDER_FILE} records; an index file copied from another index would "
+                                 f"match the vectors to the wrong texts in {DOCUMENTS_FILE}): {_REBUILD}")
     elif (target / DOCUMENTS_FILE).is_file():  # texts are written only with index.json: it was deleted
         raise FileNotFoundError(f"{manifest_file} is missing, though {DOCUMENTS_FILE} is there: nothing can check "
                                 f"that row i of {DOCUMENTS_FILE} is still the text of vector i (a sorted or edited "
-                                f"file would give hits the wrong texts). {_REBUILD_SENTENCE}")
+                                f"file would give hits the wrong texts): {_REBUILD}")
     else:  # a bare LorentzIndex.save / PhraseIndex.save: vectors without texts
         kind = "phrase" if (target / PHRASE_INDEX_FILE).is_file() else "plain"
     if kind == "phrase":
@@ -276,7 +261,7 @@ def open_index_folder(directory: str | os.PathLike) -> IndexFolder:
     if documents is not None and recorded is not None and file_digest(target / DOCUMENTS_FILE) != recorded:
         raise ValueError(f"{target / DOCUMENTS_FILE} was changed after the index was built (its SHA-256 is not the one "
                          f"{FOLDER_FILE} records): row i is the text of vector i, so a sorted or edited file would "
-                         f"give hits the wrong texts. {_REBUILD_SENTENCE}")
+                         f"give hits the wrong texts: {_REBUILD}")
     if documents is not None and len(documents) != len(index):
         raise ValueError(f"{target}: {DOCUMENTS_FILE} holds {len(documents)} documents, the index {len(index)}; "
                          "rebuild the folder with `hyte index build`")

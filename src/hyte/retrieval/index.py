@@ -1,22 +1,15 @@
 """Nearest-neighbour search over hyperboloid points with FAISS: ``LorentzIndex``.
 
-Documents are stored as they are: points of the hyperboloid H^d_c, shape (N, D) float32 with D = d + 1, time
-coordinate first (see ``hyte.lorentz``). Queries arrive **sign-flipped**, q~ = (-q_0, q_s), as the encoders emit
-them for role="query", so that q~ . x = <q, x>_L. The geodesic distance d(q, x) = sqrt(c) arccosh(-<q, x>_L / c)
-decreases in <q, x>_L, so the maximum inner product is the nearest geodesic neighbour.
-
-Kinds of index:
+Documents and queries follow the stores' contract (``hyte.retrieval.store``): points of H^d_c searched with
+sign-flipped queries, so that the maximum inner product is the nearest geodesic neighbour. Kinds of index:
 
 * ``"flat"`` (default): exact. ``IndexFlatIP`` over the documents, searched with the flipped queries.
-* ``"ivf"``: IVF-Flat with inner product. The coarse centroids are Lorentzian centroids of k-means clusters, on
-  the hyperboloid, and documents go to the list of their geodesically nearest centroid (see ``_train_ivf`` and
-  ``_add_ivf``), so queries (which FAISS routes by q~ . centroid = <q, centroid>_L) and documents are routed by the
-  same geometry.
+* ``"ivf"``: IVF-Flat with inner product. The coarse centroids are Lorentzian centroids of k-means clusters, and
+  documents go to the list of their geodesically nearest centroid, as queries are routed (``_add_ivf``).
 * ``"hnsw"``: HNSW with L2 on the MIPS -> L2 augmentation x^ = [x, sqrt(M^2 - |x|^2)], q^ = [q~, 0], which ranks
   exactly like <q, x>_L. The graph itself is built on Poincare-ball coordinates (see ``_add_hnsw``).
   HNSW with inner product is refused (see ``_check_metric``).
 
-Scores are Lorentz inner products <q, x>_L (larger is nearer); ``to_distances`` turns them into geodesic distances.
 Every approximate index should ship with a recall measured against exact search: ``measure_recall``.
 
 Precision: FAISS computes in float32. An inner product of two points far from the origin is a small difference of
@@ -46,24 +39,15 @@ from .. import lorentz
 from ..artifacts import DOCUMENTS_FILE, FOLDER_FILE, INDEX_FILE, METADATA_FILE, claim_folder
 from ..io import atomic_directory, read_json_file, saved_directory
 from ..lineage import IncompatibleIndexError
-from .store import (
-    HyperboloidStore,
-    augment,
-    certified_top_k,
-    check_index_curvature,
-    check_positive_int,
-    flip,
-    integer_ids,
-    time_bounds,
-    torch64,
-)
+from .store import (HyperboloidStore, augment, certified_top_k, check_index_curvature, check_positive_int,
+                    integer_ids, time_bounds)
 
 __all__ = ["IncompatibleIndexError", "LorentzIndex"]
 
 FORMAT_VERSION = 1
 KINDS = ("flat", "ivf", "hnsw")
-# A search padded far beyond the documents (k > len(index)) is refused above this result size rather than
-# allocated: k = 10**9 on five documents asked for 12 GB and was killed by the kernel.
+_REBUILD = "rebuild the index (hyte index build ... --overwrite)"
+# A search padded far beyond the documents (k > len(index)) is refused above this result size, not allocated.
 PADDED_RESULT_LIMIT_BYTES = 2**30
 
 # IVF default nprobe 16: recall@10 1.000 on 20k clustered points (nlist 512; nprobe 4 gives 0.993, 8 gives 1.000)
@@ -86,7 +70,7 @@ def _graph_coordinates(points: np.ndarray, c: float) -> np.ndarray:
     recall@10 0.35 on 20k clustered points with radii up to 5 (0.99 only with radii below 1); built on Poincare
     coordinates and searched with the augmented vectors, 0.997.
     """
-    ball = lorentz.to_poincare(torch64(points), c).numpy()
+    ball = lorentz.to_poincare(points.astype(np.float64), c)
     return np.hstack([ball, np.zeros((len(points), 2))]).astype(np.float32)
 
 
@@ -96,26 +80,16 @@ def _write_codes(flat_storage: faiss.IndexFlat, vectors: np.ndarray) -> None:
                                flat_storage.codes)
 
 
-def _default_nlist(n: int) -> int:
-    """IVF list count for n training points: the usual 4 sqrt(n), capped at n / 39 because FAISS's k-means wants
-    at least 39 points per centroid."""
-    return max(1, min(round(4 * math.sqrt(n)), n // 39))
-
-
 def _check_metric(kind: str, metric: str | None) -> str:
     """The metric FAISS uses for ``kind``; raises for a metric that cannot give hyperbolic neighbours."""
     expected = "l2" if kind == "hnsw" else "inner_product"
     metric = metric or expected
     if kind == "hnsw" and metric == "inner_product":
-        # HNSW builds its graph from document-document inner products x . y, which are Euclidean, not hyperbolic:
-        # a document's graph neighbours are not its geodesic neighbours, and greedy search with flipped queries
-        # gets lost. Measured recall@10: 0.001-0.03 on 100k hyperboloid points (DESIGN.md).
-        raise ValueError(
-            "HNSW with inner product is refused: HNSW builds its graph from document-document inner products, "
-            "which are Euclidean, not hyperbolic, so its neighbours are wrong (measured recall@10 0.001-0.03). "
-            "Use kind='hnsw' with metric='l2' (the MIPS->L2 augmentation, the default), kind='ivf', or the exact "
-            "kind='flat'."
-        )
+        # Measured on 100k hyperboloid points (DESIGN.md): greedy search with flipped queries gets lost.
+        raise ValueError("HNSW with inner product is refused: HNSW builds its graph from document-document inner "
+                         "products, which are Euclidean, not hyperbolic, so its neighbours are wrong (measured "
+                         "recall@10 0.001-0.03). Use kind='hnsw' with metric='l2' (the MIPS->L2 augmentation, the "
+                         "default), kind='ivf', or the exact kind='flat'.")
     if metric != expected:
         raise ValueError(f"kind={kind!r} supports metric={expected!r} only; got metric={metric!r}")
     return metric
@@ -124,13 +98,12 @@ def _check_metric(kind: str, metric: str | None) -> str:
 def read_faiss_file(path: Path):
     """``faiss.read_index`` with a one-line error for a missing or damaged file (FAISS raises a C++ traceback)."""
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: the index folder is incomplete; rebuild the index (hyte index "
-                                "build ... --overwrite)")
+        raise FileNotFoundError(f"{path} is missing: the index folder is incomplete; {_REBUILD}")
     try:
         return faiss.read_index(str(path))
     except RuntimeError:
-        raise ValueError(f"{path} is damaged (cut short, or not a FAISS index: FAISS cannot read it); rebuild the "
-                         "index (hyte index build ... --overwrite)") from None
+        raise ValueError(f"{path} is damaged (cut short, or not a FAISS index: FAISS cannot read it); "
+                         f"{_REBUILD}") from None
 
 
 class LorentzIndex(HyperboloidStore):
@@ -154,22 +127,11 @@ class LorentzIndex(HyperboloidStore):
     index is rebuilt from its documents. The id can be added again.
     """
 
-    def __init__(
-        self,
-        dim: int,
-        curvature: float = 1.0,
-        kind: str = "flat",
-        model_name: str | None = None,
-        *,
-        model_fingerprint: str | None = None,
-        metric: str | None = None,
-        nlist: int | None = None,
-        nprobe: int = DEFAULT_NPROBE,
-        hnsw_m: int = DEFAULT_HNSW_M,
-        ef_construction: int = DEFAULT_EF_CONSTRUCTION,
-        ef_search: int = DEFAULT_EF_SEARCH,
-        threads: int | None = None,
-    ) -> None:
+    def __init__(self, dim: int, curvature: float = 1.0, kind: str = "flat", model_name: str | None = None, *,
+                 model_fingerprint: str | None = None, metric: str | None = None, nlist: int | None = None,
+                 nprobe: int = DEFAULT_NPROBE, hnsw_m: int = DEFAULT_HNSW_M,
+                 ef_construction: int = DEFAULT_EF_CONSTRUCTION, ef_search: int = DEFAULT_EF_SEARCH,
+                 threads: int | None = None) -> None:
         self.dim = check_positive_int("dim", dim)
         if self.dim < 2:
             raise ValueError(f"dim is the ambient dimension d + 1 and must be >= 2; got {dim}")
@@ -184,15 +146,13 @@ class LorentzIndex(HyperboloidStore):
         if threads is not None:
             faiss.omp_set_num_threads(check_positive_int("threads", threads))
 
-        self._index: faiss.Index | None
-        self.options: dict[str, Any]
+        self.options: dict[str, Any] = {}
+        self._index: faiss.Index | None = None  # ivf: created and trained by the first add()
         if kind == "flat":
-            self.options = {}
             self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
         elif kind == "ivf":
             self.options = {"nlist": None if nlist is None else check_positive_int("nlist", nlist),
                             "nprobe": check_positive_int("nprobe", nprobe)}
-            self._index = None  # created and trained by the first add()
         else:
             given = {"hnsw_m": hnsw_m, "ef_construction": ef_construction, "ef_search": ef_search}
             self.options = {name: check_positive_int(name, value) for name, value in given.items()}
@@ -204,8 +164,6 @@ class LorentzIndex(HyperboloidStore):
         # gap between a stored x_0 and the one its space part gives in float64.
         self._time_bound: tuple[float, float] | None = None
 
-    # ------------------------------------------------------------------ basic properties
-
     def __len__(self) -> int:
         """Number of live documents."""
         return len(self._ids)
@@ -216,10 +174,9 @@ class LorentzIndex(HyperboloidStore):
         return self._ids.copy()
 
     def __repr__(self) -> str:
-        return (f"LorentzIndex(kind={self.kind!r}, dim={self.dim}, curvature={self.curvature}, "
-                f"model_name={self.model_name!r}, model_fingerprint={self.model_fingerprint!r}, count={len(self)}, options={self.options})")
-
-    # ------------------------------------------------------------------ add / remove
+        return (f"LorentzIndex(kind={self.kind!r}, dim={self.dim}, curvature={self.curvature}, model_name="
+                f"{self.model_name!r}, model_fingerprint={self.model_fingerprint!r}, count={len(self)}, "
+                f"options={self.options})")
 
     def add(self, vectors: Any, ids: Any = None) -> np.ndarray:
         """Add documents: hyperboloid points (N, D) (numpy or torch), ids (N,) int or None. Points carry no trace of
@@ -247,26 +204,25 @@ class LorentzIndex(HyperboloidStore):
     def _time_bounds(self) -> tuple[float, float]:
         """``store.time_bounds`` over every stored document (removals leave it as it was: still a bound)."""
         if self._time_bound is None:
-            chunks = np.array_split(self._ids, max(1, math.ceil(len(self._ids) / 65536)))
-            bounds = [time_bounds(self._index.reconstruct_batch(chunk), self.curvature) for chunk in chunks if len(chunk)]
+            bounds = [time_bounds(self._index.reconstruct_batch(self._ids[start:start + 65536]), self.curvature)
+                      for start in range(0, len(self._ids), 65536)]
             self._time_bound = tuple(map(max, zip(*bounds))) if bounds else (0.0, 0.0)
         return self._time_bound
 
     def _train_ivf(self, points: np.ndarray) -> faiss.IndexIVFFlat:
         """A trained, empty IVF-Flat (inner product) whose centroids lie on the hyperboloid."""
-        nlist = self.options["nlist"] or _default_nlist(len(points))
+        # By default the usual 4 sqrt(n), capped at n / 39: FAISS's k-means wants at least 39 points per centroid.
+        nlist = self.options["nlist"] or max(1, min(round(4 * math.sqrt(len(points))), len(points) // 39))
         if nlist > len(points):
             raise ValueError(f"the first add() of an IVF index trains it and needs >= nlist = {nlist} documents; "
                              f"got {len(points)}")
-        # Euclidean k-means on the ambient coordinates, then Pi_c maps each cluster mean onto the hyperboloid: the
-        # Lorentzian centroid of its cluster. FAISS's own IVF-IP training (spherical k-means) was tried first: its
-        # centroids of mixed far clusters land near the origin, one such list drew 19% of 100k documents (imbalance
-        # factor 46, only 2.7x exact speed); these lists are balanced (imbalance 1.6). 10 iterations: 5, 10 and 25
-        # gave the same recall on the benchmark data.
+        # Euclidean k-means, each cluster mean projected onto the hyperboloid (its Lorentzian centroid). FAISS's
+        # IVF-IP training (spherical k-means) puts centroids of mixed far clusters near the origin: one list drew 19%
+        # of 100k documents, where these lists are balanced. niter 10: 5 and 25 gave the same recall.
         kmeans = faiss.Kmeans(self.dim, nlist, niter=10, seed=1234)
         kmeans.train(points)
         quantizer = faiss.IndexFlatIP(self.dim)
-        quantizer.add(lorentz.project(torch64(kmeans.centroids), self.curvature).numpy().astype(np.float32))
+        quantizer.add(lorentz.project(kmeans.centroids.astype(np.float64), self.curvature).astype(np.float32))
         self.options["nlist"] = nlist
         # Trained as built: FAISS marks an IVF trained when its quantizer holds nlist centroids.
         return faiss.IndexIVFFlat(quantizer, self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
@@ -274,15 +230,12 @@ class LorentzIndex(HyperboloidStore):
     def _add_ivf(self, points: np.ndarray, ids: np.ndarray) -> None:
         if self._index is None:
             self._index = self._train_ivf(points)
-        ivf = self._index
         # FAISS would assign each document to argmax x . centroid, a Euclidean product that favours centroids far
-        # from the origin, while queries are routed by the Lorentz product q~ . centroid. Assigning the flipped
-        # document gives flip(x) . centroid = <x, centroid>_L: the geodesically nearest centroid, the same rule as
-        # for queries. (FAISS's own assignment with these centroids: recall@10 0.21 at nprobe 32 on 20k clustered
-        # points, one list holding most documents.)
-        _, lists = ivf.quantizer.search(flip(points), 1)
+        # from the origin (recall@10 0.21 at nprobe 32 on 20k clustered points), while queries are routed by
+        # q~ . centroid = <q, centroid>_L. The flipped document routes by <x, centroid>_L, as queries do.
+        _, lists = self._index.quantizer.search(lorentz.flip_time(points), 1)
         lists = np.ascontiguousarray(lists.ravel())
-        ivf.add_core(len(points), faiss.swig_ptr(points), faiss.swig_ptr(ids), faiss.swig_ptr(lists))
+        self._index.add_core(len(points), faiss.swig_ptr(points), faiss.swig_ptr(ids), faiss.swig_ptr(lists))
 
     def _hnsw_storage(self) -> faiss.IndexFlat:
         return faiss.downcast_index(faiss.downcast_index(self._index.index).storage)
@@ -316,8 +269,6 @@ class LorentzIndex(HyperboloidStore):
             self._index.remove_ids(present)
         self._ids = np.setdiff1d(self._ids, present)
         return len(present)
-
-    # ------------------------------------------------------------------ search
 
     def search(self, queries: Any, k: int = 10, *, nprobe: int | None = None,
                ef_search: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -386,8 +337,6 @@ class LorentzIndex(HyperboloidStore):
         scores[rows, cols] = np.einsum("ij,ij->i", documents.astype(np.float64), q[rows].astype(np.float64))
         return scores, labels
 
-    # ------------------------------------------------------------------ recall
-
     def stored(self) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the live documents: ids (N,) int64 and points (N, D) float32 (N x D x 4 bytes), storage order."""
         if self._index is None:
@@ -428,14 +377,10 @@ class LorentzIndex(HyperboloidStore):
     def _stored_among(self, ids: np.ndarray) -> np.ndarray:
         return ids[np.isin(ids, self._ids)]
 
-    def _exact_search(self, queries: np.ndarray, k: int) -> np.ndarray:
-        """Brute force over a copy of all stored documents (``faiss.knn``, float32): N x D x 4 more bytes for a
-        moment, and much faster than the base class's float64 blocks."""
-        ids, points = self.stored()
+    def _exact_search(self, queries: np.ndarray, k: int, ids: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Brute force with ``faiss.knn`` (float32): much faster than the base class's float64 blocks."""
         _, rows = faiss.knn(queries, points, k, metric=faiss.METRIC_INNER_PRODUCT)
         return ids[rows]
-
-    # ------------------------------------------------------------------ persistence
 
     def write_files(self, directory: Path) -> None:
         """Write ``index.faiss`` and ``metadata.json`` into an existing folder (not atomic by itself: ``save`` and
@@ -443,35 +388,20 @@ class LorentzIndex(HyperboloidStore):
         if self._index is None:
             raise ValueError("nothing to save: an IVF index is created and trained by its first add()")
         faiss.write_index(self._index, str(directory / INDEX_FILE))
-        metadata = {
-            "format_version": FORMAT_VERSION,
-            "hyte_version": _hyte_version,
-            "faiss_version": faiss.__version__,
-            "model_name": self.model_name,
-            "model_fingerprint": self.model_fingerprint,
-            "curvature": self.curvature,
-            "dim": self.dim,
-            "kind": self.kind,
-            "metric": self.metric,
-            "options": self.options,
-            "count": len(self),
-        }
+        metadata = {"format_version": FORMAT_VERSION, "hyte_version": _hyte_version, "faiss_version": faiss.__version__,
+                    "model_name": self.model_name, "model_fingerprint": self.model_fingerprint,
+                    "curvature": self.curvature, "dim": self.dim, "kind": self.kind, "metric": self.metric,
+                    "options": self.options, "count": len(self)}
         (directory / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
 
     def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> None:
-        """Save atomically to ``directory`` (``index.faiss`` + ``metadata.json``); a previous save there is replaced
-        only with ``overwrite``.
-
-        The new files are written and fsynced in a temporary sibling directory; then the previous directory is
-        renamed to a backup sibling ``.<name>.previous``, the new one renamed into place, and the backup deleted
-        (``hyte.io.atomic_directory``). A failure at any step leaves the previous index in place; a crash between the
-        two renames leaves it as the backup, which ``load`` falls back to.
-        """
+        """Save atomically to ``directory`` (``index.faiss`` + ``metadata.json``; ``hyte.io.atomic_directory``): a
+        failure at any step leaves the previous save loadable. A previous save there is replaced only with
+        ``overwrite``."""
         claim_folder(directory, option="the index folder", replaces="index", remedy="a folder of its own, e.g. "
                      "beside the model")  # as the command line refuses
         texts = [name for name in (FOLDER_FILE, DOCUMENTS_FILE) if (Path(directory) / name).is_file()]
         if texts:
-            # Replacing the folder would drop its texts and manifest: the bare index cannot carry them.
             raise ValueError(f"{directory} is an index folder with texts ({texts[0]}): saving the bare LorentzIndex "
                              "there would delete them. Save the index with its texts (HyteSearcher(encoder, index, "
                              "documents).save(folder), or hyte.retrieval.folder.write_index_folder), or choose "
@@ -484,9 +414,8 @@ class LorentzIndex(HyperboloidStore):
              expected_dim: int | None = None, expected_curvature: float | None = None,
              threads: int | None = None) -> LorentzIndex:
         """Load a ``save``d index. ``expected_*`` are checked with ``check_compatible`` (IncompatibleIndexError)."""
-        rebuild = "rebuild the index (hyte index build ... --overwrite)"
-        target = saved_directory(directory, METADATA_FILE, "LorentzIndex", rebuild)
-        metadata = read_json_file(target / METADATA_FILE, rebuild)
+        target = saved_directory(directory, METADATA_FILE, "LorentzIndex", _REBUILD)
+        metadata = read_json_file(target / METADATA_FILE, _REBUILD)
         if metadata.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{target}: index format version {metadata.get('format_version')!r} is not supported "
                              f"(this hyte reads version {FORMAT_VERSION})")

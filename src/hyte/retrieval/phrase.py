@@ -38,11 +38,6 @@ STORE_FORMAT_VERSION = 1
 STORE_ARRAYS = ("ids", "unit_offsets", "units", "lexical_offsets", "lexical_ids", "lexical_weights")
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The store
-# ----------------------------------------------------------------------------------------------------------------
-
-
 class PhraseStore:
     """Unit vectors and lexical entries per document id (int64), in contiguous arrays.
 
@@ -113,17 +108,15 @@ class PhraseStore:
 
     def remove(self, ids: Sequence[int]) -> int:
         """Remove documents by id (unknown ids are ignored); returns how many were removed. Compacts the arrays."""
-        rows = sorted({self._row_of[int(i)] for i in np.asarray(ids, dtype=np.int64).ravel() if int(i) in self._row_of})
-        if not rows:
+        keep = ~np.isin(self._ids, np.asarray(ids, dtype=np.int64).ravel())
+        if keep.all():
             return 0
-        keep = np.ones(len(self._ids), bool)
-        keep[rows] = False
         self._units, self._unit_offsets = _keep_rows(self._units, self._unit_offsets, keep)
         self._lexical_weights, _ = _keep_rows(self._lexical_weights, self._lexical_offsets, keep)
         self._lexical_ids, self._lexical_offsets = _keep_rows(self._lexical_ids, self._lexical_offsets, keep)
         self._ids = self._ids[keep]
         self._row_of = {int(doc_id): row for row, doc_id in enumerate(self._ids)}
-        return len(rows)
+        return int((~keep).sum())
 
     def _rows(self, ids: np.ndarray) -> np.ndarray:
         try:
@@ -162,8 +155,6 @@ class PhraseStore:
                               torch.as_tensor(np.asarray(query["weights"], np.float32)), flat, segment, len(ids),
                               self.geometry, self.curvature).numpy()
 
-    # ---------------------------------------------------------------- persistence
-
     def write_files(self, directory: Path) -> None:
         """Write the arrays (``.npy``) and ``store.json`` into an existing directory (not atomic by itself)."""
         for name in STORE_ARRAYS:
@@ -199,8 +190,7 @@ def ragged_rows(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.n
 def _keep_rows(values: np.ndarray, offsets: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Drop the rows of a ragged array (values + offsets) where ``keep`` is False."""
     lengths = np.diff(offsets)
-    mask = np.repeat(keep, lengths)
-    return values[mask], np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
+    return values[np.repeat(keep, lengths)], np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
 
 
 def segment_maxsim(query_units: torch.Tensor, query_weights: torch.Tensor, flat: torch.Tensor,
@@ -236,11 +226,6 @@ def fuse(views: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
     return total
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Global index for Euclidean models
-# ----------------------------------------------------------------------------------------------------------------
-
-
 class EuclideanFlatIndex:
     """Exact inner-product search over normalised vectors (the euclidean model's global view), FAISS with ids."""
 
@@ -274,11 +259,6 @@ class EuclideanFlatIndex:
         return index
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Global index + phrase store
-# ----------------------------------------------------------------------------------------------------------------
-
-
 class PhraseIndex:
     """A global index (candidate generation) and a ``PhraseStore`` (reranking) over the same document ids.
 
@@ -298,12 +278,9 @@ class PhraseIndex:
                **index_options) -> PhraseIndex:
         """An empty index for ``model`` (a HyTEPhraseModel): its geometry, width, curvature, fusion weights and
         fingerprint (the lineage check, ``hyte.lineage``)."""
-        fingerprint = model_fingerprint(model)
-        config = model.config
-        geometry = config.geometry
-        dim = model.backbone.config.hidden_size
-        curvature = float(model.curvature)
-        if geometry == "lorentz":
+        config, fingerprint = model.config, model_fingerprint(model)
+        dim, curvature = model.backbone.config.hidden_size, float(model.curvature)
+        if config.geometry == "lorentz":
             global_index = LorentzIndex(dim, curvature, kind=kind, model_name=model_name,
                                         model_fingerprint=fingerprint, **index_options)
         elif kind != "flat":
@@ -311,7 +288,7 @@ class PhraseIndex:
         else:
             global_index = EuclideanFlatIndex(dim)
         fusion = {"global": config.fusion_global, "phrase": config.fusion_phrase, "lexical": config.fusion_lexical}
-        return cls(global_index, PhraseStore(dim, geometry, curvature, dtype), fusion, model_name, fingerprint)
+        return cls(global_index, PhraseStore(dim, config.geometry, curvature, dtype), fusion, model_name, fingerprint)
 
     def __len__(self) -> int:
         return len(self.store)
@@ -344,8 +321,7 @@ class PhraseIndex:
     def _global_scores(self, scores: np.ndarray) -> np.ndarray:
         """Global index scores on the phrase scale: cosines, or minus geodesic distances (lorentz)."""
         if self.store.geometry == "lorentz":
-            return -lorentz.distance_from_inner(torch.as_tensor(scores, dtype=torch.float64),
-                                                self.store.curvature).numpy().astype(np.float32)
+            return -lorentz.distance_from_inner(scores.astype(np.float64), self.store.curvature).astype(np.float32)
         return scores
 
     def search(self, queries: Sequence[dict], k: int = 10, rerank: str | None = None, k_candidates: int = 100,
@@ -381,17 +357,13 @@ class PhraseIndex:
     def search_texts(self, model, tokenizer, texts: Sequence[str], k: int = 10, *, check_model: bool = True,
                      **options):
         """``search`` for query texts, encoded with ``model``: the model that built the index or one declared
-        compatible with it (``hyte.lineage``; another raises ``IncompatibleIndexError``). The model's fingerprint
-        is hashed once per state of its weights (``model_fingerprint``): a model trained or reloaded in place is
-        checked anew, an unchanged one costs nothing more. ``check_model=False`` skips the check (experts, or
-        ``hyte index search``, which checks itself)."""
+        compatible with it (``hyte.lineage``; another raises ``IncompatibleIndexError``). ``check_model=False`` skips
+        the check (experts, or ``hyte index search``, which checks itself)."""
         if check_model:
             check_query_model(self, model, None)
         encode_keys = ("budget", "unit", "tags", "override", "max_length")
         encode = {key: options.pop(key) for key in encode_keys if key in options}
         return self.search(model.encode_phrases(list(texts), tokenizer, role="query", **encode), k, **options)
-
-    # ---------------------------------------------------------------- persistence
 
     def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Save the global index (``global/``), the store (``phrase/``) and ``phrase_index.json`` together,

@@ -24,16 +24,8 @@ from .. import __version__ as _hyte_version
 from ..errors import HyteError
 from ..lineage import model_fingerprint
 from .folder import documents_for, model_reference
-from .store import (
-    TextStore,
-    augment,
-    certified_top_k,
-    check_index_curvature,
-    check_positive_int,
-    integer_ids,
-    scan64,
-    time_bounds,
-)
+from .store import (TextStore, augment, certified_top_k, check_index_curvature, check_positive_int, integer_ids,
+                    scan64, time_bounds)
 
 __all__ = ["PgVectorError", "PgVectorIndex", "build_pgvector_index"]
 
@@ -70,7 +62,8 @@ def connect(dsn: str):
         import psycopg
         from pgvector.psycopg import register_vector
     except ImportError:
-        raise ImportError("the pgvector store needs psycopg and pgvector: pip install 'hyte-embeddings[postgres]'") from None
+        raise ImportError("the pgvector store needs psycopg and pgvector: pip install "
+                          "'hyte-embeddings[postgres]'") from None
     if not isinstance(dsn, str):
         raise TypeError(f"dsn must be a PostgreSQL connection string (postgresql://USER@HOST:PORT/DATABASE); got "
                         f"{type(dsn).__name__}")
@@ -96,9 +89,8 @@ def connect(dsn: str):
 
 
 def _check_max_norm(max_norm: Any, kind: str) -> float | None:
-    """``max_norm`` as a float: None (taken from the first documents), or for kind "hnsw" a finite number > 0. A
-    negative bound was recorded and worked only because M^2 is used, and NaN failed as invalid JSON in the database
-    after all documents were encoded: refused before anything is encoded or connected."""
+    """``max_norm`` as a float: None (taken from the first documents), or for kind "hnsw" a finite number > 0 (NaN
+    would fail as invalid JSON in the database, after all documents were encoded)."""
     if max_norm is None:
         return None
     if kind != "hnsw":
@@ -133,8 +125,6 @@ class PgVectorIndex(TextStore):
         self.model_name = metadata.get("model_name")
         self.model_fingerprint = metadata.get("model_fingerprint")
         self.options = dict(metadata.get("options", {}))
-
-    # ------------------------------------------------------------------ create / open
 
     @classmethod
     def create(cls, dsn: str, table: str, dim: int, curvature: float = 1.0, kind: str = "exact",
@@ -255,8 +245,6 @@ class PgVectorIndex(TextStore):
         return (f"PgVectorIndex(table={self.table!r}, dsn={redacted(self.dsn)!r}, kind={self.kind!r}, dim={self.dim}, "
                 f"curvature={self.curvature}, model_name={self.model_name!r}, count={len(self)})")
 
-    # ------------------------------------------------------------------ contents
-
     def __len__(self) -> int:
         return int(self._connection.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0])
 
@@ -298,8 +286,6 @@ class PgVectorIndex(TextStore):
         rows = self._connection.execute(f"SELECT DISTINCT doc_id FROM {self.table} WHERE doc_id = ANY(%s)",
                                         (list(own_ids),)).fetchall()
         return sorted(row[0] for row in rows)
-
-    # ------------------------------------------------------------------ add / upsert / remove
 
     def remove(self, ids: Any) -> int:
         """Delete documents by id; absent ids are ignored. Returns how many were removed."""
@@ -353,28 +339,24 @@ class PgVectorIndex(TextStore):
                 # Built once the first documents are in (a bulk build is much faster than row-by-row inserts into
                 # an empty graph); later rows are linked in as they arrive.
                 self._connection.execute(
-                    f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} USING hnsw (augmented vector_l2_ops) "
-                    f"WITH (m = {self.options['hnsw_m']}, ef_construction = {self.options['ef_construction']})")
+                    f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} USING hnsw (augmented "
+                    f"vector_l2_ops) WITH (m = {self.options['hnsw_m']}, ef_construction = "
+                    f"{self.options['ef_construction']})")
 
     def _augmented(self, points: np.ndarray) -> np.ndarray:
         """``augment``ed points, (N, D) -> (N, D + 1); fixes M at the first documents (module docstring)."""
-        x64 = points.astype(np.float64)
-        norm_sq = np.einsum("ij,ij->i", x64, x64)
-        bound = self.options.get("max_norm")
-        if bound is None:
-            bound = NORM_HEADROOM * float(np.sqrt(norm_sq.max()))
-            self.options["max_norm"] = bound
-        too_far = norm_sq > bound ** 2
+        norm = np.linalg.norm(points.astype(np.float64), axis=1)
+        bound = self.options.get("max_norm") or NORM_HEADROOM * float(norm.max())
+        self.options["max_norm"] = bound
+        too_far = norm > bound
         if too_far.any():
             first = int(np.argmax(too_far))
             raise ValueError(
                 f"{int(too_far.sum())} documents lie beyond this HNSW index's augmentation bound M = {bound:.6g} "
-                f"(first: row {first}, |x| = {float(np.sqrt(norm_sq[first])):.6g}, x_0 = {float(points[first, 0]):.6g}),"
-                f" fixed when its first documents arrived. Rebuild the index with a larger bound: "
-                f"PgVectorIndex.create(..., max_norm=M, overwrite=True) (hyte index build --max-norm M --overwrite)")
-        return augment(x64, bound)
-
-    # ------------------------------------------------------------------ search
+                f"(first: row {first}, |x| = {norm[first]:.6g}, x_0 = {float(points[first, 0]):.6g}), fixed when "
+                "its first documents arrived. Rebuild the index with a larger bound: PgVectorIndex.create(..., "
+                "max_norm=M, overwrite=True) (hyte index build --max-norm M --overwrite)")
+        return augment(points, bound)
 
     def search(self, queries: Any, k: int = 10, *, exact: bool | None = None, ef_search: int | None = None,
                candidates: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -437,7 +419,7 @@ class PgVectorIndex(TextStore):
                     scores[row, :top_ids.shape[1]], ids[row, :top_ids.shape[1]] = top_scores[0], top_ids[0]
         return scores, ids
 
-    def _exact_search(self, queries: np.ndarray, k: int) -> np.ndarray:
+    def _exact_search(self, queries: np.ndarray, k: int, ids: np.ndarray, points: np.ndarray) -> np.ndarray:
         return self.exact_search64(queries, k)[1]
 
 

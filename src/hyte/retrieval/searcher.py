@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from .. import lorentz
 from ..lineage import check_query_encoder
@@ -67,10 +66,9 @@ class HyteSearcher:
     the documents' texts and ids (``documents``, or the store's own where it keeps them beside the vectors).
 
     ``documents[i]`` is ``{"id": ..., "text": ...}`` for index id i. Build one with ``from_folder`` (an index
-    folder from ``hyte index build``, ``hyte quickstart``, ``hyte demo`` or ``save``; a phrase index folder is
-    searched through its global index with the phrase model's global vectors) or ``from_texts``. The encoder must be the model that built the
-    index or one declared compatible with it (``LorentzIndex.check_query_model``; ``check_model=False`` skips that
-    check for experts), and match its dimension and curvature (``hyte.lineage.check_query_encoder``).
+    folder; a phrase index folder is searched through its global index) or ``from_texts``. The encoder must be the
+    model that built the index or one declared compatible with it (``LorentzIndex.check_query_model``;
+    ``check_model=False`` skips that check for experts), and match its dimension and curvature.
     """
 
     def __init__(self, encoder: HyteEncoder, index: HyperboloidStore, documents: Sequence[dict] | None = None, *,
@@ -221,25 +219,20 @@ class HyteSearcher:
         scores, found = self.index.search(self.encoder.encode(queries, role="query"), k=depth)
         distances = self.index.to_distances(scores)
         points = self.index.points_of(found).astype(np.float64)  # (N, depth, D), NaN rows for padding
-        origin = lorentz.origin(points.shape[-1] - 1, self.index.curvature, dtype=torch.float64).numpy()
-        specificity = lorentz.distance_to_origin(np.where(np.isnan(points), origin, points),
-                                                 self.index.curvature)  # (N, depth)
+        specificity = lorentz.distance_to_origin(points, self.index.curvature)  # (N, depth), NaN for padding
         if relation is not None:
             own = self.specificity(queries)  # (N,)
             keep = (found >= 0) & ((specificity < own[:, None]) if relation == "broader"
                                    else (specificity > own[:, None]))
             found = np.where(keep, found, -1)
-        hits = []
-        for row in range(len(queries)):
-            passages = []
-            for column in np.flatnonzero(found[row] >= 0)[:k]:
-                document = self.documents[int(found[row, column])]
-                passages.append(Passage(index_id=int(found[row, column]), id=str(document["id"]), text=document["text"],
-                                        score=float(scores[row, column]), distance=float(distances[row, column]),
-                                        radius=float(points[row, column, 0]),
-                                        specificity=float(specificity[row, column])))
-            hits.append(passages)
-        return hits
+
+        def passage(row: int, column: int) -> Passage:
+            document = self.documents[int(found[row, column])]
+            return Passage(index_id=int(found[row, column]), id=str(document["id"]), text=document["text"],
+                           score=float(scores[row, column]), distance=float(distances[row, column]),
+                           radius=float(points[row, column, 0]), specificity=float(specificity[row, column]))
+
+        return [[passage(row, column) for column in np.flatnonzero(found[row] >= 0)[:k]] for row in range(len(queries))]
 
     def specificity(self, texts: Sequence[str]) -> np.ndarray:
         """(N,) each text's distance to the origin as a document would sit: what ``relation`` compares hits with."""

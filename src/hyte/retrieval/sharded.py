@@ -95,10 +95,8 @@ class ShardedIndex(TextStore):
         for position, wrong in sorted(answers.items()):
             if wrong is not None:
                 raise ValueError(f"shard {position} ({self.names[position]}) holds id {wrong}, which belongs on shard "
-                                 f"{wrong % count} (a ShardedIndex places id i on shard i mod {count}): fill the shards "
-                                 "through ShardedIndex.add, or give them in the order they were filled")
-
-    # ------------------------------------------------------------------ fan-out
+                                 f"{wrong % count} (a ShardedIndex places id i on shard i mod {count}): fill the "
+                                 "shards through ShardedIndex.add, or give them in the order they were filled")
 
     def _each(self, call, *, positions: bool = False, partial: bool = False,
               remedy: str = _SEARCH_REMEDY) -> dict[int, Any]:
@@ -113,12 +111,12 @@ class ShardedIndex(TextStore):
             error = future.exception()
             if error is None:
                 results[position] = future.result()
-            elif not partial or not self._is_unavailable(error):
-                if self._is_unavailable(error):
-                    first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-                    raise ShardUnavailableError(f"shard {position} ({self.names[position]}) did not answer: "
-                                                f"{first_line}. {remedy}") from error
+            elif not self._is_unavailable(error):
                 raise error
+            elif not partial:
+                first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                raise ShardUnavailableError(f"shard {position} ({self.names[position]}) did not answer: "
+                                            f"{first_line}. {remedy}") from error
         return results
 
     @staticmethod
@@ -130,11 +128,6 @@ class ShardedIndex(TextStore):
         except ImportError:
             database_errors = ()
         return isinstance(error, (ConnectionError, TimeoutError, PgVectorError, *database_errors))
-
-    def _shard_of(self, ids: np.ndarray) -> np.ndarray:
-        return ids % len(self.shards)
-
-    # ------------------------------------------------------------------ contents
 
     def __len__(self) -> int:
         return sum(self._each(len).values())
@@ -156,7 +149,7 @@ class ShardedIndex(TextStore):
 
     def _fill_points(self, flat: np.ndarray, result: np.ndarray) -> None:
         for position, shard in enumerate(self.shards):
-            mine = (flat >= 0) & (self._shard_of(flat) == position)
+            mine = (flat >= 0) & (flat % len(self.shards) == position)
             if mine.any():
                 result[mine] = shard.points_of(flat[mine])
 
@@ -169,31 +162,25 @@ class ShardedIndex(TextStore):
         found = self._each(lambda shard: shard.stored_own_ids(own_ids))
         return sorted({identifier for ids in found.values() for identifier in ids})
 
-    # ------------------------------------------------------------------ add / upsert / remove
-
     def _write(self, points, ids, documents, *, upsert: bool) -> None:
-        """``add`` / ``upsert``: each document goes to shard id mod the shard count (``documents`` as the shards take
-        them), each shard's part in parallel; a shard that fails is named (the others' parts are written: ``upsert``
-        the same documents once it is back, which replaces rather than doubles them)."""
-        method = "upsert" if upsert else "add"
-        targets = self._shard_of(ids)
+        """``add`` / ``upsert``: each document goes to shard id mod the shard count, each shard's part in parallel; a
+        shard that fails is named (``_WRITE_REMEDY``)."""
+        targets = ids % len(self.shards)
         documents = None if documents is None else list(documents)
 
         def write(position, shard):
             mine = np.flatnonzero(targets == position)
             part = None if documents is None else [documents[i] for i in mine]
-            return getattr(shard, method)(points[mine], ids[mine], part) if len(mine) else None
+            return shard._write(points[mine], ids[mine], part, upsert=upsert) if len(mine) else None
 
         self._each(write, positions=True, remedy=_WRITE_REMEDY)
 
     def remove(self, ids: Any) -> int:
         flat = integer_ids(ids).ravel()
-        removed = self._each(lambda position, shard: shard.remove(flat[self._shard_of(flat) == position]),
+        removed = self._each(lambda position, shard: shard.remove(flat[flat % len(self.shards) == position]),
                              positions=True, remedy="The other shards removed their documents; once it is back, "
                              "remove the same ids again")
         return sum(removed.values())
-
-    # ------------------------------------------------------------------ search
 
     def search(self, queries: Any, k: int = 10, **options) -> ShardedResult:
         """The merged top k of every shard's top k: (scores, ids), both (N, k), with ``missing_shards``."""

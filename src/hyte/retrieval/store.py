@@ -54,19 +54,10 @@ def refreshed(points: np.ndarray, c: float, sign: float = 1.0) -> np.ndarray:
     return x64
 
 
-def torch64(x: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(x, dtype=np.float64))
-
-
-def flip(x: np.ndarray) -> np.ndarray:
-    """Negate the time coordinate (a copy): points <-> sign-flipped query vectors, (N, D) -> (N, D)."""
-    return lorentz.flip_time(torch.from_numpy(x)).numpy()
-
-
 def on_hyperboloid(x: np.ndarray, c: float, time_sign: int = 1) -> np.ndarray:
     """Row mask, (N, D) -> (N,) bool: x_0 > 0 and |<x,x>_L + c| / x_0^2 <= HYPERBOLOID_RTOL (in float64).
     ``time_sign=-1`` asks x_0 < 0 instead: a sign-flipped point (-x_0, x_s), whose <x,x>_L is its point's."""
-    x64 = torch64(x)
+    x64 = torch.from_numpy(x.astype(np.float64))
     time_sq = x64[:, 0] ** 2  # clamped below only so that x_0 = 0 (rejected anyway) does not divide by zero
     relative_error = (lorentz.inner(x64, x64) + c).abs() / time_sq.clamp_min(torch.finfo(torch.float64).tiny)
     return ((time_sign * x64[:, 0] > 0) & (relative_error <= HYPERBOLOID_RTOL)).numpy()
@@ -104,9 +95,8 @@ def augment(points: np.ndarray, bound: float | None = None) -> np.ndarray:
 def time_bounds(points: np.ndarray, c: float) -> tuple[float, float]:
     """(largest x_0, largest |x_0 - x_0 recomputed in float64 from the space part|) of float32 points: what
     ``certified_top_k`` needs to bound the float32 error of a store's inner products."""
-    if len(points) == 0:
-        return 0.0, 0.0
-    return float(np.abs(points[:, 0]).max()), float(np.abs(points[:, 0] - refreshed(points, c)[:, 0]).max())
+    return (float(np.abs(points[:, 0]).max(initial=0.0)),
+            float(np.abs(points[:, 0] - refreshed(points, c)[:, 0]).max(initial=0.0)))
 
 
 def _top_k_columns(scores: np.ndarray, k: int) -> np.ndarray:
@@ -178,10 +168,7 @@ def certified_top_k(q: np.ndarray, k: int, count: int, shortlist: Shortlist, bou
         exact = np.where(found >= 0, np.einsum("pij,pj->pi", documents, q64[pending]), -np.inf)
         order = np.argsort(-exact, axis=1, kind="stable")[:, :k]  # (P, min(k, size))
         top = np.take_along_axis(exact, order, axis=1)
-        if size >= count:
-            done = np.ones(len(pending), dtype=bool)
-        else:
-            done = top[:, -1] >= shortlist_scores[:, -1].astype(np.float64) + error[pending]
+        done = (size >= count) | (top[:, -1] >= shortlist_scores[:, -1].astype(np.float64) + error[pending])
         width = order.shape[1]
         scores[pending[done], :width] = top[done]
         labels[pending[done], :width] = np.where(np.isfinite(top), np.take_along_axis(found, order, axis=1), -1)[done]
@@ -207,18 +194,12 @@ class StoredDocuments:
 class HyperboloidStore:
     """The shared part of every HyTE vector store (module docstring). Subclasses set ``dim``, ``curvature``,
     ``model_name`` and ``model_fingerprint`` and implement ``__len__``, ``add``, ``remove``, ``search``, ``stored``,
-    ``_stored_among`` and ``_largest_id``."""
+    ``_stored_among(ids)`` (those of ``ids`` already stored) and ``_largest_id()`` (None when empty)."""
 
     dim: int
     curvature: float
     model_name: str | None
     model_fingerprint: str | None
-
-    def __len__(self) -> int:
-        raise NotImplementedError
-
-    def search(self, queries: Any, k: int = 10, **options) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
 
     def stored(self) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the live documents: ids (N,) int64 and points (N, D) float32."""
@@ -234,25 +215,14 @@ class HyperboloidStore:
         compares (``hyte.retrieval.sharded``)."""
         raise NotImplementedError
 
-    def _stored_among(self, ids: np.ndarray) -> np.ndarray:
-        """Those of ``ids`` that are already stored."""
-        raise NotImplementedError
-
-    def _largest_id(self) -> int | None:
-        raise NotImplementedError
-
-    # ------------------------------------------------------------------ validation
-
     def _check_vectors(self, vectors: Any, what: str) -> np.ndarray:
         """2-D, width ``dim``, finite; returned as C-contiguous float32 (N, D)."""
         array = as_array(vectors)
         if array.ndim != 2:
             raise ValueError(f"{what} must be a 2-D array (N, {self.dim}); got shape {array.shape}")
         if array.shape[1] != self.dim:
-            raise ValueError(
-                f"{what} have dimension {array.shape[1]}, but this index expects dimension {self.dim} "
-                f"(ambient d + 1, time coordinate included; model {self.model_name!r})"
-            )
+            raise ValueError(f"{what} have dimension {array.shape[1]}, but this index expects dimension {self.dim} "
+                             f"(ambient d + 1, time coordinate included; model {self.model_name!r})")
         if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
             raise ValueError(f"{what} must be real numbers; got dtype {array.dtype}")
         bad = ~np.isfinite(array).all(axis=1)
@@ -266,20 +236,17 @@ class HyperboloidStore:
         off = ~on_hyperboloid(array, self.curvature)
         if off.any():
             first = int(np.argmax(off))
-            rows = torch64(array[off])
-            norms = lorentz.inner(rows, rows).numpy()  # <x,x>_L = -c' of another hyperboloid, if one
+            rows = array[off].astype(np.float64)
+            norms = lorentz.inner(rows, rows)  # <x,x>_L = -c' of another hyperboloid, if one
             if (rows[:, 0] > 0).all() and (norms < 0).all() and np.ptp(norms) <= 1e-3 * abs(norms.mean()):
-                raise ValueError(
-                    f"{what}: {int(off.sum())} of {len(array)} points lie on the hyperboloid of curvature "
-                    f"{-norms.mean():.4g} (<x,x>_L = {norms.mean():.4g}), but this index holds curvature "
-                    f"{self.curvature}: encode them with the index's model, or build the index with the model's "
-                    f"curvature (the model's config.curvature)")
-            raise ValueError(
-                f"{what}: {int(off.sum())} of {len(array)} points off the hyperboloid <x,x>_L = -{self.curvature} "
-                f"with x_0 > 0 (first: row {first}, x_0 = {float(array[first, 0]):.6g}); did you pass sign-flipped "
-                f"query vectors as documents, or Euclidean vectors? Documents are the encoder's role='document' "
-                f"output, time coordinate first."
-            )
+                raise ValueError(f"{what}: {int(off.sum())} of {len(array)} points lie on the hyperboloid of curvature "
+                                 f"{-norms.mean():.4g} (<x,x>_L = {norms.mean():.4g}), but this index holds curvature "
+                                 f"{self.curvature}: encode them with the index's model, or build the index with the "
+                                 "model's curvature (the model's config.curvature)")
+            raise ValueError(f"{what}: {int(off.sum())} of {len(array)} points off the hyperboloid <x,x>_L = "
+                             f"-{self.curvature} with x_0 > 0 (first: row {first}, x_0 = {float(array[first, 0]):.6g});"
+                             " did you pass sign-flipped query vectors as documents, or Euclidean vectors? Documents "
+                             "are the encoder's role='document' output, time coordinate first.")
         return array
 
     def _check_queries(self, queries: Any) -> np.ndarray:
@@ -292,19 +259,17 @@ class HyperboloidStore:
         # A row with q_0 > 0 on the hyperboloid is an unflipped point.
         unflipped = on_hyperboloid(array, self.curvature)
         if unflipped.any():
-            raise ValueError(
-                f"search() expects sign-flipped query vectors (first coordinate -q_0 < 0, the encoder's "
-                f"role='query' output), but {int(unflipped.sum())} of {len(array)} rows are unflipped hyperboloid "
-                f"points (first coordinate > 0). Use search_points() for points; it flips them itself."
-            )
+            raise ValueError(f"search() expects sign-flipped query vectors (first coordinate -q_0 < 0, the encoder's "
+                             f"role='query' output), but {int(unflipped.sum())} of {len(array)} rows are unflipped "
+                             "hyperboloid points (first coordinate > 0). Use search_points() for points; it flips them "
+                             "itself.")
         # Anything else that is not a flipped point (Euclidean vectors, another model's) would be ranked too.
         other = ~flipped
         first = int(np.argmax(other))
-        raise ValueError(
-            f"search() expects sign-flipped query points (-q_0, q_s) of the hyperboloid <x,x>_L = "
-            f"-{self.curvature}, the encoder's role='query' output; {int(other.sum())} of {len(array)} rows are "
-            f"not (first: row {first}). Flip only the time coordinate (hyte.lorentz.flip_time), not the whole "
-            f"vector, and query with the model that built the index.")
+        raise ValueError(f"search() expects sign-flipped query points (-q_0, q_s) of the hyperboloid <x,x>_L = "
+                         f"-{self.curvature}, the encoder's role='query' output; {int(other.sum())} of {len(array)} "
+                         f"rows are not (first: row {first}). Flip only the time coordinate (hyte.lorentz.flip_time), "
+                         "not the whole vector, and query with the model that built the index.")
 
     def _check_ids(self, ids: Any, count: int) -> np.ndarray:
         """New document ids: (count,) non-negative int64, unique, not already stored; None numbers them from the
@@ -344,10 +309,9 @@ class HyperboloidStore:
         if curvature is not None and not math.isclose(curvature, self.curvature, rel_tol=1e-9):
             problems.append(f"curvature {curvature} != the index's {self.curvature}")
         if problems:
-            raise IncompatibleIndexError(
-                "this index cannot be used with these embeddings: " + "; ".join(problems)
-                + ". Rebuild the index with the model you query with; vectors of different models are not comparable."
-            )
+            raise IncompatibleIndexError("this index cannot be used with these embeddings: " + "; ".join(problems)
+                                         + ". Rebuild the index with the model you query with; vectors of different "
+                                         "models are not comparable.")
 
     def check_query_model(self, model_name: str | None, fingerprint: str | None,
                           compatible_with: list[dict] | None = None, *, allow_incompatible: bool = False) -> str:
@@ -356,15 +320,13 @@ class HyperboloidStore:
         return check_lineage(self.model_name, self.model_fingerprint, model_name, fingerprint, compatible_with,
                              allow_incompatible=allow_incompatible)
 
-    # ------------------------------------------------------------------ search helpers
-
     def search_points(self, points: Any, k: int = 10, **search_options) -> tuple[np.ndarray, np.ndarray]:
         """``search`` for unflipped query points (N, D) on the hyperboloid: flips them, then searches."""
-        return self.search(flip(self._check_points(points, "query points")), k, **search_options)
+        return self.search(lorentz.flip_time(self._check_points(points, "query points")), k, **search_options)
 
     def to_distances(self, scores: np.ndarray) -> np.ndarray:
         """Geodesic distances from ``search`` scores, (N, k) -> (N, k) float64 (padding -inf -> inf)."""
-        return lorentz.distance_from_inner(torch64(scores), self.curvature).numpy()
+        return lorentz.distance_from_inner(np.asarray(scores, dtype=np.float64), self.curvature)
 
     def points_of(self, ids: np.ndarray) -> np.ndarray:
         """The stored points of ``ids`` (any shape, -1 allowed) -> ids.shape + (D,) float32, NaN rows for -1 or
@@ -382,10 +344,10 @@ class HyperboloidStore:
         found = np.isin(flat, stored_ids)
         result[found] = points[order[np.searchsorted(stored_ids, flat[found], sorter=order)]]
 
-    def _exact_search(self, queries: np.ndarray, k: int) -> np.ndarray:
-        """Ids (N, k) of the exact float64 top k over ``stored()``: the reference ``measure_recall`` compares
-        with."""
-        return scan64(queries, *self.stored(), self.curvature, k)[1]
+    def _exact_search(self, queries: np.ndarray, k: int, ids: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Ids (N, k) of the exact float64 top k over the stored ``ids`` and ``points``: the reference
+        ``measure_recall`` compares with."""
+        return scan64(queries, ids, points, self.curvature, k)[1]
 
     def measure_recall(self, k: int = 10, sample: int = 1000, seed: int = 0, **search_options) -> float:
         """Recall@k of this store's ``search`` against exact search over its own documents.
@@ -400,9 +362,9 @@ class HyperboloidStore:
             raise ValueError("measure_recall needs a non-empty index")
         sample = min(check_positive_int("sample", sample), len(ids))
         chosen = np.random.default_rng(seed).choice(len(ids), size=sample, replace=False)
-        queries = flip(points[chosen])
+        queries = lorentz.flip_time(points[chosen])
         _, found = self.search(queries, k, **search_options)
-        exact = self._exact_search(queries, min(k, len(ids)))
+        exact = self._exact_search(queries, min(k, len(ids)), ids, points)
         hits = [len(np.intersect1d(f[f >= 0], e)) for f, e in zip(found, exact)]
         return float(np.mean(hits) / exact.shape[1])
 
