@@ -85,8 +85,7 @@ _MIN_CONE_DISTANCE = 1e-6
 # arbitrary, and the factor multiplying it is zero there, so any finite value gives the right (zero) result.
 _MIN_DIRECTION_NORM = 1e-15
 
-# Smallest relative slack of check_point's comparison of x_0 with the one a point's space part gives: float32 points
-# handed over as float64 carry float32 rounding (~1e-7 relative).
+# Smallest relative slack of check_point's comparison of x_0 with the one a point's space part gives.
 _MIN_ROUNDING_SLACK = 1e-3
 
 
@@ -142,10 +141,6 @@ def check_curvature(c: float | Tensor, name: str | None = None) -> None:
             f"{f'{name}: ' if name else ''}curvature c must be a finite number > 0 (the hyperboloid is <x,x>_L = -c, "
             f"sectional curvature K = -1/c); got {value}. For K = -1 use c = 1."
         )
-
-
-def _float64(x: Tensor) -> Tensor:
-    return x if x.dtype == torch.float64 else x.to(torch.float64)
 
 
 def _check_curvature_argument(c: float | Tensor, name: str) -> None:
@@ -262,8 +257,8 @@ def distance_from_inner(lorentz_inner: Tensor, c: float | Tensor = 1.0) -> Tenso
     if not lorentz_inner.is_floating_point():
         raise TypeError(f"distance_from_inner takes Lorentz inner products (floating-point scores); got a "
                         f"{lorentz_inner.dtype} tensor: pass the scores of a search (its first output), not the ids")
-    c64 = _float64(_curvature_like(c, lorentz_inner))
-    ratio = -_float64(lorentz_inner) / c64
+    c64 = _curvature_like(c, lorentz_inner).double()
+    ratio = -lorentz_inner.double() / c64
     return (torch.sqrt(c64) * torch.acosh(ratio.clamp_min(1.0 + 1e-15))).to(lorentz_inner.dtype)
 
 
@@ -297,17 +292,11 @@ def _first(mask: Tensor) -> tuple[int, ...]:
     return tuple(int(i) for i in mask.nonzero()[0])
 
 
-def _rounding_slack(x: Tensor, floor: float = _MIN_ROUNDING_SLACK) -> float:
-    """check_point's relative slack for x_0 of x's dtype against the one its space part gives: ``floor``, or more
-    for half precision, whose rounding (16 eps = 0.03 for float16, 0.125 for bfloat16) exceeds it."""
-    return max(floor, 16 * torch.finfo(x.dtype).eps) if x.is_floating_point() else floor
-
-
 def _refresh_time64(x: Tensor, c: float | Tensor, name: str) -> Tensor:
     """x in float64 with its time coordinate recomputed from its space part (see the module docstring). Any vector
     becomes a point this way: ``check_point`` tells whether x was one."""
     _check_vectors(x, name)
-    return _lift(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
+    return _lift(x[..., 1:].double(), _curvature_like(c, x).double())
 
 
 @_accepts_numpy
@@ -323,28 +312,25 @@ def check_point(x: Tensor, c: float | Tensor = 1.0) -> None:
             where = f" (first at index {_first(off)})" if off.ndim else ""
             raise ValueError(f"check_point: {int(off.sum())} of {off.numel()} vectors hold NaN or inf{where}; points "
                              "must be finite. Find where they came from (a model with NaN weights, a division by zero)")
-        refreshed = _lift(_float64(x[..., 1:]), _float64(_curvature_like(c, x)))
-        _check_time_coordinate(x, refreshed[..., 0], c, "check_point")
-
-
-def _check_time_coordinate(x: Tensor, expected_time: Tensor, c: float | Tensor, name: str) -> None:
-    # Relative tolerance: float32 rounding of x_0 is ~1e-7 relative at any radius; half precision needs more.
-    relative_error = (_float64(x[..., 0]) - expected_time).abs() / expected_time
-    off = ~(relative_error <= _rounding_slack(x))  # NaN compares False, so it counts as off
-    if off.any():
+        expected_time = _refresh_time64(x, c, "check_point")[..., 0]
+        # Relative tolerance: float32 rounding of x_0 is ~1e-7 relative at any radius (float32 points handed over as
+        # float64 carry it too); half precision's (16 eps = 0.03 for float16, 0.125 for bfloat16) needs more.
+        slack = max(_MIN_ROUNDING_SLACK, 16 * torch.finfo(x.dtype).eps)
+        off = ~((x[..., 0].double() - expected_time).abs() / expected_time <= slack)
+        if not off.any():
+            return
         first = _first(off)
-        time = float(x.detach()[first + (0,)])
+        time, expected = float(x[first + (0,)]), float(expected_time[first])
         c_value = float(c.detach().flatten()[0]) if isinstance(c, Tensor) else float(c)
         # -x_0 matching the expected time: the vector is a point with its time negated, i.e. a query as emitted.
-        flipped = abs(-time - float(expected_time[first])) <= _rounding_slack(x) * float(expected_time[first])
         hint = ("x_0 = -(its point's x_0) there: a sign-flipped query vector (role='query' output); flip it back "
-                "with lorentz.flip_time(x)" if flipped else "flip query vectors back with lorentz.flip_time")
+                "with lorentz.flip_time(x)" if abs(-time - expected) <= slack * expected
+                else "flip query vectors back with lorentz.flip_time")
         raise ValueError(
-            f"{name}: {int(off.sum())} of {off.numel()} vectors are not points of the hyperboloid <x,x>_L = -c with "
-            f"c = {c_value:g} (first at index {first}: x_0 = {time:.6g}, the point with that space part has x_0 = "
-            f"{float(expected_time[first]):.6g}). Pass points with the time coordinate first (an encoder's "
-            f"role='document' output, or lorentz.add_time(space, c)), made with this c (the model's "
-            f"config.curvature); {hint}.")
+            f"check_point: {int(off.sum())} of {off.numel()} vectors are not points of the hyperboloid <x,x>_L = -c "
+            f"with c = {c_value:g} (first at index {first}: x_0 = {time:.6g}, the point with that space part has "
+            f"x_0 = {expected:.6g}). Pass points with the time coordinate first (an encoder's role='document' "
+            f"output, or lorentz.add_time(space, c)), made with this c (the model's config.curvature); {hint}.")
 
 
 def _check_number(value: float | Tensor, name: str, what: str, *, positive: bool) -> None:
@@ -393,7 +379,7 @@ def _distance(x: Tensor, y: Tensor, c: float | Tensor, name: str) -> Tensor:
     _check_pairable(x, y, name, "pairwise_distance")
     difference = _refresh_time64(x, c, name) - _refresh_time64(y, c, name)
     chord = torch.sqrt(inner(difference, difference).clamp_min(1e-30))
-    two_sqrt_c = 2 * torch.sqrt(_float64(_curvature_like(c, difference)))
+    two_sqrt_c = 2 * torch.sqrt(_curvature_like(c, difference).double())
     return (two_sqrt_c * torch.asinh(chord / two_sqrt_c)).to(x.dtype)
 
 
@@ -415,7 +401,7 @@ def squared_lorentz_distance(x: Tensor, y: Tensor, c: float | Tensor = 1.0) -> T
     name = "squared_lorentz_distance"
     _check_pairable(x, y, name)
     x64, y64 = _refresh_time64(x, c, name), _refresh_time64(y, c, name)
-    value = -2 * _float64(_curvature_like(c, x)) - 2 * inner(x64, y64)
+    value = -2 * _curvature_like(c, x).double() - 2 * inner(x64, y64)
     return value.clamp_min(0).to(x.dtype)
 
 
@@ -563,11 +549,11 @@ def centroid(x: Tensor, weights: Tensor | None = None, c: float | Tensor = 1.0) 
     """
     x64 = _refresh_time64(x, c, "centroid")
     _check_sets(x64, "centroid")
-    w64 = torch.ones_like(x64[..., 0]) if weights is None else _float64(weights)
+    w64 = torch.ones_like(x64[..., 0]) if weights is None else weights.double()
     if weights is not None and (w64.ndim < 1 or x64.ndim < 2 or w64.shape[-1] != x64.shape[-2]):
         raise ValueError(f"centroid: weights must be >= 0, one per point: {x64.shape[-2] if x64.ndim > 1 else 1} "
                          f"points, weights of shape {tuple(w64.shape)}")
-    return _project((w64.unsqueeze(-1) * x64).sum(-2), _float64(_curvature_like(c, x))).to(x.dtype)
+    return _project((w64.unsqueeze(-1) * x64).sum(-2), _curvature_like(c, x).double()).to(x.dtype)
 
 
 @_accepts_numpy
@@ -593,7 +579,7 @@ def _outward_einstein_midpoint(x: Tensor, mask: Tensor | None, p: float, c: floa
     _check_mask(mask, name, x)
     x64 = _refresh_time64(x, c, name)
     _check_sets(x64, name)
-    w64 = torch.ones_like(x64[..., 0]) if mask is None else _float64(mask)
+    w64 = torch.ones_like(x64[..., 0]) if mask is None else mask.double()
     empty = w64.sum(-1, keepdim=True) == 0  # (..., 1): sets of only padding
     # A row of -inf (all padding) would give the softmax NaN, in value and gradient: it gets finite logits, and its
     # sum is replaced by the origin's direction below.
@@ -603,7 +589,7 @@ def _outward_einstein_midpoint(x: Tensor, mask: Tensor | None, p: float, c: floa
     time_axis = summed.new_zeros(summed.shape[-1])
     time_axis[0] = 1.0
     summed = torch.where(empty, time_axis, summed)
-    return _project(summed, _float64(_curvature_like(c, x))).to(x.dtype)
+    return _project(summed, _curvature_like(c, x).double()).to(x.dtype)
 
 
 @_accepts_numpy
@@ -683,7 +669,7 @@ def _exterior_angle(x: Tensor, y: Tensor, c: float | Tensor, name: str) -> Tenso
     """``exterior_angle``, its errors naming the public function ``name`` that was called."""
     _check_pairable(x, y, name)
     x64, y64 = _refresh_time64(x, c, name), _refresh_time64(y, c, name)
-    c64 = _float64(_curvature_like(c, x64[..., 0]))
+    c64 = _curvature_like(c, x64[..., 0]).double()
     difference = x64 - y64
     half_chord = inner(difference, difference).clamp_min(0) / (2 * c64)  # D / 2c >= 0; rounding can dip below
     x_norm, y_norm = x64[..., 1:].norm(dim=-1), y64[..., 1:].norm(dim=-1)

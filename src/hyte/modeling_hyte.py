@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from transformers import AutoConfig, AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.modeling_outputs import BaseModelOutputWithPooling, MaskedLMOutput, ModelOutput
+from transformers.modeling_outputs import BaseModelOutputWithPooling, MaskedLMOutput
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from .configuration_hyte import EucBERTConfig, HyTEFHConfig, HyTEHConfig
@@ -90,15 +90,18 @@ def module_folder_message(folder: str | os.PathLike, model: Path) -> str:
     return f"{folder} is one module of the sentence-transformers model {model}, not a model: give {model}"
 
 
-def refuse_folder_without_config(name_or_path, options: dict) -> None:
-    """Refuse an existing local folder without config.json (a training run's or an index folder) with
-    :func:`not_a_model_folder`'s words; transformers' own message named a missing weights file. Hub ids, model
-    folders and a folder given with ``config=`` (weights only) pass unchanged."""
-    if not isinstance(name_or_path, (str, os.PathLike)) or options.get("config") is not None:
-        return
-    folder = Path(name_or_path) / (options.get("subfolder") or "")
-    if folder.is_dir() and not (folder / "config.json").is_file():
-        raise FileNotFoundError(not_a_model_folder(folder))
+class RefusesFolderWithoutConfig:
+    """``from_pretrained`` refusing an existing local folder without config.json (a training run's or an index
+    folder) with :func:`not_a_model_folder`'s words; transformers' own message named a missing weights file. Hub ids,
+    model folders and a folder given with ``config=`` (weights only) pass unchanged."""
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        if isinstance(pretrained_model_name_or_path, (str, os.PathLike)) and kwargs.get("config") is None:
+            folder = Path(pretrained_model_name_or_path) / (kwargs.get("subfolder") or "")
+            if folder.is_dir() and not (folder / "config.json").is_file():
+                raise FileNotFoundError(not_a_model_folder(folder))
+        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
 
 def check_token_ids(input_ids: Tensor, vocab_size: int) -> None:
@@ -190,14 +193,6 @@ def check_encode_arguments(texts, tokenizer, role: str, batch_size, max_length, 
     return texts, int(max_length)
 
 
-def refuse_blank_texts(texts: list[str]) -> None:
-    """ValueError for an empty or whitespace-only text, where a text without tokens has no defined output (the
-    phrase encoder's units); ``encode`` gives such a text the origin instead."""
-    blank = [i for i, t in enumerate(texts) if not t.strip()]
-    if blank:
-        raise ValueError(f"encode: text {blank[0]} is empty (or only whitespace); drop it or give it some text")
-
-
 def rotary_cos_sin(positions: Tensor, rotary_dim: int, theta: float, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
     """cos/sin tables for RoPE, (T,) -> 2 x (T, rotary_dim / 2). Computed per call: no buffer to re-initialise."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, rotary_dim, 2, device=positions.device, dtype=torch.float32) / rotary_dim))
@@ -216,12 +211,6 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, prefix: Tensor | None = No
     x1, x2, rest = x[..., :half], x[..., half : 2 * half], x[..., 2 * half :]
     parts = [x1 * cos - x2 * sin, x1 * sin + x2 * cos, rest]
     return torch.cat(parts if prefix is None else [prefix, *parts], dim=-1)
-
-
-def key_padding_mask(mask: Tensor) -> Tensor:
-    """(B, T) float mask -> (B, 1, 1, T) boolean: True = attend. Padding keys get no weight in the softmax (unless
-    a row is only padding: its output is finite and meaningless, and differs between the eager and SDPA paths)."""
-    return (mask > 0)[:, None, None, :]
 
 
 def eager_attention_forward(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor,
@@ -279,7 +268,9 @@ class LayerStack(nn.Module):
     def forward(self, x: Tensor, mask: Tensor, layer_args: tuple = (), output_hidden_states: bool = False,
                 output_attentions: bool = False) -> tuple[Tensor, tuple | None, tuple | None]:
         cos, sin = rotary_cos_sin(torch.arange(x.shape[1], device=x.device), self.rotary_dim, self.rope_theta, x.dtype)
-        layer_args = (key_padding_mask(mask), cos, sin, *layer_args)
+        # Key padding mask (B, 1, 1, T), True = attend: padding keys get no weight in the softmax (unless a row is
+        # only padding: its output is finite and meaningless, and differs between the eager and SDPA paths).
+        layer_args = ((mask > 0)[:, None, None, :], cos, sin, *layer_args)
         state = self.parts(x)
         hidden_states = (x,) if output_hidden_states else None
         attentions = () if output_attentions else None
@@ -302,11 +293,6 @@ def select_hidden_states(hidden_states: tuple | None, selection: bool | int | li
     n = len(hidden_states)
     kept = {i % n for i in ([selection] if isinstance(selection, int) else selection) if -n <= i < n}
     return tuple(h if i in kept else None for i, h in enumerate(hidden_states))
-
-
-def model_output(output: ModelOutput, return_dict: bool) -> ModelOutput | tuple:
-    """The output dataclass, or its tuple of non-None fields with ``return_dict=False`` (the transformers contract)."""
-    return output if return_dict else output.to_tuple()
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -560,7 +546,7 @@ class LorentzMLR(nn.Module):
 # ----------------------------------------------------------------------------------------------------------------
 
 
-class HyTEPreTrainedModel(PreTrainedModel):
+class HyTEPreTrainedModel(RefusesFolderWithoutConfig, PreTrainedModel):
     """Weight initialisation and the encode API shared by the HyTE models."""
 
     base_model_prefix = "hyte"
@@ -568,11 +554,6 @@ class HyTEPreTrainedModel(PreTrainedModel):
     _supports_sdpa = True
     _input_embed_layer = "embeddings"  # transformers' get/set_input_embeddings find HyTE-FH's and EucBERT's table
     is_hyperbolic = True
-
-    @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
-        refuse_folder_without_config(pretrained_model_name_or_path, kwargs)
-        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     def _init_weights(self, module: nn.Module) -> None:
         std = self.config.initializer_range
@@ -612,7 +593,7 @@ class HyTEPreTrainedModel(PreTrainedModel):
         output = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=pooled,
                                             hidden_states=select_hidden_states(hidden_states, output_hidden_states),
                                             attentions=attentions)
-        return model_output(output, return_dict)
+        return output if return_dict else output.to_tuple()
 
     def _output_options(self, output_attentions: bool | None, output_hidden_states: bool | int | list[int] | None,
                         return_dict: bool | None) -> tuple[bool, bool | int | list[int], bool]:
@@ -651,10 +632,8 @@ class HyTEPreTrainedModel(PreTrainedModel):
             self.register_buffer("log_curvature", value)
 
     def distances_from_scores(self, scores):
-        """Geodesic distances from ``query_vectors @ document_vectors.T`` scores (Lorentz inner products).
-
-        Accepts and returns numpy arrays or tensors (float64 for arrays, the input dtype for tensors).
-        """
+        """Geodesic distances from ``query_vectors @ document_vectors.T`` scores (Lorentz inner products): of numpy
+        arrays as float64 arrays, of tensors as tensors of their dtype."""
         if torch.is_tensor(scores):
             return distance_from_inner(scores, float(self.config.curvature))
         return distance_from_inner(torch.as_tensor(scores, dtype=torch.float64), float(self.config.curvature)).numpy()
@@ -685,14 +664,10 @@ class HyTEPreTrainedModel(PreTrainedModel):
         """
         texts, max_length = check_encode_arguments(texts, tokenizer, role, batch_size, max_length,
                                                    self.config.max_position_embeddings)
-        dim = self.config.hidden_size
-        if not texts:
-            empty = torch.zeros(0, dim)
-            return empty.numpy() if convert_to_numpy else empty
         was_training = self.training
         self.eval()
         device = next(self.parameters()).device
-        out = torch.empty(len(texts), dim, dtype=torch.float32)
+        out = torch.empty(len(texts), self.config.hidden_size, dtype=torch.float32)
         # What the tokenizer adds to every text ([CLS] [SEP]): a text with no token beyond them (empty, whitespace,
         # zero-width or control characters) has nothing to embed. A hyperbolic model gives it the origin, the most
         # general point (a query of it ranks documents from the most general out), so that one blank passage
@@ -782,7 +757,7 @@ class MaskedLMMixin:
                                                            ignore_index=-100)
         output = MaskedLMOutput(loss=loss, logits=logits, hidden_states=encoded.hidden_states,
                                 attentions=encoded.attentions)
-        return model_output(output, return_dict)
+        return output if return_dict else output.to_tuple()
 
 
 class HyTEFHForMaskedLM(MaskedLMMixin, HyTEPreTrainedModel):
@@ -812,7 +787,7 @@ class HyTEFHForMaskedLM(MaskedLMMixin, HyTEPreTrainedModel):
     def prediction_logits(self, hidden: Tensor) -> Tensor:
         """Token points (..., D) -> vocabulary logits (..., V)."""
         c = self.hyte.curvature
-        return self.classifier(self.head_norm(add_time(F.gelu(self.head_transform.space(hidden)), c), c), c)
+        return self.classifier(self.head_norm.of_space(F.gelu(self.head_transform.space(hidden)), c), c)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -885,9 +860,8 @@ class EucBERTModel(HyTEPreTrainedModel):
     def radii(document_vectors):
         """Specificity of encoded documents: the vector norm (EucBERT's vectors are not normalised, and its first
         coordinate is no time coordinate). Accepts and returns numpy arrays or tensors."""
-        if torch.is_tensor(document_vectors):
-            return torch.linalg.vector_norm(document_vectors, dim=1)
-        return torch.linalg.vector_norm(torch.as_tensor(document_vectors), dim=1).numpy()
+        norms = torch.linalg.vector_norm(torch.as_tensor(document_vectors), dim=1)
+        return norms if torch.is_tensor(document_vectors) else norms.numpy()
 
     def distances_from_scores(self, scores):
         raise TypeError("EucBERT's scores are cosines of its vectors (after scaling them to unit length), not Lorentz "
@@ -952,10 +926,8 @@ class HyTEHModel(HyTEPreTrainedModel):
             self.encoder.pooler = None
         self.projection = nn.Linear(config.encoder_config.hidden_size, config.hidden_size - 1)
         self.scale = nn.Parameter(torch.tensor(self._scale_init(), dtype=torch.float32))
-        self.hyperbolic_layers = (
-            HyperbolicStack(config, config.num_hyperbolic_layers)
-            if config.num_hyperbolic_layers else None
-        )
+        self.hyperbolic_layers = (HyperbolicStack(config, config.num_hyperbolic_layers)
+                                  if config.num_hyperbolic_layers else None)
         self.pooler = HyperbolicPooler(config.pooling, config.oem_p)
         self.radius_head = (nn.Linear(config.encoder_config.hidden_size, 1) if config.radius_head is not None
                             else None)
@@ -1087,9 +1059,8 @@ class HyTEHModel(HyTEPreTrainedModel):
 
 
 # Registration for remote code: save_pretrained writes auto_map and copies this file and its siblings.
-HyTEFHConfig.register_for_auto_class()
-HyTEHConfig.register_for_auto_class()
-EucBERTConfig.register_for_auto_class()
+for _config_class in (HyTEFHConfig, HyTEHConfig, EucBERTConfig):
+    _config_class.register_for_auto_class()
 for _model_class in (HyTEFHModel, HyTEHModel, EucBERTModel):
     _model_class.register_for_auto_class("AutoModel")
 for _model_class in (HyTEFHForMaskedLM, EucBERTForMaskedLM):

@@ -41,14 +41,7 @@ from transformers.modeling_outputs import ModelOutput
 from .configuration_hyte import HyTEHConfig
 from .configuration_hyte_phrase import NUM_BIO_TAGS, HyTEPhraseConfig
 from .lorentz import add_time, distance_from_inner, flip_time, project
-from .modeling_hyte import (
-    HyTEHModel,
-    check_encode_arguments,
-    check_token_ids,
-    masked_mean,
-    refuse_blank_texts,
-    refuse_folder_without_config,
-)
+from .modeling_hyte import HyTEHModel, RefusesFolderWithoutConfig, check_encode_arguments, check_token_ids, masked_mean
 
 TAG_O, TAG_B, TAG_I = 0, 1, 2
 SEGMENTERS = ("crf", "token", "bigram", "random")
@@ -386,7 +379,7 @@ class PhraseModelOutput(ModelOutput):
     features: Tensor | None = None
 
 
-class HyTEPhraseModel(PreTrainedModel):
+class HyTEPhraseModel(RefusesFolderWithoutConfig, PreTrainedModel):
     """A backbone (HyTE-H or a Euclidean encoder) with the H+ phrase heads: CRF boundaries, importance, units."""
 
     config_class = HyTEPhraseConfig
@@ -415,11 +408,6 @@ class HyTEPhraseModel(PreTrainedModel):
         self.token_projection = (nn.Linear(width, config.token_projection_size)
                                  if config.geometry == "euclidean" and config.token_projection_size else None)
         self.post_init()
-
-    @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
-        refuse_folder_without_config(pretrained_model_name_or_path, kwargs)
-        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     def _init_weights(self, module: nn.Module) -> None:
         if module is self.backbone or any(module is m for m in self.backbone.modules()):
@@ -528,7 +516,10 @@ class HyTEPhraseModel(PreTrainedModel):
         """
         texts, max_length = check_encode_arguments(texts, tokenizer, role, batch_size, max_length,
                                                    self.backbone.config.max_position_embeddings)
-        refuse_blank_texts(texts)
+        # A text without tokens has no units, so no defined output (``encode`` gives it the origin instead).
+        blank = [i for i, t in enumerate(texts) if not t.strip()]
+        if blank:
+            raise ValueError(f"encode: text {blank[0]} is empty (or only whitespace); drop it or give it some text")
         if budget is None:
             budget = self.config.query_budget if role == "query" else self.config.document_budget
         was_training = self.training

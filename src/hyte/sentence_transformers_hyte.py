@@ -11,10 +11,8 @@ and its sibling ``lorentz``, so ``SentenceTransformer(path, trust_remote_code=Tr
 installed. Ordinary ``model.save`` / ``save_pretrained`` / ``push_to_hub`` / trainer checkpoints produce such a
 self-contained directory (see ``_RootFileModule``).
 
-``HyperbolicSentenceTransformer``, a subclass of the stock model that ships here too, refuses Euclidean
-post-processing (``normalize_embeddings=True``, ``truncate_dim``) that sentence-transformers applies after the last
-module, where no module can see it. ``HyperbolicPooling.on_model_ready`` sets "dot" similarity and a model card whose
-"Scoring" section replaces the Euclidean uses the stock template advertises.
+``HyperbolicSentenceTransformer`` (shipped here too) adds the checks that no module can make, such as refusing the
+Euclidean post-processing sentence-transformers applies after the last module.
 """
 
 from __future__ import annotations
@@ -287,32 +285,27 @@ class HyperbolicPooling(_RootFileModule):
         self.p = float(p)
 
     def forward(self, features: dict[str, Tensor], **kwargs) -> dict[str, Tensor]:
-        if self.mode == "model":
-            if "sentence_embedding" not in features:
-                raise ValueError(
-                    "HyperbolicPooling(mode='model') keeps the HyTE model's own pooled point, but the Transformer "
-                    "module gave token embeddings only: build the model with hyte.sentence_transformer(path).")
-            pooled = features["sentence_embedding"]
-            if pooled.shape[-1] != self.embedding_dimension:
-                raise ValueError(f"HyperbolicPooling expects points of size {self.embedding_dimension} (time "
-                                 f"included); got {pooled.shape[-1]}.")
-            features["sentence_embedding"] = pooled.to(torch.promote_types(pooled.dtype, torch.float32))
-            return features
-        tokens = features["token_embeddings"]
-        if tokens.shape[-1] != self.embedding_dimension:
+        if self.mode == "model" and "sentence_embedding" not in features:
             raise ValueError(
-                f"HyperbolicPooling expects token points of size {self.embedding_dimension} (time included); got "
-                f"{tokens.shape[-1]}. Is the Transformer module a HyTE model with this hidden_size?"
+                "HyperbolicPooling(mode='model') keeps the HyTE model's own pooled point, but the Transformer "
+                "module gave token embeddings only: build the model with hyte.sentence_transformer(path).")
+        points = features["sentence_embedding" if self.mode == "model" else "token_embeddings"]
+        if points.shape[-1] != self.embedding_dimension:
+            raise ValueError(
+                f"HyperbolicPooling expects points of size {self.embedding_dimension} (time included); got "
+                f"{points.shape[-1]}. Is the Transformer module a HyTE model with this hidden_size?"
             )
-        tokens = tokens.to(torch.promote_types(tokens.dtype, torch.float32))
-        mask = features["attention_mask"].to(tokens.dtype)
-        if self.mode == "cls":
-            pooled = tokens[:, 0]
+        points = points.to(torch.promote_types(points.dtype, torch.float32))  # (B, D) pooled or (B, T, D) tokens
+        mask = features["attention_mask"].to(points.dtype) if self.mode != "model" else None
+        if self.mode == "model":
+            pooled = points
+        elif self.mode == "cls":
+            pooled = points[:, 0]
         elif self.mode == "mean":
-            pooled = tangent_mean(tokens, mask, self.curvature)
+            pooled = tangent_mean(points, mask, self.curvature)
         else:
             p = 0.0 if self.mode == "einstein" else self.p
-            pooled = outward_einstein_midpoint(tokens, mask, p=p, c=self.curvature)
+            pooled = outward_einstein_midpoint(points, mask, p=p, c=self.curvature)
         features["sentence_embedding"] = pooled
         return features
 

@@ -72,10 +72,8 @@ class PhraseTokenPooling(BaseTokenPooling):
     def forward(self, features: dict[str, Tensor], task: str | None = None) -> dict[str, Tensor]:
         if not self.applies_to(task) or features["token_embeddings"].shape[0] == 0:
             return features
-        embeddings, mask = features["token_embeddings"], features["attention_mask"].bool()
-        usable = mask.clone()
-        for token_id in self.special_token_ids:
-            usable &= features["input_ids"] != token_id
+        embeddings, mask, ids = features["token_embeddings"], features["attention_mask"].bool(), features["input_ids"]
+        usable = mask & ~torch.isin(ids, torch.tensor(self.special_token_ids, dtype=ids.dtype, device=ids.device))
         pooled = [self._pool(e[m], u[m], task) for e, m, u in zip(embeddings, mask, usable)]
         lengths = torch.tensor([len(p) for p in pooled], device=embeddings.device)
         padded = nn.utils.rnn.pad_sequence(pooled, batch_first=True)  # zeros after each text's units

@@ -96,7 +96,7 @@ def sentence_transformer(
     specificity head): ``encode_document`` returns exactly ``model.encode(role="document")``'s points and
     ``encode_query`` the flipped ones (``HyperbolicPooling`` mode "model").
     """
-    if max_seq_length is not None:  # 2.5 failed inside the tokenizer; 0 was accepted
+    if max_seq_length is not None:
         check_positive_int("max_seq_length", max_seq_length)
     if isinstance(model, (str, os.PathLike)):
         model = _model_path(model)
@@ -238,8 +238,7 @@ def save_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase
         backend.no_padding()
     # Embedding models only: a masked-LM model (prediction_logits) predicts tokens, not sentences.
     if model.config.model_type in HYPERBOLIC_MODEL_TYPES and not hasattr(model, "prediction_logits"):
-        return save_sentence_transformer(sentence_transformer(model, tokenizer), path,
-                                         **({"overwrite": True} if overwrite else {}))
+        return save_sentence_transformer(sentence_transformer(model, tokenizer), path, overwrite=overwrite)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
@@ -252,16 +251,11 @@ def add_sentence_transformer_files(model: PreTrainedModel, tokenizer: PreTrained
     state). Returns whether the model is one that gets them (a HyTE-FH / HyTE-H embedding model)."""
     if model.config.model_type not in HYPERBOLIC_MODEL_TYPES or hasattr(model, "prediction_logits"):
         return False
-    path = Path(path)
     with tempfile.TemporaryDirectory() as staging:
         # A copy: the training tokenizer keeps the padding / truncation state save_model_folder resets.
         save_model_folder(model, copy.deepcopy(tokenizer), staging)
-        for source in Path(staging).rglob("*"):
-            target = path / source.relative_to(staging)
-            if source.is_dir():
-                target.mkdir(exist_ok=True)
-            elif not (source.name.endswith(".safetensors") or source.name.endswith(".safetensors.index.json")):
-                shutil.copyfile(source, target)
+        shutil.copytree(staging, path, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*.safetensors", "*.safetensors.index.json"))
     return True
 
 
