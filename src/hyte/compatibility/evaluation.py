@@ -32,6 +32,8 @@ class MemoEncoder:
         self._memo: dict = {}
 
     def __getattr__(self, name: str):
+        if name == "encoder":  # not set yet (the object is being copied or unpickled)
+            raise AttributeError(name)
         return getattr(self.encoder, name)
 
     def encode(self, texts, role: str = "document", batch_size: int = 32, show_progress_bar=None) -> np.ndarray:
@@ -56,6 +58,8 @@ class CrossModelEncoder:
         self.query_encoder, self.document_encoder = query_encoder, document_encoder
 
     def __getattr__(self, name: str):
+        if name == "document_encoder":  # not set yet (the object is being copied or unpickled)
+            raise AttributeError(name)
         return getattr(self.document_encoder, name)
 
     def encode(self, texts, role: str = "document", batch_size: int = 32, show_progress_bar=None) -> np.ndarray:

@@ -254,8 +254,13 @@ def add_sentence_transformer_files(model: PreTrainedModel, tokenizer: PreTrained
     with tempfile.TemporaryDirectory() as staging:
         # A copy: the training tokenizer keeps the padding / truncation state save_model_folder resets.
         save_model_folder(model, copy.deepcopy(tokenizer), staging)
-        shutil.copytree(staging, path, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("*.safetensors", "*.safetensors.index.json"))
+        # File by file with copyfile: copytree would also give the checkpoint folder the staging folder's 0700 mode.
+        for source in Path(staging).rglob("*"):
+            target = Path(path) / source.relative_to(staging)
+            if source.is_dir():
+                target.mkdir(exist_ok=True)
+            elif not source.name.endswith((".safetensors", ".safetensors.index.json")):
+                shutil.copyfile(source, target)
     return True
 
 

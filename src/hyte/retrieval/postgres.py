@@ -348,7 +348,7 @@ class PgVectorIndex(TextStore):
         norm = np.linalg.norm(points.astype(np.float64), axis=1)
         bound = self.options.get("max_norm") or NORM_HEADROOM * float(norm.max())
         self.options["max_norm"] = bound
-        too_far = norm > bound
+        too_far = norm > abs(bound)  # older tables recorded a negative M, which worked as only M^2 is used
         if too_far.any():
             first = int(np.argmax(too_far))
             raise ValueError(
