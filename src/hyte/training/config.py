@@ -21,6 +21,7 @@ from ..bundled import BUNDLED_MINILM
 from ..errors import HyteError
 
 STAGES = ("mlm", "contrastive", "finetune", "compatible", "phrase")
+ONTOLOGY_SOURCES = ("hpo", "icd10", "hpo+icd10")  # the data.source values read from the installed ontologies
 
 
 # Above this, an AdamW step moves every weight by about this much: a run "trains" into NaN. Far above any rate that
@@ -110,10 +111,8 @@ class TrainingSpec:
     radius_head_learning_rate: float | None = documented(None, "HyTE-H's specificity head alone (config "
                                                                "radius_head), None = head_learning_rate. AdamW "
                                                                "moves a weight by about the rate per step whatever "
-                                                               "its gradient, so the head's rate x steps bounds how "
-                                                               "far the radius can spread (issue 24: at 1e-3 for 60 "
-                                                               "steps the radius of held-out texts kept an sd of "
-                                                               "0.03).")
+                                                               "its gradient, so rate x steps bounds how far the "
+                                                               "radius can spread (1e-3 x 60 steps: an sd of 0.03).")
     weight_decay: float = documented(0.01, "AdamW weight decay")
     warmup_steps: int = documented(10, "steps of linear warm-up from 0 to learning_rate")
     lr_scheduler_type: str = documented("linear", "transformers' schedule after warm-up: linear, cosine, constant, "
@@ -148,9 +147,8 @@ class LossSpec:
     similarity: str = documented("geodesic", "\"geodesic\" (-d, the paper's best) | \"lorentz_inner\"; Euclidean "
                                              "models: cosine")
     temperature: float = documented(0.05, "Initial temperature tau_0 (logit scale 1 / tau_0); 0.05 is "
-                                          "sentence-transformers' MNRL default (scale 20). The recorded recipes "
-                                          "(hyte.training.recipes) chose theirs on validation branches "
-                                          "(BENCHMARKS.md).")
+                                          "sentence-transformers' MNRL default (scale 20); hyte.training.recipes "
+                                          "chose theirs on validation branches.")
     learn_temperature: bool = documented(True, "Learn the logit scale (CLIP / MERU style), clamped to [1, "
                                                "max_logit_scale]; it is a parameter of the model, so checkpoints "
                                                "and resumed runs keep it (not LoRA runs: peft checkpoints hold only "
@@ -162,8 +160,7 @@ class LossSpec:
                                                      "r |u - v| for directions u, v, so the geodesic logits then "
                                                      "vary with the angle as fast as cosine logits at tau_0; "
                                                      "without it a HyTE-H whose documents sit at r ~ 0.2 starts "
-                                                     "with logits 5x flatter than its Euclidean twin (issue 10's "
-                                                     "diagnosis).")
+                                                     "with logits 5x flatter than its Euclidean twin.")
     max_logit_scale: float = documented(100.0, "upper clamp of the learned logit scale (temperature >= 1 / this)")
     logit_scale_learning_rate: float = documented(1e-2, "Adam moves log(scale) by up to ~this per step (x1.8 in 60 "
                                                         "steps)")
@@ -197,9 +194,8 @@ class MiningSpec:
     miner: str = documented("base", 'Who mines: "base" = the Euclidean encoder a HyTE-H is built on (mean pooling, '
                                     "cosine), so HyTE-H and its Euclidean control train on identical negatives (for "
                                     'other models, the model itself); "self" = the model being trained; or a model '
-                                    "path. Issue 10 measured base-mined negatives ahead of self-mined ones for a "
-                                    "fresh HyTE-H (nDCG@10 0.449 vs 0.430): a new projection's neighbours are not "
-                                    "yet meaningful.")
+                                    "path. For a fresh HyTE-H base-mined negatives measured ahead of self-mined "
+                                    "ones (nDCG@10 0.449 vs 0.430): a new projection's neighbours mean little yet.")
     cache_dir: str | None = documented(None, "reuse negatives mined by a fixed miner across runs (see "
                                              "stages._mined_negatives)")
 
@@ -250,10 +246,9 @@ class CompatibleSpec:
     temperature: float | None = documented(None, "Temperature of the alignment logits (rince / infonce): logits = "
                                                  "-d(new anchor, old document) / temperature. None = the task's "
                                                  "learned logit scale (detached). RINCE is not shift-invariant like "
-                                                 "InfoNCE: its pull on a positive is exp(q s+), and with s+ = -d x "
-                                                 "20 for unrelated points (d ~ 2) that is ~1e-4: no signal at all "
-                                                 "when the new model starts in another space (measured, "
-                                                 "BENCHMARKS.md). 0.5 keeps it ~0.4 there.")
+                                                 "InfoNCE: its pull on a positive is exp(q s+), ~1e-4 with s+ = -d x "
+                                                 "20 for unrelated points (d ~ 2), so a new model starting in another "
+                                                 "space gets no signal; 0.5 keeps it ~0.4 there.")
     cone_min_radius: float = documented(0.1, "Cone half-aperture arcsin(2 K_i sqrt(c) / ||x_s||) at the old point "
                                              "with K_i = cone_min_radius (1 + q_i) when cone_widening (uncertain "
                                              "old embeddings get wider cones; HyTE's addition, not the HBCT "

@@ -22,20 +22,20 @@ _EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "
              list: "a list", type(None): "null"}
 
 
-def _field_types(section: str, name: str, where: str) -> tuple:
-    """The types the field ``section.name`` accepts (several for ``X | None``); ConfigError naming the known
-    fields when there is no such field (``where``: whom it blames)."""
+def _field_kinds(section: str, name: str, where: str) -> list:
+    """The types the field ``section.name`` accepts (several for ``X | None``; ``list`` for ``list[str]``);
+    ConfigError naming the known fields when there is no such field (``where``: whom it blames)."""
     fields = typing.get_type_hints(SECTIONS[section])
     if name not in fields:
         raise ConfigError(f"{where}: unknown field {section}.{name}; known fields: {sorted(fields)}")
     annotation = fields[name]
-    return typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    return [typing.get_origin(option) or option for option in options]
 
 
 def _checked(section: str, name: str, value: Any, where: str) -> Any:
     """``value`` for the field ``section.name`` if its type fits the annotation; ``where`` is whom errors blame."""
-    options = _field_types(section, name, where)
-    kinds = [typing.get_origin(option) or option for option in options]
+    kinds = _field_kinds(section, name, where)
     if Any in kinds or (isinstance(value, bool) and bool in kinds):
         return value
     # bool is an int in Python, but true is no step count
@@ -55,30 +55,24 @@ def _checked(section: str, name: str, value: Any, where: str) -> Any:
 
 
 def _build(section: str, values: Any, source: str):
-    if values is None:
-        return SECTIONS[section]()
-    if not isinstance(values, dict):
+    if not isinstance(values, dict | None):  # None: a section left empty, all its defaults
         raise ConfigError(f"{source}: section {section} must be a mapping of fields; got {values!r}")
-    return SECTIONS[section](**{name: _checked(section, name, value, source) for name, value in values.items()})
+    return SECTIONS[section](**{name: _checked(section, name, value, source) for name, value in (values or {}).items()})
 
 
 def parse_config(values: dict[str, Any], source: str = "config") -> RunConfig:
     """Build and validate a RunConfig from a plain dict (as read from YAML/JSON)."""
     if not isinstance(values, dict):
         raise ConfigError(f"{source}: the top level must be a mapping")
-    sections = {f.name: f for f in dataclasses.fields(RunConfig)}
-    unknown = sorted(set(values) - set(sections))
+    unknown = sorted(set(values) - {"stage", *SECTIONS})
     if unknown:
-        raise ConfigError(f"{source}: unknown section(s) {unknown}; known: {sorted(sections)}")
+        raise ConfigError(f"{source}: unknown section(s) {unknown}; known: {sorted({'stage', *SECTIONS})}")
     if values.get("stage") is None:
         raise ConfigError(f"{source}: no stage: add a line such as `stage: contrastive` (one of {', '.join(STAGES)}),"
                           " or run it with `hyte train STAGE`, which supplies its own")
     if values.get("stage") not in STAGES:
         raise ConfigError(f"{source}: stage must be one of {STAGES}; got {values.get('stage')!r}")
-    config = RunConfig(
-        stage=values["stage"],
-        **{name: _build(name, values.get(name), source) for name in SECTIONS},
-    )
+    config = RunConfig(values["stage"], **{name: _build(name, values.get(name), source) for name in SECTIONS})
     validate(config, source)
     return config
 
@@ -102,15 +96,13 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, stage
             values["stage"] = stage
         elif values["stage"] != stage:  # before the checks below, which would judge it as the wrong stage
             raise ConfigError(f"{path} is a '{values['stage']}' config; run it with `hyte train {values['stage']}`")
-    if not overrides:
-        return parse_config(values, str(path))
-    for dotted, value in overrides.items():
+    for dotted, value in (overrides or {}).items():
         section, _, name = dotted.partition(".")
         if section not in SECTIONS:
             raise ConfigError(f"--set {dotted}: unknown section {section!r}; known: {sorted(SECTIONS)}")
         name, _, key = name.partition(".")
         if key:  # model.options.hidden_size=64 sets one entry of a mapping field, merged below
-            if dict not in (typing.get_origin(t) or t for t in _field_types(section, name, "--set")):
+            if dict not in _field_kinds(section, name, "--set"):
                 raise ConfigError(f"--set {dotted}: {section}.{name} is not a mapping, so it has no entry {key!r}; "
                                   f"write --set {section}.{name}=VALUE")
             value = {key: value}
@@ -120,7 +112,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, stage
             if isinstance(fields.get(name), dict) and isinstance(value, dict):
                 value = {**fields[name], **value}  # model.options={...} changes those options, keeps the file's others
             values[section] = {**fields, name: value}
-    return parse_config(values, f"{path} (with --set {', '.join(overrides)})")
+    return parse_config(values, f"{path} (with --set {', '.join(overrides)})" if overrides else str(path))
 
 
 def documented_yaml(config: RunConfig, header: str) -> str:
@@ -136,8 +128,7 @@ def documented_yaml(config: RunConfig, header: str) -> str:
     out = [line for paragraph in header.splitlines() for line in comment(paragraph, "")] + [f"stage: {config.stage}"]
     for section, spec in SECTIONS.items():
         written = spec.__doc__ and not spec.__doc__.startswith(f"{spec.__name__}(")  # not dataclass's own signature
-        out += [""] + (comment(inspect.getdoc(spec), "") if written else [])
-        out.append(f"{section}:")
+        out += ["", *(comment(inspect.getdoc(spec), "") if written else []), f"{section}:"]
         values = getattr(config, section)
         for item in dataclasses.fields(spec):
             out += comment(item.metadata.get("help", ""), "  ")

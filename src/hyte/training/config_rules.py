@@ -14,6 +14,7 @@ from ..bundled import BUNDLED
 from ..model_kinds import model_type_of
 from .config import (
     MAX_LEARNING_RATE,
+    ONTOLOGY_SOURCES,
     ConfigError,
     DataSpec,
     LoraSpec,
@@ -27,9 +28,7 @@ def _check_number(source: str, name: str, value: float | None, minimum: float, *
                   meaning: str = "", kind: str = "a finite number") -> None:
     """ConfigError unless ``value`` is a finite number > ``minimum`` (``strict``) or >= it; None passes. ``kind``:
     what the message says the field takes."""
-    if value is None:
-        return
-    if not (math.isfinite(value) and (value > minimum if strict else value >= minimum)):
+    if value is not None and not (math.isfinite(value) and (value > minimum if strict else value >= minimum)):
         raise ConfigError(f"{source}: {name} must be {kind} {'>' if strict else '>='} {minimum:g}"
                           f"{f' ({meaning})' if meaning else ''}; got {value}")
 
@@ -38,10 +37,6 @@ def _check_choice(source: str, name: str, value: object, choices: tuple[str, ...
     """ConfigError unless ``value`` is one of ``choices`` (named as "a, b or c")."""
     if value not in choices:
         raise ConfigError(f"{source}: {name} must be {', '.join(choices[:-1])} or {choices[-1]}; got {value!r}")
-
-
-# The models whose masked-LM head the mlm stage trains (config.json model_type).
-MLM_MODEL_TYPES = ("hyte_fh", "hyte_euc")
 
 
 def _validate_taxonomy(data: DataSpec, source: str) -> None:
@@ -58,8 +53,7 @@ def _validate_taxonomy(data: DataSpec, source: str) -> None:
                           f"the path); got {data.taxonomy_format!r}")
     _check_choice(source, "data.taxonomy_split", data.taxonomy_split, SCHEMES)
     _check_choice(source, "data.concept_text", data.concept_text, ("name", "name_description"))
-    if not isinstance(data.taxonomy_negatives, int) or data.taxonomy_negatives < 0:
-        raise ConfigError(f"{source}: data.taxonomy_negatives must be an integer >= 0; got {data.taxonomy_negatives!r}")
+    _check_number(source, "data.taxonomy_negatives", data.taxonomy_negatives, 0, strict=False, kind="an integer")
     if data.names is not None and not Path(data.names).is_file():
         raise ConfigError(f"{source}: data.names {data.names} does not exist")
 
@@ -79,37 +73,34 @@ def validate(config: RunConfig, source: str) -> None:
                           "new model, drop model.path")
     if config.stage == "mlm":  # else the Trainer's "the model did not return a loss" after loading everything
         loaded_type = model_type_of(model.path) if model.build == "load" else None
-        if model.build == "hyte_h" or (model.build == "load" and loaded_type not in MLM_MODEL_TYPES):
+        if model.build == "hyte_h" or (model.build == "load" and loaded_type not in ("hyte_fh", "hyte_euc")):
             what = "HyTE-H" if model.build == "hyte_h" else f"{model.path} ({loaded_type or 'not a HyTE-FH/EucBERT'})"
             raise ConfigError(f"{source}: the mlm stage trains a masked-language-model head of HyTE-FH or EucBERT; "
                               f"{what} has none. Build one (model.build: hyte_fh or eucbert, with model.options), "
                               "or load a saved one")
-    if model.build in ("load", "hyte_h") and not model.path.startswith("bundled:"):
-        local = Path(model.path)
-        if (local.is_absolute() or model.path.startswith(".")) and not local.exists():
-            raise ConfigError(f"{source}: model.path {model.path} does not exist")
-    ontologies = ("hpo", "icd10", "hpo+icd10")
-    _check_choice(source, "data.source", data.source, (*ontologies, "taxonomy", "jsonl", "beir", "hf_dataset"))
-    if data.hierarchy and data.source not in (*ontologies, "taxonomy"):
+    local = Path(model.path)  # (a new model's path is the bundled default, checked above)
+    if (local.is_absolute() or model.path.startswith(".")) and not local.exists():
+        raise ConfigError(f"{source}: model.path {model.path} does not exist")
+    _check_choice(source, "data.source", data.source, (*ONTOLOGY_SOURCES, "taxonomy", "jsonl", "beir", "hf_dataset"))
+    if data.hierarchy and data.source not in (*ONTOLOGY_SOURCES, "taxonomy"):
         raise ConfigError(f"{source}: data.hierarchy needs an ontology or a taxonomy (data.source hpo, icd10, "
                           "hpo+icd10 or taxonomy with data.path)")
     _validate_taxonomy(data, source)
-    if data.source in ontologies and data.path:  # it would be ignored: the ontology's own pairs are the data
+    if data.source in ONTOLOGY_SOURCES and data.path:  # it would be ignored: the ontology's own pairs are the data
         raise ConfigError(f"{source}: data.path {data.path} is for data.source jsonl, beir or hf_dataset; "
                           f"data.source {data.source} reads the installed ontology. Set data.source to your file's "
                           "format, or drop data.path")
-    if data.source not in ontologies:
-        if not data.path:
-            raise ConfigError(f"{source}: data.source={data.source} needs data.path")
-        if not Path(data.path).exists():
-            raise ConfigError(f"{source}: data.path {data.path} does not exist")
+    if data.source not in ONTOLOGY_SOURCES and not data.path:
+        raise ConfigError(f"{source}: data.source={data.source} needs data.path")
+    if data.path and not Path(data.path).exists():
+        raise ConfigError(f"{source}: data.path {data.path} does not exist")
     _check_number(source, "data.max_examples", data.max_examples, 0, strict=True, kind="an integer")
     if not training.output_dir.strip():  # Path("") is the current folder: checkpoints and mined data would land there
         raise ConfigError(f"{source}: training.output_dir is empty ({training.output_dir!r}); give the folder for "
                           f"checkpoints and the final model, e.g. runs/my-run")
-    rates = {"training.learning_rate": training.learning_rate, "training.head_learning_rate": training.head_learning_rate,
-             "training.radius_head_learning_rate": training.radius_head_learning_rate,
-             "loss.logit_scale_learning_rate": config.loss.logit_scale_learning_rate}
+    rates = {f"training.{name}": getattr(training, name)
+             for name in ("learning_rate", "head_learning_rate", "radius_head_learning_rate")}
+    rates["loss.logit_scale_learning_rate"] = config.loss.logit_scale_learning_rate
     for name, rate in rates.items():
         if rate is not None and not rate > 0:  # also refuses NaN; a negative rate would climb the loss
             raise ConfigError(f"{source}: {name} must be > 0; got {rate}")
@@ -130,7 +121,8 @@ def validate(config: RunConfig, source: str) -> None:
     for name, minimum, meaning in (("max_steps", 1, ""), ("per_device_train_batch_size", 1, ""),
                                    ("warmup_steps", 0, "0 = no warmup"), ("logging_steps", 1, "every this many steps"),
                                    ("save_steps", 1, "every this many steps"),
-                                   ("dataloader_num_workers", 0, "0 = load batches in the training process")):
+                                   ("dataloader_num_workers", 0, "0 = load batches in the training process"),
+                                   ("mini_batch_size", 1, "or null: no gradient caching")):
         _check_number(source, f"training.{name}", getattr(training, name), minimum, strict=False, meaning=meaning,
                       kind="an integer")
     if training.warmup_steps > training.max_steps and training.warmup_steps != TrainingSpec.warmup_steps:
@@ -161,11 +153,8 @@ def validate(config: RunConfig, source: str) -> None:
                                                      or mining.miner.count("/") == 1):
         raise ConfigError(f"{source}: mining.miner must be base, self, a bundled model, a model folder or a Hub id; "
                           f"got {mining.miner!r}")
-    if training.mini_batch_size is not None and training.mini_batch_size <= 0:
-        raise ConfigError(f"{source}: training.mini_batch_size must be > 0 (or null: no gradient caching)")
     loss = config.loss
     _check_choice(source, "loss.similarity", loss.similarity, ("geodesic", "lorentz_inner"))
-    # The logit scale is clamped to [1, max_logit_scale] and starts at 1 / temperature.
     _check_number(source, "loss.max_logit_scale", loss.max_logit_scale, 1, strict=False,
                   meaning="the logit scale is clamped to [1, max_logit_scale]")
     _check_number(source, "loss.temperature", loss.temperature, 0, strict=True)
@@ -183,11 +172,9 @@ def validate(config: RunConfig, source: str) -> None:
         if length < 3:
             raise ConfigError(f"{source}: {name} = {length} leaves no token of the text ([CLS] and [SEP] take 2): "
                               "give 3 or more")
-    probability = config.mlm.mlm_probability
-    if not (isinstance(probability, (int, float)) and 0 < probability <= 1):
-        # 0 masks nothing (loss 0, a final model that learnt nothing); above 1 failed in transformers
+    if not 0 < config.mlm.mlm_probability <= 1:  # 0: loss 0, a final model that learnt nothing; above 1 failed
         raise ConfigError(f"{source}: mlm.mlm_probability must lie in (0, 1] (the share of tokens masked; usual "
-                          f"0.15-0.30); got {probability}")
+                          f"0.15-0.30); got {config.mlm.mlm_probability}")
     if loss.hierarchy_weight > 0 and not data.hierarchy and data.source != "taxonomy":
         raise ConfigError(f"{source}: loss.hierarchy_weight > 0 needs data.hierarchy: true (the parent pairs)")
     if config.stage == "finetune" and config.mining.num_negatives < 1:
@@ -206,10 +193,8 @@ def validate(config: RunConfig, source: str) -> None:
         _validate_compatible(config, source)
 
 
-# Which model config class model.options build (hyte.training.models.build_model), and the fields the builder sets
-# itself (HyTE-H takes its encoder's config from model.path).
+# Which model config class model.options build (hyte.training.models.build_model).
 _OPTIONS_CONFIG = {"hyte_h": "HyTEHConfig", "hyte_fh": "HyTEFHConfig", "eucbert": "EucBERTConfig"}
-_OPTIONS_SET_BY_BUILD = {"hyte_h": {"encoder_config": "HyTE-H takes its encoder's config from model.path"}}
 
 
 def _validate_options(model: ModelSpec, source: str) -> None:
@@ -221,18 +206,16 @@ def _validate_options(model: ModelSpec, source: str) -> None:
         raise ConfigError(f"{source}: model.options {sorted(map(str, model.options))} are not used with model.build "
                           f"load (the saved model keeps its own config): remove them, or build a new model "
                           f"(model.build hyte_h, hyte_fh or eucbert)")
-    if model.build not in _OPTIONS_CONFIG:
-        return  # an unknown build is refused by validate
     from .. import configuration_hyte  # transformers: imported only when a config has options to check
 
     config_class = getattr(configuration_hyte, _OPTIONS_CONFIG[model.build])
     parameters = inspect.signature(config_class.__init__).parameters.values()
     accepted = sorted(p.name for p in parameters
                       if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
-    set_by_build = _OPTIONS_SET_BY_BUILD.get(model.build, {})
     for key in model.options:
-        if key in set_by_build:
-            raise ConfigError(f"{source}: model.options.{key} cannot be set: {set_by_build[key]}")
+        if model.build == "hyte_h" and key == "encoder_config":
+            raise ConfigError(f"{source}: model.options.encoder_config cannot be set: HyTE-H takes its encoder's "
+                              "config from model.path")
         if key not in accepted:
             close = difflib.get_close_matches(str(key), accepted, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(accepted)}"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..io import DataFormatError, iter_jsonl, string_field
-from .config import ConfigError, DataSpec, RunConfig
+from .config import ONTOLOGY_SOURCES, ConfigError, DataSpec, RunConfig
 
 
 def _unknown_fields(names, known: tuple[str, ...]) -> str | None:
@@ -31,7 +31,6 @@ def _unknown_fields(names, known: tuple[str, ...]) -> str | None:
 
 def read_jsonl_pairs(path: str | Path, query_field: str = "query", document_field: str = "document") -> list[dict]:
     """(query, document[, negatives]) examples from a JSONL file."""
-    path = Path(path)
     examples = []
     known = (query_field, document_field, "negatives")
     for number, record in iter_jsonl(path):
@@ -107,7 +106,7 @@ def _taxonomy_and_split(path: str, names: str | None, format: str | None, scheme
     try:
         taxonomy = load_taxonomy(path, names=names, format=format)
         return taxonomy, split_taxonomy(taxonomy, scheme, seed=seed)
-    except (DataFormatError, FileNotFoundError):
+    except DataFormatError:
         raise
     except ValueError as error:
         raise ConfigError(f"data.path {path}: {error}") from None
@@ -132,23 +131,21 @@ def taxonomy_pairs(spec: DataSpec) -> list[dict]:
             for s in split.train]
 
 
-def _mixed(parts: list[list[dict]], spec: DataSpec, seed: int) -> list[dict]:
-    """Equal shares of each source (each capped at max_examples / len(parts)), shuffled together."""
-    share = None if spec.max_examples is None else max(1, spec.max_examples // len(parts))
-    examples = [example for part in parts for example in _subsample(part, share, seed)]
-    random.Random(seed).shuffle(examples)
-    return examples
-
-
 def _subsample(examples: list, limit: int | None, seed: int) -> list:
     """At most ``limit`` of ``examples``, a seeded choice (None: all)."""
     return random.Random(seed).sample(examples, limit) if limit is not None and len(examples) > limit else examples
 
 
 def _from_ontologies(spec: DataSpec, seed: int, read) -> list:
-    """``read(name)`` of each ontology of ``spec.source`` (hpo, icd10): one subsampled, or both mixed (``_mixed``)."""
+    """``read(name)`` of each ontology of ``spec.source`` (hpo, icd10): one subsampled, or for both equal shares
+    (each capped at max_examples / 2), shuffled together."""
     parts = [read(name) for name in spec.source.split("+")]
-    return _mixed(parts, spec, seed) if len(parts) > 1 else _subsample(parts[0], spec.max_examples, seed)
+    if len(parts) == 1:
+        return _subsample(parts[0], spec.max_examples, seed)
+    share = None if spec.max_examples is None else max(1, spec.max_examples // len(parts))
+    examples = [example for part in parts for example in _subsample(part, share, seed)]
+    random.Random(seed).shuffle(examples)
+    return examples
 
 
 @dataclass(frozen=True)
@@ -185,18 +182,14 @@ class Hierarchy:
             return "sibling"
         return "other"
 
-    def related(self, anchor: str, other: str) -> bool:
-        """Whether ``other`` is ``anchor``'s concept, one of its ancestors or one of its descendants."""
-        return self.relation(anchor, other) in ("same", "ancestor", "descendant")
-
     def not_a_negative(self, example: dict, other: str) -> bool:
-        """Whether document ``other`` must stay out of ``example``'s negatives (InfoNCE mask, miner): related to its
-        document; for a taxonomy's (child -> parent) example, the query's own concept or one of its ancestors (a
-        grandparent is a right answer too; the parent's other descendants, siblings of the child among them, are
-        the hard negatives)."""
+        """Whether document ``other`` must stay out of ``example``'s negatives (InfoNCE mask, miner): its document's
+        concept, an ancestor or a descendant of it; for a taxonomy's (child -> parent) example, the query's own
+        concept or one of its ancestors (a grandparent is a right answer too; the parent's other descendants,
+        siblings of the child among them, are the hard negatives)."""
         if example.get("subsumption"):
             return self.relation(example["query"], other) in ("same", "ancestor")
-        return self.related(example["document"], other)
+        return self.relation(example["document"], other) in ("same", "ancestor", "descendant")
 
 
 def hierarchy_of(spec: DataSpec) -> Hierarchy | None:
@@ -204,7 +197,7 @@ def hierarchy_of(spec: DataSpec) -> Hierarchy | None:
     for other sources (no relations known: nothing is masked)."""
     if spec.source == "taxonomy":
         return _taxonomy_hierarchy(spec)
-    if spec.source not in ("hpo", "icd10", "hpo+icd10"):
+    if spec.source not in ONTOLOGY_SOURCES:
         return None
     concepts: dict[str, set[str]] = {}
     parents: dict[str, frozenset[str]] = {}
@@ -260,7 +253,7 @@ def hierarchy_for(config: RunConfig) -> Hierarchy | None:
 def contrastive_examples(spec: DataSpec, seed: int = 0, batch_size: int | None = None) -> list[dict]:
     """The examples a contrastive stage trains on; raises ConfigError when there are none, or fewer than one
     ``batch_size`` (a batch's other examples are each query's negatives: a smaller set trains on almost none)."""
-    if spec.source in ("hpo", "icd10", "hpo+icd10"):
+    if spec.source in ONTOLOGY_SOURCES:
         examples = _from_ontologies(spec, seed, lambda name: {"hpo": hpo_pairs, "icd10": icd10_pairs}[name](spec))
     elif spec.source == "taxonomy":
         examples = taxonomy_pairs(spec)
@@ -316,11 +309,10 @@ def _refuse_no_negatives(examples: list[dict], spec: DataSpec) -> None:
 
 def mlm_texts(spec: DataSpec, seed: int = 0) -> list[str]:
     """Texts for masked-language modelling; raises ConfigError when there are none."""
-    if spec.source in ("hpo", "icd10", "hpo+icd10"):
+    if spec.source in ONTOLOGY_SOURCES:
         return _nonempty(_from_ontologies(spec, seed, lambda name: _ontology_mlm_texts(spec, name)), spec)
     if spec.source == "jsonl":
-        path = Path(spec.path)
-        texts = [string_field(path, number, record, spec.text_field) for number, record in iter_jsonl(path)]
+        texts = [string_field(spec.path, number, record, spec.text_field) for number, record in iter_jsonl(spec.path)]
     elif spec.source == "hf_dataset":
         from datasets import load_from_disk
 
@@ -333,7 +325,7 @@ def mlm_texts(spec: DataSpec, seed: int = 0) -> list[str]:
 def heldout_mlm_texts(spec: DataSpec) -> list[str]:
     """The MLM text of the held-out side of the split (HPO branches, ICD-10-CM chapters) of an ontology ``source``:
     what a from-scratch model's held-out masked-LM loss is measured on (:mod:`hyte.evaluation.language_model`)."""
-    if spec.source not in ("hpo", "icd10", "hpo+icd10"):
+    if spec.source not in ONTOLOGY_SOURCES:
         raise ConfigError("held-out MLM text exists for data.source hpo, icd10 or hpo+icd10 only")
     return [text for name in spec.source.split("+") for text in _ontology_mlm_texts(spec, name, split="test")]
 

@@ -244,7 +244,8 @@ def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluat
     refuse_diverged(model, config, trainer.state.global_step)
     # The learned temperature: a HyTE model keeps its own parameter; a plain encoder's attached one is taken off
     # (the checkpoint stays a plain encoder) and only recorded in the card.
-    final_logit_scale = float(logit_scale(model, config.loss.max_logit_scale).detach()) if config.stage != "mlm" else None
+    final_logit_scale = (float(logit_scale(model, config.loss.max_logit_scale).detach()) if config.stage != "mlm"
+                         else None)
     detach_plain_logit_scale(model)
     if hasattr(model, "merge_and_unload"):
         model.save_pretrained(output_dir / "adapter")  # the adapter alone (a few MB)
@@ -298,18 +299,15 @@ def _initial_logit_scale(built: BuiltModel, config: RunConfig, examples: list[di
 
 def _set_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict], resuming: bool) -> None:
     """Initialise the logit scale (fresh runs; resumed runs get theirs from the checkpoint) and its upper bound."""
-    parameter = log_logit_scale_parameter(built.model)
-    model_config = getattr(unwrap(built.model), "config", None)
-    records = model_config is not None and hasattr(model_config, "max_logit_scale")  # HyTE models record both
     if not resuming:
         initial = _initial_logit_scale(built, config, examples)
         with torch.no_grad():
-            parameter.fill_(math.log(initial))
-        if records:
-            # The starting value first: the config checks init <= max at every assignment.
-            model_config.logit_scale_init = min(initial, model_config.max_logit_scale)
-    if records:
-        model_config.logit_scale_init = min(model_config.logit_scale_init, config.loss.max_logit_scale)
+            log_logit_scale_parameter(built.model).fill_(math.log(initial))
+    model_config = getattr(unwrap(built.model), "config", None)
+    if hasattr(model_config, "max_logit_scale"):  # HyTE models record both
+        # The starting value first, under the old bound and the new: the config checks init <= max at every assignment.
+        start = model_config.logit_scale_init if resuming else initial
+        model_config.logit_scale_init = min(start, model_config.max_logit_scale, config.loss.max_logit_scale)
         model_config.max_logit_scale = config.loss.max_logit_scale
 
 

@@ -61,10 +61,8 @@ def radius_order_violation(general: Tensor, specific: Tensor, *, hyperbolic: boo
     """max(0, margin - (r(specific) - r(general))), (..., D), (..., D) -> (...,) >= 0: the specific text must sit
     farther from the origin than the general one by ``margin``. r is the geodesic distance to the origin for
     hyperboloid points, the norm of the raw pooled vector for Euclidean ones (its counterpart)."""
-    if hyperbolic:
-        radius = partial(lorentz.distance_to_origin, c=curvature)
-    else:
-        radius = partial(torch.linalg.vector_norm, dim=-1)
+    radius = (partial(lorentz.distance_to_origin, c=curvature) if hyperbolic
+              else partial(torch.linalg.vector_norm, dim=-1))
     return torch.relu(margin - (radius(specific) - radius(general)))
 
 

@@ -87,9 +87,8 @@ def build_model(spec: ModelSpec, for_mlm: bool = False) -> BuiltModel:
         # A declaration that this model's queries search an older model's indexes holds for the weights it was made
         # for; training changes them. A compatible run declares anew (hyte.compatibility.training).
         model.config.compatible_with = []
-    hyperbolic = bool(getattr(model, "is_hyperbolic", False))
     base = getattr(getattr(model.config, "encoder_config", None), "_name_or_path", None)
-    return BuiltModel(model, tokenizer, hyperbolic, base)
+    return BuiltModel(model, tokenizer, bool(getattr(model, "is_hyperbolic", False)), base)
 
 
 def embed(model: PreTrainedModel, input_ids: Tensor, attention_mask: Tensor, hyperbolic: bool) -> Tensor:
@@ -169,7 +168,8 @@ def logit_scale(model: PreTrainedModel, max_logit_scale: float) -> Tensor:
 
 
 def detach_plain_logit_scale(model: PreTrainedModel) -> None:
-    """Remove the logit scale attached by log_logit_scale_parameter before saving (HyTE embedding models keep theirs)."""
+    """Remove the logit scale attached by log_logit_scale_parameter before saving (HyTE embedding models keep
+    theirs)."""
     base = unwrap(model)
     if hasattr(base, PLAIN_LOGIT_SCALE):
         delattr(base, PLAIN_LOGIT_SCALE)

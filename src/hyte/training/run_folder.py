@@ -40,10 +40,8 @@ logger = logging.getLogger(__name__)
 
 
 def remove_checkpoints(output_dir: str | os.PathLike) -> int:
-    """Delete the Trainer checkpoints (``checkpoint-*``) of a finished run; returns how many there were.
-
-    They are what ``resume=True`` continues from while a run is unfinished; once ``output_dir/final`` is written
-    they only take space (two copies of the model and its optimizer state)."""
+    """Delete the Trainer checkpoints (``checkpoint-*``) of a finished run, which only take space once
+    ``output_dir/final`` is written; returns how many there were."""
     checkpoints = sorted(Path(output_dir).glob(f"{PREFIX_CHECKPOINT_DIR}-*"))
     for checkpoint in checkpoints:
         shutil.rmtree(checkpoint)
@@ -56,9 +54,6 @@ def remove_checkpoints(output_dir: str | os.PathLike) -> int:
 _RESUMABLE_CHANGES = {"training": ("output_dir", "max_steps", "save_steps", "save_total_limit", "logging_steps",
                                    "dataloader_num_workers"),
                       "mining": ("cache_dir",)}
-# Fields left out of the identity after final models began recording its digest: such a model's digest is computed
-# with them, and it stays this run's (finished_run) where its config still names the same values.
-_LEFT_OUT_LATER = (("mining", "cache_dir"),)
 # Fields added after runs began recording their identity, with their defaults: left out of the identity at the
 # default, so a run recorded before a field existed keeps its identity (and its final model stays "finished").
 _ADDED_FIELDS = {("training", "radius_head_learning_rate"): None, ("data", "names"): None,
@@ -95,16 +90,15 @@ def _identity(config: RunConfig) -> dict[str, Any]:
 
 def claim_output_dir(config: RunConfig, resume: bool, overwrite: bool = False) -> None:
     """Check ``training.output_dir`` before anything slow (model, mining, encoding); ``RecordRun`` records the run
-    there once training starts (a run that fails before it leaves nothing behind).
+    there once training starts.
 
     A folder holding a run (checkpoints or ``final/``) is never replaced silently: ``resume`` continues it only when
-    it is the same run (same ``run.json`` identity: everything but where it and its mining cache are, how long it
-    goes on, how often it saves and logs) and there is a checkpoint it can go on from, ``overwrite`` replaces it (say
-    so, nothing is deleted before the new ``final/`` is written atomically except its checkpoints, which the new run
-    would otherwise resume from); else RunFolderError, offering a way out that works (a new output_dir, --overwrite)."""
+    it is the same run (same ``run.json`` identity) with a checkpoint to go on from; ``overwrite`` replaces it, saying
+    so (only its checkpoints, which the new run would resume from, are deleted before the new ``final/`` is written
+    atomically); else RunFolderError, offering a way out that works (a new output_dir, --overwrite)."""
     output_dir = Path(config.training.output_dir)
     _claim_place(output_dir)
-    checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*")) if output_dir.is_dir() else []
+    checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*"))
     finished = (output_dir / "final").is_dir()
     if not (checkpoints or finished):
         return
@@ -157,12 +151,10 @@ RUN_LOCK_FILE = ".hyte-run.lock"
 @contextlib.contextmanager
 def hold_output_dir(output_dir: Path):
     """Hold ``training.output_dir`` for the life of one run: a second run into it, started while this one is alive
-    (and still loading, mining or training, so before it has checkpoints to be refused by), is refused with a
-    RunFolderError instead of racing it to final/. An advisory lock (``fcntl.flock``) on a file in the folder: the
-    operating system drops it when the process ends, however it ends, so no stale lock outlives a crash; the file
-    goes when the run ends, and a folder this created and nothing else wrote to goes with it (a run that fails
-    early leaves nothing behind).
-    Held by the main process only: the other processes of a distributed run share its folder."""
+    (perhaps before it has checkpoints to be refused by), is refused with a RunFolderError instead of racing it to
+    final/. An advisory lock (``fcntl.flock``), which the operating system drops however the process ends; the file
+    goes when the run ends, and with it a folder this created and nothing else wrote to. Held by the main process
+    only: the other processes of a distributed run share its folder."""
     import fcntl
 
     if int(os.environ.get("RANK", "0")) != 0:
@@ -181,8 +173,7 @@ def hold_output_dir(output_dir: Path):
         handle.close()
         raise RunFolderError(f"{output_dir} is in use by another run ({holder}) that is still going: wait for it to "
                              "finish, or choose another training.output_dir") from None
-    handle.seek(0)
-    handle.truncate()
+    handle.truncate(0)  # (append mode: the write lands at the new end)
     handle.write(f"process {os.getpid()}")
     handle.flush()
     try:
@@ -208,9 +199,8 @@ def _claim_place(output_dir: Path) -> None:
 
 def finished_run(config: RunConfig) -> Path | None:
     """``output_dir/final`` when it holds this run trained to ``training.max_steps`` (its card's step count), else
-    None: resuming such a run has nothing left to do, and training again would only rewrite it. A final model of
-    another run (an ``--overwrite`` run interrupted before its own final/ replaced the earlier one: its card records
-    another run identity) is not this run's (--resume returned it as finished)."""
+    None: resuming such a run has nothing left to do. A final model whose card records another run identity (an
+    ``--overwrite`` run interrupted before its own final/ replaced the earlier one) is not this run's."""
     card = Path(config.training.output_dir) / "final" / CARD_FILE
     if not card.is_file():
         return None
@@ -227,10 +217,10 @@ def identity_digest(config: RunConfig) -> str:
 
 
 def _earlier_identity_digest(config: RunConfig) -> str:
-    """The digest a final model saved before _LEFT_OUT_LATER's fields left the identity records for this config."""
-    identity, values = _identity(config), json.loads(json.dumps(config.to_dict(), default=str))
-    for section, name in _LEFT_OUT_LATER:
-        identity[section][name] = values[section][name]
+    """The digest a final model saved before ``mining.cache_dir`` left the identity records for this config: such a
+    model stays this run's (finished_run) where its config still names the same cache."""
+    identity = _identity(config)
+    identity["mining"]["cache_dir"] = config.mining.cache_dir
     return digest(identity)
 
 
@@ -256,11 +246,9 @@ def finished_run_differences(config: RunConfig) -> list[str]:
 class RecordRun(TrainerCallback):
     """Writes the run's identity (``run.json``, see ``claim_output_dir``) into its output folder as training
     starts, and warns when every loss logged so far is exactly 0: in the log at the first such step, and in
-    ``run.json`` ("warnings") when the run ends that way.
-
-    A warning, not an error: a float32 InfoNCE loss is also exactly 0 when every positive beats every negative by more
-    than ~17 logits (an already trained model on easy pairs), which is no reason to throw a run away. Data that make
-    it 0 whatever the model (no query with a negative) are refused before training (``contrastive_examples``)."""
+    ``run.json`` ("warnings") when the run ends that way. Not an error: a float32 InfoNCE loss is also exactly 0
+    when every positive beats every negative by more than ~17 logits (a trained model on easy pairs); data that
+    make it 0 whatever the model are refused before training (``contrastive_examples``)."""
 
     def __init__(self, config: RunConfig):
         self.config = config
@@ -271,13 +259,13 @@ class RecordRun(TrainerCallback):
             self._write(args, {})
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if state.is_world_process_zero and not self.warned and "loss" in (logs or {}) and _zero_losses(state):
+        if state.is_world_process_zero and not self.warned and "loss" in (logs or {}) and _zero_loss_warning(state):
             self.warned = True
             logger.warning("%s", _zero_loss_warning(state))
 
     def on_train_end(self, args, state, control, **kwargs):
-        if state.is_world_process_zero and _zero_losses(state):
-            warning = _zero_loss_warning(state)
+        warning = _zero_loss_warning(state) if state.is_world_process_zero else None
+        if warning:
             logger.warning("%s", warning)
             self._write(args, {"warnings": [warning]})
 
@@ -286,13 +274,12 @@ class RecordRun(TrainerCallback):
         write_text_atomically(Path(args.output_dir) / RUN_FILE, text)
 
 
-def _zero_losses(state) -> bool:
-    """Whether the run logged a loss and every one so far (earlier runs' included, when resumed) is exactly 0."""
+def _zero_loss_warning(state) -> str | None:
+    """The warning when the run logged a loss and every one so far (earlier runs' included, when resumed) is exactly
+    0, else None."""
     losses = [entry["loss"] for entry in state.log_history if "loss" in entry]
-    return bool(losses) and all(loss == 0 for loss in losses)
-
-
-def _zero_loss_warning(state) -> str:
+    if not losses or any(loss != 0 for loss in losses):
+        return None
     return (f"the training loss was exactly 0 at every logged step up to step {state.global_step}: the model learns "
             "nothing (zero gradients). Does every query have a negative, a document other than copies of its "
             "positive? Check the training data (different documents per query) and loss.temperature")
@@ -302,11 +289,6 @@ def _zero_loss_warning(state) -> str:
 # index) and trainer_state.json, which the Trainer writes after them: a run killed while saving leaves one without.
 _CHECKPOINT_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors",
                        "pytorch_model.bin", "pytorch_model.bin.index.json", "adapter_model.bin")
-
-
-def _checkpoint_step(path: Path) -> int | None:
-    step = path.name[len(PREFIX_CHECKPOINT_DIR) + 1:]
-    return int(step) if path.name.startswith(f"{PREFIX_CHECKPOINT_DIR}-") and step.isdigit() else None
 
 
 def checkpoint_is_complete(path: Path) -> bool:
@@ -327,8 +309,10 @@ def resume_checkpoint(config: RunConfig, resume: bool) -> str | None:
     output_dir = Path(config.training.output_dir)
     if not resume or not output_dir.is_dir():
         return None
-    steps = {path: _checkpoint_step(path) for path in output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if path.is_dir()}
-    checkpoints = sorted((path for path, step in steps.items() if step is not None), key=steps.get, reverse=True)
+    names = {path: path.name.removeprefix(f"{PREFIX_CHECKPOINT_DIR}-")
+             for path in output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if path.is_dir()}
+    steps = {path: int(step) for path, step in names.items() if step.isdigit()}
+    checkpoints = sorted(steps, key=steps.get, reverse=True)
     incomplete = []
     for position, checkpoint in enumerate(checkpoints):
         if checkpoint_is_complete(checkpoint):

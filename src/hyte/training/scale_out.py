@@ -1,12 +1,12 @@
 """Contrastive training beyond one process and one batch in memory: cross-process negatives and gradient caching.
 
-* ``gather_contrastive_batch``: every process's queries and documents (positives and hard negatives) gathered, so
-  the loss of N processes x batch b is the loss of one process with batch N b. Local-slot replacement: the gathered
-  copies carry no gradient, this process's own slot is replaced by its tensors (which do), and every process
-  computes the same global loss. Its gradient reaches each process's parameters through that process's embeddings
-  only, so the loss is multiplied by N before backward: DDP's gradient average then sums the N contributions, which
-  is the gradient of the global loss. (torch.distributed.nn's differentiable all_gather does the same with a
-  reduce-scatter in backward, which the CPU gloo backend lacks.)
+* ``contrastive_loss_across_processes``: every process's queries and documents (positives and hard negatives)
+  gathered, so the loss of N processes x batch b is the loss of one process with batch N b. Local-slot replacement:
+  the gathered copies carry no gradient, this process's own slot is replaced by its tensors (which do), and every
+  process computes the same global loss. Its gradient reaches each process's parameters through that process's
+  embeddings only, so the loss is multiplied by N before backward: DDP's gradient average then sums the N
+  contributions, which is the gradient of the global loss. (torch.distributed.nn's differentiable all_gather does
+  the same with a reduce-scatter in backward, which the CPU gloo backend lacks.)
 * ``GradientCache``: GradCache (Gao et al., 2021), as sentence-transformers' CachedMultipleNegativesRankingLoss does
   for Euclidean models: embed the batch in chunks without a graph, compute the loss and its gradient with respect
   to the embeddings, then re-embed each chunk with a graph (same random state, so dropout matches) and
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -42,8 +41,7 @@ def _gather_rows(tensor: Tensor) -> tuple[Tensor, Tensor, int]:
     """Stack every process's (n_r, ...) rows, padded to the largest n_r by repeating a real row (padding must be a
     valid embedding: a zero vector is not a hyperboloid point). Returns (N * n_max, ...) with this process's slot
     holding ``tensor`` itself (with its gradient), a (N * n_max,) validity mask and this slot's first row."""
-    rows = torch.tensor([tensor.shape[0]], device=tensor.device)
-    counts = [int(count) for count in _gather(rows)]
+    counts = [int(count) for count in _gather(torch.tensor([tensor.shape[0]], device=tensor.device))]
     n_max = max(counts)
     padded = torch.cat([tensor, tensor[:1].expand(n_max - tensor.shape[0], *tensor.shape[1:])])
     slots = _gather(padded)
@@ -53,23 +51,21 @@ def _gather_rows(tensor: Tensor) -> tuple[Tensor, Tensor, int]:
     return torch.cat(slots), valid, rank * n_max
 
 
-@dataclass
-class GatheredBatch:
-    queries: Tensor  # (N * b_max, D), padded
-    documents: Tensor  # (N * m_max, D), padded
-    positive_rows: Tensor  # (N * b_max,) each query's positive among the gathered documents
-    exclude: Tensor  # (N * b_max, N * m_max) candidates left out of each query's softmax (padding, own duplicates)
-    valid_queries: Tensor  # (N * b_max,) False for padding rows
-    loss_factor: int  # N: multiply the loss before backward (see the module docstring)
-
-
-def gather_contrastive_batch(queries: Tensor, documents: Tensor, exclude: Tensor | None) -> GatheredBatch:
-    """Gather (b, D) queries and (m, D) documents (the first b the positives) from all processes.
+def contrastive_loss_across_processes(queries: Tensor, documents: Tensor, *, logit_scale: Tensor,
+                                      exclude: Tensor | None, gather: bool, **options) -> tuple[Tensor, Tensor]:
+    """``losses.contrastive_loss`` of this process's (b, D) queries and (m, D) documents (the first b the
+    positives), or with ``gather`` (and several processes) of every process's batch together. Returns (the loss to
+    back-propagate, the loss value to log): with gathering, the first is N x the global loss (the module docstring
+    says why) and the logit scale's gradient is divided by N, since every process computes the same global loss.
 
     ``exclude`` (b, m) marks copies of a query's own positive among its process's documents (the collator's
     duplicate mask); copies in other processes' documents are not detected (texts are not gathered), so keep
     examples unique across processes, as a shuffled dataset of distinct pairs does.
     """
+    n = world_size()
+    if not gather or n == 1:
+        loss = contrastive_loss(queries, documents, logit_scale=logit_scale, exclude=exclude, **options)
+        return loss, loss
     all_queries, valid_queries, _ = _gather_rows(queries)
     all_documents, valid_documents, document_offset = _gather_rows(documents)
     local = torch.zeros(queries.shape[0], all_documents.shape[0], dtype=torch.bool, device=documents.device)
@@ -77,33 +73,14 @@ def gather_contrastive_batch(queries: Tensor, documents: Tensor, exclude: Tensor
         local[:, document_offset : document_offset + documents.shape[0]] = exclude
     excluded, _, _ = _gather_rows(local)
     # Query q of process r (row r * b_max + q) has its positive at document row r * m_max + q.
-    b_max, m_max = all_queries.shape[0] // world_size(), all_documents.shape[0] // world_size()
-    rows = torch.arange(all_queries.shape[0], device=queries.device)
-    return GatheredBatch(all_queries, all_documents, (rows // b_max) * m_max + rows % b_max,
-                         excluded | ~valid_documents[None, :], valid_queries, world_size())
-
-
-def contrastive_loss_across_processes(queries: Tensor, documents: Tensor, *, logit_scale: Tensor,
-                                      exclude: Tensor | None, gather: bool, **options) -> tuple[Tensor, Tensor]:
-    """``losses.contrastive_loss`` of this process's batch, or with ``gather`` (and several processes) of every
-    process's batch together. Returns (the loss to back-propagate, the loss value to log): with gathering, the
-    first is N x the global loss (the module docstring says why) and the logit scale's gradient is divided by N,
-    since every process computes the same global loss."""
-    if not gather or world_size() == 1:
-        loss = contrastive_loss(queries, documents, logit_scale=logit_scale, exclude=exclude, **options)
-        return loss, loss
-    batch = gather_contrastive_batch(queries, documents, exclude)
-    valid = batch.valid_queries
-    loss = contrastive_loss(batch.queries[valid], batch.documents, exclude=batch.exclude[valid],
-                            positive_rows=batch.positive_rows[valid],
-                            logit_scale=scale_gradient(logit_scale, 1.0 / batch.loss_factor), **options)
-    return batch.loss_factor * loss, loss
-
-
-def scale_gradient(tensor: Tensor, factor: float) -> Tensor:
-    """``tensor`` in value, ``factor`` x its gradient (for a parameter shared by every process's identical global
-    loss, whose gradient must not be multiplied by the loss factor)."""
-    return tensor * factor + (tensor * (1 - factor)).detach()
+    b_max, m_max = all_queries.shape[0] // n, all_documents.shape[0] // n
+    rows = torch.arange(all_queries.shape[0], device=queries.device)[valid_queries]
+    # The scale in value, 1 / N x its gradient: the loss factor N must not multiply it.
+    shared_scale = logit_scale * (1.0 / n) + (logit_scale * (1 - 1.0 / n)).detach()
+    loss = contrastive_loss(all_queries[valid_queries], all_documents,
+                            exclude=(excluded | ~valid_documents[None, :])[valid_queries],
+                            positive_rows=(rows // b_max) * m_max + rows % b_max, logit_scale=shared_scale, **options)
+    return n * loss, loss
 
 
 def average_across_processes(parameters: Sequence[torch.nn.Parameter]) -> None:
@@ -171,7 +148,8 @@ class GradientCache:
         result = value.detach().requires_grad_()
 
         def second_pass(grad_output: Tensor) -> None:
-            work = [(chunk, query_grad) for chunk in query_chunks] + [(chunk, document_grad) for chunk in document_chunks]
+            work = [*((chunk, query_grad) for chunk in query_chunks),
+                    *((chunk, document_grad) for chunk in document_chunks)]
             for number, ((input_ids, attention_mask, state, start), grad) in enumerate(work):
                 last = number == len(work) - 1
                 # Autograd runs hooks with gradients off; the replay needs a graph.

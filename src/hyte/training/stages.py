@@ -1,12 +1,9 @@
-"""The paper's three training stages as resumable ``transformers.Trainer`` runs, driven by a RunConfig.
+"""The paper's three training stages as resumable ``transformers.Trainer`` runs, driven by a RunConfig:
+``train_mlm`` (stage 1, masked-language modelling of HyTE-FH or its Euclidean twin), ``train_contrastive`` (stage 2,
+in-batch negatives) and ``train_finetune`` (stage 3, with hard negatives mined first, ``mining.py``).
 
-* ``train_mlm``: stage 1, masked-language modelling of HyTE-FH (LorentzMLR head) or its Euclidean twin.
-* ``train_contrastive``: stage 2, (query, document) pairs with in-batch negatives.
-* ``train_finetune``: stage 3, the same with hard negatives mined before training (``mining.py``).
-
-Each writes checkpoints to ``training.output_dir`` (``resume=True`` continues from the last one) and, at the end,
-a complete model folder ``output_dir/final`` (``loop.py``) (weights, config, code files, tokenizer, ``hyte_card.json`` with the
-recipe, ``eval_results.json`` when evaluated), swapped in atomically. With ``lora.r > 0`` only LoRA adapters train
+Each checkpoints to ``training.output_dir`` (``resume=True`` continues from the last one) and writes the complete
+model folder ``output_dir/final`` atomically at the end (``loop.py``). With ``lora.r > 0`` only LoRA adapters train
 (peft); the adapter is saved on its own in ``output_dir/adapter`` and merged into ``final``.
 """
 
@@ -57,11 +54,8 @@ def train_contrastive(config: RunConfig, resume: bool = False, callbacks: list |
 
 
 def train_finetune(config: RunConfig, resume: bool = False, callbacks: list | None = None) -> Path:
-    """Stage 3: contrastive fine-tuning with hard negatives mined before training starts (``mining.miner``).
-
-    Mined negatives are added to the examples' own (e.g. hierarchy siblings). The examples are cached in
-    output_dir/mined_negatives.jsonl, so a resumed run trains on exactly the same data as the interrupted one.
-    """
+    """Stage 3: contrastive fine-tuning with hard negatives mined before training starts (``mining.miner``), added
+    to the examples' own and cached in output_dir/mined_negatives.jsonl: a resumed run trains on the same data."""
     built = build_model(config.model)
     check_lora_targets(built.model, config)  # before mining, which takes minutes
     return train_pairs(config, examples_with_mined_negatives(built, config, resume), built, resume, callbacks)

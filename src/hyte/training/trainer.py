@@ -1,9 +1,6 @@
-"""``transformers.Trainer`` for contrastive training of HyTE (and Euclidean) encoders.
-
-Trainer supplies what a serious run needs and this module does not re-implement: checkpointing and
-``resume_from_checkpoint`` (RNG states, data order), mixed precision, gradient accumulation, torchrun/accelerate
-multi-GPU, logging. Here: a collator that tokenizes (query, document, negatives) examples, the loss, and logging of
-the geometry (curvature, mean document radius).
+"""``transformers.Trainer`` for contrastive training of HyTE (and Euclidean) encoders: a collator that tokenizes
+(query, document, negatives) examples, the loss, and logging of the geometry (curvature, mean document radius).
+Checkpoints, resumption, mixed precision, gradient accumulation and multi-GPU runs are the Trainer's own.
 """
 
 from __future__ import annotations
@@ -96,9 +93,8 @@ class ContrastiveTrainer(Trainer):
         self.radius_head_learning_rate = radius_head_learning_rate
         self.logit_scale_learning_rate = logit_scale_learning_rate
         self.hierarchy_weight = hierarchy_weight
-        self.hierarchy_term = hierarchy_term
-        self.cone_min_radius = cone_min_radius
-        self.radius_margin = radius_margin
+        self.hierarchy_options = {"term": hierarchy_term, "cone_min_radius": cone_min_radius,
+                                  "radius_margin": radius_margin}
         self.gather_negatives = gather_negatives
         self.mini_batch_size = mini_batch_size
         # No forward pass uses the logit scale, so DDP cannot synchronise it: it is left out of DDP and its
@@ -145,9 +141,7 @@ class ContrastiveTrainer(Trainer):
         return loss
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        def batch_loss(queries, documents):
-            return self._loss(model, queries, documents, inputs)
-
+        batch_loss = partial(self._loss, model, inputs=inputs)  # (queries, documents) -> loss
         if self.mini_batch_size:
             cache = GradientCache(lambda ids, mask: embed(model, ids, mask, self.hyperbolic), self.mini_batch_size,
                                   no_sync=getattr(model, "no_sync", None))
@@ -172,15 +166,14 @@ class ContrastiveTrainer(Trainer):
         if self.hierarchy_weight > 0 and parent_rows is not None:
             # (parent, child) pairs: an example's parent row and its document; a taxonomy example's document and its
             # own query, which is the document's child.
-            children = torch.nonzero(parent_rows >= 0).squeeze(-1)
-            general, specific = documents[parent_rows[children]], documents[children]
+            positives, has_parent = documents[: len(parent_rows)], parent_rows >= 0
+            general, specific = documents[parent_rows[has_parent]], positives[has_parent]
             query_is_child = inputs.get("query_is_child")
-            if query_is_child is not None and bool(query_is_child.any()):
-                rows = torch.nonzero(query_is_child).squeeze(-1)
-                general, specific = torch.cat([general, documents[rows]]), torch.cat([specific, queries[rows]])
-            term = hierarchy_loss(general, specific, hyperbolic=self.hyperbolic,
-                                  curvature=curvature, term=self.hierarchy_term,
-                                  cone_min_radius=self.cone_min_radius, radius_margin=self.radius_margin)
+            if query_is_child is not None:
+                general = torch.cat([general, positives[query_is_child]])
+                specific = torch.cat([specific, queries[query_is_child]])
+            term = hierarchy_loss(general, specific, hyperbolic=self.hyperbolic, curvature=curvature,
+                                  **self.hierarchy_options)
             loss = loss + self.hierarchy_weight * term
             parts["hierarchy_loss"] = float(term.detach())
         parts["nonfinite_values"] = float((~torch.isfinite(queries)).sum() + (~torch.isfinite(documents)).sum())

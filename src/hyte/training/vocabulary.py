@@ -35,7 +35,7 @@ def train_wordpiece(texts: Sequence[str], output_dir: str | Path, vocab_size: in
     from ..io import atomic_directory
 
     texts = list(texts)
-    if not texts or not any(text.strip() for text in texts):
+    if not any(text.strip() for text in texts):
         raise ValueError("train_wordpiece needs at least one non-empty text")
     if vocab_size <= len(SPECIAL_TOKENS) + 26:
         raise ValueError(f"vocab_size must exceed {len(SPECIAL_TOKENS) + 26} (the special tokens and an alphabet); "
@@ -58,13 +58,11 @@ def train_wordpiece(texts: Sequence[str], output_dir: str | Path, vocab_size: in
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
                                         special_tokens=list(SPECIAL_TOKENS))
     tokenizer.train_from_iterator(texts, trainer=trainer)
-    # The trainer numbers the "##" pieces in hash-map order, which changes from call to call (tokenizers issue 1794):
-    # the same corpus gave the same pieces under other ids, so a seeded model started from other embedding rows and
-    # the quick from-scratch run differed between processes. WordPiece looks pieces up by string only, so renumbering
-    # them (special tokens first, then sorted) changes nothing else. Not removed: that order also breaks ties between
-    # equally frequent merges, so a small, repetitive corpus can still give other pieces; keep the saved folder.
-    trained = tokenizer.get_vocab()
-    pieces = [*SPECIAL_TOKENS, *sorted(set(trained) - set(SPECIAL_TOKENS))]
+    # The trainer numbers the "##" pieces in hash-map order, which changes from call to call (tokenizers issue 1794),
+    # so a seeded model would start from other embedding rows. WordPiece looks pieces up by string only: renumbering
+    # them (special tokens first, then sorted) changes nothing else. (That order also breaks ties between equally
+    # frequent merges, so a small, repetitive corpus can still give other pieces: keep the saved folder.)
+    pieces = [*SPECIAL_TOKENS, *sorted(set(tokenizer.get_vocab()) - set(SPECIAL_TOKENS))]
     tokenizer.model = models.WordPiece({piece: i for i, piece in enumerate(pieces)}, unk_token="[UNK]")
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
