@@ -22,8 +22,7 @@ from pathlib import Path
 
 from ..io import DataFormatError, check_path_kind, iter_jsonl
 
-__all__ = ["BEIRFormatError", "check_sample_sizes", "corpus_with_distractors", "distractor_count", "load_beir",
-           "seeded_subset"]
+__all__ = ["BEIRFormatError", "check_sample_sizes", "corpus_with_distractors", "load_beir", "seeded_subset"]
 
 
 # Malformed BEIR files raise the one data-file error of hyte.io (a ValueError naming the file and line).
@@ -39,15 +38,6 @@ def check_sample_sizes(**sizes: int | None) -> None:
             raise ValueError(f"{name} must be a whole number >= 1, or None for all; got {value!r}")
 
 
-def distractor_count(max_documents: int, relevant: int) -> int:
-    """How many other documents fill a sampled corpus of ``max_documents`` around its ``relevant`` ones; ValueError
-    when ``max_documents`` is below ``relevant`` (the corpus would silently be larger than asked for)."""
-    if max_documents < relevant:
-        raise ValueError(f"max_documents={max_documents} is below the {relevant} documents the sampled queries need "
-                         "(each query's relevant ones stay in the corpus): give at least that many, or fewer queries")
-    return max_documents - relevant
-
-
 def seeded_subset(items: Sequence, size: int | None, seed) -> list:
     """At most ``size`` of ``items``: all of them (no ``size``, or not more), else a ``seed``-ed choice, sorted."""
     if size is None or len(items) <= size:
@@ -59,11 +49,16 @@ def corpus_with_distractors(corpus: dict[str, str], qrels: dict[str, dict[str, i
                             seed) -> dict[str, str]:
     """``corpus`` ({id: text}, its order kept) cut to at most ``max_documents``: every document ``qrels`` judges (the
     sampled queries' relevant ones), filled up with a ``seed``-ed choice of the others, so smaller sets stay
-    comparable in difficulty."""
+    comparable in difficulty. ValueError when ``max_documents`` is below the judged documents (the corpus would
+    silently be larger than asked for)."""
     if max_documents is None or len(corpus) <= max_documents:
         return dict(corpus)
     needed = {doc_id for judged in qrels.values() for doc_id in judged}
-    fill = random.Random(seed).sample(sorted(set(corpus) - needed), distractor_count(max_documents, len(needed)))
+    if max_documents < len(needed):
+        raise ValueError(f"max_documents={max_documents} is below the {len(needed)} documents the sampled queries "
+                         "need (each query's relevant ones stay in the corpus): give at least that many, or fewer "
+                         "queries")
+    fill = random.Random(seed).sample(sorted(set(corpus) - needed), max_documents - len(needed))
     kept = needed | set(fill)
     return {doc_id: text for doc_id, text in corpus.items() if doc_id in kept}
 
