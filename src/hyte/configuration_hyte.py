@@ -39,25 +39,22 @@ def _check_heads(hidden_size: int, num_attention_heads: int, *, hyperbolic: bool
         )
 
 
-def _check_pooling(pooling: str, pooling_modes: tuple[str, ...], oem_p: float | None = None) -> None:
-    """The pooling mode, and the OEM exponent of the configs that have one (None: EucBERT, which has none)."""
-    if pooling not in pooling_modes:
-        raise ValueError(f"pooling must be one of {pooling_modes}; got {pooling!r}.")
-    if oem_p is not None and oem_p < 0:
-        raise ValueError(f"oem_p must be >= 0 (0 is the Einstein midpoint); got {oem_p}.")
-
-
-def _check_curvature(curvature: float) -> None:
-    if not (isinstance(curvature, (int, float)) and math.isfinite(curvature) and curvature > 0):
+def _check_shared(config, pooling_modes: tuple[str, ...], *, hyperbolic: bool) -> None:
+    """What every HyTE encoder config checks: the curvature and OEM exponent (hyperbolic models; EucBERT has
+    neither), the pooling mode and the logit scale."""
+    curvature = getattr(config, "curvature", None)
+    if hyperbolic and not (isinstance(curvature, (int, float)) and math.isfinite(curvature) and curvature > 0):
         raise ValueError(
             f"curvature must be a finite number > 0 (c in <x,x>_L = -c, sectional curvature K = -1/c); "
             f"got {curvature!r}. For K = -1 use curvature=1.0."
         )
-
-
-def _check_logit_scale(init: float, maximum: float) -> None:
-    if not 1.0 <= init <= maximum:
-        raise ValueError(f"logit_scale_init must lie in [1, max_logit_scale = {maximum}]; got {init}.")
+    if config.pooling not in pooling_modes:
+        raise ValueError(f"pooling must be one of {pooling_modes}; got {config.pooling!r}.")
+    if hyperbolic and config.oem_p < 0:
+        raise ValueError(f"oem_p must be >= 0 (0 is the Einstein midpoint); got {config.oem_p}.")
+    if not 1.0 <= config.logit_scale_init <= config.max_logit_scale:
+        raise ValueError(f"logit_scale_init must lie in [1, max_logit_scale = {config.max_logit_scale}]; got "
+                         f"{config.logit_scale_init}.")
 
 
 def _check_positive(**values) -> None:
@@ -67,12 +64,9 @@ def _check_positive(**values) -> None:
 
 
 def _check_encoder(config, pooling_modes: tuple[str, ...], *, hyperbolic: bool) -> None:
-    """What HyTE-FH and EucBERT check alike (HyTE-FH also its curvature)."""
+    """What HyTE-FH and EucBERT check alike."""
     _check_heads(config.hidden_size, config.num_attention_heads, hyperbolic=hyperbolic)
-    if hyperbolic:
-        _check_curvature(config.curvature)
-    _check_pooling(config.pooling, pooling_modes, config.oem_p if hyperbolic else None)
-    _check_logit_scale(config.logit_scale_init, config.max_logit_scale)
+    _check_shared(config, pooling_modes, hyperbolic=hyperbolic)
     _check_positive(vocab_size=config.vocab_size, num_hidden_layers=config.num_hidden_layers,
                     max_position_embeddings=config.max_position_embeddings)
 
@@ -168,14 +162,10 @@ class HyTEHConfig(_HyTEConfig):
     pad_token_id: int | None = 0
 
     def validate_architecture(self):
-        _check_curvature(self.curvature)
-        _check_pooling(self.pooling, POOLING_MODES, self.oem_p)
-        _check_logit_scale(self.logit_scale_init, self.max_logit_scale)
-        _check_positive(norm_clip=self.norm_clip)
-        if self.scale_init is not None:
-            _check_positive(scale_init=self.scale_init)
-        if self.radius_head is not None:
-            _check_positive(radius_head=self.radius_head)
+        _check_shared(self, POOLING_MODES, hyperbolic=True)
+        optional = {"scale_init": self.scale_init, "radius_head": self.radius_head}
+        _check_positive(norm_clip=self.norm_clip, **{name: value for name, value in optional.items()
+                                                     if value is not None})  # None: the default / no head
         if self.num_hyperbolic_layers:
             _check_heads(self.hidden_size, self.num_attention_heads, hyperbolic=True)
 

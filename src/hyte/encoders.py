@@ -25,7 +25,7 @@ from . import auto_classes  # noqa: F401  (checkpoints load with the installed H
 from .artifacts import holds
 from .bundled import resolve_model
 from .io import json_or_empty, read_json_file
-from .model_kinds import MODEL_KINDS, model_type_of
+from .model_kinds import MODEL_KINDS
 from .modeling_hyte import (
     HyTEPreTrainedModel,
     batches_by_length,
@@ -33,23 +33,6 @@ from .modeling_hyte import (
     not_a_model_folder,
     sentence_transformers_model_above,
 )
-
-# The HyTE model kinds (hyte.model_kinds): loaded as HyteEncoder, or PhraseEncoder for a phrase model.
-HYTE_MODEL_TYPES = tuple(MODEL_KINDS)
-
-
-def count_truncated(tokenizer, texts: list[str], limit: int, chunk: int = 2048) -> int:
-    """How many of ``texts`` take more than ``limit`` tokens ([CLS] and [SEP] included): each is encoded from its
-    first ``limit`` tokens only, the rest of it never reaches its vector. Counted ``chunk`` texts at a time, keeping
-    only lengths (a corpus tokenized whole, untruncated, would hold every token id at once)."""
-    cut = 0
-    for start in range(0, len(texts), chunk):
-        lengths = tokenizer(list(texts[start:start + chunk]), truncation=False, return_length=True,
-                            return_attention_mask=False, return_token_type_ids=False,
-                            verbose=False)["length"]  # verbose=False: no "longer than the maximum" warning per text
-        cut += sum(length > limit for length in lengths)
-    return cut
-
 
 class _Encoder:
     """What both encoders share: a model (put in eval mode) with its tokenizer, a name (by default the model's), a
@@ -72,11 +55,18 @@ class _Encoder:
         """The tokens of a text that reach its vector (the rest is cut): max_length, or the model's positions."""
         return self.max_length or self.model.config.max_position_embeddings
 
-    def count_truncated(self, texts: list[str]) -> int:
-        """How many of ``texts`` are longer than ``token_limit`` (encoded from their start only; lowercased first
-        with ``lowercase``, as encoded)."""
-        return count_truncated(self.tokenizer, [t.lower() for t in texts] if self.lowercase else texts,
-                               self.token_limit)
+    def count_truncated(self, texts: list[str], chunk: int = 2048) -> int:
+        """How many of ``texts`` take more than ``token_limit`` tokens ([CLS] and [SEP] included; lowercased first
+        with ``lowercase``, as encoded): each is encoded from its start only. Counted ``chunk`` texts at a time,
+        keeping only lengths (a corpus tokenized whole, untruncated, would hold every token id at once)."""
+        texts = [t.lower() for t in texts] if self.lowercase else texts
+        cut = 0
+        for start in range(0, len(texts), chunk):
+            lengths = self.tokenizer(list(texts[start:start + chunk]), truncation=False, return_length=True,
+                                     return_attention_mask=False, return_token_type_ids=False,
+                                     verbose=False)["length"]  # verbose=False: no "longer than the maximum" warning
+            cut += sum(length > self.token_limit for length in lengths)
+        return cut
 
 
 class HyteEncoder(_Encoder):
@@ -297,15 +287,17 @@ def load_encoder(path: str | Path, kind: str = "auto", max_length: int | None = 
     name, path = str(path), resolve_model(path)
     if Path(path).exists() and not holds(Path(path), "model"):
         raise FileNotFoundError(not_a_model_folder(path))
+    model_type = None  # a Hub id's: known once it loads
     if Path(path).is_dir():  # a damaged config.json is named, not left to json's bare message from deeper down
-        read_json_file(Path(path) / "config.json", "save the model again (save_pretrained) or download it again")
-    hyte_model = model_type_of(path) in HYTE_MODEL_TYPES
+        model_type = read_json_file(Path(path) / "config.json", "save the model again (save_pretrained) or download "
+                                    "it again").get("model_type")
+    hyte_model = model_type in MODEL_KINDS  # loaded as HyteEncoder, or PhraseEncoder for a phrase model
     if kind == "auto":
         kind = "hyte" if hyte_model else "euclidean"
-    if kind == "hyte" and Path(path).is_dir() and not hyte_model and model_type_of(path):
+    if kind == "hyte" and not hyte_model and model_type:
         # Refused before its weights load (the bundled MiniLM, offered by --help, failed after loading).
-        raise ValueError(_not_hyte_message(name, model_type_of(path)))
-    if kind == "euclidean" and hyte_model and model_type_of(path) != "hyte_euc":
+        raise ValueError(_not_hyte_message(name, model_type))
+    if kind == "euclidean" and hyte_model and model_type != "hyte_euc":
         raise ValueError(f"{path} is a hyperbolic HyTE model: load it as one (kind 'hyte' or 'auto'; on the command "
                          "line drop --kind euclidean)")
     options = sentence_transformers_options(path) if kind == "euclidean" and Path(path).is_dir() else {}

@@ -65,10 +65,6 @@ HYPRAG_CITATION = """
 }
 """
 
-# ----------------------------------------------------------------------------------------------------------------
-# Building and saving
-# ----------------------------------------------------------------------------------------------------------------
-
 
 def sentence_transformer(
     model: str | os.PathLike | PreTrainedModel,
@@ -102,6 +98,7 @@ def sentence_transformer(
         model = _model_path(model)
     if isinstance(model, str) and tokenizer is None:
         transformer = _hyte_transformer(model, max_seq_length)
+        _check_hyperbolic(transformer.model.config)
     else:
         if isinstance(model, (str, os.PathLike)):
             model = AutoModel.from_pretrained(str(model), trust_remote_code=True)
@@ -167,12 +164,10 @@ def _hyte_transformer(path: str, max_seq_length: int | None) -> Transformer:
     # AutoConfig read it too. hyte.auto_classes (imported above) makes them use the installed classes instead.
     # The model's pooled output (pooler_output: pooled points, after HyTE-H's specificity head) is the sentence
     # embedding, so sentence-transformers gets the vectors model.encode gives, not a re-pooling of token points.
-    transformer = Transformer(path, model_kwargs={"trust_remote_code": True}, config_kwargs={"trust_remote_code": True},
-                              processor_kwargs={"trust_remote_code": True}, max_seq_length=max_seq_length,
-                              modality_config={"text": {"method": "forward", "method_output_name": "pooler_output"}},
-                              module_output_name="sentence_embedding")
-    _check_hyperbolic(transformer.model.config)
-    return transformer
+    return Transformer(path, model_kwargs={"trust_remote_code": True}, config_kwargs={"trust_remote_code": True},
+                       processor_kwargs={"trust_remote_code": True}, max_seq_length=max_seq_length,
+                       modality_config={"text": {"method": "forward", "method_output_name": "pooler_output"}},
+                       module_output_name="sentence_embedding")
 
 
 def save_sentence_transformer(model: SentenceTransformer, path: str | os.PathLike, **save_kwargs) -> Path:
@@ -264,11 +259,6 @@ def add_sentence_transformer_files(model: PreTrainedModel, tokenizer: PreTrained
     return True
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Similarities
-# ----------------------------------------------------------------------------------------------------------------
-
-
 def hyte_curvature(model: SentenceTransformer) -> float:
     """The curvature c of a HyTE SentenceTransformer (from its HyperbolicPooling module)."""
     for module in model.modules():
@@ -304,11 +294,6 @@ def geodesic_similarity(a: Tensor | np.ndarray, b: Tensor | np.ndarray, c: float
 def _result_dtype(x: Tensor | np.ndarray) -> torch.dtype:
     dtype = torch.as_tensor(x).dtype
     return dtype if dtype.is_floating_point else torch.float32
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Training and evaluation
-# ----------------------------------------------------------------------------------------------------------------
 
 
 class LorentzContrastiveLoss(MultipleNegativesRankingLoss):

@@ -31,7 +31,7 @@ from ..identity import file_digest
 from ..io import (atomic_directory, check_only_owned, id_problem, read_json_file, read_jsonl, saved_directory,
                   write_jsonl)
 from ..lineage import model_fingerprint
-from .index import LorentzIndex
+from .index import _REBUILD, LorentzIndex
 
 if TYPE_CHECKING:
     from .phrase import PhraseIndex
@@ -44,7 +44,6 @@ __all__ = ["FOLDER_FILE", "INDEX_FOLDER_ENTRIES", "IndexFolder", "build_index_fo
 FOLDER_FORMAT_VERSION = 1
 # Any one of these marks a folder that an index save may replace (see hyte.io.atomic_directory).
 _MARKERS = KINDS["index"].markers
-_REBUILD = "rebuild the index with `hyte index build ... --overwrite`"
 # Everything an index folder (plain or phrase) may hold; anything else in it is the user's and stops a replacement.
 INDEX_FOLDER_ENTRIES = KINDS["index"].entries
 
@@ -118,12 +117,16 @@ def resolve_index_model(folder: IndexFolder) -> str:
     return name  # a bundled alias or a Hub id
 
 
-def documents_for(texts: Sequence[str], ids: Sequence[str | int] | None = None) -> list[dict]:
+def documents_for(texts: Sequence[str], ids: Sequence[str | int] | None = None, *,
+                  allow_no_texts: bool = False) -> list[dict]:
     """``documents.jsonl`` rows for ``texts``: row i has index id i; ``ids`` are the documents' own ids. Refuses a
-    bare string (it would index each character) and empty texts, as ``hyte index build`` does."""
+    bare string (it would index each character), empty texts and, unless ``allow_no_texts``, an empty list, as ``hyte
+    index build`` does."""
     if isinstance(texts, str):
         raise TypeError("texts must be a list of documents, not one string (each character would be a document): "
                         "wrap it in a list")
+    if not texts and not allow_no_texts:
+        raise ValueError("no texts to index")
     if ids is not None and len(ids) != len(texts):
         raise ValueError(f"{len(ids)} ids for {len(texts)} texts")
     for position, text in enumerate(texts):
@@ -306,8 +309,6 @@ def build_phrase_index_folder(model, tokenizer, texts: Sequence[str], directory:
     terminology trie's ``override``)."""
     from .phrase import PhraseIndex
 
-    if not texts:
-        raise ValueError("no texts to index")
     documents = documents_for(texts, ids)
     check_index_folder_free(directory, overwrite)  # before anything is encoded
     index = PhraseIndex.create(model, kind=kind, dtype=dtype,

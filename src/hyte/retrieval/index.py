@@ -179,13 +179,10 @@ class LorentzIndex(HyperboloidStore):
                 f"options={self.options})")
 
     def add(self, vectors: Any, ids: Any = None) -> np.ndarray:
-        """Add documents: hyperboloid points (N, D) (numpy or torch), ids (N,) int or None. Points carry no trace of
-        the model that made them: adding another model's points (same dimension and curvature) mixes two embedding
-        spaces unnoticed; ``HyteSearcher.add_texts`` encodes with the index's own model instead.
-
-        None numbers the documents from (largest stored id + 1). Returns the ids, (N,) int64.
-        On "ivf", the first call trains the index on its batch: make it representative of the collection.
-        """
+        """Add documents: hyperboloid points (N, D) (numpy or torch), ids (N,) int or None (numbered from the largest
+        stored id + 1). Returns the ids, (N,) int64. Another model's points are not detected: ``HyteSearcher.add_texts``
+        encodes with the index's own model. On "ivf", the first call trains the index on its batch: make it
+        representative of the collection."""
         points = self._check_points(vectors, "documents")
         new_ids = self._check_ids(ids, len(points))
         if len(points) == 0:

@@ -125,15 +125,6 @@ class PhraseStore:
             raise KeyError(f"document id {error.args[0]} is in the global index but not in the phrase store; "
                            "add and remove documents through PhraseIndex so both stay in step") from None
 
-    def gather_units(self, ids: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """Unit vectors of documents ``ids`` (N,): flat (M, D) float32 points/vectors and their document (M,) in
-        0..N-1. Lorentz points get their time coordinate re-derived from the stored space part."""
-        flat_index, segment, _ = ragged_rows(self._unit_offsets, self._rows(ids))
-        vectors = torch.from_numpy(self._units[flat_index].astype(np.float32))
-        if self.geometry == "lorentz":
-            vectors = lorentz.add_time(vectors, self.curvature)
-        return vectors, torch.from_numpy(segment)
-
     def lexical_scores(self, query: dict, ids: np.ndarray) -> np.ndarray:
         """S_L(q, d) = sum_t w_q(t) w_d(t) for documents ``ids``: (N,) float32."""
         flat_index, segment, _ = ragged_rows(self._lexical_offsets, self._rows(ids))
@@ -148,12 +139,16 @@ class PhraseStore:
         """S_P(q, d) = sum_s a_q(s) max_t s(p_s, p_t) for documents ``ids``: (N,) float32 (-inf: no units).
 
         The same score as ``modeling_hyte_phrase.weighted_maxsim`` without padding: the max runs per document
-        over its own units (a segment max), so there is nothing to mask.
+        over its own units (a segment max), so there is nothing to mask. Lorentz units get their time coordinate
+        re-derived from the stored space part.
         """
-        flat, segment = self.gather_units(ids)
+        flat_index, segment, _ = ragged_rows(self._unit_offsets, self._rows(ids))
+        flat = torch.from_numpy(self._units[flat_index].astype(np.float32))  # (M, D), M units of N documents
+        if self.geometry == "lorentz":
+            flat = lorentz.add_time(flat, self.curvature)
         return segment_maxsim(torch.as_tensor(np.asarray(query["units"], np.float32)),
-                              torch.as_tensor(np.asarray(query["weights"], np.float32)), flat, segment, len(ids),
-                              self.geometry, self.curvature).numpy()
+                              torch.as_tensor(np.asarray(query["weights"], np.float32)), flat,
+                              torch.from_numpy(segment), len(ids), self.geometry, self.curvature).numpy()
 
     def write_files(self, directory: Path) -> None:
         """Write the arrays (``.npy``) and ``store.json`` into an existing directory (not atomic by itself)."""
@@ -318,12 +313,6 @@ class PhraseIndex:
         self.global_index.remove(np.asarray(ids, np.int64))
         return self.store.remove(ids)
 
-    def _global_scores(self, scores: np.ndarray) -> np.ndarray:
-        """Global index scores on the phrase scale: cosines, or minus geodesic distances (lorentz)."""
-        if self.store.geometry == "lorentz":
-            return -lorentz.distance_from_inner(scores.astype(np.float64), self.store.curvature).astype(np.float32)
-        return scores
-
     def search(self, queries: Sequence[dict], k: int = 10, rerank: str | None = None, k_candidates: int = 100,
                fusion: dict[str, float] | None = None, **search_options) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents per query: (scores (Q, k) float32, ids (Q, k) int64), padded with -inf / -1.
@@ -337,12 +326,14 @@ class PhraseIndex:
         pool = k if rerank is None else max(k, k_candidates)
         global_queries = np.stack([q["global"] for q in queries]).astype(np.float32)
         raw, candidates = self.global_index.search(global_queries, pool, **search_options)
+        if self.store.geometry == "lorentz":  # on the phrase scale: minus geodesic distances (cosines already are)
+            raw = -lorentz.distance_from_inner(raw.astype(np.float64), self.store.curvature).astype(np.float32)
         out_scores = np.full((len(queries), k), -np.inf, np.float32)
         out_ids = np.full((len(queries), k), -1, np.int64)
         for row, query in enumerate(queries):
             found = candidates[row] >= 0
             ids = candidates[row][found]
-            views = {"global": self._global_scores(raw[row][found])}
+            views = {"global": raw[row][found]}
             if rerank in ("phrase", "hybrid"):
                 views["phrase"] = self.store.phrase_scores(query, ids)
             if rerank in ("lexical", "hybrid"):

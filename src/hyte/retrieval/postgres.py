@@ -430,8 +430,6 @@ def build_pgvector_index(encoder, texts: Sequence[str], dsn: str, table: str, *,
     """Encode ``texts`` as documents with ``encoder`` into the new table ``table`` with their texts (``ids``: the
     documents' own ids), recording the model as ``hyte.retrieval.folder.index_texts`` does. The table name is
     checked before anything is encoded; an index it replaces (``overwrite``) stays until the new one is loaded."""
-    if not texts:
-        raise ValueError("no texts to index")
     documents = documents_for(texts, ids)
     _check_max_norm(max_norm, kind)
     check_index_curvature(encoder.curvature, encoder.name)  # before the texts are encoded

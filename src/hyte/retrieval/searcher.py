@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,9 +45,8 @@ class Passage:
     specificity: float | None = None
 
     def metadata(self) -> dict[str, float | int | str]:
-        """What the framework adapters put in a hit's metadata."""
-        return {"id": self.id, "index_id": self.index_id, "score": self.score, "distance": self.distance,
-                "radius": self.radius, "specificity": self.specificity}
+        """What the framework adapters put in a hit's metadata: every field but the text."""
+        return {name: value for name, value in asdict(self).items() if name != "text"}
 
 
 def _load_hyte_encoder(model) -> HyteEncoder:
@@ -133,25 +132,25 @@ class HyteSearcher:
         The safe way to grow an index: vectors handed to a store's ``add`` carry no trace of the model that made
         them, so points of another model would be accepted there and silently mix two embedding spaces. ``ids``:
         the documents' own ids (default: their index ids), unique among all documents."""
-        documents = documents_for(texts, ids)  # refuses a bare string, empty texts, repeated ids
-        if not isinstance(self.documents, list) and not hasattr(self.index, "stored_own_ids"):
-            raise TypeError(f"{type(self.index).__name__} keeps no texts to add to")
-        points = self.encoder.encode(list(texts), role="document", batch_size=batch_size,
-                                     show_progress_bar=show_progress_bar)
-        if isinstance(self.documents, list):  # row i of the list is index id i
+        documents = documents_for(texts, ids, allow_no_texts=True)  # refuses a bare string, empty texts, repeated ids
+        in_list = isinstance(self.documents, list)  # row i of the list is index id i
+        if in_list:
             start = len(self.documents)
             own = [d["id"] for d in documents] if ids is not None else [start + i for i in range(len(documents))]
-            taken = {str(d["id"]) for d in self.documents} & {str(i) for i in own}
-            if taken:
-                raise ValueError(f"id {sorted(taken)[0]!r} is already in this index: ids must be unique")
+            taken = sorted({str(d["id"]) for d in self.documents} & {str(i) for i in own})
+        elif hasattr(self.index, "stored_own_ids"):
+            taken = self.index.stored_own_ids([str(d["id"]) for d in documents]) if ids is not None else []
+        else:
+            raise TypeError(f"{type(self.index).__name__} keeps no texts to add to")
+        if taken:  # before anything is encoded
+            raise ValueError(f"id {taken[0]!r} is already in this index: ids must be unique")
+        points = self.encoder.encode(list(texts), role="document", batch_size=batch_size,
+                                     show_progress_bar=show_progress_bar)
+        if in_list:
             new_ids = self.index.add(points, np.arange(start, start + len(points)))
             self.documents.extend({"id": identifier, "text": d["text"]} for identifier, d in zip(own, documents))
             return new_ids
         # A store keeping texts beside the vectors: without ids of their own, documents answer with their index id.
-        if ids is not None:
-            taken = self.index.stored_own_ids([str(d["id"]) for d in documents])
-            if taken:
-                raise ValueError(f"id {taken[0]!r} is already in this index: ids must be unique")
         return self.index.add(points, documents=documents if ids is not None else
                               [{"id": None, "text": d["text"]} for d in documents])
 

@@ -201,10 +201,6 @@ class HyperboloidStore:
     model_name: str | None
     model_fingerprint: str | None
 
-    def stored(self) -> tuple[np.ndarray, np.ndarray]:
-        """Copies of the live documents: ids (N,) int64 and points (N, D) float32."""
-        raise NotImplementedError
-
     @property
     def is_exact(self) -> bool:
         """Whether ``search`` with its defaults is exact (then ``exact_search64`` is available)."""
@@ -380,9 +376,8 @@ class TextStore(HyperboloidStore):
 
     def add(self, vectors: Any, ids: Any = None, documents: Sequence[dict] | None = None) -> np.ndarray:
         """Add documents: hyperboloid points (N, D), ids (N,) or None (numbered on), and optionally their
-        ``documents`` ({"id": own id, "text": ...}, one per point). Returns the ids. Points carry no trace of their
-        model: ``HyteSearcher.add_texts`` encodes with the store's own model (another model's points of the same
-        dimension would be accepted here)."""
+        ``documents`` ({"id": own id, "text": ...}, one per point). Returns the ids. Another model's points are not
+        detected: ``HyteSearcher.add_texts`` encodes with the store's own model."""
         points = self._check_points(vectors, "documents")
         new_ids = self._check_ids(ids, len(points))
         self._write(points, new_ids, documents, upsert=False)
