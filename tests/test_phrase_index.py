@@ -120,6 +120,15 @@ def test_save_load_round_trip_gives_identical_results(model, bert_tokenizer, tmp
     assert loaded.fusion == index.fusion and loaded.model_name == "tiny"
 
 
+def test_a_phrase_index_is_not_saved_inside_a_model_folder(model, bert_tokenizer, tmp_path):
+    """As LorentzIndex.save: hyte push would upload an index saved inside a model's folder with the model."""
+    folder = tmp_path / "model"
+    model.save_pretrained(folder)
+    with pytest.raises(ValueError, match=r"model/idx is or lies inside a model folder"):
+        _index(model, bert_tokenizer).save(folder / "idx")
+    assert not (folder / "idx").exists()
+
+
 def test_an_interrupted_save_leaves_the_previous_index_loadable(model, bert_tokenizer, tmp_path, monkeypatch):
     import os
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from .. import lorentz
-from ..artifacts import INDEX_FILE, METADATA_FILE, PHRASE_INDEX_FILE
+from ..artifacts import INDEX_FILE, METADATA_FILE, PHRASE_INDEX_FILE, claim_folder
 from ..io import atomic_directory, saved_directory
 from ..lineage import check_query_model, model_fingerprint
 from ..modeling_hyte_phrase import similarity_of_best
@@ -360,6 +360,8 @@ class PhraseIndex:
         """Save the global index (``global/``), the store (``phrase/``) and ``phrase_index.json`` together,
         atomically (``hyte.io.atomic_directory``): a crash at any point leaves the previous complete save loadable.
         A previous save there is replaced only with ``overwrite``."""
+        claim_folder(directory, option="the phrase index folder", replaces="index", remedy="a folder of its own, e.g. "
+                     "beside the model")  # as LorentzIndex.save and the command line refuse
         atomic_directory(directory, self.write_files, PHRASE_INDEX_FILE, "PhraseIndex",
                          owned=(PHRASE_INDEX_FILE, "global", "phrase"), overwrite=overwrite)
 
