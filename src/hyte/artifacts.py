@@ -58,8 +58,7 @@ CARD_FILE = "hyte_card.json"  # what a model was trained from and on (hyte.train
 @dataclass(frozen=True)
 class ArtifactKind:
     """A kind of folder: its ``markers`` (any one marks it), ``what`` it is called in messages ("a model folder"),
-    and ``entries``:
-    every name a save of it writes at its top level (None where a library writes the folder and may add any)."""
+    and ``entries``: every name a save of it writes at its top level (None where a library writes it, adding any)."""
 
     markers: tuple[str, ...]
     what: str

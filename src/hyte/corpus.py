@@ -60,9 +60,8 @@ def _shard_path(output: Path, shard: int) -> Path:
 
 def _prepare_output(output: Path, manifest: dict[str, Any], overwrite: bool) -> None:
     """Create ``output`` with ``manifest``, or check that an earlier run's manifest matches it (then its complete
-    shards are kept); anything else in the way is refused before the model is loaded."""
+    shards are kept); ``_check_output_usable`` has refused anything else in the way."""
     previous = output / MANIFEST
-    _check_output_usable(output)
     if previous.is_file():
         try:
             recorded = _what_decides_the_vectors(read_json_file(previous, _REENCODE))
@@ -70,12 +69,10 @@ def _prepare_output(output: Path, manifest: dict[str, Any], overwrite: bool) -> 
             if not overwrite:
                 raise
             recorded = {}  # damaged, and everything is to be encoded again anyway: every shard counts as stale
-        wanted = _what_decides_the_vectors(manifest)
-        changed = differences(recorded, wanted)
+        changed = differences(recorded, _what_decides_the_vectors(manifest))
         if changed and not overwrite:
-            raise FileExistsError(
-                f"{output} holds vectors of another encoding ({'; '.join(changed[:3])}): choose a new "
-                f"folder, or pass --overwrite (overwrite=True) to encode everything again")
+            raise FileExistsError(f"{output} holds vectors of another encoding ({'; '.join(changed[:3])}): choose a "
+                                  "new folder, or pass --overwrite (overwrite=True) to encode everything again")
         if changed:
             for stale in output.glob("shard-*.parquet"):
                 stale.unlink()

@@ -30,11 +30,11 @@ def _index_in_the_way(index_dir: Path, ids: list[str], all_ids: list[str]) -> st
     """What ``index_dir`` holds that a demo of the document ``ids`` (the first of the demo's ``all_ids``) would
     replace, or None: nothing, or the demo's index of these documents. The demo records its documents' HPO ids, the
     first N of ``all_ids`` for --num-documents N: an index of another prefix is its own, from another N."""
-    from .retrieval.folder import is_index_folder, read_documents
+    from .retrieval.folder import read_documents
 
     if not index_dir.exists():
         return None
-    if not is_index_folder(index_dir):
+    if not holds(index_dir, "index"):
         return "other files" if not index_dir.is_dir() or any(index_dir.iterdir()) else None
     try:
         saved = [row.get("id") for row in read_documents(index_dir)]

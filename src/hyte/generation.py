@@ -85,12 +85,12 @@ def _convert_smollm2(gguf: Path, target: Path) -> None:
 
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    config = loaded.config.to_dict()
-    config.pop("quantization_config", None)
-    config.pop("_name_or_path", None)
+    config = {key: value for key, value in loaded.config.to_dict().items()
+              if key not in ("quantization_config", "_name_or_path")}
     clean = AutoModelForCausalLM.from_config(AutoConfig.for_model(**config), dtype=torch.float32)
     clean.load_state_dict(loaded.state_dict(), strict=True)
     clean.generation_config = loaded.generation_config
+
     def write(staging: Path) -> None:
         clean.save_pretrained(staging)
         tokenizer.save_pretrained(staging)

@@ -333,11 +333,8 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
     none, optional "title" joined before the text as in BEIR corpora}); their ids (None for .txt: a text's id is
     its position). UTF-8, with or without a byte-order mark.
 
-    Refused, naming the file and line: another file type, an empty or blank text (named by its id in a .jsonl
-    file), a blank line (of a .txt file it would be indexed as a document; of a .jsonl file without ids it would
-    shift the position ids of the lines after it), an id that is not a string or an integer (``id_problem``), a
-    repeated id, a file without texts, and .txt files that are another format (a CSV header line, ID<TAB>TEXT lines,
-    JSON lines)."""
+    Refused, naming the file and line: another file type, a blank text or line, a bad (``id_problem``) or repeated
+    id, ids on some lines only, a file without texts, and .txt files in another format (CSV, ID<TAB>TEXT, JSONL)."""
     path = check_path_kind(path, "file", "input file", "give a .txt or .jsonl file")
     if path.suffix not in (".txt", ".jsonl"):
         raise ValueError(f"{path}: unsupported file type {path.suffix or '(none)'!r}; give a .txt file (one text per "
@@ -347,7 +344,6 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
         ids: list[str | int] = []
         first_line: dict = {}
         with_ids = None  # whether the first record has an id: then all must, else none may
-        previous = 0  # the line of the previous record
         for number, record in iter_jsonl(path):
             identifier = record.get("id", record.get("_id", len(ids)))  # without ids, the position is the id
             try:
@@ -365,12 +361,11 @@ def read_texts(path: str | os.PathLike) -> tuple[list[str], list[str | int] | No
             if has_id != with_ids:
                 raise DataFormatError(path, number, "some lines have an id and others not: give every line an "
                                                     "\"id\" (or none, and ids are line positions)")
-            if not with_ids and number != previous + 1:
+            if not with_ids and number != len(ids) + 1:
                 # Ids are positions among the records: a skipped blank line would shift those of all later lines.
-                raise DataFormatError(path, previous + 1, "blank line: without ids, a text's id is its position, which "
-                                                          "the blank line would shift for every line after it; remove "
-                                                          "blank lines (or give every line an \"id\")")
-            previous = number
+                raise DataFormatError(path, len(ids) + 1, "blank line: without ids, a text's id is its position, "
+                                                          "which the blank line would shift for every line after it; "
+                                                          "remove blank lines (or give every line an \"id\")")
             problem = id_problem(identifier)
             if problem:
                 raise DataFormatError(path, number, problem)

@@ -148,13 +148,13 @@ def check_lineage(index_model: str | None, index_fingerprint: str | None, model_
         return "declared compatible"
     listed = ", ".join(f"{e.get('model')!r} ({e.get('fingerprint')})" for e in compatible_with or []) or "none"
     raise IncompatibleIndexError(
-        f"this index was built by model {index_model!r} (fingerprint {index_fingerprint}); "
-        f"the query model {model_name!r} (fingerprint {fingerprint}) is neither that model nor declared "
-        f"compatible with it (its config's compatible_with lists: {listed}). Its query vectors would be "
-        f"compared with documents of another embedding space (the fingerprint covers the weights and the config's "
-        f"vector settings: a config.json edited to pool another way makes another model). Re-encode the corpus with the query model, or "
-        f"train the query model with `hyte train compatible --old <the index's model>`; experts who know the "
-        f"spaces agree can pass allow_incompatible=True (hyte index search --no-check-model).")
+        f"this index was built by model {index_model!r} (fingerprint {index_fingerprint}); the query model "
+        f"{model_name!r} (fingerprint {fingerprint}) is neither that model nor declared compatible with it (its "
+        f"config's compatible_with lists: {listed}). Its query vectors would be compared with documents of another "
+        "embedding space (the fingerprint covers the weights and the config's vector settings: a config.json edited "
+        "to pool another way makes another model). Re-encode the corpus with the query model, or train the query "
+        "model with `hyte train compatible --old <the index's model>`; experts who know the spaces agree can pass "
+        "allow_incompatible=True (hyte index search --no-check-model).")
 
 
 def check_query_model(index, model: torch.nn.Module, model_name: str | None, *,

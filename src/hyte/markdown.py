@@ -59,11 +59,8 @@ def run_line(path: Path, payload: dict) -> str:
     threads = payload.get("threads") or meta.get("torch_threads")
     where = ", ".join(str(part) for part in (machine, processor, f"{cpus} CPUs" if cpus else None,
                                              f"{threads} threads" if threads else None) if part)
-    text = f"- `{path.name}`"
-    if command:
-        text += f": `{command}`"
     details = ", ".join(part for part in (date, where) if part)
-    return text + (f" ({details})" if details else "")
+    return f"- `{path.name}`" + (f": `{command}`" if command else "") + (f" ({details})" if details else "")
 
 
 def runs(items: list[tuple[Path, dict]]) -> list[str]:

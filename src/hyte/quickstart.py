@@ -164,14 +164,11 @@ def run_quickstart(output_dir: str | Path = "hyte-output/quickstart", steps: int
     for _, folder in trained.values():
         print(f"  training: {folder} (the run's final model and logs; a rerun reuses it)")
     print(f"  mining:   {cache} (hard negatives, reused by later runs)")
-    print(f"  disk:     {_size_mb(output_dir):.0f} MB in {output_dir}")
+    size = sum(path.stat().st_size for path in output_dir.rglob("*") if path.is_file()) / 2**20
+    print(f"  disk:     {size:.0f} MB in {output_dir}")
     print(f"  push it:  hyte push {model_dir} --repo-id YOUR-ORG/hyte-h-minilm-hpo")
     print(f"  ({time.perf_counter() - started:.0f} s)")
     return model_dir
-
-
-def _size_mb(folder: Path) -> float:
-    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()) / 2**20
 
 
 def _evaluation_sets() -> tuple[str, ...]:
@@ -297,11 +294,10 @@ def _index_and_search(encoder, index_dir: Path, model_dir: Path, queries: int, d
     texts = [held_out_queries[q] for q in chosen]
     scores, found = index.search(encoder.encode(texts, role="query"), k=3)
     for query_id, text, ids, distances in zip(chosen, texts, found, index.to_distances(scores)):
-        hits = [doc_ids[i] for i in ids]
-        verdict = "its own term first" if hits[0] in qrels[query_id] else (
-            f"its own term at rank {hits.index(next(iter(qrels[query_id]))) + 1}"
-            if next(iter(qrels[query_id])) in hits else "its own term not in the top 3")
-        print(f"  query: {text!r} ({query_id}): {verdict}")
+        hits, own = [doc_ids[i] for i in ids], next(iter(qrels[query_id]))
+        verdict = ("first" if hits[0] in qrels[query_id] else f"at rank {hits.index(own) + 1}" if own in hits
+                   else "not in the top 3")
+        print(f"  query: {text!r} ({query_id}): its own term {verdict}")
         for doc_id, distance in zip(hits, distances):
             print(f"    d={distance:.3f}  {doc_id}  {corpus[doc_id][:80]}")
     _broader_and_narrower(encoder, index, corpus, doc_ids, next(iter(qrels[chosen[0]])))

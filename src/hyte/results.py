@@ -65,14 +65,12 @@ def portable_path(value: str | os.PathLike) -> str:
 
 def portable_command(command: str) -> str:
     """A shell command line with every absolute path argument (also ``--opt=/path``) made portable."""
-    words = []
-    for word in shlex.split(command):
+
+    def portable_word(word: str) -> str:
         option, equals, value = word.partition("=")
-        if equals and option.startswith("-"):
-            words.append(f"{option}={portable_path(value)}")
-        else:
-            words.append(portable_path(word))
-    return shlex.join(words)
+        return f"{option}={portable_path(value)}" if equals and option.startswith("-") else portable_path(word)
+
+    return shlex.join(map(portable_word, shlex.split(command)))
 
 
 def public_model_name(name: str | os.PathLike) -> str:
@@ -130,17 +128,17 @@ def check_result_output(path: str | os.PathLike, benchmark: str | None | tuple =
     ``data_sha256``); any other result or file may not, and nothing is written inside a model, run, index or
     vector-shard folder. ValueError otherwise."""
     path = claim_file(path, (".json",), what="a result", example="benchmarks/results/NAME.json")
-    if path.exists() and not _is_result(path):
+    earlier = _json_object(path) if path.exists() else None
+    if path.exists() and earlier is None:
         raise ValueError(f"{path} exists and is not a result JSON: give another output file (results are never "
                          "written over other files)")
-    earlier = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
     kinds = benchmark if isinstance(benchmark, tuple) else (benchmark,)
-    if benchmark is not _ANY and benchmark is not None and earlier is not None and earlier.get("benchmark") is None:
+    kind = (earlier or {}).get("benchmark")
+    if benchmark is not _ANY and benchmark is not None and earlier is not None and kind is None:
         # A JSON without a kind: quickstart's scores or the user's own file, not "another kind of result".
         raise ValueError(f"{path} holds no result of hyte eval or hyte bench (no \"benchmark\" field: hyte "
                          "quickstart's scores, or a JSON file of yours): give another output file")
-    if benchmark is not _ANY and earlier is not None and earlier.get("benchmark") not in kinds:
-        kind = earlier.get("benchmark")
+    if benchmark is not _ANY and earlier is not None and kind not in kinds:
         raise ValueError(f"{path} holds {'a ' + repr(kind) if kind else 'another kind of'} result, not "
                          f"{'a ' + repr(kinds[0]) if kinds[0] else 'this'} one: give another output file (a "
                          "result is replaced only by a rerun of the same kind)")
@@ -155,31 +153,26 @@ def _result_identities(earlier: dict, model, data, data_sha256) -> tuple[dict, d
     """(recorded, wanted): what a result's identity fields hold and what this run would write, over the fields both
     name (an older result may lack one). A recorded path that names the given model or data (``same_path``) counts
     as the same."""
-    recorded, wanted = {}, {}
-    for key, value in (("model", model), ("data", data), ("data_sha256", data_sha256)):
-        if value is None or not isinstance(earlier.get(key), str):
-            continue  # not given, or an older result without it
-        recorded[key] = earlier[key]
-        if key == "data_sha256":
-            wanted[key] = value
-        else:
-            wanted[key] = earlier[key] if same_path(earlier[key], value) else portable_path(value)
-    return recorded, wanted
+    given = {key: value for key, value in (("model", model), ("data", data), ("data_sha256", data_sha256))
+             if value is not None and isinstance(earlier.get(key), str)}
+    wanted = {key: value if key == "data_sha256" else earlier[key] if same_path(earlier[key], value)
+              else portable_path(value) for key, value in given.items()}
+    return {key: earlier[key] for key in given}, wanted
 
 
 def same_path(recorded: str, given: str | os.PathLike) -> bool:
     """Whether a result's recorded "model" or "data" names ``given``: the same portable name, or the same path."""
-    if recorded == portable_path(given):
-        return True
-    return Path(recorded).exists() and Path(given).exists() and Path(recorded).resolve() == Path(given).resolve()
+    return recorded == portable_path(given) or (Path(recorded).exists() and Path(given).exists()
+                                                and Path(recorded).resolve() == Path(given).resolve())
 
 
-def _is_result(path: Path) -> bool:
-    """Whether ``path`` is a file holding one JSON object (what write_result writes)."""
+def _json_object(path: Path) -> dict | None:
+    """The JSON object (what write_result writes) of file ``path``, or None where it holds none."""
     try:
-        return path.is_file() and isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
+        value = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def machine_info() -> dict:

@@ -89,29 +89,26 @@ MODEL_HELP = ("a HyTE model: its folder (e.g. hyte demo's hyte-output/demo/model
 INDEX_MODEL_HELP = MODEL_HELP + " (default: the model the index was built with)"
 
 
-def positive_int(text: str) -> int:
-    """argparse type of counts and sizes: an integer >= 1 (0 or a negative value would be silently meaningless)."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {value}")
-    return value
+def number_type(name: str, convert, accepted, wanted: str):
+    """An argparse type ``name`` (argparse names it in "invalid NAME value"): ``convert(text)`` where ``accepted``
+    takes it, else an error saying it must be ``wanted``."""
+
+    def parse(text: str):
+        value = convert(text)
+        if not accepted(value):
+            raise argparse.ArgumentTypeError(f"must be {wanted}; got {text}")
+        return value
+
+    parse.__name__ = name
+    return parse
 
 
-def positive_float(text: str) -> float:
-    """argparse type of bounds and scales: a finite number > 0 (float() takes nan, inf and negative values, which
-    would be recorded or fail deep inside the work)."""
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0; got {text}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type of seeds, depths and optional counts: an integer >= 0."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {value}")
-    return value
+# Counts and sizes (0 or a negative value would be silently meaningless); bounds and scales (float() takes nan, inf
+# and negative values, which would be recorded or fail deep inside the work); seeds, depths and optional counts.
+positive_int = number_type("positive_int", int, lambda value: value >= 1, "a positive integer")
+positive_float = number_type("positive_float", float, lambda value: math.isfinite(value) and value > 0,
+                              "a finite number > 0")
+non_negative_int = number_type("non_negative_int", int, lambda value: value >= 0, "an integer >= 0")
 
 
 def note_truncated(encoder, texts: list[str], kept: str = "") -> None:
@@ -131,8 +128,8 @@ def truncation_note(cut: int, total: int, limit: int, kept: str = "") -> None:
 
 def k_within(k: int, documents: int, use: str) -> int:
     """--k, capped at the number of documents an index holds (with a note on stderr): more hits than documents
-    cannot come back, and a huge --k made the search allocate padding (the process was killed, or took 31 s). ``use``: what the
-    command does with them ("showing", "using")."""
+    cannot come back, and a huge --k made the search allocate padding (killed, or 31 s). ``use``: what the command
+    does with them ("showing", "using")."""
     if k > documents > 0:
         print(f"--k {k}: the index holds {documents} documents; {use} all of them", file=sys.stderr)
         return documents
@@ -161,7 +158,6 @@ def load_model_encoder(model: str, kind: str = "auto", max_length: int | None = 
     """The encoder of ``model`` (``load_encoder``'s ``kind`` and ``max_length``); a clear error when missing."""
     from ..encoders import load_encoder
 
-    model = str(model)
     check_model_path(model)
     try:
         return load_encoder(model, kind=kind, max_length=max_length)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import re
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from ..artifacts import claim_folder
 from ..identity import data_digest
-from ..results import check_result_output, command_line, machine_info, portable_path, write_result
+from ..results import check_result_output, command_line, machine_info, portable_path, same_path, write_result
 from .common import (UserError, check_model_path, fmt, label_of, load_model_encoder, non_negative_int, positive_int,
                      refuse_unused)
 
@@ -48,9 +47,10 @@ def _model_and_data(args: argparse.Namespace, **described) -> dict:
 
 def _write(args: argparse.Namespace, payload: dict, output: Path | None = None, also: str = "") -> None:
     """Write ``payload`` to ``output`` (default ``--output``) with the command line and the machine that produced
-    it; ``also``: what else the command wrote, for the message."""
+    it; ``also``: what else the command wrote, for the message. The place was checked, kind and identity, before
+    the work (``_result_output``, ``claim_radius_result``)."""
     meta = {"command": command_line(args, ["eval", args.eval_command]), **machine_info()}
-    print(f"wrote {write_result(output or args.output, {**payload, 'meta': meta})}{also}")
+    print(f"wrote {write_result(output or args.output, {**payload, 'meta': meta}, replace=True)}{also}")
 
 
 def _eval_retrieval(args: argparse.Namespace) -> int:
@@ -90,20 +90,8 @@ def _eval_retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_hierarchy(results: dict) -> None:
-    from ..evaluation.hierarchy import CANDIDATE_TYPES
-
-    print(f"queries {results['num_queries']}   SpecHR {fmt(results['spechr'])}   R@1 {results['recall@1']:.4f}   "
-          f"R@5 {results['recall@5']:.4f}   MRR {results['mrr']:.4f}")
-    print("top-1 by type: " + "   ".join(f"{kind} {results['top1_by_type'][kind]:.3f}" for kind in CANDIDATE_TYPES))
-    print(f"{'depth':>5} {'queries':>8} {'SpecHR':>8} {'R@1':>8} {'R@5':>8} {'MRR':>8}")
-    for depth, row in results["by_depth"].items():
-        print(f"{depth:>5} {row['num_queries']:>8} {fmt(row['spechr']):>8} {row['recall@1']:8.4f} "
-              f"{row['recall@5']:8.4f} {row['mrr']:8.4f}")
-
-
 def _eval_hierarchy(args: argparse.Namespace) -> int:
-    from ..evaluation.hierarchy import evaluate_hierarchy, read_hierarchy_jsonl
+    from ..evaluation.hierarchy import CANDIDATE_TYPES, evaluate_hierarchy, read_hierarchy_jsonl
     from ..evaluation.hierarchy_build import build_record
 
     records = read_hierarchy_jsonl(args.data)  # format errors before the model is loaded
@@ -112,7 +100,13 @@ def _eval_hierarchy(args: argparse.Namespace) -> int:
     results = evaluate_hierarchy(encoder, records, batch_size=args.batch_size)
     seconds = time.perf_counter() - started
     print(f"{label_of(args.model, args.label)} ({encoder.kind}) on {args.data}, {seconds:.0f} s")
-    _print_hierarchy(results)
+    print(f"queries {results['num_queries']}   SpecHR {fmt(results['spechr'])}   R@1 {results['recall@1']:.4f}   "
+          f"R@5 {results['recall@5']:.4f}   MRR {results['mrr']:.4f}")
+    print("top-1 by type: " + "   ".join(f"{kind} {results['top1_by_type'][kind]:.3f}" for kind in CANDIDATE_TYPES))
+    print(f"{'depth':>5} {'queries':>8} {'SpecHR':>8} {'R@1':>8} {'R@5':>8} {'MRR':>8}")
+    for depth, row in results["by_depth"].items():
+        print(f"{depth:>5} {row['num_queries']:>8} {fmt(row['spechr']):>8} {row['recall@1']:8.4f} "
+              f"{row['recall@5']:8.4f} {row['mrr']:8.4f}")
     if args.output:
         build = build_record(args.data)
         _write(args, {"benchmark": "hierarchy", **_model_and_data(args, kind=encoder.kind),
@@ -299,15 +293,12 @@ def _eval_mteb(args: argparse.Namespace) -> int:
         except KeyError as error:
             raise ValueError(f"unknown mteb task {task_name!r} ({error.args[0] if error.args else error})") from None
 
-    model_path = str(args.model)
-    check_model_path(model_path)
-    kind = args.kind
-    if kind == "auto":
-        kind = "hyte" if model_type_of(model_path) in MODEL_KINDS else "euclidean"
-    label = label_of(model_path, args.label)
+    check_model_path(args.model)
+    kind = args.kind if args.kind != "auto" else "hyte" if model_type_of(args.model) in MODEL_KINDS else "euclidean"
+    label = label_of(args.model, args.label)
     from ..integrations.mteb import evaluate_mteb
 
-    scores = evaluate_mteb(model_path, kind, tasks, name=_safe_name(label), max_length=args.max_length,
+    scores = evaluate_mteb(args.model, kind, tasks, name=_safe_name(label), max_length=args.max_length,
                            batch_size=args.batch_size)
     for task_name, by_split in scores.items():
         for split, subsets in by_split.items():
@@ -317,7 +308,7 @@ def _eval_mteb(args: argparse.Namespace) -> int:
                       f"{fmt(main)}   nDCG@10 {fmt(subset.get('ndcg_at_10'))}   "
                       f"R@10 {fmt(subset.get('recall_at_10'))}   MRR@10 {fmt(subset.get('mrr_at_10'))}")
     if args.output:
-        _write(args, {"benchmark": "mteb", "model": portable_path(model_path), "label": label, "kind": kind,
+        _write(args, {"benchmark": "mteb", "model": portable_path(args.model), "label": label, "kind": kind,
                       "tasks": scores})
     return 0
 
@@ -370,8 +361,7 @@ def _eval_compatibility(args: argparse.Namespace) -> int:
     # before anything loads, and by weights (a copied folder) before anything is encoded.
     resolved = {role: resolve_model(model) for role, model in models.items()}
     for first, second in itertools.combinations(models, 2):
-        a, b = resolved[first], resolved[second]
-        if os.path.samefile(a, b) if Path(a).exists() and Path(b).exists() else a == b:
+        if same_path(resolved[first], resolved[second]):
             raise UserError(_same_model(first, second, f"{models[first]} and {models[second]} are one folder"))
     encoders, fingerprints = {}, {}
     for role, model in models.items():
@@ -539,7 +529,8 @@ def add_commands(subparsers) -> None:
     rag.add_argument("--baseline", default="bundled:all-MiniLM-L6-v2",
                      help="the Euclidean retriever (mean pooling + cosine) to compare with")
     rag.add_argument("--baseline-label", help="its display name (default: folder name)")
-    rag.add_argument("--questions", type=positive_int, default=50, help="held-out HPO terms asked about (seeded sample)")
+    rag.add_argument("--questions", type=positive_int, default=50,
+                     help="held-out HPO terms asked about (seeded sample)")
     rag.add_argument("--documents", type=positive_int, default=1000, help="passages in the corpus (gold ones included)")
     rag.add_argument("--k", type=positive_int, default=4, help="passages in the prompt")
     rag.add_argument("--generator", default=None,
@@ -563,7 +554,8 @@ def add_commands(subparsers) -> None:
     compatibility.add_argument("--hierarchy-queries", type=positive_int, default=300)
     compatibility.add_argument("--test-fraction", type=float, default=0.2,
                                help="the training runs' data.hpo_test_fraction")
-    compatibility.add_argument("--split-seed", type=non_negative_int, default=0, help="the training runs' data.hpo_seed")
+    compatibility.add_argument("--split-seed", type=non_negative_int, default=0,
+                               help="the training runs' data.hpo_seed")
     compatibility.add_argument("--seed", type=non_negative_int, default=0, help="seed of the query / document sample")
     compatibility.add_argument("--max-length", type=positive_int, default=None)
     _result_output(compatibility, _eval_compatibility, "compatibility")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..artifacts import claim_file, claim_folder
-from ..io import read_texts, write_vectors
+from ..artifacts import KINDS, claim_file, claim_folder, holds
+from ..io import check_only_owned, read_texts, write_vectors
 from .common import (INDEX_MODEL_HELP, MODEL_HELP, UserError, k_within, note_truncated, positive_float,
                      positive_int, print_hits, queries_of, refuse_unused, truncation_note)
 
@@ -89,20 +89,18 @@ def _check_destination(args: argparse.Namespace) -> None:
 
         PgVectorIndex.check_table_free(args.dsn, args.table, args.overwrite)
         return
-    from ..retrieval.folder import check_replaceable_index_folder, is_index_folder
-
     # An index in a model folder would be uploaded with it by hyte push, documents and all.
     path = claim_folder(args.output, option="--output", replaces="index",
                         remedy="the index's own folder: new, empty, or an earlier index; e.g. beside the model")
     if not path.exists() or path.is_dir() and not any(path.iterdir()):
         return
-    if not is_index_folder(path):
+    if not holds(path, "index"):
         raise UserError(f"--output {args.output} exists and is not an index folder: choose a new or empty folder")
     if not args.overwrite:
         raise UserError(f"--output {args.output} already holds an index: pass --overwrite to replace it (atomically, "
                         "once the new one is complete) or choose another folder")
     try:
-        check_replaceable_index_folder(path)
+        check_only_owned(path, KINDS["index"].entries, "index folder")
     except FileExistsError as error:
         raise UserError(f"--output {error}") from None
 
@@ -261,8 +259,8 @@ def _print_passages(searcher, queries: list[str], args: argparse.Namespace) -> N
     import numpy as np
 
     own = searcher.specificity(queries)
-    spreads = ([float(np.std([p.specificity for p in hits]))
-                for hits in searcher.search_batch(queries, args.k_candidates)] if args.relation else [None] * len(queries))
+    spreads = ([float(np.std([p.specificity for p in hits])) for hits in searcher.search_batch(
+        queries, args.k_candidates)] if args.relation else [None] * len(queries))
     for query, passages, specificity, spread in zip(
             queries, searcher.search_batch(queries, args.k, relation=args.relation,
                                            candidates=args.k_candidates if args.relation else None), own, spreads):
@@ -282,22 +280,20 @@ def _print_passages(searcher, queries: list[str], args: argparse.Namespace) -> N
 def _index_search(args: argparse.Namespace) -> int:
     from ..retrieval.folder import open_index_folder, resolve_index_model
 
-    if args.k_candidates is not None and args.rerank is None and args.relation is None:
-        raise UserError("--k-candidates chooses among the nearest hits for --rerank, --broader or --narrower; "
-                        "without one of them it changes nothing: drop it or add one")
+    if args.rerank is None and args.relation is None:
+        refuse_unused(args, ("--k-candidates",), "choosing among the nearest hits for --rerank, --broader or "
+                      "--narrower", "without one of them it changes nothing: drop it or add one")
     if args.k_candidates is not None and args.k_candidates < args.k:
         raise UserError(f"--k-candidates {args.k_candidates} is below --k {args.k}: the {args.k} hits are chosen "
                         f"among the --k-candidates nearest; give --k-candidates >= {args.k}")
     args.k_candidates = args.k_candidates or 100
 
-    if args.dsn is not None or args.table is not None:
+    if args.index is None or args.dsn is not None or args.table is not None:  # open_searcher names what is missing
         if args.rerank is not None or args.trie:
             raise UserError("--rerank and --trie need a phrase index folder (--index); a pgvector index is plain")
         queries = queries_of(args)
         _print_passages(open_searcher(args), queries, args)
         return 0
-    if args.index is None:
-        raise UserError("give the index to search: --index FOLDER, or --dsn DSN --table NAME for a pgvector index")
     folder = open_index_folder(args.index)
     queries = queries_of(args)
     args.k = k_within(args.k, len(folder.index), "showing")

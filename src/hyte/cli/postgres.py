@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from .common import positive_int
+from .common import number_type
 
 __all__ = ["add_commands"]
 
-
-def _port_number(value: str) -> int:
-    port = positive_int(value)
-    if port > 65535:
-        raise argparse.ArgumentTypeError(f"a TCP port is 1 to 65535; got {port}")
-    return port
+_port_number = number_type("port", int, lambda port: 1 <= port <= 65535, "a TCP port, 1 to 65535")
 
 
 def _start(args: argparse.Namespace) -> int:

@@ -27,8 +27,10 @@ def _demo(args: argparse.Namespace) -> int:
 def add_commands(sub) -> None:
     quickstart = sub.add_parser("quickstart", help="the whole path offline: build, fine-tune, evaluate, save, index")
     quickstart.add_argument("--output-dir", default="hyte-output/quickstart")
-    quickstart.add_argument("--steps", type=positive_int, default=60, help="fine-tuning steps (batch 16 + hard negatives)")
-    quickstart.add_argument("--examples", type=positive_int, default=4000, help="HPO + ICD-10-CM training pairs to draw from")
+    quickstart.add_argument("--steps", type=positive_int, default=60,
+                            help="fine-tuning steps (batch 16 + hard negatives)")
+    quickstart.add_argument("--examples", type=positive_int, default=4000,
+                            help="HPO + ICD-10-CM training pairs to draw from")
     quickstart.add_argument("--with-euclidean", action="store_true",
                             help="also fine-tune the Euclidean control (same recipe, cosine) and compare (+4 min)")
     quickstart.set_defaults(func=_quickstart)

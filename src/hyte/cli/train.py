@@ -62,13 +62,13 @@ def _train(args: argparse.Namespace) -> int:
         raise ConfigError("--resume continues the run in output_dir and --overwrite replaces it: give one")
     if args.resume:  # the command line asks for a checkpoint; the library starts fresh when there is none
         claim_output_dir(config, resume=True)  # a model folder, another run, no run.json: before anything slow
-        if finished_run(config) is None:  # else run() returns the finished model as it is
-            checkpoint = resume_checkpoint(config, resume=True)
-            if checkpoint is None:  # the folder holds no run at all (claim_output_dir refuses the rest)
-                raise ConfigError(f"--resume: {config.training.output_dir} holds no checkpoint to resume from; drop "
-                                  "--resume to start this run")
-            print(f"resuming from {checkpoint}")
     trains = args.overwrite or finished_run(config) is None  # else run() returns the finished model untouched
+    if args.resume and trains:
+        checkpoint = resume_checkpoint(config, resume=True)
+        if checkpoint is None:  # the folder holds no run at all (claim_output_dir refuses the rest)
+            raise ConfigError(f"--resume: {config.training.output_dir} holds no checkpoint to resume from; drop "
+                              "--resume to start this run")
+        print(f"resuming from {checkpoint}")
     started = time.perf_counter()
     try:
         final = run(config, resume=args.resume, overwrite=args.overwrite)

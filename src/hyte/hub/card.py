@@ -30,6 +30,7 @@ from safetensors import safe_open
 
 from ..artifacts import CARD_FILE
 from ..io import read_json_file
+from ..markdown import number
 from ..model_kinds import MODEL_KINDS
 from ..results import public_model_name
 
@@ -79,12 +80,11 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
     if model_type == "hyte_phrase":  # the phrase heads sit on a HyTE-H (or Euclidean) backbone, whose c it uses
         config = {**(config.get("backbone_config") or {}), **config}
     eval_results = _read_eval_results(model_dir)
+    prompts = _read_json(model_dir / "config_sentence_transformers.json", {}).get("prompts") if has_st else None
     curvature = _curvature(model_dir, config) if is_hyperbolic else None
 
-    tags = ["hyte", kind.lower()]
-    tags += ["hyperbolic", "lorentz"] if is_hyperbolic else ["euclidean-baseline"]
-    if has_st:
-        tags.append("sentence-transformers")
+    tags = ["hyte", kind.lower(), *(["hyperbolic", "lorentz"] if is_hyperbolic else ["euclidean-baseline"]),
+            *(["sentence-transformers"] if has_st else [])]
     card_data = ModelCardData(
         model_name=repo_id.split("/")[-1] if repo_id else local_dir.resolve().name, license=info.get("license"),
         library_name="transformers", pipeline_tag="sentence-similarity" if has_st else "feature-extraction",
@@ -102,11 +102,11 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
         hidden_size=config["hidden_size"],
         architecture=_architecture_rows(model_type, config, card_data.base_model),
         has_sentence_transformers=has_st,
-        prompts=_prompts(model_dir) if has_st else {},
+        prompts={role: prompt for role, prompt in (prompts or {}).items() if prompt},
         datasets=datasets,
         training=_lineage_rows(info.get("fine_tuned_from")) + _training_rows(info.get("training")),
         evaluation=[{"task": result.task_name, "dataset": result.dataset_name, "split": result.dataset_split or "–",
-                     "metric": result.metric_name, "value": _format_value(result.metric_value)}
+                     "metric": result.metric_name, "value": number(result.metric_value)}
                     for result in eval_results],
         limitations=_limitations(model_type, config, datasets, bool(eval_results)) + (
             [] if info.get("license") else [NO_LICENCE]),
@@ -178,9 +178,9 @@ def _read_eval_results(model_dir: Path) -> list[EvalResult]:
         if section in _EVAL_RECORDS:
             continue
         task_type, task_name = _EVAL_TASKS[section]
-        for number, entry in enumerate(entries):
+        for position, entry in enumerate(entries):
             if not (isinstance(entry, dict) and entry.get("dataset_name") and isinstance(entry.get("metrics"), dict)):
-                raise ValueError(f'{path}: {section}[{number}] needs "dataset_name" and a "metrics" object; got '
+                raise ValueError(f'{path}: {section}[{position}] needs "dataset_name" and a "metrics" object; got '
                                  f"{entry!r:.200}.")
             # The model-index needs a dataset type (the Hub dataset id); a slug of the name stands in.
             results += [EvalResult(task_type=task_type, task_name=task_name, dataset_name=entry["dataset_name"],
@@ -200,11 +200,6 @@ def _curvature(model_dir: Path, config: dict[str, Any]) -> float:
                 if key is not None:
                     return math.exp(float(tensors.get_tensor(key)))
     return float(config.get("curvature", 1.0))
-
-
-def _prompts(model_dir: Path) -> dict[str, str]:
-    prompts = _read_json(model_dir / "config_sentence_transformers.json", {}).get("prompts")
-    return {role: prompt for role, prompt in (prompts or {}).items() if prompt}
 
 
 def _base_model(config: dict[str, Any], info: dict[str, Any]) -> str | None:
@@ -310,7 +305,8 @@ def _limitations(model_type: str, config: dict[str, Any], datasets: list[str], e
             'queries), encode one side with `role="query"`.',
             "Coordinates grow exponentially with the distance from the origin, and a float32 inner product of two "
             "far-out points is a small difference of large numbers: close neighbours far from the origin (distance "
-            "above about 8√c) can swap ranks. Re-rank in float64 (`hyte.lorentz.pairwise_distance`) when that matters.",
+            "above about 8√c) can swap ranks. Re-rank in float64 (`hyte.lorentz.pairwise_distance`) when that "
+            "matters.",
         ]
         if model_type == "hyte_h":
             notes.append(f"Token tangent vectors are clipped to norm {config.get('norm_clip')} before the exponential "
@@ -330,14 +326,8 @@ def _limitations(model_type: str, config: dict[str, Any], datasets: list[str], e
 
 
 def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
+    return [] if value is None else [value] if isinstance(value, str) else list(value)
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
-
-
-def _format_value(value: Any) -> str:
-    return f"{value:.4f}" if isinstance(value, float) else str(value)

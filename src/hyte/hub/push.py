@@ -4,11 +4,8 @@ Everything that can be checked locally is checked before the first request: the 
 self-contained, pickle-free HyTE checkpoint) and the credentials. Then the card is rendered into ``README.md`` of a
 staging copy of the folder and the copy goes up in one commit (``HfApi.create_repo(exist_ok=True)`` +
 ``upload_folder``). transformers' own ``push_to_hub`` is not used because it replaces any README with its template
-card. ``dry_run_dir`` writes exactly the repository content to a local folder instead.
-
-The branch ends up holding exactly the staged files (plus the Hub's ``.gitattributes``): files left by an earlier push
-that the folder no longer has are deleted in the same commit, so stale weight shards or sentence-transformers modules
-cannot shadow the new model.
+card. ``dry_run_dir`` writes exactly the repository content to a local folder instead. Files an earlier push left in
+the branch and the folder lacks are deleted in the same commit: stale weight shards or modules would shadow the model.
 """
 
 from __future__ import annotations
@@ -45,27 +42,15 @@ def push_to_hub(model_dir: str | os.PathLike, repo_id: str, *, private: bool = F
                 commit_message: str | None = None) -> str:
     """Upload a saved HyTE model folder to the Hub as ``repo_id``, with a HyTE model card as README.md.
 
-    Args:
-        model_dir: a folder written by ``save_pretrained`` plus the tokenizer's ``save_pretrained``; it may also be a
-            sentence-transformers folder (``save_sentence_transformer``) and hold ``hyte_card.json`` and
-            ``eval_results.json``, which feed the card. All its files go up (weights, config, code, tokenizer,
-            sentence-transformers modules, evaluation results) except hidden ones and ``__pycache__``; any README.md
-            is replaced by the rendered card. Files an earlier push left in the branch and the folder lacks are
-            deleted.
-        repo_id: ``"ORG/NAME"``; the repository is created if needed (``private`` applies only then).
-        revision: a branch to commit to (created from main if missing). Default: main.
-        token: a write token. Default: ``HF_TOKEN``, else the token stored by ``hf auth login``.
-        dry_run_dir: write the repository content here instead of uploading (no credentials needed); the folder
-            must not exist or be empty.
-        commit_message: default "Upload HyTE model".
+    ``model_dir``: written by the model's and the tokenizer's ``save_pretrained`` (also a sentence-transformers
+    folder); its ``hyte_card.json`` and ``eval_results.json`` feed the card. All its files go up but hidden ones and
+    ``__pycache__``, and the branch's files it lacks are deleted. ``repo_id``: ``"ORG/NAME"``, created if needed
+    (``private`` applies only then); ``revision``: a branch (created if missing; default main); ``token``: default
+    ``HF_TOKEN``, else ``hf auth login``'s; ``dry_run_dir``: a new or empty folder that gets the repository content
+    instead (no credentials needed).
 
-    Returns:
-        The repository URL (with ``/tree/<revision>`` for a branch), or ``dry_run_dir``.
-
-    Raises:
-        ValueError: invalid repo id, a folder that is not a complete HyTE model, or no credentials; all raised
-            before anything is sent.
-        FileNotFoundError: ``model_dir`` does not exist.
+    Returns the repository URL (with ``/tree/<revision>`` for a branch), or ``dry_run_dir``. Raises, before anything
+    is sent, ValueError (a bad repo id, an incomplete HyTE model folder, no credentials) or FileNotFoundError.
     """
     model_dir = Path(model_dir)
     token = _checked(repo_id, revision, check_model_dir, model_dir, token, dry_run_dir)
@@ -224,9 +209,8 @@ def check_adapter_dir(adapter_dir: str | os.PathLike) -> None:
     """Raise unless ``adapter_dir`` is a PEFT adapter folder with safetensors weights and no pickle files."""
     adapter_dir = check_path_kind(adapter_dir, "folder", "adapter folder")
     _refuse_checkpoint(adapter_dir, "adapter")
-    problems = []
-    if _json_or_none(adapter_dir / "adapter_config.json") is None:
-        problems.append("adapter_config.json is missing or not valid JSON")
+    problems = (["adapter_config.json is missing or not valid JSON"]
+                if _json_or_none(adapter_dir / "adapter_config.json") is None else [])
     problems += _weight_problems(adapter_dir, "adapter_model")
     if problems:
         raise ValueError(f"{adapter_dir} is not a PEFT adapter folder that can be pushed: {'; '.join(problems)}.")
@@ -286,15 +270,12 @@ def _sentence_transformers_problems(model_dir: Path) -> list[str]:
         router = _json_or_none(model_dir / entry.get("path", "") / "router_config.json")
         if isinstance(router, dict):
             types += router.get("types", {}).values()
-    problems = []
-    for module_type in types:
-        if module_type.startswith("sentence_transformers."):
-            continue
-        file_name, _, _ = module_type.rpartition(".")
-        if "." in file_name or not (model_dir / f"{file_name}.py").is_file():
-            problems.append(f"sentence-transformers module {module_type!r} has no code file at the folder root "
-                            f"(save with hyte.integrations.sentence_transformers.save_sentence_transformer)")
-    return problems
+    files = {module_type: module_type.rpartition(".")[0] for module_type in types
+             if not module_type.startswith("sentence_transformers.")}
+    return [f"sentence-transformers module {module_type!r} has no code file at the folder root (save with "
+            "hyte.integrations.sentence_transformers.save_sentence_transformer)"
+            for module_type, file_name in files.items()
+            if "." in file_name or not (model_dir / f"{file_name}.py").is_file()]
 
 
 def _checked(repo_id: str, revision: str | None, check_folder, folder: Path, token: str | None,
