@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..artifacts import DOCUMENTS_FILE, FOLDER_FILE, KINDS, PHRASE_INDEX_FILE, claim_folder, holds
 from ..identity import file_digest
-from ..io import (atomic_directory, check_only_owned, id_problem, read_json_file, read_jsonl, saved_directory,
-                  write_jsonl)
+from ..io import atomic_directory, id_problem, read_json_file, read_jsonl, saved_directory, write_jsonl
 from ..lineage import model_fingerprint
 from .index import _REBUILD, LorentzIndex
 
@@ -37,9 +36,8 @@ if TYPE_CHECKING:
     from .phrase import PhraseIndex
 
 __all__ = ["FOLDER_FILE", "INDEX_FOLDER_ENTRIES", "IndexFolder", "build_index_folder", "build_phrase_index_folder",
-           "check_index_folder_free", "check_replaceable_index_folder", "documents_for", "index_texts",
-           "is_index_folder", "model_reference", "open_index_folder", "read_documents", "resolve_index_model",
-           "write_index_folder"]
+           "check_index_folder_free", "documents_for", "index_texts", "model_reference", "open_index_folder",
+           "read_documents", "resolve_index_model", "write_index_folder"]
 
 FOLDER_FORMAT_VERSION = 1
 # Any one of these marks a folder that an index save may replace (see hyte.io.atomic_directory).
@@ -54,19 +52,9 @@ def check_index_folder_free(directory: str | os.PathLike, overwrite: bool) -> No
     # hyte push would upload an index in a model folder, documents and all, with the model.
     claim_folder(directory, option="the index folder", replaces="index", remedy="a folder of its own, e.g. beside "
                  "the model")
-    if is_index_folder(directory) and not overwrite:
+    if holds(directory, "index") and not overwrite:
         raise FileExistsError(f"{directory} already holds an index: pass overwrite=True to replace it (atomically, "
                               "once the new one is written), or choose another folder")
-
-
-def check_replaceable_index_folder(path: str | os.PathLike) -> None:
-    """Refuse (FileExistsError) an index folder that also holds the user's files: replacing it would delete them."""
-    check_only_owned(path, INDEX_FOLDER_ENTRIES, "index folder")
-
-
-def is_index_folder(path: str | os.PathLike) -> bool:
-    """Whether ``path`` holds an index folder (of this format, or a bare index saved before it)."""
-    return holds(path, "index")
 
 
 @dataclass
