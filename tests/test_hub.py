@@ -495,6 +495,11 @@ def test_dry_run_writes_the_repository_content(local, tmp_path):
     with pytest.raises(ValueError, match="lies inside the model folder"):
         push_to_hub(source, "org/dry", dry_run_dir=source / "inside")
     assert not (source / "inside").exists()
+    (tmp_path / "other-model").mkdir()
+    (tmp_path / "other-model" / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="lies inside a model folder"):  # claimed through hyte.artifacts
+        push_to_hub(source, "org/dry", dry_run_dir=tmp_path / "other-model" / "repo")
+    assert not (tmp_path / "other-model" / "repo").exists()
 
 
 

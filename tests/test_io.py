@@ -177,3 +177,25 @@ def test_each_marker_marks_its_kind_only(tmp_path, kind):
         (folder / marker).write_text("{}")
         assert artifact_marker(folder) == marker
         assert [other for other in ALL_KINDS if holds(folder, other)] == [kind]
+
+
+def test_library_writers_claim_their_output_through_hyte_artifacts(tmp_path):
+    """A report, a BEIR folder, a vocabulary and corpus vectors written inside a model folder would be shipped with
+    it by hyte push: each writer refuses the place before any work, and writes nothing."""
+    from hyte.artifacts import OutputRefused
+    from hyte.corpus import encode_corpus
+    from hyte.data.hpo import write_beir_folder
+    from hyte.report.build import check_report_output
+    from hyte.training.vocabulary import train_wordpiece
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    writers = {"report": lambda: check_report_output(model / "B.md"),
+               "beir": lambda: write_beir_folder(model / "beir", {"q": "x"}, {"d": "y"}, {"q": {"d": 1}}),
+               "vocabulary": lambda: train_wordpiece(["a b c"], model / "vocabulary", vocab_size=120),
+               "vectors": lambda: encode_corpus(tmp_path / "no-model", tmp_path / "no-corpus.txt", model / "vectors")}
+    for name, write in writers.items():
+        with pytest.raises(OutputRefused, match="lies inside a model folder"):
+            write()
+    assert sorted(path.name for path in model.iterdir()) == ["config.json"]

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .artifacts import MANIFEST, holds
+from .artifacts import MANIFEST, claim_folder, holds
 from .identity import differences, file_digest
 from .io import read_json_file, read_texts, write_text_atomically
 
@@ -117,6 +117,7 @@ def _check_output_usable(output: Path) -> None:
     if output.exists() and not holds(output, "vectors") and (not output.is_dir() or any(output.iterdir())):
         raise FileExistsError(f"{output} exists and is not a vector-shard folder of hyte encode --corpus: choose a "
                               "new or empty folder")
+    claim_folder(output, option="output", replaces="vectors", remedy="a new or empty folder outside hyte's folders")
 
 
 def _encode_shard(encoder, texts: list[str], ids: list, shard: int, manifest: dict[str, Any], output: Path,

@@ -15,6 +15,7 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..artifacts import claim_folder
 from ..io import refuse_file_above, write_lines_atomically
 from .beir import (CORPUS_FIELDS, EMPTY_CORPUS, QUERY_FIELDS, add_judgement, check_judged, check_records,
                    check_sample_sizes, check_split, record_id, seeded_subset)
@@ -229,6 +230,7 @@ def write_beir_folder(directory: str | os.PathLike, queries: dict[str, str], cor
     check_split(split)
     directory = Path(directory)
     refuse_file_above(directory / "qrels")  # also when ``directory`` itself is a file
+    claim_folder(directory, option="directory", remedy="a folder of its own")
     present = [name for name in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv") if (directory / name).exists()]
     if present and not overwrite:
         raise FileExistsError(f"{directory} already holds {', '.join(present)}: pass overwrite=True to replace the "

@@ -22,7 +22,7 @@ from pathlib import Path
 from huggingface_hub import HfApi, ModelCard, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-from ..artifacts import CARD_FILE, KINDS, NOT_MODELS, given_and_real, holds, kind_of
+from ..artifacts import CARD_FILE, KINDS, NOT_MODELS, claim_folder, given_and_real, holds, kind_of
 from ..io import check_path_kind
 from ..model_kinds import BASE_CODE_FILES, MODEL_KINDS
 from ..modeling_hyte import not_a_model_folder
@@ -305,13 +305,12 @@ def _publish(source: Path, repo_id: str, card: ModelCard, replacements: dict[str
     replacements = {"README.md": str(card), **replacements}
     if dry_run_dir is not None:
         target = Path(dry_run_dir)
-        if target.exists() and not target.is_dir():
-            raise ValueError(f"dry-run folder {target} is a file; give a new or empty folder.")
-        if target.exists() and any(target.iterdir()):
-            raise ValueError(f"dry-run folder {target} is not empty; give a new or empty folder.")
         if any(place.is_relative_to(source.resolve()) for place in given_and_real(target)):
             raise ValueError(f"dry-run folder {target} lies inside the model folder {source}, which it would copy "
                              "into itself: give a folder outside it")
+        if target.is_dir() and any(target.iterdir()):
+            raise ValueError(f"dry-run folder {target} is not empty; give a new or empty folder.")
+        claim_folder(target, option="dry-run folder", remedy="a new or empty folder outside hyte's folders")
         # Real copies: the user may inspect and edit the result without touching the model folder.
         _stage(source, target, replacements, shutil.copy2)
         return str(target)

@@ -12,6 +12,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
+from ..artifacts import claim_file
 from ..compatibility.report import render_matrix_section, render_uncertainty_section, render_upgrade_section
 from ..io import check_path_kind, write_text_atomically
 from ..phrase.report import render_section as render_phrase_section
@@ -112,7 +113,7 @@ def check_report_output(path: str | os.PathLike) -> Path:
         if not generated:
             raise ValueError(f"{path} exists and is not a report hyte generated (it does not start with "
                              f"{REPORT_HEADER!r}): give a new file, or the BENCHMARKS.md to regenerate")
-    return path
+    return claim_file(path, (".md",), what="the report", example="BENCHMARKS.md")
 
 
 def write_benchmarks_md(results_dir: str | os.PathLike, path: str | os.PathLike = "BENCHMARKS.md") -> Path:

@@ -16,6 +16,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..artifacts import claim_folder
 from ..identity import texts_digest
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -40,7 +41,7 @@ def train_wordpiece(texts: Sequence[str], output_dir: str | Path, vocab_size: in
     if vocab_size <= len(SPECIAL_TOKENS) + 26:
         raise ValueError(f"vocab_size must exceed {len(SPECIAL_TOKENS) + 26} (the special tokens and an alphabet); "
                          f"got {vocab_size}")
-    output_dir = Path(output_dir)
+    output_dir = claim_folder(output_dir, option="output_dir", remedy="a folder of its own")
     record = {"corpus_sha256": texts_digest(texts), "num_texts": len(texts), "vocab_size": vocab_size,
               "min_frequency": min_frequency, "lowercase": lowercase}
     record_path = output_dir / RECORD
