@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .artifacts import NOT_MODELS, OutputRefused, claim_file, enclosing_artifact
 from .encoders import load_encoder
 from .io import atomic_file
 from .lorentz import flip_time
@@ -48,14 +49,22 @@ def _hypot(x, y):
     return op.Mul(big, op.Sqrt(op.Add(one, op.Mul(ratio, ratio))))
 
 
-def export_onnx(model: str | Path, output: str | Path | None = None) -> Path:
+def export_onnx(model: str | Path, output: str | Path | None = None, *, overwrite: bool = True) -> Path:
     """Export a HyTE model folder (or bundled alias / hub id) to ONNX; returns the file written.
 
     ``output`` defaults to ``MODEL/onnx/model.onnx`` (where sentence-transformers' ONNX backend looks). The file is
-    written next to its final name and renamed into place, so an interrupted export leaves no partial file.
+    written next to its final name and renamed into place, so an interrupted export leaves no partial file. The
+    model's own folder may hold its graph; another model's, a run's, an index's or vector shards' folder may not
+    (OutputRefused, before the slow export); an existing file is replaced only with ``overwrite``.
     """
-    encoder = load_encoder(model, kind="hyte")  # refuses any other model
     output = Path(output) if output is not None else Path(model) / "onnx" / "model.onnx"
+    claim_file(output, (".onnx",), what="the ONNX graph", example=f"{model}/onnx/model.onnx", overwrite=overwrite,
+               refuse_inside=NOT_MODELS, option="output")
+    model_folder = enclosing_artifact(output, ("model",))  # through a symbolic link too
+    if model_folder and model_folder[0].resolve() != Path(model).resolve():
+        raise OutputRefused(f"output {output} is inside another model's folder ({model_folder[0]}): that model would "
+                            f"ship this graph (e.g. with hyte push); write it into {model} or a folder of its own")
+    encoder = load_encoder(model, kind="hyte")  # refuses any other model
     sample = encoder.tokenizer(["an example text", "a second, somewhat longer example text"], padding=True,
                                return_tensors="pt")
     batch, tokens = torch.export.Dim("batch"), torch.export.Dim("tokens", max=encoder.model.config.max_position_embeddings)

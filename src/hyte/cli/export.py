@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..artifacts import NOT_MODELS, claim_file, enclosing_artifact
 from ..bundled import resolve_model
 from .common import MODEL_HELP, UserError
 
@@ -20,15 +19,7 @@ def _export_onnx(args: argparse.Namespace) -> int:
     if args.output is None and str(args.model).startswith("bundled:"):
         raise UserError(f"{args.model} is a bundled Euclidean encoder, not a HyTE model: export a HyTE model folder "
                         "(hyte demo or hyte quickstart write one)")
-    output = Path(args.output) if args.output is not None else Path(args.model) / "onnx" / "model.onnx"
-    # Before the (slow) export. A model's own folder may hold its graph; a run's, an index's or vector shards' not.
-    claim_file(output, (".onnx",), what="the ONNX graph", example=f"{args.model}/onnx/model.onnx",
-               overwrite=args.overwrite, refuse_inside=NOT_MODELS, option="--output")
-    model_folder = enclosing_artifact(output, ("model",))  # through a symbolic link too
-    if model_folder and model_folder[0].resolve() != Path(args.model).resolve():
-        raise UserError(f"--output {output} is inside another model's folder ({model_folder[0]}): that model would "
-                        f"ship this graph (e.g. with hyte push); write it into {args.model} or a folder of its own")
-    path = export_onnx(args.model, output)
+    path = export_onnx(args.model, args.output, overwrite=args.overwrite)
     print(f"wrote {path} (inputs input_ids, attention_mask; outputs documents, queries); check it against PyTorch "
           f"with hyte.export.onnx_matches_pytorch")
     return 0
