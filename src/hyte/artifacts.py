@@ -35,7 +35,7 @@ from pathlib import Path
 from .errors import HyteError
 from .io import refuse_file_above
 
-__all__ = ["ALL_KINDS", "CARD_FILE", "CHECKPOINT_STATE_FILE", "DOCUMENTS_FILE", "FOLDER_FILE", "INDEX_FILE", "KINDS",
+__all__ = ["ALL_KINDS", "CARD_FILE", "CHECKPOINT_STATE_FILE", "DOCUMENTS_FILE", "EVAL_RESULTS_FILE", "FOLDER_FILE", "INDEX_FILE", "KINDS",
            "MANIFEST", "METADATA_FILE", "NOT_MODELS", "PHRASE_INDEX_FILE", "POSTGRES_FILE", "RUN_FILE", "ArtifactKind",
            "OutputNotAFolder", "OutputRefused", "artifact_marker", "claim_file", "claim_folder", "enclosing_artifact",
            "given_and_real", "holds", "kind_of", "markers"]
@@ -53,6 +53,7 @@ MANIFEST = "manifest.json"  # vector shards' manifest, written last (hyte.corpus
 CHECKPOINT_STATE_FILE = "trainer_state.json"  # saved by the Trainer after a checkpoint's weights (hyte.training)
 POSTGRES_FILE = "hyte_postgres.json"  # a local server's port and user (hyte.retrieval.postgres_server)
 CARD_FILE = "hyte_card.json"  # what a model was trained from and on (hyte.training), read into its card (hyte.hub)
+EVAL_RESULTS_FILE = "eval_results.json"  # a model's held-out scores, read into its card's model-index
 
 
 @dataclass(frozen=True)

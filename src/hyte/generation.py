@@ -95,7 +95,7 @@ def _convert_smollm2(gguf: Path, target: Path) -> None:
         clean.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
 
-    atomic_directory(target, write, "config.json", "generator folder")
+    atomic_directory(target, write, KINDS["model"].markers, "generator folder")
 
 
 def _refuse_non_generator_folder(folder: Path) -> None:

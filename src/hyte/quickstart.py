@@ -18,7 +18,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .artifacts import CARD_FILE, claim_folder
+from .artifacts import CARD_FILE, EVAL_RESULTS_FILE, KINDS, claim_folder
 
 NUM_EXAMPLE_QUERIES = 3  # drawn with random.Random(0) from the held-out HPO queries; never picked by hand
 # The recipes chosen on validation branches, before any test-branch scoring (benchmarks/run_specificity.py select,
@@ -266,7 +266,7 @@ def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
 
     def write(staging: Path) -> None:
         shutil.copytree(trained, staging, dirs_exist_ok=True)
-        (staging / "eval_results.json").write_text(json.dumps(results, indent=2))
+        (staging / EVAL_RESULTS_FILE).write_text(json.dumps(results, indent=2))
         info_path = staging / CARD_FILE
         info = json.loads(info_path.read_text())
         info["training"]["measured against the untrained base (held-out)"] = "; ".join(comparison)
@@ -275,7 +275,7 @@ def _write_model_dir(trained: Path, model_dir: Path, heldout: dict) -> None:
         info_path.write_text(json.dumps(info, indent=2))
         render_model_card(staging, final_dir=model_dir).save(staging / "README.md")
 
-    atomic_directory(model_dir, write, "config.json", "model folder")
+    atomic_directory(model_dir, write, KINDS["model"].markers, "model folder")
 
 
 def _index_and_search(encoder, index_dir: Path, model_dir: Path, queries: int, documents: int) -> None:

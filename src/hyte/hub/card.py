@@ -28,7 +28,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from safetensors import safe_open
 
-from ..artifacts import CARD_FILE
+from ..artifacts import CARD_FILE, EVAL_RESULTS_FILE
 from ..io import read_json_file
 from ..markdown import number
 from ..model_kinds import MODEL_KINDS
@@ -38,7 +38,6 @@ __all__ = ["render_adapter_card", "render_model_card"]
 
 NO_LICENCE = ("No licence is stated for this model: its base model's licence and the training data's terms apply. "
               'State one in hyte_card.json ("license") before sharing it.')
-EVAL_RESULTS_FILE = "eval_results.json"
 
 # eval_results.json section -> (model-index task type, task name shown in the card)
 _EVAL_TASKS = {

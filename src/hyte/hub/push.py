@@ -22,7 +22,7 @@ from pathlib import Path
 from huggingface_hub import HfApi, ModelCard, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-from ..artifacts import CARD_FILE, KINDS, NOT_MODELS, claim_folder, given_and_real, holds, kind_of
+from ..artifacts import CARD_FILE, EVAL_RESULTS_FILE, KINDS, NOT_MODELS, claim_folder, given_and_real, holds, kind_of
 from ..io import check_path_kind
 from ..model_kinds import BASE_CODE_FILES, MODEL_KINDS
 from ..modeling_hyte import not_a_model_folder
@@ -102,7 +102,7 @@ def push_notices(model_dir: str | os.PathLike) -> list[str]:
                        "text of your own in the card, put it in hyte_card.json under \"notes\" (it becomes the "
                        "card's \"Notes\" section)")
     info = _json_or_none(model_dir / CARD_FILE) or {}
-    if not info.get("training") and _json_or_none(model_dir / "eval_results.json") is None:
+    if not info.get("training") and _json_or_none(model_dir / EVAL_RESULTS_FILE) is None:
         notices.append(f"nothing in {model_dir} records training or evaluation (hyte_card.json \"training\", "
                        "eval_results.json): the card says it may be an untrained initialisation. Push the output of "
                        "hyte train / hyte quickstart to publish a trained model")

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from transformers import Trainer
 
 from .. import lorentz
-from ..artifacts import CARD_FILE
+from ..artifacts import CARD_FILE, KINDS
 from ..modeling_hyte_phrase import HyTEPhraseModel, Units, lexical_vectors, units_from_tags, weighted_maxsim
 from ..results import portable_path, portable_paths
 from ..training.config import RunConfig
@@ -211,7 +211,7 @@ def _write_final(model, tokenizer, config: RunConfig, trainer: Trainer, base_mod
     final = output_dir / "final"
     if final.exists() and not (final / CARD_FILE).is_file():
         shutil.rmtree(final)  # an incomplete folder left by older code; nothing of value
-    atomic_directory(final, write, "config.json", "model folder")
+    atomic_directory(final, write, KINDS["model"].markers, "model folder")
     return final
 
 

@@ -15,7 +15,7 @@ import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..artifacts import CARD_FILE
+from ..artifacts import CARD_FILE, EVAL_RESULTS_FILE, KINDS
 from ..bundled import resolve_model
 from ..errors import HyteError
 from ..io import atomic_directory, read_json_file
@@ -270,9 +270,9 @@ def _write_final(built: BuiltModel, config: RunConfig, trainer: Trainer, evaluat
             results = {"retrieval": [{"dataset_name": "HPO held-out branches", "dataset_type": "hpo-heldout",
                                       "split": "test", "metrics": evaluation["after"]}],
                        "before_training": evaluation["before"]}
-            (staging / "eval_results.json").write_text(json.dumps(results, indent=2))
+            (staging / EVAL_RESULTS_FILE).write_text(json.dumps(results, indent=2))
 
-    atomic_directory(output_dir / "final", write, "config.json", "model folder")
+    atomic_directory(output_dir / "final", write, KINDS["model"].markers, "model folder")
 
 
 def _initial_logit_scale(built: BuiltModel, config: RunConfig, examples: list[dict]) -> float:
