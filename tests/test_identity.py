@@ -80,3 +80,15 @@ def test_only_hyte_identity_hashes_outside_the_two_stated_exceptions():
                and "hashlib" in ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                                  else [node.module or ""])]
     assert not hashing, f"digest through hyte.identity instead: {hashing}"
+
+
+def test_a_run_identity_reads_a_mining_cache_given_as_a_path_as_its_text():
+    """Configs built in Python may name the mining cache by a Path; YAML gives its text. Both are one run (the
+    digest of a final model saved before the cache left the identity included)."""
+    from hyte.training.config import MiningSpec, RunConfig
+    from hyte.training.run_folder import _earlier_identity_digest, identity_digest
+
+    as_path, as_text = (RunConfig("contrastive", mining=MiningSpec(cache_dir=cache)) for cache in (Path("c"), "c"))
+    assert _earlier_identity_digest(as_path) == _earlier_identity_digest(as_text)
+    assert identity_digest(as_path) == identity_digest(as_text)
+    assert _earlier_identity_digest(as_text) != _earlier_identity_digest(RunConfig("contrastive"))

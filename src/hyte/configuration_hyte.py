@@ -50,8 +50,8 @@ def _check_shared(config, pooling_modes: tuple[str, ...], *, hyperbolic: bool) -
         )
     if config.pooling not in pooling_modes:
         raise ValueError(f"pooling must be one of {pooling_modes}; got {config.pooling!r}.")
-    if hyperbolic and config.oem_p < 0:
-        raise ValueError(f"oem_p must be >= 0 (0 is the Einstein midpoint); got {config.oem_p}.")
+    if hyperbolic and not (isinstance(config.oem_p, (int, float)) and config.oem_p >= 0):
+        raise ValueError(f"oem_p must be a number >= 0 (0 is the Einstein midpoint); got {config.oem_p!r}.")
     if not 1.0 <= config.logit_scale_init <= config.max_logit_scale:
         raise ValueError(f"logit_scale_init must lie in [1, max_logit_scale = {config.max_logit_scale}]; got "
                          f"{config.logit_scale_init}.")

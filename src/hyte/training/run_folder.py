@@ -220,7 +220,8 @@ def _earlier_identity_digest(config: RunConfig) -> str:
     """The digest a final model saved before ``mining.cache_dir`` left the identity records for this config: such a
     model stays this run's (finished_run) where its config still names the same cache."""
     identity = _identity(config)
-    identity["mining"]["cache_dir"] = config.mining.cache_dir
+    cache_dir = config.mining.cache_dir  # as the JSON of the config recorded it: a Path as its text
+    identity["mining"]["cache_dir"] = None if cache_dir is None else str(cache_dir)
     return digest(identity)
 
 
