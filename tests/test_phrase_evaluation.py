@@ -101,6 +101,10 @@ def test_eval_retrieval_cli_reranks_with_a_unit_kind_and_budget(model, bert_toke
     assert payload["rerank"] == "bigram" and payload["budget"] == 4 and payload["k_candidates"] == 10
     assert set(payload["results"]) == {"global", "bigram"}
     assert 0.0 <= payload["results"]["bigram"]["ndcg@10"] <= 1.0
+    # A reranked result and a plain one are different kinds: neither replaces the other, refused before the work.
+    assert main(["eval", "retrieval", "--model", str(tmp_path / "model"), "--data", str(data), "--output",
+                 str(output)]) == 2
+    assert json.loads(output.read_text()) == payload
 
 
 def test_phrase_report_shows_over_seed_intervals_only_when_they_resample_seeds_then_queries():

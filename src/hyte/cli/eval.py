@@ -21,17 +21,18 @@ from .common import (UserError, check_model_path, fmt, label_of, load_model_enco
 
 __all__ = ["add_commands"]
 
-def _result_output(parser: argparse.ArgumentParser, command, benchmark: str | tuple) -> None:
+def _result_output(parser: argparse.ArgumentParser, command, benchmark: str, reranked: str | None = None) -> None:
     """``--output`` (the result JSON) and ``command``, run with that path checked before anything is loaded or
-    evaluated: a new file, or an earlier result of the same ``benchmark`` kind."""
-    example = benchmark if isinstance(benchmark, str) else benchmark[0]
-    parser.add_argument("--output", help=f"write the results as JSON (e.g. benchmarks/results/{example}_NAME.json)")
+    evaluated: a new file, or an earlier result of the kind this run writes (``reranked`` with --rerank, else
+    ``benchmark``): the write replaces it without a second check."""
+    parser.add_argument("--output", help=f"write the results as JSON (e.g. benchmarks/results/{benchmark}_NAME.json)")
 
     def checked(args: argparse.Namespace) -> int:
         if args.output:
             model, data = getattr(args, "model", None), getattr(args, "data", None)
             data = data if isinstance(data, str) else None
-            check_result_output(args.output, benchmark, model if isinstance(model, str) else None, data,
+            kind = reranked if reranked is not None and args.rerank is not None else benchmark
+            check_result_output(args.output, kind, model if isinstance(model, str) else None, data,
                                 data_digest(data) if data is not None and Path(data).exists() else None)
         return command(args)
 
@@ -447,7 +448,7 @@ def add_commands(subparsers) -> None:
                                 "token, bigram and random) units per text under every unit kind, so runs with "
                                 "different --rerank compare at identical vector counts (the H+ paper's control); "
                                 "'cap' keeps min(B, the kind's own count)")
-    _result_output(retrieval, _eval_retrieval, ("retrieval", "retrieval-rerank"))
+    _result_output(retrieval, _eval_retrieval, "retrieval", reranked="retrieval-rerank")
 
     hierarchy = sub.add_parser("hierarchy", help="hierarchy-sensitive retrieval: SpecHR, R@1, R@5, MRR, top-1 types")
     _model_options(hierarchy)
