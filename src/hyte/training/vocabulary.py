@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..artifacts import claim_folder
-from ..identity import texts_digest
+from ..identity import differences, texts_digest
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 RECORD = "vocabulary.json"
@@ -47,10 +47,11 @@ def train_wordpiece(texts: Sequence[str], output_dir: str | Path, vocab_size: in
     record_path = output_dir / RECORD
     if record_path.is_file():
         saved = json.loads(record_path.read_text())
-        if {key: saved.get(key) for key in record} == record:
+        changed = differences({key: saved.get(key) for key in record}, record)
+        if not changed:
             return output_dir
-        raise FileExistsError(f"{output_dir} holds a vocabulary of other texts or settings ({RECORD}: {saved}); "
-                              "choose another folder or delete it")
+        raise FileExistsError(f"{output_dir} holds a vocabulary of other texts or settings ({RECORD}: "
+                              f"{'; '.join(changed)}); choose another folder or delete it")
 
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
