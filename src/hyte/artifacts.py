@@ -35,10 +35,10 @@ from pathlib import Path
 from .errors import HyteError
 from .io import refuse_file_above
 
-__all__ = ["ALL_KINDS", "CARD_FILE", "CHECKPOINT_STATE_FILE", "DOCUMENTS_FILE", "EVAL_RESULTS_FILE", "FOLDER_FILE", "INDEX_FILE", "KINDS",
-           "MANIFEST", "METADATA_FILE", "NOT_MODELS", "PHRASE_INDEX_FILE", "POSTGRES_FILE", "RUN_FILE", "ArtifactKind",
-           "OutputNotAFolder", "OutputRefused", "artifact_marker", "claim_file", "claim_folder", "enclosing_artifact",
-           "given_and_real", "holds", "kind_of", "markers"]
+__all__ = ["ALL_KINDS", "CARD_FILE", "CHECKPOINT_STATE_FILE", "DOCUMENTS_FILE", "EVAL_RESULTS_FILE", "FOLDER_FILE",
+           "INDEX_FILE", "KINDS", "MANIFEST", "METADATA_FILE", "NOT_MODELS", "PHRASE_INDEX_FILE", "POSTGRES_FILE",
+           "RUN_FILE", "ArtifactKind", "OutputNotAFolder", "OutputRefused", "artifact_marker", "claim_file",
+           "claim_folder", "enclosing_artifact", "given_and_real", "holds", "kind_of", "markers"]
 
 # The files hyte itself names or marks kinds by (config.json, adapter_config.json and trainer_state.json are
 # transformers' and peft's). Their writers and readers import these names; tests/test_io.py fails on the names
